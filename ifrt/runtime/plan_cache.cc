@@ -1,0 +1,36 @@
+#include "ifrt/runtime/plan_cache.h"
+
+namespace tessera {
+
+absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanCache::Get(
+    const sharding::ShardLayout& src, std::vector<int64_t> src_locations,
+    const sharding::ShardLayout& dst, std::vector<int64_t> dst_locations, int64_t element_bytes,
+    bool fan_out) {
+  Key key{src, std::move(src_locations), dst, std::move(dst_locations), element_bytes, fan_out};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) {
+      ++hits_;
+      return it->second;
+    }
+    ++misses_;
+  }
+  // Plan outside the lock: planning large meshes takes a while and other keys need not wait.
+  absl::StatusOr<sharding::ReshardPlan> plan =
+      sharding::PlanReshard(key.src, key.src_locations, key.dst, key.dst_locations, element_bytes,
+                            sharding::PlanOptions{.fan_out = fan_out});
+  if (!plan.ok()) return plan.status();
+  auto shared = std::make_shared<const sharding::ReshardPlan>(*std::move(plan));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (plans_.size() >= capacity_) plans_.clear();
+  plans_.emplace(std::move(key), shared);
+  return shared;
+}
+
+PlanCache::Stats PlanCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Stats{hits_, misses_, static_cast<int64_t>(plans_.size())};
+}
+
+}  // namespace tessera

@@ -1,0 +1,260 @@
+#include "ifrt/runtime/plan_executor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "ifrt/strided_copy.h"
+
+namespace tessera {
+namespace {
+
+enum class OpKind { kHostToBuffer, kBufferToHost, kBufferToBuffer };
+
+// The copies one platform call runs, and what it needs around it.
+struct Batch {
+  Platform* platform = nullptr;
+  int device = 0;     // index within the platform
+  int32_t device_id = 0;  // id within the client
+  OpKind kind = OpKind::kBufferToBuffer;
+  std::vector<HostToBufferCopy> h2b;
+  std::vector<BufferToHostCopy> b2h;
+  std::vector<BufferToBufferCopy> b2b;
+  std::vector<Future<>> after;
+  std::vector<PlatformBufferRef> keep_alive;  // buffers read through raw host pointers
+  std::vector<int> dst_slots;
+  // (src device, dst device) -> (bytes, copies), recorded when the batch succeeds.
+  std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>> traffic;
+};
+
+using BatchKey = std::tuple<Platform*, int, OpKind>;
+
+int32_t DeviceIdOf(const PlanEndpoint& e) {
+  return e.is_host() ? -1 : e.memory->device()->Id().value;
+}
+
+// Geometry of a box (origin `origin`, extent `extent`) inside an endpoint.
+void Place(const PlanEndpoint& e, int64_t element_bytes, const sharding::Box& box,
+           int64_t* offset, Index* strides) {
+  *strides = e.is_host() ? e.host_byte_strides
+                         : StridedCopy::RowMajorByteStrides(e.shard_shape, element_bytes);
+  *offset = 0;
+  for (int d = 0; d < box.rank(); ++d) *offset += box.inclusive_min(d) * (*strides)[d];
+}
+
+Future<> Enqueue(Batch& b) {
+  switch (b.kind) {
+    case OpKind::kHostToBuffer:
+      return b.platform->CopyHostToBuffers(b.device, std::move(b.h2b), b.after);
+    case OpKind::kBufferToHost:
+      return b.platform->CopyBuffersToHost(b.device, std::move(b.b2h), b.after);
+    case OpKind::kBufferToBuffer:
+      return b.platform->CopyBuffersToBuffers(b.device, std::move(b.b2b), b.after);
+  }
+  return MakeReadyFuture(absl::InternalError("unknown copy kind"));
+}
+
+// A copy between two platforms neither of which can address the other's memory: device -> host
+// staging -> device, as one movement.
+Future<> StagedCopy(const PlanEndpoint& s, const PlanEndpoint& d, const StridedCopy& g) {
+  auto staging = std::make_shared<std::vector<uint8_t>>(g.bytes());
+  StridedCopy down;
+  down.element_bytes = g.element_bytes;
+  down.extent = g.extent;
+  down.src_offset = g.src_offset;
+  down.src_byte_strides = g.src_byte_strides;
+  down.dst_byte_strides = StridedCopy::RowMajorByteStrides(g.extent, g.element_bytes);
+  StridedCopy up;
+  up.element_bytes = g.element_bytes;
+  up.extent = g.extent;
+  up.src_byte_strides = down.dst_byte_strides;
+  up.dst_offset = g.dst_offset;
+  up.dst_byte_strides = g.dst_byte_strides;
+  RuntimeDevice* sd = s.memory->device();
+  RuntimeDevice* dd = d.memory->device();
+  Future<> down_done = sd->platform()->CopyBuffersToHost(
+      sd->platform_device(), {BufferToHostCopy{s.buffer, staging->data(), down}}, {s.ready});
+  Future<> up_done = dd->platform()->CopyHostToBuffers(
+      dd->platform_device(), {HostToBufferCopy{staging->data(), d.buffer, up}}, {down_done});
+  up_done.OnReady([staging](const absl::Status&) {});  // keeps the staging buffer alive
+  return up_done;
+}
+
+// When the inputs of a traced batch are ready (its earliest possible start).
+struct TraceStart {
+  std::shared_ptr<std::atomic<int64_t>> ns;
+};
+
+TraceStart StartTracing(const std::shared_ptr<TransferTrace>& trace,
+                        const std::vector<Future<>>& after) {
+  TraceStart start{std::make_shared<std::atomic<int64_t>>(trace->NowNs())};
+  JoinFutures(after).OnReady([start, trace](const absl::Status&) {
+    start.ns->store(trace->NowNs(), std::memory_order_relaxed);
+  });
+  return start;
+}
+
+const char* DirectionOf(int32_t src, int32_t dst) {
+  if (src < 0) return "host_to_device";
+  if (dst < 0) return "device_to_host";
+  return src == dst ? "local" : "device_to_device";
+}
+
+void FinishTracing(const PlanContext& context, int32_t exec_device,
+                   const std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>>& traffic,
+                   const TraceStart& start, const Future<>& done) {
+  std::shared_ptr<TransferTrace> trace = context.trace;
+  done.OnReady([trace, start, traffic, exec_device, op = context.operation,
+                action = context.guard_action](const absl::Status& st) {
+    const int64_t end = trace->NowNs();
+    for (const auto& [pair, amount] : traffic) {
+      TransferTraceEvent e;
+      e.operation = op;
+      e.device = exec_device;
+      e.src_device = pair.first;
+      e.dst_device = pair.second;
+      e.bytes = amount.first;
+      e.copies = amount.second;
+      e.direction = DirectionOf(pair.first, pair.second);
+      e.guard_action = e.direction == std::string("local") ? "" : action;
+      e.start_ns = std::min(end, start.ns->load(std::memory_order_relaxed));
+      e.end_ns = end;
+      e.ok = st.ok();
+      trace->Add(std::move(e));
+    }
+  });
+}
+
+}  // namespace
+
+PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_bytes,
+                          absl::Span<const PlanEndpoint> sources,
+                          absl::Span<const PlanEndpoint> destinations,
+                          const PlanContext& context) {
+  const TransferRecorder& record = context.record;
+  const size_t num_dst = destinations.size();
+  std::vector<std::vector<Future<>>> slot_writes(num_dst);
+  std::vector<Future<>> all;
+
+  // The wave of a copy: 0 for copies from sources, 1 + the wave of what filled its source slot for
+  // forwards. A wave starts once the destinations it reads from have been written.
+  std::vector<int> slot_wave(num_dst, -1);
+  std::vector<int> wave_of(plan.copies.size(), 0);
+  int max_wave = 0;
+  for (size_t i = 0; i < plan.copies.size(); ++i) {
+    const sharding::BoxCopy& c = plan.copies[i];
+    wave_of[i] = c.from_destination ? slot_wave[c.src_slot] + 1 : 0;
+    slot_wave[c.dst_slot] = std::max(slot_wave[c.dst_slot], wave_of[i]);
+    max_wave = std::max(max_wave, wave_of[i]);
+  }
+
+  std::vector<Future<>> dst_ready(num_dst);
+  for (int wave = 0; wave <= max_wave; ++wave) {
+    std::map<BatchKey, Batch> batches;
+    auto batch_for = [&](RuntimeDevice* device, OpKind kind) -> Batch& {
+      Batch& b = batches[BatchKey(device->platform(), device->platform_device(), kind)];
+      b.platform = device->platform();
+      b.device = device->platform_device();
+      b.device_id = device->Id().value;
+      b.kind = kind;
+      return b;
+    };
+    for (size_t i = 0; i < plan.copies.size(); ++i) {
+      if (wave_of[i] != wave) continue;
+      const sharding::BoxCopy& c = plan.copies[i];
+      const PlanEndpoint& d = destinations[c.dst_slot];
+      PlanEndpoint s = c.from_destination ? destinations[c.src_slot] : sources[c.src_slot];
+      if (c.from_destination) s.ready = dst_ready[c.src_slot];
+      if (c.bytes == 0) continue;
+      if (c.kind == sharding::BoxCopy::Kind::kAlias && s.buffer != nullptr &&
+          s.buffer == d.buffer) {
+        slot_writes[c.dst_slot].push_back(s.ready);
+        continue;
+      }
+      StridedCopy g;
+      g.element_bytes = element_bytes;
+      g.extent.assign(c.src_box.shape().begin(), c.src_box.shape().end());
+      Place(s, element_bytes, c.src_box, &g.src_offset, &g.src_byte_strides);
+      Place(d, element_bytes, c.dst_box, &g.dst_offset, &g.dst_byte_strides);
+      const auto pair = std::make_pair(DeviceIdOf(s), DeviceIdOf(d));
+
+      Batch* b = nullptr;
+      if (s.is_host()) {
+        RuntimeDevice* dd = d.memory->device();
+        b = &batch_for(dd, OpKind::kHostToBuffer);
+        b->h2b.push_back(HostToBufferCopy{s.host, d.buffer, g});
+      } else if (d.is_host()) {
+        RuntimeDevice* sd = s.memory->device();
+        b = &batch_for(sd, OpKind::kBufferToHost);
+        b->b2h.push_back(BufferToHostCopy{s.buffer, d.host, g});
+      } else {
+        RuntimeDevice* sd = s.memory->device();
+        RuntimeDevice* dd = d.memory->device();
+        if (sd->platform() == dd->platform()) {
+          b = &batch_for(dd, OpKind::kBufferToBuffer);
+          b->b2b.push_back(BufferToBufferCopy{s.buffer, d.buffer, g});
+        } else if (void* src_host = s.buffer->host_address(); src_host != nullptr) {
+          b = &batch_for(dd, OpKind::kHostToBuffer);
+          b->h2b.push_back(HostToBufferCopy{src_host, d.buffer, g});
+          b->keep_alive.push_back(s.buffer);
+        } else if (void* dst_host = d.buffer->host_address(); dst_host != nullptr) {
+          b = &batch_for(sd, OpKind::kBufferToHost);
+          b->b2h.push_back(BufferToHostCopy{s.buffer, dst_host, g});
+          b->keep_alive.push_back(d.buffer);
+        } else {
+          Future<> f = StagedCopy(s, d, g);
+          const int64_t bytes = c.bytes;
+          f.OnReady([record, pair, bytes](const absl::Status& st) {
+            if (st.ok() && record) record(pair.first, pair.second, bytes, 1);
+          });
+          slot_writes[c.dst_slot].push_back(f);
+          all.push_back(f);
+          continue;
+        }
+      }
+      if (!s.is_host()) b->after.push_back(s.ready);
+      b->dst_slots.push_back(c.dst_slot);
+      auto& t = b->traffic[pair];
+      t.first += c.bytes;
+      t.second += 1;
+    }
+    for (auto& [key, b] : batches) {
+      auto traffic = std::move(b.traffic);
+      auto keep_alive = std::move(b.keep_alive);
+      std::vector<int> dst_slots = std::move(b.dst_slots);
+      const int32_t exec_device = b.device_id;
+      TraceStart trace_start;
+      if (context.trace != nullptr) trace_start = StartTracing(context.trace, b.after);
+      Future<> f = Enqueue(b);
+      if (context.trace != nullptr) {
+        FinishTracing(context, exec_device, traffic, trace_start, f);
+      }
+      f.OnReady([record, traffic = std::move(traffic),
+                 keep_alive = std::move(keep_alive)](const absl::Status& st) {
+        if (!st.ok() || !record) return;
+        for (const auto& [pair, amount] : traffic) {
+          record(pair.first, pair.second, amount.first, amount.second);
+        }
+      });
+      std::sort(dst_slots.begin(), dst_slots.end());
+      dst_slots.erase(std::unique(dst_slots.begin(), dst_slots.end()), dst_slots.end());
+      for (int slot : dst_slots) slot_writes[slot].push_back(f);
+      all.push_back(f);
+    }
+    for (size_t slot = 0; slot < num_dst; ++slot) {
+      dst_ready[slot] = JoinFutures(slot_writes[slot]);
+    }
+  }
+  PlanExecution out;
+  out.dst_ready = std::move(dst_ready);
+  for (size_t slot = 0; slot < num_dst; ++slot) {
+    if (!out.dst_ready[slot].valid()) out.dst_ready[slot] = MakeReadyFuture();
+  }
+  out.all_done = JoinFutures(all);
+  return out;
+}
+
+}  // namespace tessera

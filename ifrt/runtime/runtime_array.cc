@@ -1,0 +1,98 @@
+#include "ifrt/runtime/runtime_array.h"
+
+#include "absl/strings/str_cat.h"
+#include "ifrt/runtime/runtime_client.h"
+
+namespace tessera {
+
+RuntimeArray::RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
+                           sharding::ShardLayout layout, std::vector<RuntimeMemory*> memories,
+                           std::vector<Shard> shards)
+    : client_(client),
+      dtype_(dtype),
+      shape_(std::move(shape)),
+      sharding_(std::move(sharding)),
+      layout_(std::move(layout)),
+      memories_(std::move(memories)),
+      shards_(std::move(shards)) {
+  std::vector<Future<>> futures;
+  futures.reserve(shards_.size());
+  for (const Shard& s : shards_) futures.push_back(s.ready);
+  ready_ = JoinFutures(futures);
+}
+
+Client* RuntimeArray::client() const { return client_; }
+
+Future<> RuntimeArray::GetReadyFuture() const {
+  if (absl::Status s = CheckNotDeleted(); !s.ok()) return MakeReadyFuture(s);
+  return ready_;
+}
+
+Future<> RuntimeArray::Delete() {
+  std::vector<Shard> released;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    released.swap(shards_);
+    deleted_ = true;
+  }
+  // In-flight operations hold their own references to the buffers; dropping ours is enough.
+  // The future reports when the array's pending writes are over, whatever their outcome.
+  Promise<> done;
+  ready_.OnReady([done](const absl::Status&) { done.Set(absl::OkStatus()); });
+  return done.future();
+}
+
+bool RuntimeArray::IsDeleted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return deleted_;
+}
+
+absl::Status RuntimeArray::CheckNotDeleted() const {
+  if (IsDeleted()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Array has been deleted: ", dtype_.DebugString(), shape_.DebugString(), " on ",
+                     sharding_->devices()->DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Shard>> RuntimeArray::shards() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (deleted_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Array has been deleted: ", dtype_.DebugString(), shape_.DebugString(), " on ",
+                     sharding_->devices()->DebugString()));
+  }
+  return shards_;
+}
+
+absl::StatusOr<std::vector<ArrayRef>> RuntimeArray::DisassembleIntoSingleDeviceArrays(
+    ArrayCopySemantics semantics) {
+  return client_->Disassemble(*this, semantics);
+}
+
+absl::StatusOr<ArrayRef> RuntimeArray::FullyReplicatedShard(ArrayCopySemantics semantics) {
+  return client_->FullyReplicatedShard(*this, semantics);
+}
+
+Future<> RuntimeArray::CopyToHostBuffer(void* data,
+                                        std::optional<absl::Span<const int64_t>> byte_strides,
+                                        ArrayCopySemantics semantics, TransferOptions options) {
+  return client_->CopyToHostBuffer(*this, data, byte_strides, options);
+}
+
+std::string RuntimeArray::DebugString() const {
+  std::string state;
+  if (IsDeleted()) {
+    state = "deleted";
+  } else if (!ready_.IsReady()) {
+    state = "pending";
+  } else {
+    absl::Status s = ready_.Await();
+    state = s.ok() ? "ready" : absl::StrCat("error: ", s.ToString());
+  }
+  return absl::StrCat("Array(", dtype_.DebugString(), shape_.DebugString(), ", ",
+                      sharding_->DebugString(), ", ", state, ")");
+}
+
+}  // namespace tessera

@@ -1,0 +1,80 @@
+#ifndef TESSERA_IFRT_RUNTIME_RUNTIME_ARRAY_H_
+#define TESSERA_IFRT_RUNTIME_RUNTIME_ARRAY_H_
+
+// RuntimeArray: the generic runtime's Array. One Shard per device of its sharding (slot order):
+// a platform buffer holding the slot's box densely in row-major order, and the future of the
+// writes that fill it. Buffers are shared (kReuseInput, aliasing reshards) through
+// PlatformBufferRef, and stay alive while operations that touch them are in flight.
+//
+// Thread-safe: the shard list is guarded by a mutex and cleared by Delete().
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "ifrt/array.h"
+#include "ifrt/platform.h"
+#include "ifrt/runtime/runtime_device.h"
+#include "sharding/shard_layout.h"
+
+namespace tessera {
+
+class RuntimeClient;
+
+struct Shard {
+  PlatformBufferRef buffer;
+  Future<> ready;
+};
+
+class RuntimeArray final : public Array {
+ public:
+  // `memories` and `shards` have one entry per device of `sharding`; `layout` is the sharding's
+  // layout for `shape`.
+  RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
+               sharding::ShardLayout layout, std::vector<RuntimeMemory*> memories,
+               std::vector<Shard> shards);
+
+  Client* client() const override;
+  DType dtype() const override { return dtype_; }
+  const Shape& shape() const override { return shape_; }
+  const Sharding& sharding() const override { return *sharding_; }
+  ShardingRef shared_ptr_sharding() const override { return sharding_; }
+  Future<> GetReadyFuture() const override;
+  Future<> Delete() override;
+  bool IsDeleted() const override;
+  absl::StatusOr<std::vector<ArrayRef>> DisassembleIntoSingleDeviceArrays(
+      ArrayCopySemantics semantics) override;
+  absl::StatusOr<ArrayRef> FullyReplicatedShard(ArrayCopySemantics semantics) override;
+  Future<> CopyToHostBuffer(void* data, std::optional<absl::Span<const int64_t>> byte_strides,
+                            ArrayCopySemantics semantics, TransferOptions options) override;
+  std::string DebugString() const override;
+
+  RuntimeClient* runtime_client() const { return client_; }
+  const sharding::ShardLayout& layout() const { return layout_; }
+  const std::vector<RuntimeMemory*>& memories() const { return memories_; }
+  int64_t element_bytes() const { return *dtype_.byte_size(); }
+  // The shards, or FAILED_PRECONDITION when the array has been deleted.
+  absl::StatusOr<std::vector<Shard>> shards() const;
+  // FAILED_PRECONDITION "Array has been deleted: ..." unless the array is live.
+  absl::Status CheckNotDeleted() const;
+
+ private:
+  RuntimeClient* client_;
+  DType dtype_;
+  Shape shape_;
+  ShardingRef sharding_;
+  sharding::ShardLayout layout_;
+  std::vector<RuntimeMemory*> memories_;
+  Future<> ready_;
+  mutable std::mutex mu_;
+  std::vector<Shard> shards_ ABSL_GUARDED_BY(mu_);
+  bool deleted_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_IFRT_RUNTIME_RUNTIME_ARRAY_H_

@@ -1,0 +1,117 @@
+#include "ifrt/strided_copy.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tessera {
+
+int64_t StridedCopy::num_elements() const {
+  int64_t n = 1;
+  for (int64_t e : extent) n *= e;
+  return n;
+}
+
+Index StridedCopy::RowMajorByteStrides(absl::Span<const int64_t> shape, int64_t element_bytes) {
+  Index strides(shape.size());
+  int64_t stride = element_bytes;
+  for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  return strides;
+}
+
+StridedCopy StridedCopy::BetweenDenseArrays(int64_t element_bytes,
+                                            absl::Span<const int64_t> src_shape,
+                                            absl::Span<const int64_t> src_origin,
+                                            absl::Span<const int64_t> dst_shape,
+                                            absl::Span<const int64_t> dst_origin,
+                                            absl::Span<const int64_t> extent) {
+  StridedCopy c;
+  c.element_bytes = element_bytes;
+  c.extent.assign(extent.begin(), extent.end());
+  c.src_byte_strides = RowMajorByteStrides(src_shape, element_bytes);
+  c.dst_byte_strides = RowMajorByteStrides(dst_shape, element_bytes);
+  for (size_t i = 0; i < extent.size(); ++i) {
+    c.src_offset += src_origin[i] * c.src_byte_strides[i];
+    c.dst_offset += dst_origin[i] * c.dst_byte_strides[i];
+  }
+  return c;
+}
+
+StridedCopy StridedCopy::Normalized() const {
+  StridedCopy out;
+  out.element_bytes = element_bytes;
+  out.src_offset = src_offset;
+  out.dst_offset = dst_offset;
+  if (num_elements() == 0) {
+    out.extent = {0};
+    out.src_byte_strides = {element_bytes};
+    out.dst_byte_strides = {element_bytes};
+    return out;
+  }
+  // Walk from the innermost dimension outwards, merging a dimension into the one inside it when
+  // it is contiguous with it on both sides.
+  Index ext, ss, ds;  // innermost first
+  for (int i = static_cast<int>(extent.size()) - 1; i >= 0; --i) {
+    if (extent[i] == 1) continue;
+    if (!ext.empty() && src_byte_strides[i] == ss.back() * ext.back() &&
+        dst_byte_strides[i] == ds.back() * ext.back()) {
+      ext.back() *= extent[i];
+      continue;
+    }
+    ext.push_back(extent[i]);
+    ss.push_back(src_byte_strides[i]);
+    ds.push_back(dst_byte_strides[i]);
+  }
+  if (ext.empty()) {  // a single element
+    ext.push_back(1);
+    ss.push_back(element_bytes);
+    ds.push_back(element_bytes);
+  }
+  // A contiguous inner dimension whose strides are element_bytes: leave as is. Reverse to
+  // outermost first.
+  out.extent.assign(ext.rbegin(), ext.rend());
+  out.src_byte_strides.assign(ss.rbegin(), ss.rend());
+  out.dst_byte_strides.assign(ds.rbegin(), ds.rend());
+  return out;
+}
+
+bool StridedCopy::inner_contiguous() const {
+  if (extent.empty()) return true;
+  return src_byte_strides.back() == element_bytes && dst_byte_strides.back() == element_bytes;
+}
+
+void StridedCopy::ForEachRun(absl::FunctionRef<void(int64_t, int64_t, int64_t)> fn) const {
+  StridedCopy n = Normalized();
+  if (n.num_elements() == 0) return;
+  const int rank = static_cast<int>(n.extent.size());
+  const bool contiguous = n.inner_contiguous();
+  const int outer_rank = contiguous ? rank - 1 : rank;
+  const int64_t run_bytes = contiguous ? n.extent.back() * element_bytes : element_bytes;
+  Index idx(outer_rank, 0);
+  int64_t so = n.src_offset, d_o = n.dst_offset;
+  while (true) {
+    fn(so, d_o, run_bytes);
+    int d = outer_rank - 1;
+    for (; d >= 0; --d) {
+      ++idx[d];
+      so += n.src_byte_strides[d];
+      d_o += n.dst_byte_strides[d];
+      if (idx[d] < n.extent[d]) break;
+      so -= n.src_byte_strides[d] * n.extent[d];
+      d_o -= n.dst_byte_strides[d] * n.extent[d];
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+std::string StridedCopy::DebugString() const {
+  return absl::StrCat("StridedCopy(element_bytes=", element_bytes, ", extent=[",
+                      absl::StrJoin(extent, ","), "], src=", src_offset, "+[",
+                      absl::StrJoin(src_byte_strides, ","), "], dst=", dst_offset, "+[",
+                      absl::StrJoin(dst_byte_strides, ","), "])");
+}
+
+}  // namespace tessera
