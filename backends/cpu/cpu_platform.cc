@@ -7,14 +7,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_stream.h"
+#include "backends/cpu/host_allocator.h"
 #include "backends/cpu/strided_memcpy.h"
 #include "oneapi/tbb/global_control.h"
 #include "oneapi/tbb/parallel_for.h"
 
 namespace tessera {
 namespace {
-
-constexpr int64_t kAlignment = 64;
 
 // Lets the arenas of all CPU devices together use more worker threads than the machine has
 // cores (TBB's default limit), so that every device gets the threads it was given.
@@ -80,14 +79,15 @@ class CpuPlatform final : public Platform {
 
   absl::StatusOr<PlatformBufferRef> Allocate(int device, int memory, int64_t bytes) override {
     if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("negative size ", bytes));
-    const int64_t rounded = std::max<int64_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
-    void* data = std::aligned_alloc(kAlignment, rounded);
+    const int64_t rounded = cpu::HostAllocator::RoundedSize(bytes);
+    void* data = allocator_->Allocate(rounded);
     if (data == nullptr) {
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot allocate ", bytes, " bytes of host memory for cpu device ", device));
     }
-    return std::make_shared<CpuBuffer>(data, bytes, &devices_[device]->bytes_in_use,
-                                       [data] { std::free(data); });
+    return std::make_shared<CpuBuffer>(
+        data, bytes, &devices_[device]->bytes_in_use,
+        [allocator = allocator_, data, rounded] { allocator->Free(data, rounded); });
   }
 
   int64_t BytesInUse(int device, int memory) const override {
@@ -160,6 +160,9 @@ class CpuPlatform final : public Platform {
     tbb::parallel_for(size_t{0}, n, [&](size_t i) { fn(i); });
   }
 
+  // Freed buffers are cached for reuse, up to 4 GiB per platform.
+  std::shared_ptr<cpu::HostAllocator> allocator_ =
+      std::make_shared<cpu::HostAllocator>(int64_t{4} << 30);
   std::vector<std::unique_ptr<Device>> devices_;
 };
 
