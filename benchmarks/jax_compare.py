@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Times the same reshards in JAX (8 CPU devices) and in Tessera, in one run, and prints both.
+
+    python3 benchmarks/jax_compare.py [--size 4096] [--devices 8] [--repeat 7] \
+        [--tessera build/benchmarks/ifrt/reshard_benchmark]
+
+JAX is only a point of comparison (`pip install jax`); nothing in Tessera's build or tests needs it.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+
+def time_jax(size, devices, repeat):
+    os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    devs = jax.devices()[:devices]
+    mx = 1
+    while mx * mx * 2 <= devices:
+        mx *= 2
+    mesh1 = Mesh(np.array(devs), ("x",))
+    mesh1_rev = Mesh(np.array(devs[::-1]), ("x",))
+    mesh2 = Mesh(np.array(devs).reshape(mx, devices // mx), ("x", "y"))
+    host = np.arange(size * size, dtype=np.float32).reshape(size, size)
+
+    def median_time(fn):
+        fn()
+        times = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        return statistics.median(times)
+
+    def reshard(src_sharding, dst_sharding):
+        x = jax.device_put(host, src_sharding).block_until_ready()
+        return median_time(lambda: jax.device_put(x, dst_sharding).block_until_ready())
+
+    rows = NamedSharding(mesh1, P("x", None))
+    results = {
+        "rows -> columns": reshard(rows, NamedSharding(mesh1, P(None, "x"))),
+        "rows -> replicated": reshard(rows, NamedSharding(mesh1, P())),
+        "2D transpose P(x,y)->P(y,x)": reshard(NamedSharding(mesh2, P("x", "y")),
+                                               NamedSharding(mesh2, P("y", "x"))),
+        "rows, reversed device order": reshard(rows, NamedSharding(mesh1_rev, P("x", None))),
+        "host -> row shards": median_time(lambda: jax.device_put(host, rows).block_until_ready()),
+    }
+    x = jax.device_put(jax.device_put(host, rows).block_until_ready(), rows)
+    results["row shards -> host"] = median_time(lambda: np.asarray(jax.device_put(x, rows)))
+    small = jax.device_put(np.zeros((8, 8), np.float32), rows).block_until_ready()
+    cols = NamedSharding(mesh1, P(None, "x"))
+    results["8x8 rows -> columns (latency)"] = median_time(
+        lambda: jax.device_put(small, cols).block_until_ready())
+    return jax.__version__, results
+
+
+def time_tessera(binary, size, devices, repeat):
+    out = subprocess.run([binary, "--size", str(size), "--devices", str(devices), "--repeat",
+                          str(repeat)], check=True, capture_output=True, text=True).stdout
+    results = {}
+    for line in out.splitlines():
+        m = re.match(r"^(.+?)\s{2,}(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", line)
+        if m:
+            results[m.group(1).strip()] = (float(m.group(3)) / 1e3, float(m.group(6)) / 1e3)
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", type=int, default=4096)
+    ap.add_argument("--devices", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--tessera", default="build/benchmarks/ifrt/reshard_benchmark")
+    args = ap.parse_args()
+    tessera = time_tessera(args.tessera, args.size, args.devices, args.repeat)
+    version, jax_results = time_jax(args.size, args.devices, args.repeat)
+    mib = args.size * args.size * 4 / 2**20
+    print(f"f32[{args.size},{args.size}] ({mib:.0f} MiB), {args.devices} CPU devices, "
+          f"median of {args.repeat}; JAX {version}; {os.cpu_count()} cores")
+    print(f"{'case':32} {'JAX ms':>10} {'Tessera ms':>11} {'speed-up':>9} {'memcpy floor ms':>16}")
+    for case, jax_s in jax_results.items():
+        t = tessera.get(case)
+        if t is None:
+            print(f"{case:32} {jax_s * 1e3:10.3f} {'-':>11}")
+            continue
+        print(f"{case:32} {jax_s * 1e3:10.3f} {t[0] * 1e3:11.3f} {jax_s / t[0]:8.1f}x "
+              f"{t[1] * 1e3:16.3f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,7 @@
+#include "guard/transfer_sink.h"
+
+namespace tessera::guard {
+
+TransferSink::~TransferSink() = default;
+
+}  // namespace tessera::guard
