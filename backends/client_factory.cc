@@ -1,6 +1,8 @@
 #include "backends/client_factory.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -49,6 +51,9 @@ absl::StatusOr<std::shared_ptr<Client>> CreateClient(const ClientOptions& option
 #ifdef TESSERA_HAVE_VULKAN
     VulkanPlatformOptions vk_options;
     vk_options.logical_devices_per_gpu = options.vulkan_logical_devices_per_gpu;
+    // The Khronos validation layer costs time: on only when asked for (tests ask for it).
+    const char* validation = std::getenv("TESSERA_VULKAN_VALIDATION");
+    vk_options.enable_validation = validation != nullptr && std::string(validation) == "1";
     auto vulkan = CreateVulkanPlatform(vk_options);
     if (vulkan.ok()) {
       platforms.push_back(*std::move(vulkan));

@@ -8,6 +8,7 @@
 //       tessera::CreateClient({.cpu_devices = 8, .vulkan = tessera::VulkanMode::kOff});
 //
 // Device ids: the CPU devices first (0..cpu_devices-1), then the Vulkan devices.
+// TESSERA_VULKAN_VALIDATION=1 turns on the Khronos validation layer (when installed).
 
 #include <memory>
 #include <optional>
