@@ -1,0 +1,241 @@
+// Transfer bandwidth of the Vulkan platform, each figure beside a host memcpy
+// of the same bytes measured in the same run.
+//
+//   vulkan_transfer_benchmark [--bytes=N] [--reps=R] [--logical=K]
+//   TESSERA_BENCH_BYTES=1073741824 vulkan_transfer_benchmark  # 1 GiB
+//
+// Default: 64 MiB, 3 repetitions (best of). Rows: host->device and device->host
+// from pageable (std::vector) and pinned_host (platform-allocated, mapped)
+// memory; device->device on one VkDevice; device->device across two VkDevices
+// (two physical devices when there are, else two logical devices of one). The
+// platform picks its devices from the normal Vulkan loader environment
+// (VK_DRIVER_FILES etc.). Last rows: the two cross-device paths (host memcpy
+// between staging rings vs shared staging through VK_EXT_external_memory_host)
+// and a strided box of short rows (vkCmdCopyBuffer regions vs compute shader).
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/vulkan/vulkan_platform.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double BestSeconds(int reps, const std::function<void()>& fn) {
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = Clock::now();
+    fn();
+    best = std::min(best,
+                    std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+tessera::StridedCopy Dense(int64_t bytes) {
+  tessera::StridedCopy c;
+  c.element_bytes = 1;
+  c.extent = {bytes};
+  c.src_byte_strides = {1};
+  c.dst_byte_strides = {1};
+  return c;
+}
+
+void Check(const absl::Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t bytes = int64_t{64} << 20;
+  int reps = 3;
+  int logical = 0;  // 0: auto
+  if (const char* env = std::getenv("TESSERA_BENCH_BYTES"))
+    bytes = std::atoll(env);
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--bytes=", 0) == 0) bytes = std::atoll(a.c_str() + 8);
+    if (a.rfind("--reps=", 0) == 0) reps = std::atoi(a.c_str() + 7);
+    if (a.rfind("--logical=", 0) == 0) logical = std::atoi(a.c_str() + 10);
+  }
+  tessera::VulkanPlatformOptions options;
+  options.enable_validation = false;
+  if (logical > 0) options.logical_devices_per_gpu = logical;
+  auto created = tessera::CreateVulkanPlatform(options);
+  if (created.ok() && (*created)->device_count() < 2 && logical == 0) {
+    created->reset();
+    options.logical_devices_per_gpu = 2;
+    created = tessera::CreateVulkanPlatform(options);
+  }
+  Check(created.status(), "CreateVulkanPlatform");
+  tessera::VulkanPlatform& p = **created;
+  const int d0 = 0, d1 = p.device_count() > 1 ? 1 : 0;
+  const bool same_physical =
+      p.device_info(d0).attributes.GetInt("physical_device_index") ==
+      p.device_info(d1).attributes.GetInt("physical_device_index");
+  std::printf("device 0: %s (%s)\n", p.device_info(d0).name.c_str(),
+              p.device_info(d0).attributes.DebugString().c_str());
+  std::printf("device 1: %s%s\n", p.device_info(d1).name.c_str(),
+              same_physical ? " (logical device of the same GPU)" : "");
+  std::printf("bytes per transfer: %lld, best of %d\n\n",
+              static_cast<long long>(bytes), reps);
+
+  std::vector<char> pageable(bytes, 1), pageable_out(bytes, 0),
+      memcpy_dst(bytes, 0);
+  auto dev_a = p.Allocate(d0, 0, bytes);
+  auto dev_b = p.Allocate(d0, 0, bytes);
+  auto dev_c = p.Allocate(d1, 0, bytes);
+  auto pinned = p.Allocate(d0, 1, bytes);
+  Check(dev_a.status(), "Allocate");
+  Check(dev_b.status(), "Allocate");
+  Check(dev_c.status(), "Allocate");
+  Check(pinned.status(), "Allocate pinned");
+  char* pinned_ptr = static_cast<char*>((*pinned)->host_address());
+  std::memset(pinned_ptr, 2, bytes);
+
+  const double memcpy_s = BestSeconds(
+      reps, [&] { std::memcpy(memcpy_dst.data(), pageable.data(), bytes); });
+  auto gbps = [&](double s) { return static_cast<double>(bytes) / s / 1e9; };
+
+  struct Row {
+    const char* name;
+    std::function<absl::Status()> fn;
+  };
+  std::vector<Row> rows = {
+      {"host->device (pageable)",
+       [&] {
+         return p
+             .CopyHostToBuffers(d0, {{pageable.data(), *dev_a, Dense(bytes)}},
+                                {})
+             .Await();
+       }},
+      {"device->host (pageable)",
+       [&] {
+         return p
+             .CopyBuffersToHost(
+                 d0, {{*dev_a, pageable_out.data(), Dense(bytes)}}, {})
+             .Await();
+       }},
+      {"host->device (pinned src)",
+       [&] {
+         return p
+             .CopyHostToBuffers(d0, {{pinned_ptr, *dev_a, Dense(bytes)}}, {})
+             .Await();
+       }},
+      {"device->host (pinned dst)",
+       [&] {
+         return p
+             .CopyBuffersToHost(d0, {{*dev_a, pinned_ptr, Dense(bytes)}}, {})
+             .Await();
+       }},
+      {"pinned_host buffer <- host (memcpy path)",
+       [&] {
+         return p
+             .CopyHostToBuffers(d0, {{pageable.data(), *pinned, Dense(bytes)}},
+                                {})
+             .Await();
+       }},
+      {"pinned_host buffer -> device (GPU copy)",
+       [&] {
+         return p
+             .CopyBuffersToBuffers(d0, {{*pinned, *dev_a, Dense(bytes)}}, {})
+             .Await();
+       }},
+      {"device->device (same VkDevice)",
+       [&] {
+         return p.CopyBuffersToBuffers(d0, {{*dev_a, *dev_b, Dense(bytes)}}, {})
+             .Await();
+       }},
+      {same_physical ? "device->device (2 logical VkDevices, default path)"
+                     : "device->device (2 physical devices, default path)",
+       [&] {
+         return p.CopyBuffersToBuffers(d1, {{*dev_a, *dev_c, Dense(bytes)}}, {})
+             .Await();
+       }},
+  };
+  std::printf("%-52s %10s %10s %12s %8s\n", "transfer", "ms", "GB/s",
+              "memcpy GB/s", "ratio");
+  std::printf("%-52s %10.2f %10.2f %12.2f %8.2f\n", "host memcpy (floor)",
+              memcpy_s * 1e3, gbps(memcpy_s), gbps(memcpy_s), 1.0);
+  for (Row& r : rows) {
+    Check(r.fn(), r.name);  // warm-up
+    absl::Status status;
+    const double s = BestSeconds(reps, [&] { status.Update(r.fn()); });
+    Check(status, r.name);
+    std::printf("%-52s %10.2f %10.2f %12.2f %8.2f\n", r.name, s * 1e3, gbps(s),
+                gbps(memcpy_s), gbps(s) / gbps(memcpy_s));
+  }
+  // The two cross-device paths side by side, each on a platform of its own.
+  for (bool shared : {false, true}) {
+    tessera::VulkanPlatformOptions o = options;
+    o.cross_device_shared_staging = shared;
+    auto q = tessera::CreateVulkanPlatform(o);
+    Check(q.status(), "CreateVulkanPlatform");
+    const int e1 = (*q)->device_count() > 1 ? 1 : 0;
+    auto a = (*q)->Allocate(0, 0, bytes);
+    auto c = (*q)->Allocate(e1, 0, bytes);
+    Check(a.status(), "Allocate");
+    Check(c.status(), "Allocate");
+    auto run = [&] {
+      return (*q)
+          ->CopyBuffersToBuffers(e1, {{*a, *c, Dense(bytes)}}, {})
+          .Await();
+    };
+    Check(run(), "cross-device warm-up");
+    absl::Status status;
+    const double s = BestSeconds(reps, [&] { status.Update(run()); });
+    Check(status, "cross-device");
+    const bool used_shared = (*q)->stats().shared_staging_copies > 0;
+    std::printf(
+        "%-52s %10.2f %10.2f %12.2f %8.2f\n",
+        shared ? (used_shared
+                      ? "device->device cross: shared staging (ext host mem)"
+                      : "device->device cross: shared staging UNAVAILABLE")
+               : "device->device cross: host memcpy between rings",
+        s * 1e3, gbps(s), gbps(memcpy_s), gbps(s) / gbps(memcpy_s));
+  }
+  // A box of short rows (64-byte rows of 4-byte elements, every other row)
+  // within one VkDevice: the compute shader against vkCmdCopyBuffer regions.
+  for (bool compute : {false, true}) {
+    tessera::VulkanPlatformOptions o = options;
+    o.compute_copy_min_runs = compute ? 0 : (int64_t{1} << 62);
+    auto q = tessera::CreateVulkanPlatform(o);
+    Check(q.status(), "CreateVulkanPlatform");
+    const int64_t row = 64, rows = bytes / (2 * row);
+    auto a = (*q)->Allocate(0, 0, bytes);
+    auto c = (*q)->Allocate(0, 0, bytes / 2);
+    Check(a.status(), "Allocate");
+    Check(c.status(), "Allocate");
+    tessera::StridedCopy g;
+    g.element_bytes = 4;
+    g.extent = {rows, row / 4};
+    g.src_byte_strides = {2 * row, 4};
+    g.dst_byte_strides = {row, 4};
+    auto run = [&] {
+      return (*q)->CopyBuffersToBuffers(0, {{*a, *c, g}}, {}).Await();
+    };
+    Check(run(), "strided warm-up");
+    absl::Status status;
+    const double s = BestSeconds(reps, [&] { status.Update(run()); });
+    Check(status, "strided");
+    const bool used = (*q)->stats().compute_copies > 0;
+    const double moved = static_cast<double>(bytes / 2);
+    std::printf("%-52s %10.2f %10.2f %12.2f %8.2f\n",
+                compute ? (used ? "strided box 64 B rows: compute shader"
+                                : "strided box 64 B rows: compute UNAVAILABLE")
+                        : "strided box 64 B rows: vkCmdCopyBuffer regions",
+                s * 1e3, moved / s / 1e9, gbps(memcpy_s),
+                moved / s / 1e9 / gbps(memcpy_s));
+  }
+  return 0;
+}

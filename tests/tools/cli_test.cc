@@ -1,0 +1,114 @@
+// Unit tests of the option parsers and formatting helpers of the `tessera`
+// tool.
+
+#include "tools/cli.h"
+
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tessera::tools {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string Message(const absl::Status& s) { return std::string(s.message()); }
+
+TEST(ParseDevices, OrderAndCounts) {
+  absl::StatusOr<std::vector<DeviceRequest>> d =
+      ParseDevices("vulkan:2, cpu:4");
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->size(), 2u);
+  EXPECT_EQ((*d)[0].platform, "vulkan");
+  EXPECT_EQ((*d)[0].count, 2);
+  EXPECT_EQ((*d)[1].platform, "cpu");
+  EXPECT_EQ((*d)[1].count, 4);
+}
+
+TEST(ParseDevices, Errors) {
+  EXPECT_THAT(Message(ParseDevices("").status()),
+              HasSubstr("empty device list"));
+  EXPECT_THAT(Message(ParseDevices("tpu:1").status()),
+              HasSubstr("unknown platform 'tpu'"));
+  EXPECT_THAT(Message(ParseDevices("cpu:0").status()),
+              HasSubstr("at position 4"));
+  EXPECT_THAT(Message(ParseDevices("cpu:1,").status()),
+              HasSubstr("missing ':'"));
+  EXPECT_THAT(Message(ParseDevices("cpu:1,cpu:2").status()),
+              HasSubstr("given twice"));
+}
+
+TEST(ParseShape, Forms) {
+  EXPECT_THAT(*ParseShape("8192x8192"), ElementsAre(8192, 8192));
+  EXPECT_THAT(*ParseShape("2,3,0"), ElementsAre(2, 3, 0));
+  EXPECT_TRUE(ParseShape("scalar")->empty());
+  EXPECT_TRUE(ParseShape("")->empty());
+  EXPECT_THAT(Message(ParseShape("8xx8").status()),
+              HasSubstr("dimension '' at position 2"));
+  EXPECT_THAT(Message(ParseShape("8x-1").status()),
+              HasSubstr("'-1' at position 2"));
+}
+
+TEST(ParseSharding, BothNotations) {
+  absl::StatusOr<ShardingText> named =
+      ParseSharding("--from", " mesh{x=2,y=4} P(x,(y)) ");
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->num_devices(), 8);
+  EXPECT_EQ(named->ToString(), "mesh{x=2,y=4} P(x,y)");
+  absl::StatusOr<ShardingText> param = ParseSharding("--to", "2x1 to [0] on 2");
+  ASSERT_TRUE(param.ok()) << param.status();
+  EXPECT_EQ(param->num_devices(), 2);
+  EXPECT_EQ(param->ToString(), "2x1 to [0] on 2");
+}
+
+TEST(ParseSharding, ErrorsNameTheOption) {
+  EXPECT_THAT(
+      Message(ParseSharding("--to", "mesh{x=2}").status()),
+      HasSubstr(
+          "invalid --to 'mesh{x=2}': a PartitionSpec must follow the mesh"));
+  EXPECT_THAT(Message(ParseSharding("--from", "mesh{x=0} P()").status()),
+              HasSubstr("invalid --from 'mesh{x=0} P()': in the mesh: "));
+  EXPECT_THAT(Message(ParseSharding("--from", "P(x)").status()),
+              HasSubstr("neither 'mesh{...} P(...)' nor a ShardingParam"));
+}
+
+TEST(Format, Units) {
+  EXPECT_EQ(FormatBytes(0), "0 B");
+  EXPECT_EQ(FormatBytes(1023), "1023 B");
+  EXPECT_EQ(FormatBytes(4096), "4.0 KiB");
+  EXPECT_EQ(FormatBytes(64 << 20), "64.0 MiB");
+  EXPECT_EQ(FormatBytes(int64_t{3} << 29), "1.50 GiB");
+  EXPECT_EQ(FormatDuration(0.0005), "500 us");
+  EXPECT_EQ(FormatDuration(0.0123), "12.30 ms");
+  EXPECT_EQ(FormatRate(0, 1), "-");
+  EXPECT_EQ(FormatRate(int64_t{1} << 30, 0.5), "2.00");
+  EXPECT_EQ(JsonString("a\"b\\\n"), "\"a\\\"b\\\\\\n\"");
+}
+
+TEST(Table, AlignsColumns) {
+  Table t({"name", "n"});
+  t.AddRow({"a", "10"});
+  t.AddRow({"long name", "2"});
+  std::ostringstream out;
+  t.Print(out, 0);
+  EXPECT_EQ(out.str(),
+            "name        n\n"
+            "-------------\n"
+            "a          10\n"
+            "long name   2\n");
+}
+
+TEST(Pattern, DeterministicAndMedian) {
+  EXPECT_EQ(MakePattern(37), MakePattern(37));
+  EXPECT_NE(MakePattern(64, 1), MakePattern(64, 2));
+  EXPECT_DOUBLE_EQ(Median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(Median({4, 1, 2, 3}), 2.5);
+  std::vector<uint8_t> src = MakePattern(1000), dst(1000);
+  ParallelMemcpy(dst.data(), src.data(), 1000, 3);
+  EXPECT_EQ(src, dst);
+}
+
+}  // namespace
+}  // namespace tessera::tools

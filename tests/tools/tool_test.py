@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""Runs the `tessera` binary and checks its output. Usage: tool_test.py TESSERA CASE [GOLDEN_DIR].
+
+Each CASE is one ctest test (see CMakeLists.txt). Exit 0: pass; 1: fail; 77: skipped."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+TESSERA = sys.argv[1]
+CASE = sys.argv[2]
+GOLDEN = sys.argv[3] if len(sys.argv) > 3 else os.path.join(os.path.dirname(__file__), "golden")
+
+ROWS = "mesh{x=4} P(x,None)"
+COLS = "mesh{x=4} P(None,x)"
+
+
+def run(*args, timeout=300):
+    env = dict(os.environ)
+    env.pop("TESSERA_TRANSFER_GUARD", None)
+    p = subprocess.run([TESSERA, *args], capture_output=True, text=True, timeout=timeout, env=env)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(cond, message, out="", err=""):
+    if not cond:
+        print("FAIL:", message)
+        print("--- stdout ---\n" + out + "\n--- stderr ---\n" + err)
+        sys.exit(1)
+
+
+def expect_ok(*args):
+    rc, out, err = run(*args)
+    check(rc == 0, f"tessera {' '.join(args)} exited {rc}", out, err)
+    return out, err
+
+
+def case_help():
+    out, _ = expect_ok("--help")
+    for sub in ("info", "reshard", "trace", "demo"):
+        check(sub in out, f"--help lists {sub}", out)
+        sub_out, _ = expect_ok(sub, "--help")
+        check("--devices" in sub_out, f"{sub} --help shows --devices", sub_out)
+    out, _ = expect_ok("reshard", "--help")
+    for opt in ("--shape", "--dtype", "--from", "--to", "--explain", "--run", "--repeat",
+                "--guard", "--implicit"):
+        check(opt in out, f"reshard --help shows {opt}", out)
+
+
+def case_info():
+    out, _ = expect_ok("info", "--devices", "cpu:2")
+    for text in ("Platforms: cpu", "Devices (2)", "cpu:0", "cpu:1", "Memories", "host",
+                 "Drivers", "Attributes", "threads ="):
+        check(text in out, f"info shows {text!r}", out)
+
+
+def case_info_json():
+    out, _ = expect_ok("info", "--json", "--devices", "cpu:3")
+    info = json.loads(out)
+    check(info["platforms"] == ["cpu"], "platforms", out)
+    check(len(info["devices"]) == 3, "3 devices", out)
+    for i, d in enumerate(info["devices"]):
+        check(d["id"] == i and d["kind"] == "cpu" and d["name"] == f"cpu:{i}", "device fields", out)
+        check(d["memories"] and d["memories"][0]["kind"] == "host", "memory kind", out)
+        check(d["memories"][0]["default"] is True, "default memory", out)
+        check(isinstance(d["memories"][0]["bytes_in_use"], int), "bytes_in_use", out)
+        check(isinstance(d["attributes"], dict) and "threads" in d["attributes"], "attributes", out)
+    check(info["transfer_guard"] == "allow", "transfer_guard", out)
+    # The default client (Vulkan devices too when present) must produce valid JSON as well.
+    out, _ = expect_ok("info", "--json")
+    json.loads(out)
+
+
+def case_reshard_explain_golden():
+    out, _ = expect_ok("reshard", "--shape", "8x8", "--dtype", "f32", "--devices", "cpu:4",
+                       "--from", ROWS, "--to", COLS, "--explain")
+    with open(os.path.join(GOLDEN, "reshard_explain_8x8.txt")) as f:
+        golden = f.read()
+    check(out == golden, "explain output equals golden/reshard_explain_8x8.txt", out)
+    # Without --run, explaining is the default.
+    out2, _ = expect_ok("reshard", "--shape", "8x8", "--devices", "cpu:4", "--from", ROWS,
+                        "--to", COLS)
+    check(out2 == golden, "reshard without --run explains", out2)
+
+
+def case_reshard_notations():
+    # A ShardingParam and an alias-only plan; a ragged replicated one.
+    out, _ = expect_ok("reshard", "--shape", "8x6", "--dtype", "s16", "--devices", "cpu:2",
+                       "--from", "2x1 to [0] on 2", "--to", "mesh{x=2} P(x,None)")
+    check(out.count("1 alias copy, 48 bytes") == 2, "aliases", out)
+    check("aliased_bytes=96" in out, "aliased bytes", out)
+    out, _ = expect_ok("reshard", "--shape", "5x3", "--dtype", "s16", "--devices", "cpu:2",
+                       "--from", "mesh{x=2} P(x,None)", "--to", "mesh{x=2} P()", "--explain",
+                       "--run", "--repeat", "1")
+    check("verified bit-exact" in out and "lower_bound_bytes=30" in out, "ragged run", out)
+
+
+def case_reshard_run():
+    out, err = expect_ok("reshard", "--shape", "256x512", "--dtype", "bf16", "--devices", "cpu:4",
+                         "--from", ROWS, "--to", COLS, "--run", "--repeat", "2")
+    check("\r" not in out, "no progress bar when piped", out)
+    check("ReshardPlan" not in out, "--run alone does not explain", out)
+    check(re.search(r"Ran 2 reshards after a warm-up, verified bit-exact; 256\.0 KiB copied per reshard "
+                    r"\(192\.0 KiB cross-device, 64\.0 KiB local, 0 B aliased\)", out),
+          "run summary line", out)
+    check(re.search(r"^\s+median\s+min\s+GiB/s$", out, re.M), "timing header", out)
+    check(re.search(r"^  reshard\s+\S+ (us|ms|s)\s+\S+ (us|ms|s)\s+[0-9.]+$", out, re.M),
+          "reshard row", out)
+    check(re.search(r"^  memcpy floor \(4 threads\)\s+\S+ (us|ms|s)\s+\S+ (us|ms|s)\s+[0-9.]+$",
+                    out, re.M), "memcpy floor row", out)
+    # --explain and --run together; zero-sized array.
+    out, _ = expect_ok("reshard", "--shape", "0x8", "--devices", "cpu:2", "--from",
+                       "mesh{x=2} P(x,None)", "--to", "mesh{x=2} P(None,x)", "--explain", "--run",
+                       "--repeat", "1")
+    check("ReshardPlan" in out and "verified bit-exact" in out, "explain + run", out)
+
+
+def case_trace():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        out, _ = expect_ok("trace", "--out", path, "--shape", "64x64", "--devices", "cpu:4",
+                           "--from", ROWS, "--to", COLS, "--repeat", "2")
+        with open(path) as f:
+            trace = json.load(f)
+    events = trace["traceEvents"]
+    check(len(events) > 0, "trace has events", out)
+    for e in events:
+        check(e["ph"] == "X" and isinstance(e["ts"], (int, float)) and e["dur"] >= 0, "event", out)
+        check({"operation", "bytes", "direction"} <= set(e["args"]), "event args", out)
+    ops = {e["args"]["operation"] for e in events}
+    check({"MakeArrayFromHostBuffer", "ReshardArrays", "CopyToHostBuffer"} <= ops, f"ops {ops}", out)
+    dirs = {e["cat"] for e in events}
+    check({"host_to_device", "device_to_device", "device_to_host"} <= dirs, f"dirs {dirs}", out)
+    # Upload: 64*64*4 bytes in all; two reshards of 3/4 of it cross-device each.
+    up = sum(e["args"]["bytes"] for e in events if e["args"]["operation"] == "MakeArrayFromHostBuffer")
+    check(up == 64 * 64 * 4, f"uploaded bytes {up}", out)
+    d2d = sum(e["args"]["bytes"] for e in events if e["cat"] == "device_to_device")
+    check(d2d == 2 * 64 * 64 * 4 * 3 // 4, f"device-to-device bytes {d2d}", out)
+    check(f"events written to {path}" in out, "summary names the file", out)
+    for text in ("operation", "direction", "batches", "ReshardArrays"):
+        check(text in out, f"summary shows {text}", out)
+
+
+def case_demo():
+    out, err = expect_ok("demo", "--devices", "cpu:4")
+    headings = ["1. Devices and memories", "2. Round trips", "3. A sharded array", "4. Reshards",
+                "5. The transfer guard", "6. Timing summary"]
+    pos = 0
+    for h in headings:
+        i = out.find("\n" + h + "\n" + "-" * len(h) + "\n", pos)
+        check(i >= 0, f"demo heading {h!r} in order", out, err)
+        pos = i
+    for text in ("all bit-exact", "rows -> columns", "rows -> replicated", "devices reversed",
+                 "implicit reshard: refused", "Disallowed device-to-device transfer",
+                 "explicit reshard: allowed", "memcpy floor", "u64[64,0]"):
+        check(text in out, f"demo shows {text!r}", out, err)
+    check("FAILED" not in out, "no failed round trip", out, err)
+    # One device: no device-to-device movement exists, so the guard is shown on an upload.
+    out, err = expect_ok("demo", "--devices", "cpu:1", "--quick")
+    for text in ("implicit upload: refused", "Disallowed host-to-device transfer",
+                 "explicit upload: allowed", "f32[1024,1024] (4.0 MiB)"):
+        check(text in out, f"one-device demo shows {text!r}", out, err)
+
+
+def case_demo_vulkan():
+    rc, out, _ = run("info", "--json")
+    if rc != 0 or not any(d["kind"] == "vulkan" for d in json.loads(out)["devices"]):
+        print("SKIP: no Vulkan device")
+        sys.exit(77)
+    out, err = expect_ok("demo", "--quick")
+    check("CPU devices to Vulkan devices" in out and "cpu -> vulkan" in out, "mixed section", out, err)
+    out, err = expect_ok("reshard", "--shape", "64x32", "--devices", "vulkan:1,cpu:3", "--from",
+                         ROWS, "--to", "mesh{x=1} P()", "--explain", "--run", "--repeat", "1")
+    check("verified bit-exact" in out, "cpu+vulkan -> vulkan reshard", out, err)
+
+
+BAD_INPUT = [
+    (["--shape", "8x?"], "invalid --shape '8x?': dimension '?' at position 2"),
+    (["--shape", "-8x8"], "invalid --shape '-8x8'"),
+    (["--dtype", "f33"], "invalid --dtype 'f33'"),
+    (["--from", "mesh{x=4 P(x,None)"], "invalid --from 'mesh{x=4 P(x,None)'"),
+    (["--from", "mesh{x=4} P(x,None"], "expected ')' at offset 8"),
+    (["--from", "mesh{x=4}"], "a PartitionSpec must follow the mesh"),
+    (["--to", "2x1 to [0] on"], "invalid --to '2x1 to [0] on'"),
+    (["--to", "mesh{x=4} P(y,None)"], "unknown axis"),
+    (["--to", "mesh{x=4} P(x,None,None)"], "does not fit shape [8,8]"),
+    (["--to", "mesh{x=8} P(x,None)"], "needs 8 devices but only 4 are available"),
+    (["--devices", "gpu:4"], "invalid --devices 'gpu:4': unknown platform 'gpu'"),
+    (["--devices", "cpu:x"], "device count 'x' is not an integer"),
+    (["--devices", "cpu:4,cpu:2"], "platform 'cpu' given twice at position 6"),
+    (["--devices", "cpu"], "missing ':'"),
+    (["--guard", "d2d=never"], "--guard: invalid transfer guard policy \"d2d=never\""),
+    (["--repeat", "0", "--run"], "--repeat must be >= 1"),
+    (["--shape", "999999999x999999999"], "is too large"),
+]
+
+
+def case_bad_input():
+    base = {"--shape": "8x8", "--devices": "cpu:4", "--from": ROWS, "--to": COLS}
+    for override, message in BAD_INPUT:
+        args = dict(base)
+        flags = []
+        i = 0
+        while i < len(override):
+            if i + 1 < len(override) and not override[i + 1].startswith("--"):
+                args[override[i]] = override[i + 1]
+                i += 2
+            else:
+                flags.append(override[i])
+                i += 1
+        argv = ["reshard"] + [x for kv in args.items() for x in kv] + flags
+        rc, out, err = run(*argv)
+        check(rc == 2, f"{override} exits 2 (got {rc})", out, err)
+        lines = err.strip().splitlines()
+        check(len(lines) == 1 and lines[0].startswith("tessera: error: "),
+              f"{override}: one error line", out, err)
+        check(message in err, f"{override}: message contains {message!r}", out, err)
+    for argv, message in ([["reshard", "--shape", "8x8", "--from", ROWS], "--to is required"],
+                          [["info", "--bogus"], "--bogus"], [[], "subcommand"]):
+        rc, out, err = run(*argv)
+        check(rc == 2 and message in err, f"{argv} exits 2 with {message!r}", out, err)
+    rc, out, err = run("trace", "--shape", "8x8", "--devices", "cpu:4", "--from", ROWS, "--to", COLS)
+    check(rc == 2 and "--out is required" in err, "trace without --out", out, err)
+
+
+def case_guard():
+    common = ["reshard", "--shape", "16x16", "--devices", "cpu:4", "--from", ROWS, "--to", COLS,
+              "--run", "--repeat", "1", "--guard", "d2d=disallow"]
+    rc, out, err = run(*common, "--implicit")
+    check(rc == 1, f"implicit reshard refused: exit 1 (got {rc})", out, err)
+    check(err.strip() == "tessera: error: Disallowed device-to-device transfer: ReshardArrays of "
+          "f32[16,16] (768 bytes, implicit) from devices [0,1,2,3] (host) to devices [0,1,2,3] "
+          "(host)", "the guard's message", out, err)
+    out, _ = expect_ok(*common)  # explicit: allowed
+    check("verified bit-exact" in out, "explicit reshard allowed", out)
+    # disallow_explicit refuses the explicit upload; the trace still gets written.
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.json")
+        rc, out, err = run("trace", "--out", path, "--shape", "16x16", "--devices", "cpu:4",
+                           "--from", ROWS, "--to", COLS, "--guard", "h2d=disallow_explicit")
+        check(rc == 1 and "Disallowed host-to-device transfer" in err, "h2d refusal", out, err)
+        with open(path) as f:
+            json.load(f)
+
+
+CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+if __name__ == "__main__":
+    if CASE not in CASES:
+        print(f"unknown case {CASE}; cases: {', '.join(sorted(CASES))}")
+        sys.exit(1)
+    CASES[CASE]()
+    print("PASS")

@@ -1,0 +1,198 @@
+#ifndef TESSERA_TOOLS_CLI_H_
+#define TESSERA_TOOLS_CLI_H_
+
+// Internals of the `tessera` command-line tool: option parsers, client setup,
+// output helpers and the subcommands. Not part of the library's API.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "ifrt/runtime/runtime_client.h"
+#include "tessera.h"
+
+namespace tessera::tools {
+
+// Exit codes: 0 success, 1 a runtime failure (a refused transfer, a failed
+// copy, a mismatch), 2 bad input (a malformed or inconsistent option).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitBadInput = 2;
+
+// Prints "tessera: error: <message>" on stderr and returns `code`.
+int Fail(int code, const std::string& message);
+int Fail(int code, absl::string_view message);
+int Fail(int code, const char* message);
+
+// Debian's Abseil has its own string_view: these convert either kind (pass
+// views only).
+inline std::string Str(std::string_view s) { return std::string(s); }
+inline std::string Str(absl::string_view s) { return std::string(s); }
+
+// ---- Option parsers (INVALID_ARGUMENT naming the option, the text and the
+// position) ----
+
+// One entry of --devices: "cpu:8" -> {"cpu", 8}.
+struct DeviceRequest {
+  std::string platform;  // "cpu" or "vulkan"
+  int count = 0;
+};
+// "cpu:8", "vulkan:2,cpu:2": platforms in the order the devices are used, each
+// at most once.
+absl::StatusOr<std::vector<DeviceRequest>> ParseDevices(std::string_view text);
+
+// "8192x8192", "8x8x2", "1024", "" or "scalar" (rank 0). Dimensions >= 0.
+// (A vector, not a Shape: GCC 12 warns on StatusOr<Shape> with -O3.)
+absl::StatusOr<std::vector<int64_t>> ParseShape(std::string_view text);
+
+// --dtype: "f32", "bf16", "s8", ...
+absl::StatusOr<DType> ParseDType(std::string_view text);
+
+// A sharding written either as JAX's "mesh{x=8} P(x,None)" or as IFRT's
+// ShardingParam "2x1 to [0] on 2".
+struct ShardingText {
+  std::optional<sharding::Mesh> mesh;  // set for the mesh + PartitionSpec form
+  sharding::PartitionSpec spec;
+  std::optional<sharding::ShardingParam>
+      param;  // set for the ShardingParam form
+  int num_devices() const;
+  std::string ToString() const;
+};
+// `option` names the option in messages ("--from").
+absl::StatusOr<ShardingText> ParseSharding(std::string_view option,
+                                           std::string_view text);
+
+// The sharding of `text` over the first num_devices() of `devices`, checked
+// against `shape`.
+absl::StatusOr<ShardingRef> BindSharding(std::string_view option,
+                                         const ShardingText& text,
+                                         absl::Span<Device* const> devices,
+                                         const Shape& shape);
+
+// ---- Client ----
+
+struct ClientSetup {
+  std::shared_ptr<Client> client;
+  // The devices in --devices order (the client's order without --devices).
+  std::vector<Device*> devices;
+  std::string description;  // "cpu:4", "default client"
+};
+// Creates the client for --devices (nullopt: CreateClient() defaults) and
+// --guard (nullopt: the default policy). Returns the exit code on failure after
+// printing the error.
+struct ClientResult {
+  std::optional<ClientSetup> setup;
+  int exit_code = kExitOk;
+};
+ClientResult SetUpClient(const std::optional<std::string>& devices,
+                         const std::optional<std::string>& guard_policy);
+
+// The RuntimeClient behind a client made by CreateClient (for plans and
+// traces), or nullptr.
+RuntimeClient* AsRuntimeClient(Client& client);
+
+// ---- Output helpers ----
+
+// "0 B", "512 B", "4.0 KiB", "64.0 MiB", "1.50 GiB".
+std::string FormatBytes(int64_t bytes);
+// "850 us", "12.3 ms", "1.25 s".
+std::string FormatDuration(double seconds);
+// GiB per second, "-" when nothing moved or no time passed.
+std::string FormatRate(int64_t bytes, double seconds);
+// "f32[8192,8192]"
+std::string ArrayName(DType dtype, const Shape& shape);
+// "[cpu:0, cpu:1]" or "cpu:0..cpu:3" for a run of consecutive ids of one kind.
+std::string DeviceRange(absl::Span<Device* const> devices);
+// A JSON string literal.
+std::string JsonString(std::string_view text);
+
+// A table printed with aligned columns: the first column left-aligned, the
+// others right-aligned unless set_left(column).
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header)
+      : header_(std::move(header)) {}
+  void AddRow(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void set_left(int column) { left_.push_back(column); }
+  void Print(std::ostream& out, int indent = 2) const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+  std::vector<int> left_;
+};
+
+// A progress bar on stdout when stdout is a terminal; silent otherwise.
+class Progress {
+ public:
+  Progress(std::string label, int total);
+  ~Progress();
+  void Step();
+
+ private:
+  void Draw() const;
+  std::string label_;
+  int total_;
+  int done_ = 0;
+  bool enabled_;
+};
+
+// Deterministic contents for an array of `bytes` bytes (the same for equal
+// sizes).
+std::vector<uint8_t> MakePattern(int64_t bytes, uint64_t seed = 1);
+
+// Median and minimum of `seconds` (not empty).
+double Median(std::vector<double> seconds);
+double Minimum(const std::vector<double>& seconds);
+
+// Copies `bytes` from `src` to `dst` with `threads` threads, each a contiguous
+// slice; returns the wall time in seconds. The floor a reshard of the same
+// bytes is measured against.
+double ParallelMemcpy(uint8_t* dst, const uint8_t* src, int64_t bytes,
+                      int threads);
+
+// Plan summary: "3 copies; 48.0 MiB cross-device, 16.0 MiB local, 0 B aliased;
+// lower bound ...".
+std::string PlanSummary(const sharding::ReshardPlan& plan);
+
+// ---- Subcommands ----
+
+struct InfoOptions {
+  std::optional<std::string> devices;
+  bool json = false;
+};
+int RunInfo(const InfoOptions& options);
+
+struct ReshardOptions {
+  std::optional<std::string> devices;
+  std::string shape;
+  std::string dtype = "f32";
+  std::string from;
+  std::string to;
+  bool explain = false;
+  bool run = false;
+  int repeat = 5;
+  std::optional<std::string> guard;
+  bool implicit = false;
+  // trace only
+  std::string trace_out;
+};
+int RunReshard(const ReshardOptions& options);
+int RunTrace(const ReshardOptions& options);
+
+struct DemoOptions {
+  std::optional<std::string> devices;
+  bool quick = false;  // smaller arrays (tests)
+};
+int RunDemo(const DemoOptions& options);
+
+}  // namespace tessera::tools
+
+#endif  // TESSERA_TOOLS_CLI_H_

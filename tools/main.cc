@@ -1,0 +1,135 @@
+// tessera: the command-line tool of the Tessera runtime.
+//
+//   tessera info [--json] [--devices cpu:8]
+//   tessera reshard --shape 8192x8192 --from 'mesh{x=8} P(x,None)' --to
+//   'mesh{x=8} P(None,x)'
+//                   [--explain] [--run --repeat N] [--guard d2d=disallow]
+//                   [--implicit]
+//   tessera trace --out trace.json <reshard options>
+//   tessera demo
+//
+// Exit codes: 0 success, 1 a runtime failure (a refused transfer, a failed
+// verification), 2 bad input.
+
+#include <iostream>
+#include <new>
+#include <optional>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "tools/cli.h"
+
+namespace tessera::tools {
+namespace {
+
+constexpr char kDevicesHelp[] =
+    "Devices to use, in order: cpu:N, vulkan:N, or both (vulkan:2,cpu:2). "
+    "Default: the default client (4 CPU devices, plus Vulkan devices when "
+    "present)";
+
+void AddDevices(CLI::App* app, std::optional<std::string>& devices) {
+  app->add_option("--devices", devices, kDevicesHelp)->type_name("SPEC");
+}
+
+void AddReshardOptions(CLI::App* app, ReshardOptions& o) {
+  AddDevices(app, o.devices);
+  app->add_option("--shape", o.shape, "Array shape, e.g. 8192x8192")
+      ->required();
+  app->add_option("--dtype", o.dtype,
+                  "Element type: f32, bf16, s8, ... (default f32)");
+  app->add_option("--from", o.from,
+                  "Source sharding: 'mesh{x=8} P(x,None)' or a ShardingParam "
+                  "'8x1 to [0] on 8'")
+      ->required();
+  app->add_option("--to", o.to,
+                  "Destination sharding, same notations as --from")
+      ->required();
+  app->add_option("--guard", o.guard,
+                  "Transfer guard policy of the client, e.g. d2d=disallow (see "
+                  "docs/transfer-guard.md)");
+  app->add_flag(
+      "--implicit", o.implicit,
+      "Mark the reshard as an implicit transfer (what log/disallow act on)");
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  CLI::App app{
+      "tessera: inspect the devices of a Tessera client, plan, run and trace "
+      "reshards, "
+      "and run a guided demo.",
+      "tessera"};
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  InfoOptions info;
+  CLI::App* info_cmd = app.add_subcommand(
+      "info", "List platforms, devices, memories, attributes and drivers");
+  AddDevices(info_cmd, info.devices);
+  info_cmd->add_flag("--json", info.json, "Print JSON instead of tables");
+
+  ReshardOptions reshard;
+  CLI::App* reshard_cmd = app.add_subcommand(
+      "reshard",
+      "Explain (the plan) and/or run, verify and time a reshard of one array");
+  AddReshardOptions(reshard_cmd, reshard);
+  reshard_cmd->add_flag(
+      "--explain", reshard.explain,
+      "Print the plan: copies per device pair, bytes, aliasing, lower bound "
+      "(the default without --run)");
+  reshard_cmd->add_flag(
+      "--run", reshard.run,
+      "Run the reshard, verify the data bit-exactly, print a timing table");
+  reshard_cmd->add_option("--repeat", reshard.repeat,
+                          "Reshards timed with --run (default 5)");
+
+  ReshardOptions trace;
+  trace.repeat = 1;
+  CLI::App* trace_cmd =
+      app.add_subcommand("trace",
+                         "Run a reshard (with the upload and the readback) and "
+                         "write a Chrome/Perfetto trace");
+  AddReshardOptions(trace_cmd, trace);
+  trace_cmd->add_option("--out", trace.trace_out, "Trace file to write (JSON)")
+      ->required();
+  trace_cmd->add_option("--repeat", trace.repeat,
+                        "Reshards to record (default 1)");
+
+  DemoOptions demo;
+  CLI::App* demo_cmd =
+      app.add_subcommand("demo",
+                         "A guided tour: devices, round trips, sharded arrays, "
+                         "reshards, the transfer guard");
+  AddDevices(demo_cmd, demo.devices);
+  demo_cmd->add_flag("--quick", demo.quick, "Smaller arrays (for tests)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "tessera: error: " << e.what() << " (see tessera --help)\n";
+    return kExitBadInput;
+  }
+  if (info_cmd->parsed()) return RunInfo(info);
+  if (reshard_cmd->parsed()) return RunReshard(reshard);
+  if (trace_cmd->parsed()) return RunTrace(trace);
+  if (demo_cmd->parsed()) return RunDemo(demo);
+  return kExitBadInput;
+}
+
+}  // namespace tessera::tools
+
+int main(int argc, char** argv) {
+  try {
+    return tessera::tools::Main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "tessera: error: out of host memory\n";
+    return tessera::tools::kExitFailure;
+  }
+}
