@@ -114,17 +114,14 @@ void PrintHeader(const Session& session) {
             << DeviceRange(session.to->devices()->devices()) << "\n";
 }
 
-// The plan's endpoints are memories (the dispatcher plans between memories):
-// name them.
-std::string Locations(const Session& session) {
+// Names the devices the plan's ids stand for.
+std::string DeviceNames(const Session& session) {
   std::map<int32_t, std::string> names;
   for (const ShardingRef& s : {session.from, session.to}) {
     for (Device* d : s->devices()->devices()) {
       absl::StatusOr<Memory*> m = d->DefaultMemory();
-      if (m.ok()) {
-        names[(*m)->Id().value] =
-            absl::StrCat(d->ToString(), " ", (*m)->Kind().DebugString());
-      }
+      names[d->Id().value] = absl::StrCat(
+          d->ToString(), m.ok() ? absl::StrCat(" ", (*m)->Kind().DebugString()) : "");
     }
   }
   std::vector<std::string> parts;
@@ -139,8 +136,7 @@ int Explain(Session& session) {
           *session.input, ArraySpec{session.dtype, session.shape, session.to});
   if (!plan.ok()) return Fail(kExitFailure, plan.status().message());
   std::cout << "\n" << sharding::RenderPlan(**plan);
-  std::cout << "  (plan endpoints are memories: " << Locations(session)
-            << ")\n";
+  std::cout << "  (devices: " << DeviceNames(session) << ")\n";
   return kExitOk;
 }
 

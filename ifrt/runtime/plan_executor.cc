@@ -205,11 +205,15 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_byt
           b->b2h.push_back(BufferToHostCopy{s.buffer, dst_host, g});
           b->keep_alive.push_back(d.buffer);
         } else {
-          Future<> f = StagedCopy(s, d, g);
+          // The copy's future is exposed only once its bytes are counted, so that a caller who
+          // awaits an array and then reads the client's statistics sees them.
+          Promise<> counted;
           const int64_t bytes = c.bytes;
-          f.OnReady([record, pair, bytes](const absl::Status& st) {
+          StagedCopy(s, d, g).OnReady([record, pair, bytes, counted](const absl::Status& st) {
             if (st.ok() && record) record(pair.first, pair.second, bytes, 1);
+            counted.Set(st);
           });
+          Future<> f = counted.future();
           slot_writes[c.dst_slot].push_back(f);
           all.push_back(f);
           continue;
@@ -228,17 +232,24 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_byt
       const int32_t exec_device = b.device_id;
       TraceStart trace_start;
       if (context.trace != nullptr) trace_start = StartTracing(context.trace, b.after);
-      Future<> f = Enqueue(b);
+      Future<> enqueued = Enqueue(b);
       if (context.trace != nullptr) {
-        FinishTracing(context, exec_device, traffic, trace_start, f);
+        FinishTracing(context, exec_device, traffic, trace_start, enqueued);
       }
-      f.OnReady([record, traffic = std::move(traffic),
-                 keep_alive = std::move(keep_alive)](const absl::Status& st) {
-        if (!st.ok() || !record) return;
-        for (const auto& [pair, amount] : traffic) {
-          record(pair.first, pair.second, amount.first, amount.second);
+      // The batch's future is exposed only once its bytes are counted (Future::Set wakes waiters
+      // before it runs callbacks), so that a caller who awaits an array and then reads the
+      // client's statistics sees them.
+      Promise<> counted;
+      enqueued.OnReady([record, counted, traffic = std::move(traffic),
+                        keep_alive = std::move(keep_alive)](const absl::Status& st) {
+        if (st.ok() && record) {
+          for (const auto& [pair, amount] : traffic) {
+            record(pair.first, pair.second, amount.first, amount.second);
+          }
         }
+        counted.Set(st);
       });
+      Future<> f = counted.future();
       std::sort(dst_slots.begin(), dst_slots.end());
       dst_slots.erase(std::unique(dst_slots.begin(), dst_slots.end()), dst_slots.end());
       for (int slot : dst_slots) slot_writes[slot].push_back(f);

@@ -275,8 +275,18 @@ absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> RuntimeClient::Plan
   if (!layout.ok()) return layout.status();
   absl::StatusOr<std::vector<RuntimeMemory*>> memories = ResolveMemories(*spec.sharding);
   if (!memories.ok()) return memories.status();
-  return GetPlan(a->layout(), Locations(a->memories()), *layout, Locations(*memories),
-                 a->element_bytes(), /*fan_out=*/false);
+  absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> plan =
+      GetPlan(a->layout(), Locations(a->memories()), *layout, Locations(*memories),
+              a->element_bytes(), /*fan_out=*/false);
+  if (!plan.ok()) return plan.status();
+  // The planner works on memories; a reader wants devices.
+  auto by_device = std::make_shared<sharding::ReshardPlan>(**plan);
+  for (sharding::BoxCopy& c : by_device->copies) {
+    const std::vector<RuntimeMemory*>& from = c.from_destination ? *memories : a->memories();
+    c.src_device = from[c.src_slot]->device()->Id().value;
+    c.dst_device = (*memories)[c.dst_slot]->device()->Id().value;
+  }
+  return std::shared_ptr<const sharding::ReshardPlan>(std::move(by_device));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -655,10 +665,13 @@ absl::StatusOr<Shard> RuntimeClient::CopyShardLocally(const Shard& shard, Runtim
     done = d->platform()->CopyBuffersToBuffers(
         d->platform_device(), {BufferToBufferCopy{shard.buffer, *buffer, whole}}, {shard.ready});
   }
-  done.OnReady([this, id, bytes](const absl::Status& s) {
+  // The shard's future is set only once the bytes are counted (see ExecutePlan).
+  Promise<> counted;
+  done.OnReady([this, id, bytes, counted](const absl::Status& s) {
     if (s.ok() && bytes > 0) Record(id, id, bytes, 1);
+    counted.Set(s);
   });
-  return Shard{*std::move(buffer), done};
+  return Shard{*std::move(buffer), counted.future()};
 }
 
 absl::StatusOr<ArrayRef> RuntimeClient::AssembleArrayFromSingleDeviceArrays(
