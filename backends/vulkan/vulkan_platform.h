@@ -37,7 +37,8 @@
 // per-device worker thread, submitted with a timeline semaphore (each
 // submission waits for the previous value and signals the next), and their
 // futures are set by a per-device completion thread that waits on the
-// semaphore. See vulkan_platform.cc for the transfer paths.
+// semaphore. See vulkan_stream.h, host_transfer.h and cross_device_copy.h
+// for the transfer paths.
 //
 // Thread-safety: everything here is thread-safe. No Vulkan header is included
 // by this file.

@@ -1,0 +1,170 @@
+#include "backends/vulkan/device_memory_allocator.h"
+
+#include <iterator>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "backends/vulkan/vulkan_status.h"
+
+namespace tessera::vulkan {
+
+DeviceMemoryAllocator::DeviceMemoryAllocator(VkDevice device,
+                                             uint32_t type_index, bool map,
+                                             int64_t block_bytes,
+                                             int64_t alignment)
+    : device_(device),
+      type_index_(type_index),
+      map_(map),
+      block_bytes_(block_bytes),
+      alignment_(alignment) {}
+
+DeviceMemoryAllocator::~DeviceMemoryAllocator() {
+  for (auto& b : blocks_) DestroyBlock(*b);
+}
+
+absl::StatusOr<DeviceMemoryAllocator::Allocation>
+DeviceMemoryAllocator::Allocate(int64_t bytes) {
+  const int64_t size = RoundUp(bytes, alignment_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (size > block_bytes_ / 2) {
+    auto block = CreateBlock(size, /*dedicated=*/true);
+    if (!block.ok()) return block.status();
+    MemoryBlock* b = block->get();
+    blocks_.push_back(std::move(*block));
+    in_use_ += size;
+    return Allocation{b, 0, size};
+  }
+  for (auto& b : blocks_) {
+    if (b->dedicated) continue;
+    for (auto it = b->free_ranges.begin(); it != b->free_ranges.end(); ++it) {
+      if (it->second < size) continue;
+      const int64_t offset = it->first, rest = it->second - size;
+      b->free_ranges.erase(it);
+      if (rest > 0) b->free_ranges[offset + size] = rest;
+      in_use_ += size;
+      return Allocation{b.get(), offset, size};
+    }
+  }
+  auto block = CreateBlock(block_bytes_, /*dedicated=*/false);
+  if (!block.ok()) return block.status();
+  MemoryBlock* b = block->get();
+  blocks_.push_back(std::move(*block));
+  b->free_ranges.clear();
+  if (block_bytes_ > size) b->free_ranges[size] = block_bytes_ - size;
+  in_use_ += size;
+  return Allocation{b, 0, size};
+}
+
+void DeviceMemoryAllocator::Free(const Allocation& a) {
+  std::lock_guard<std::mutex> lock(mu_);
+  in_use_ -= a.size;
+  MemoryBlock* b = a.block;
+  if (!b->dedicated) {
+    auto [it, inserted] = b->free_ranges.emplace(a.offset, a.size);
+    auto next = std::next(it);
+    if (next != b->free_ranges.end() && it->first + it->second == next->first) {
+      it->second += next->second;
+      b->free_ranges.erase(next);
+    }
+    if (it != b->free_ranges.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        b->free_ranges.erase(it);
+      }
+    }
+    const bool empty =
+        b->free_ranges.size() == 1 && b->free_ranges.begin()->second == b->size;
+    if (!empty) return;
+    // Keep one empty block around to avoid churn.
+    int empty_blocks = 0;
+    for (auto& other : blocks_) {
+      if (!other->dedicated && other->free_ranges.size() == 1 &&
+          other->free_ranges.begin()->second == other->size) {
+        ++empty_blocks;
+      }
+    }
+    if (empty_blocks <= 1) return;
+  }
+  for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
+    if (it->get() == b) {
+      DestroyBlock(*b);
+      blocks_.erase(it);
+      break;
+    }
+  }
+}
+
+int64_t DeviceMemoryAllocator::in_use() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_use_;
+}
+
+absl::StatusOr<std::unique_ptr<MemoryBlock>> DeviceMemoryAllocator::CreateBlock(
+    int64_t size, bool dedicated) {
+  auto b = std::make_unique<MemoryBlock>();
+  b->size = size;
+  b->dedicated = dedicated;
+  b->free_ranges[0] = size;
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.size = static_cast<VkDeviceSize>(size);
+  bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+              VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+              VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  TESSERA_VK_RETURN_IF_ERROR(vkCreateBuffer(device_, &bci, nullptr, &b->buffer),
+                             "vkCreateBuffer");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(device_, b->buffer, &req);
+  if ((req.memoryTypeBits & (1u << type_index_)) == 0) {
+    vkDestroyBuffer(device_, b->buffer, nullptr);
+    return absl::InternalError("memory type not usable for storage buffers");
+  }
+  VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = type_index_;
+  VkResult r = vkAllocateMemory(device_, &mai, nullptr, &b->memory);
+  if (r != VK_SUCCESS) {
+    vkDestroyBuffer(device_, b->buffer, nullptr);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "vkAllocateMemory of ", size, " bytes failed: ", VkResultName(r)));
+  }
+  r = vkBindBufferMemory(device_, b->buffer, b->memory, 0);
+  if (r == VK_SUCCESS && map_)
+    r = vkMapMemory(device_, b->memory, 0, VK_WHOLE_SIZE, 0, &b->mapped);
+  if (r != VK_SUCCESS) {
+    DestroyBlock(*b);
+    return VkStatus(r, "vkBindBufferMemory/vkMapMemory");
+  }
+  return b;
+}
+
+void DeviceMemoryAllocator::DestroyBlock(MemoryBlock& b) {
+  if (b.buffer != VK_NULL_HANDLE) vkDestroyBuffer(device_, b.buffer, nullptr);
+  if (b.memory != VK_NULL_HANDLE)
+    vkFreeMemory(device_, b.memory, nullptr);  // unmaps
+  b.buffer = VK_NULL_HANDLE;
+  b.memory = VK_NULL_HANDLE;
+}
+
+int PickMemoryType(const VkPhysicalDeviceMemoryProperties& mp,
+                   VkMemoryPropertyFlags required,
+                   VkMemoryPropertyFlags preferred,
+                   VkMemoryPropertyFlags avoided) {
+  int best = -1, best_score = -1;
+  for (uint32_t i = 0; i < mp.memoryTypeCount; ++i) {
+    const VkMemoryPropertyFlags f = mp.memoryTypes[i].propertyFlags;
+    if ((f & required) != required) continue;
+    int score = 0;
+    if ((f & preferred) == preferred) score += 2;
+    if ((f & avoided) == 0) score += 1;
+    if (score > best_score) {
+      best = static_cast<int>(i);
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+}  // namespace tessera::vulkan

@@ -1,0 +1,329 @@
+#include "backends/vulkan/vulkan_device.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/vulkan/command_recording.h"
+#include "backends/vulkan/host_memory_import.h"
+#include "backends/vulkan/host_transfer.h"
+#include "backends/vulkan/physical_device.h"
+#include "backends/vulkan/vulkan_buffer.h"
+#include "backends/vulkan/vulkan_status.h"
+
+namespace tessera::vulkan {
+
+VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance,
+                           VkPhysicalDevice physical,
+                           const VulkanPlatformOptions& options,
+                           PlatformCounters* counters)
+    : instance_(std::move(instance)),
+      physical_(physical),
+      options_(options),
+      counters_(counters),
+      cross_device_(std::make_unique<CrossDeviceCopier>(this)) {}
+
+VulkanDevice::~VulkanDevice() {
+  if (device_ == VK_NULL_HANDLE) return;
+  vkDeviceWaitIdle(device_);
+  cross_device_.reset();  // empty after CancelAndJoin
+  pools_[0].reset();
+  pools_[1].reset();
+  staging_.reset();
+  export_.reset();
+  compute_.reset();
+  stream_.reset();  // its command pool and semaphores
+  vkDestroyDevice(device_, nullptr);
+}
+
+absl::Status VulkanDevice::Init(int physical_index, int logical_index) {
+  const PhysicalDeviceDescription pd = DescribePhysicalDevice(physical_);
+  const VkPhysicalDeviceProperties& props = pd.properties;
+  max_buffer_bytes_ = static_cast<int64_t>(
+      std::min<uint64_t>({pd.maintenance3.maxMemoryAllocationSize,
+                          pd.max_buffer_size, uint64_t{INT64_MAX}}));
+  compute_min_runs_ = options_.compute_copy_min_runs;
+  if (compute_min_runs_ < 0) {
+    compute_min_runs_ =
+        props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? INT64_MAX : 4096;
+  }
+
+  const int family = PickComputeQueueFamily(physical_);
+  if (family < 0) return absl::NotFoundError("no compute queue");
+  queue_family_ = static_cast<uint32_t>(family);
+
+  std::vector<const char*> enabled;
+  const bool push_desc = pd.HasExtension(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  if (push_desc) enabled.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  host_import_ = pd.HasExtension(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+  if (host_import_) {
+    enabled.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+    VkPhysicalDeviceExternalMemoryHostPropertiesEXT hp{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
+    VkPhysicalDeviceProperties2 p2{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &hp;
+    vkGetPhysicalDeviceProperties2(physical_, &p2);
+    host_import_alignment_ = std::max<int64_t>(
+        4096, static_cast<int64_t>(hp.minImportedHostPointerAlignment));
+  }
+
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = queue_family_;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+  VkPhysicalDeviceVulkan12Features f12{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  f12.timelineSemaphore = VK_TRUE;
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.pNext = &f12;
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = static_cast<uint32_t>(enabled.size());
+  dci.ppEnabledExtensionNames = enabled.data();
+  TESSERA_VK_RETURN_IF_ERROR(vkCreateDevice(physical_, &dci, nullptr, &device_),
+                             "vkCreateDevice");
+  vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+  if (host_import_) {
+    host_pointer_props_ =
+        reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
+            vkGetDeviceProcAddr(device_,
+                                "vkGetMemoryHostPointerPropertiesEXT"));
+    host_import_ = host_pointer_props_ != nullptr;
+  }
+
+  // Memories.
+  const VkPhysicalDeviceMemoryProperties& mp = pd.memory;
+  const int device_type = PickMemoryType(
+      mp, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+      VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
+  const int host_type = PickMemoryType(mp,
+                                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                                       VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
+                                       VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  if (device_type < 0 || host_type < 0) {
+    return absl::NotFoundError(
+        "no DEVICE_LOCAL or no HOST_VISIBLE|HOST_COHERENT memory type");
+  }
+  const int64_t alignment = std::max<int64_t>(
+      {256, static_cast<int64_t>(props.limits.minStorageBufferOffsetAlignment),
+       static_cast<int64_t>(props.limits.nonCoherentAtomSize)});
+  pools_[kDeviceMemory] = std::make_unique<DeviceMemoryAllocator>(
+      device_, static_cast<uint32_t>(device_type), false, options_.block_bytes,
+      alignment);
+  pools_[kPinnedHostMemory] = std::make_unique<DeviceMemoryAllocator>(
+      device_, static_cast<uint32_t>(host_type), true, options_.block_bytes,
+      alignment);
+  heap_bytes_[kDeviceMemory] = static_cast<int64_t>(
+      mp.memoryHeaps[mp.memoryTypes[device_type].heapIndex].size);
+  heap_bytes_[kPinnedHostMemory] = static_cast<int64_t>(
+      mp.memoryHeaps[mp.memoryTypes[host_type].heapIndex].size);
+
+  // Stream.
+  stream_ =
+      std::make_unique<VulkanStream>(device_, queue_, queue_family_, counters_);
+  if (absl::Status s = stream_->Init(); !s.ok()) return s;
+  const int chunks = std::max(2, options_.staging_chunks);
+  auto staging = StagingRing::Create(device_, mp, queue_family_,
+                                     options_.staging_chunk_bytes, chunks);
+  if (!staging.ok()) return staging.status();
+  staging_ = std::move(*staging);
+  auto exported = StagingRing::Create(device_, mp, queue_family_,
+                                      options_.staging_chunk_bytes, chunks);
+  if (!exported.ok()) return exported.status();
+  export_ = std::move(*exported);
+
+  // Compute pipeline for strided copies (needs push descriptors).
+  PFN_vkCmdPushDescriptorSetKHR push_descriptor = nullptr;
+  if (push_desc) {
+    push_descriptor = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
+        vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
+  }
+  if (push_descriptor) {
+    auto compute =
+        ComputeCopyPipeline::Create(device_, push_descriptor, compute_min_runs_,
+                                    props.limits.maxStorageBufferRange,
+                                    props.limits.maxComputeWorkGroupCount[0]);
+    if (!compute.ok()) return compute.status();
+    compute_ = std::move(*compute);
+  }
+
+  // Device info.
+  info_.kind = "vulkan";
+  info_.name = props.deviceName;
+  LogicalDeviceFacts facts;
+  facts.device_memory_bytes = heap_bytes_[kDeviceMemory];
+  facts.pinned_host_memory_bytes = heap_bytes_[kPinnedHostMemory];
+  facts.max_buffer_bytes = max_buffer_bytes_;
+  facts.physical_device_index = physical_index;
+  facts.logical_device_index = logical_index;
+  facts.compute_copy = compute_ != nullptr;
+  facts.compute_copy_min_runs = compute_min_runs_;
+  facts.staging_chunk_bytes = options_.staging_chunk_bytes;
+  facts.staging_chunks = chunks;
+  SetDeviceAttributes(pd, facts, &info_.attributes);
+  info_.memories.push_back(
+      PlatformMemoryInfo{"device", false, heap_bytes_[kDeviceMemory]});
+  info_.memories.push_back(
+      PlatformMemoryInfo{"pinned_host", true, heap_bytes_[kPinnedHostMemory]});
+  info_.default_memory = kDeviceMemory;
+  return absl::OkStatus();
+}
+
+void VulkanDevice::Start() {
+  stream_->Start(
+      [this](StreamOp& op, StreamCompletion& c) { return Execute(op, c); });
+}
+
+void VulkanDevice::CancelAndJoin() {
+  stream_->CancelAndJoin();
+  // While every device of the platform is alive.
+  cross_device_->ReleaseSharedStaging();
+}
+
+absl::StatusOr<PlatformBufferRef> VulkanDevice::Allocate(int memory,
+                                                         int64_t bytes) {
+  if (bytes > max_buffer_bytes_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot allocate ", bytes, " bytes on ", info_.name,
+        ": one buffer may hold at most ", max_buffer_bytes_,
+        " bytes (min of maxMemoryAllocationSize and maxBufferSize)"));
+  }
+  if (bytes > heap_bytes_[memory]) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot allocate ", bytes, " bytes: the ", info_.memories[memory].kind,
+        " heap holds ", heap_bytes_[memory]));
+  }
+  DeviceMemoryAllocator::Allocation alloc;
+  if (bytes > 0) {
+    auto a = pools_[memory]->Allocate(bytes);
+    if (!a.ok()) return a.status();
+    alloc = *a;
+  }
+  return PlatformBufferRef(
+      std::make_shared<VulkanBuffer>(shared_from_this(), memory, alloc, bytes));
+}
+
+absl::StatusOr<PlatformBufferRef> VulkanDevice::WrapHost(
+    int memory, void* data, int64_t bytes, std::function<void()> on_release) {
+  if (memory != kPinnedHostMemory) {
+    return absl::UnimplementedError(
+        "only pinned_host memory can use host memory in place");
+  }
+  if (!host_import_) {
+    return absl::UnimplementedError(
+        absl::StrCat(info_.name, " lacks VK_EXT_external_memory_host"));
+  }
+  const int64_t align = host_import_alignment_;
+  if (bytes <= 0 || reinterpret_cast<uintptr_t>(data) % align != 0 ||
+      bytes % align != 0) {
+    return absl::UnimplementedError(absl::StrCat(
+        "importing host memory needs a non-empty range whose address and size "
+        "are multiples of ",
+        align, " bytes"));
+  }
+  auto b = std::make_unique<MemoryBlock>();
+  b->size = bytes;
+  b->dedicated = true;
+  b->mapped = data;
+  absl::Status s = ImportHostMemory(device_, host_pointer_props_, data, bytes,
+                                    VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                        VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                                        VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                                    &b->buffer, &b->memory);
+  if (!s.ok()) {
+    DestroyImported(*b);
+    if (s.code() == absl::StatusCode::kInternal) {
+      return absl::UnimplementedError(std::string(s.message()));
+    }
+    return s;
+  }
+  return PlatformBufferRef(std::make_shared<VulkanBuffer>(
+      shared_from_this(), memory, std::move(b), std::move(on_release)));
+}
+
+void VulkanDevice::DestroyImported(MemoryBlock& b) {
+  if (b.buffer) vkDestroyBuffer(device_, b.buffer, nullptr);
+  if (b.memory) vkFreeMemory(device_, b.memory, nullptr);
+}
+
+// ---- the stream's ops -------------------------------------------------------
+
+absl::Status VulkanDevice::Execute(StreamOp& op, StreamCompletion& c) {
+  switch (op.kind) {
+    case StreamOp::Kind::kHostToBuffer:
+      for (auto& cp : op.h2b) c.keep_alive.push_back(cp.dst);
+      return CopyHostToBuffers(op.h2b, *staging_, *stream_, *counters_);
+    case StreamOp::Kind::kBufferToHost:
+      for (auto& cp : op.b2h) c.keep_alive.push_back(cp.src);
+      return CopyBuffersToHost(op.b2h, *staging_, *stream_, *counters_);
+    case StreamOp::Kind::kBufferToBuffer:
+      for (auto& cp : op.b2b) {
+        c.keep_alive.push_back(cp.src);
+        c.keep_alive.push_back(cp.dst);
+      }
+      return CopyBuffersToBuffers(op, c);
+    case StreamOp::Kind::kCallback: {
+      if (absl::Status s = stream_->WaitStream(); !s.ok()) return s;
+      absl::Status status = op.fn ? op.fn() : absl::OkStatus();
+      op.fn = nullptr;  // release captures now
+      if (absl::Status s = stream_->HostSignal(); !s.ok()) return s;
+      return status;
+    }
+  }
+  return absl::InternalError("unknown op");
+}
+
+absl::Status VulkanDevice::CopyBuffersToBuffers(StreamOp& op,
+                                                StreamCompletion& c) {
+  std::vector<const BufferToBufferCopy*> local, remote;
+  for (const BufferToBufferCopy& cp : op.b2b) {
+    if (cp.geometry.num_elements() == 0) continue;
+    (AsVulkanBuffer(cp.src)->dev() == this ? local : remote).push_back(&cp);
+  }
+  if (!local.empty()) {
+    auto cb = stream_->AcquireCmd();
+    if (!cb.ok()) return cb.status();
+    c.cmds.push_back(*cb);
+    if (absl::Status s = BeginCmd(*cb); !s.ok()) return s;
+    std::vector<VkBufferCopy> regions;
+    for (const BufferToBufferCopy* cp : local) {
+      VulkanBuffer* src = AsVulkanBuffer(cp->src);
+      VulkanBuffer* dst = AsVulkanBuffer(cp->dst);
+      if (compute_ && compute_->Accepts(cp->geometry, src, dst)) {
+        compute_->Record(*cb, cp->geometry, src, dst);
+        counters_->compute_copies.fetch_add(1);
+        continue;
+      }
+      regions.clear();
+      auto flush = [&] {
+        if (regions.empty()) return;
+        vkCmdCopyBuffer(*cb, src->vk_buffer(), dst->vk_buffer(),
+                        static_cast<uint32_t>(regions.size()), regions.data());
+        regions.clear();
+      };
+      cp->geometry.ForEachRun([&](int64_t so, int64_t d, int64_t n) {
+        regions.push_back(
+            VkBufferCopy{static_cast<VkDeviceSize>(src->offset() + so),
+                         static_cast<VkDeviceSize>(dst->offset() + d),
+                         static_cast<VkDeviceSize>(n)});
+        if (regions.size() >= kMaxRegionsPerChunk) flush();
+      });
+      flush();
+      counters_->region_copies.fetch_add(1);
+    }
+    if (absl::Status s = EndCmd(*cb); !s.ok()) return s;
+    if (auto v = stream_->Submit(*cb); !v.ok()) return v.status();
+  }
+  for (const BufferToBufferCopy* cp : remote) {
+    if (absl::Status s = cross_device_->Copy(*cp); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::vulkan
