@@ -11,6 +11,29 @@
 #include "backends/vulkan/vulkan_platform.h"
 #include "backends/vulkan/vulkan_status.h"
 
+#ifdef TESSERA_LSAN_PIN_VULKAN_DRIVERS
+#include <dlfcn.h>
+
+// AddressSanitizer builds only. Mesa's lavapipe (with its LLVM) and the Khronos validation layer
+// keep one-time allocations that the loader's dlclose at vkDestroyInstance turns into "leaks" in
+// an unknown module, in every program that creates a Vulkan client. Keep those modules loaded
+// (RTLD_NODELETE) so their frames are named, and suppress leaks inside them — never in Tessera.
+extern "C" const char* __lsan_default_suppressions() {
+  return "leak:libvulkan_lvp\nleak:libVkLayer_khronos_validation\nleak:libLLVM\n";
+}
+namespace {
+void PinVulkanDriversForLeakSanitizer() {
+  static const bool pinned = [] {
+    for (const char* lib : {"libvulkan_lvp.so", "libVkLayer_khronos_validation.so"}) {
+      dlopen(lib, RTLD_NOW | RTLD_NODELETE | RTLD_GLOBAL);
+    }
+    return true;
+  }();
+  (void)pinned;
+}
+}  // namespace
+#endif
+
 namespace tessera {
 namespace vulkan {
 namespace {
@@ -99,6 +122,9 @@ absl::StatusOr<std::shared_ptr<VulkanInstance>> VulkanInstance::Create(
   ci.enabledExtensionCount = static_cast<uint32_t>(exts.size());
   ci.ppEnabledExtensionNames = exts.data();
   auto instance = std::make_shared<VulkanInstance>();
+#ifdef TESSERA_LSAN_PIN_VULKAN_DRIVERS
+  PinVulkanDriversForLeakSanitizer();
+#endif
   VkResult r = vkCreateInstance(&ci, nullptr, &instance->instance_);
   if (r == VK_ERROR_INCOMPATIBLE_DRIVER ||
       r == VK_ERROR_INITIALIZATION_FAILED) {

@@ -7,7 +7,6 @@
 
 #include "backends/vulkan/vulkan_platform.h"
 
-#include <dlfcn.h>
 
 #include <atomic>
 #include <chrono>
@@ -24,23 +23,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-// Under LeakSanitizer: lavapipe (Mesa/LLVM) and the validation layer keep
-// one-time allocations that the loader's dlclose turns into "leaks" in an
-// unknown module. Keep those modules loaded (RTLD_NODELETE) so the frames are
-// named, and suppress leaks inside them (never in Tessera).
-extern "C" const char* __lsan_default_suppressions() {
-  return "leak:libvulkan_lvp\nleak:libVkLayer_khronos_validation\nleak:"
-         "libLLVM\n";
-}
-namespace {
-const bool kPinnedDrivers = [] {
-  for (const char* lib :
-       {"libvulkan_lvp.so", "libVkLayer_khronos_validation.so"}) {
-    dlopen(lib, RTLD_NOW | RTLD_NODELETE | RTLD_GLOBAL);
-  }
-  return true;
-}();
-}  // namespace
+// Under LeakSanitizer, the Vulkan platform keeps lavapipe and the validation layer loaded and
+// suppresses their one-time allocations (see backends/vulkan/vulkan_instance.cc).
 
 namespace tessera {
 namespace {
