@@ -50,7 +50,7 @@ class Client {
   // Creates an array of `dtype` and `shape` with `sharding` from host data laid out row-major, or
   // with `byte_strides` (bytes per step in each dimension). Each region the sharding places is read
   // once and written to every replica. `on_done_with_host_buffer` (may be null) runs exactly once,
-  // when `semantics` says the runtime is done with `data`. The guard is asked once
+  // when `semantics` says the runtime is done with `data` — or before the call returns an error. The guard is asked once
   // (host-to-device) before any byte moves.
   virtual absl::StatusOr<ArrayRef> MakeArrayFromHostBuffer(
       const void* data, DType dtype, Shape shape,

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -18,7 +19,11 @@ namespace {
 // Lets the arenas of all CPU devices together use more worker threads than the machine has
 // cores (TBB's default limit), so that every device gets the threads it was given.
 void RaiseTbbThreadLimit() {
-  static tbb::global_control* control = new tbb::global_control(
+  // Never destroyed (TBB may still run at exit). Constructed in static storage rather than with
+  // `new`: the optimiser drops the store of an unused static pointer, and LeakSanitizer then
+  // reports the object as leaked by every process that creates a CPU platform.
+  alignas(tbb::global_control) static unsigned char storage[sizeof(tbb::global_control)];
+  static tbb::global_control* control = new (storage) tbb::global_control(
       tbb::global_control::max_allowed_parallelism,
       std::max<size_t>(256, std::thread::hardware_concurrency()));
   (void)control;

@@ -298,6 +298,16 @@ absl::StatusOr<ArrayRef> RuntimeClient::MakeArrayFromHostBuffer(
     HostBufferSemantics semantics, std::function<void()> on_done_with_host_buffer,
     TransferOptions options) {
   constexpr std::string_view kOp = "MakeArrayFromHostBuffer";
+  // on_done runs exactly once: handed to the transfer on success, called here when the call fails
+  // (the runtime then never reads the buffer again).
+  OnceCallback on_done(std::move(on_done_with_host_buffer));
+  struct CallOnFailure {
+    OnceCallback callback;
+    bool armed = true;
+    ~CallOnFailure() {
+      if (armed) callback();
+    }
+  } on_failure{on_done};
   if (absl::Status s = CheckDType(dtype, kOp); !s.ok()) return s;
   if (absl::Status s = ValidateShape(shape); !s.ok()) return s;
   if (absl::Status s = CheckSharding(sharding, kOp); !s.ok()) return s;
@@ -340,7 +350,6 @@ absl::StatusOr<ArrayRef> RuntimeClient::MakeArrayFromHostBuffer(
   const std::string action = host_bytes > 0 ? ActionName(guard_.Decide(event)) : "";
   if (absl::Status s = guard_.Check(event); !s.ok()) return s;
 
-  OnceCallback on_done(std::move(on_done_with_host_buffer));
   const int n = layout->num_slots();
 
   // Zero copy: a single compact, aligned shard in a memory the platform can use in place.
@@ -353,6 +362,7 @@ absl::StatusOr<ArrayRef> RuntimeClient::MakeArrayFromHostBuffer(
         d->platform_device(), m->platform_memory(), const_cast<void*>(data),
         shape.num_elements() * element_bytes, on_done);
     if (wrapped.ok()) {
+      on_failure.armed = false;  // the buffer's release calls on_done
       std::vector<Shard> shards{Shard{*std::move(wrapped), MakeReadyFuture()}};
       return ArrayRef(std::make_shared<RuntimeArray>(this, dtype, std::move(shape),
                                                      std::move(sharding), *std::move(layout),
@@ -369,6 +379,7 @@ absl::StatusOr<ArrayRef> RuntimeClient::MakeArrayFromHostBuffer(
     dst[i].buffer = *std::move(buffer);
     dst[i].shard_shape = layout->shard_shape(i);
   }
+  on_failure.armed = false;  // from here on, the transfer calls on_done
   PlanEndpoint src;
   src.host = const_cast<void*>(data);
   src.host_byte_strides = *strides;
@@ -507,7 +518,9 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::CopyArrays(
             first.devices()->DebugString(), " and array ", i, " on ",
             (*a)->sharding().devices()->DebugString()));
       }
-      if ((*a)->sharding().memory_kind() != first.memory_kind()) {
+      // Compare the memories the kinds resolve to: MemoryKind() and the default kind's name are
+      // the same memory.
+      if ((*a)->memories() != inputs[0]->memories()) {
         return absl::InvalidArgumentError(absl::StrCat(
             std::string(kOp), ": all arrays must have the same memory kind; array 0 is in ",
             first.memory_kind().DebugString(), " and array ", i, " in ",
@@ -562,9 +575,13 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardValidated(
     if (!plan.ok()) return plan.status();
     for (const sharding::BoxCopy& c : (*plan)->copies) {
       if (c.kind != sharding::BoxCopy::Kind::kCrossDevice || c.bytes == 0) continue;
+      const int32_t src_id = a->memories()[c.src_slot]->device()->Id().value;
+      const int32_t dst_id = (*memories)[c.dst_slot]->device()->Id().value;
+      // Between two memories of one device: a local copy, as transfer_stats() counts it.
+      if (src_id == dst_id) continue;
       moved_bytes += c.bytes;
-      src_ids.insert(a->memories()[c.src_slot]->device()->Id().value);
-      dst_ids.insert((*memories)[c.dst_slot]->device()->Id().value);
+      src_ids.insert(src_id);
+      dst_ids.insert(dst_id);
       src_kinds.insert(a->memories()[c.src_slot]->Kind().DebugString());
       dst_kinds.insert((*memories)[c.dst_slot]->Kind().DebugString());
     }

@@ -71,7 +71,8 @@ class RuntimeClient final : public Client {
 
   // The plan ReshardArrays would run to move `array` to `spec` (cached like the real one), with
   // src_device / dst_device naming device ids. A copy between two memories of one device (say
-  // Vulkan "device" -> "pinned_host") is kCrossDevice with src_device == dst_device.
+  // Vulkan "device" -> "pinned_host") is kCrossDevice with src_device == dst_device; the guard and
+  // transfer_stats() count it as local (it crosses no device boundary).
   absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanReshard(const Array& array,
                                                                          const ArraySpec& spec);
   PlanCache::Stats plan_cache_stats() const { return plan_cache_.stats(); }

@@ -1,0 +1,206 @@
+// tests/ifrt/test_util.h: matchers and helpers shared by the ifrt/ tests.
+//
+// StatusIs / IsOk gmock matchers for absl::Status and StatusOr (Abseil 20220623
+// ships none), ASSERT_OK_AND_ASSIGN, deterministic byte patterns, an
+// independent row-major box slicer (so that expected values never come from the
+// code under test), and small wrappers around the Client API.
+
+#ifndef TESSERA_TESTS_IFRT_TEST_UTIL_H_
+#define TESSERA_TESTS_IFRT_TEST_UTIL_H_
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tessera.h"
+
+namespace tessera::testing {
+
+inline const absl::Status& GetStatus(const absl::Status& status) {
+  return status;
+}
+template <typename T>
+const absl::Status& GetStatus(const absl::StatusOr<T>& status_or) {
+  return status_or.status();
+}
+
+MATCHER_P2(StatusIs, code, message_matcher,
+           "has code " + absl::StatusCodeToString(code) +
+               " and a message that " +
+               ::testing::DescribeMatcher<std::string>(message_matcher)) {
+  const absl::Status& status = GetStatus(arg);
+  *result_listener << "whose status is " << status.ToString();
+  return status.code() == code &&
+         ::testing::Matches(message_matcher)(std::string(status.message()));
+}
+
+MATCHER(IsOk, "is OK") {
+  const absl::Status& status = GetStatus(arg);
+  *result_listener << "whose status is " << status.ToString();
+  return status.ok();
+}
+
+#define TESSERA_TEST_CONCAT_INNER(a, b) a##b
+#define TESSERA_TEST_CONCAT(a, b) TESSERA_TEST_CONCAT_INNER(a, b)
+#define ASSERT_OK_AND_ASSIGN(lhs, expr)                                     \
+  ASSERT_OK_AND_ASSIGN_IMPL(TESSERA_TEST_CONCAT(status_or_, __LINE__), lhs, \
+                            expr)
+#define ASSERT_OK_AND_ASSIGN_IMPL(var, lhs, expr)   \
+  auto var = (expr);                                \
+  ASSERT_TRUE(var.ok()) << var.status().ToString(); \
+  lhs = *std::move(var)
+#define ASSERT_OK(expr) ASSERT_THAT((expr), ::tessera::testing::IsOk())
+#define EXPECT_OK(expr) EXPECT_THAT((expr), ::tessera::testing::IsOk())
+
+// `bytes` bytes of a pattern that differs for every seed and (almost) every
+// position.
+inline std::vector<uint8_t> Pattern(int64_t bytes, uint32_t seed = 1) {
+  std::vector<uint8_t> out(bytes);
+  uint32_t x = seed * 2654435761u + 12345u;
+  for (int64_t i = 0; i < bytes; ++i) {
+    x = x * 1664525u + 1013904223u;
+    out[i] = static_cast<uint8_t>(x >> 24);
+  }
+  return out;
+}
+
+inline int64_t NumElements(absl::Span<const int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// The box (origin, size) of a dense row-major array, as dense row-major bytes.
+// Written with plain loops, independently of StridedCopy.
+inline std::vector<uint8_t> SliceBox(const std::vector<uint8_t>& full,
+                                     absl::Span<const int64_t> dims,
+                                     int64_t element_bytes,
+                                     absl::Span<const int64_t> origin,
+                                     absl::Span<const int64_t> size) {
+  const int64_t n = NumElements(size);
+  std::vector<uint8_t> out(n * element_bytes);
+  const int rank = static_cast<int>(dims.size());
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t offset = 0;
+    for (int d = 0; d < rank; ++d)
+      offset = offset * dims[d] + origin[d] + idx[d];
+    std::memcpy(out.data() + e * element_bytes,
+                full.data() + offset * element_bytes, element_bytes);
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++idx[d] < size[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+inline std::vector<uint8_t> SliceDomain(const std::vector<uint8_t>& full,
+                                        const Shape& shape,
+                                        int64_t element_bytes,
+                                        const IndexDomain& domain) {
+  return SliceBox(full, shape.dims(), element_bytes, domain.origin(),
+                  domain.shape().dims());
+}
+
+inline int64_t ByteSize(DType dtype, const Shape& shape) {
+  return shape.num_elements() * dtype.byte_size().value_or(0);
+}
+
+// Reads the whole array back row-major.
+inline absl::StatusOr<std::vector<uint8_t>> ReadBack(
+    const ArrayRef& array, TransferOptions options = {}) {
+  std::vector<uint8_t> out(ByteSize(array->dtype(), array->shape()));
+  absl::Status s =
+      array
+          ->CopyToHostBuffer(out.empty() ? nullptr : out.data(), std::nullopt,
+                             ArrayCopySemantics::kAlwaysCopy, options)
+          .Await();
+  if (!s.ok()) return s;
+  return out;
+}
+
+// Makes an array from row-major `data` (kImmutableOnlyDuringCall).
+inline absl::StatusOr<ArrayRef> MakeArray(Client& client,
+                                          const std::vector<uint8_t>& data,
+                                          DType dtype, const Shape& shape,
+                                          ShardingRef sharding,
+                                          TransferOptions options = {}) {
+  return client.MakeArrayFromHostBuffer(
+      data.empty() ? nullptr : data.data(), dtype, shape, std::nullopt,
+      std::move(sharding), HostBufferSemantics::kImmutableOnlyDuringCall,
+      nullptr, options);
+}
+
+inline DeviceListRef MustDeviceList(Client& client,
+                                    const std::vector<Device*>& devices) {
+  absl::StatusOr<DeviceListRef> list = client.MakeDeviceList(devices);
+  EXPECT_TRUE(list.ok()) << list.status();
+  return list.ok() ? *list : nullptr;
+}
+
+// The devices of `client` at positions `positions` of client.devices().
+inline DeviceListRef DevicesAt(Client& client,
+                               const std::vector<int>& positions) {
+  std::vector<Device*> devices;
+  for (int p : positions) devices.push_back(client.devices()[p]);
+  return MustDeviceList(client, devices);
+}
+
+inline ShardingRef ReplicatedSharding(const DeviceListRef& devices,
+                                      const Shape& shape,
+                                      MemoryKind kind = MemoryKind()) {
+  absl::StatusOr<ShardingRef> s =
+      ConcreteEvenSharding::Create(devices, kind, shape, shape, true);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *s : nullptr;
+}
+
+// A ShardingParam sharding from its text form ("2x1 to [0] on 2").
+inline ShardingRef ParamSharding(const std::string& text,
+                                 const DeviceListRef& devices,
+                                 MemoryKind kind = MemoryKind()) {
+  absl::StatusOr<sharding::ShardingParam> param =
+      sharding::ShardingParam::Parse(text);
+  EXPECT_TRUE(param.ok()) << param.status();
+  if (!param.ok()) return nullptr;
+  absl::StatusOr<ShardingRef> s =
+      ShardingParamSharding::Create(*param, devices, kind);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *s : nullptr;
+}
+
+// A NamedSharding from the text of a mesh and a spec ("mesh{x=2,y=2}",
+// "P(x,None)").
+inline ShardingRef Named(const std::string& mesh, const std::string& spec,
+                         const DeviceListRef& devices,
+                         MemoryKind kind = MemoryKind()) {
+  absl::StatusOr<sharding::Mesh> m = sharding::Mesh::Parse(mesh);
+  EXPECT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<sharding::PartitionSpec> p =
+      sharding::PartitionSpec::Parse(spec);
+  EXPECT_TRUE(p.ok()) << p.status();
+  if (!m.ok() || !p.ok()) return nullptr;
+  absl::StatusOr<ShardingRef> s = NamedSharding::Create(*m, *p, devices, kind);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *s : nullptr;
+}
+
+// Rows of a rank-2 array split over all of `devices` ("Nx1 to [0] on N").
+inline ShardingRef RowSharding(const DeviceListRef& devices,
+                               MemoryKind kind = MemoryKind()) {
+  const int n = devices->size();
+  return ParamSharding(std::to_string(n) + "x1 to [0] on " + std::to_string(n),
+                       devices, kind);
+}
+
+}  // namespace tessera::testing
+
+#endif  // TESSERA_TESTS_IFRT_TEST_UTIL_H_
