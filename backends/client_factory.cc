@@ -2,8 +2,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <mutex>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_platform.h"
@@ -17,19 +17,22 @@ namespace {
 
 void LogOnce(const std::string& message) {
   static std::once_flag once;
-  std::call_once(once, [&] { std::fprintf(stderr, "tessera: %s\n", message.c_str()); });
+  std::call_once(
+      once, [&] { std::fprintf(stderr, "tessera: %s\n", message.c_str()); });
 }
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<Client>> CreateClient(const ClientOptions& options) {
+absl::StatusOr<std::shared_ptr<Client>> CreateClient(
+    const ClientOptions& options) {
   if (options.cpu_devices < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("cpu_devices must be >= 0, got ", options.cpu_devices));
   }
   if (options.vulkan_logical_devices_per_gpu < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "vulkan_logical_devices_per_gpu must be >= 1, got ", options.vulkan_logical_devices_per_gpu));
+    return absl::InvalidArgumentError(
+        absl::StrCat("vulkan_logical_devices_per_gpu must be >= 1, got ",
+                     options.vulkan_logical_devices_per_gpu));
   }
   guard::Policy policy;
   if (options.transfer_guard.has_value()) {
@@ -43,7 +46,8 @@ absl::StatusOr<std::shared_ptr<Client>> CreateClient(const ClientOptions& option
   std::vector<std::unique_ptr<Platform>> platforms;
   if (options.cpu_devices > 0) {
     absl::StatusOr<std::unique_ptr<Platform>> cpu = CreateCpuPlatform(
-        {.num_devices = options.cpu_devices, .threads_per_device = options.cpu_threads_per_device});
+        {.num_devices = options.cpu_devices,
+         .threads_per_device = options.cpu_threads_per_device});
     if (!cpu.ok()) return cpu.status();
     platforms.push_back(*std::move(cpu));
   }
@@ -51,9 +55,11 @@ absl::StatusOr<std::shared_ptr<Client>> CreateClient(const ClientOptions& option
 #ifdef TESSERA_HAVE_VULKAN
     VulkanPlatformOptions vk_options;
     vk_options.logical_devices_per_gpu = options.vulkan_logical_devices_per_gpu;
-    // The Khronos validation layer costs time: on only when asked for (tests ask for it).
+    // The Khronos validation layer costs time: on only when asked for (tests
+    // ask for it).
     const char* validation = std::getenv("TESSERA_VULKAN_VALIDATION");
-    vk_options.enable_validation = validation != nullptr && std::string(validation) == "1";
+    vk_options.enable_validation =
+        validation != nullptr && std::string(validation) == "1";
     auto vulkan = CreateVulkanPlatform(vk_options);
     if (vulkan.ok()) {
       platforms.push_back(*std::move(vulkan));
@@ -64,7 +70,8 @@ absl::StatusOr<std::shared_ptr<Client>> CreateClient(const ClientOptions& option
     }
 #else
     if (options.vulkan == VulkanMode::kRequired) {
-      return absl::UnavailableError("this build of Tessera has no Vulkan platform");
+      return absl::UnavailableError(
+          "this build of Tessera has no Vulkan platform");
     }
 #endif
   }

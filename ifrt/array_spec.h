@@ -1,8 +1,8 @@
 #ifndef TESSERA_IFRT_ARRAY_SPEC_H_
 #define TESSERA_IFRT_ARRAY_SPEC_H_
 
-// ArraySpec: the dtype, shape and sharding of an array, without its data; the target of
-// Client::ReshardArrays.
+// ArraySpec: the dtype, shape and sharding of an array, without its data; the
+// target of Client::ReshardArrays.
 
 #include <string>
 

@@ -1,7 +1,8 @@
 #ifndef TESSERA_IFRT_ATTRIBUTE_MAP_H_
 #define TESSERA_IFRT_ATTRIBUTE_MAP_H_
 
-// AttributeMap: named attributes of a device (name, vendor, driver version, heap sizes, ...).
+// AttributeMap: named attributes of a device (name, vendor, driver version,
+// heap sizes, ...).
 //
 //   tessera::AttributeMap attrs;
 //   attrs.Set("vendor", std::string("NVIDIA"));
@@ -21,9 +22,12 @@ namespace tessera {
 
 class AttributeMap {
  public:
-  using Value = std::variant<std::string, bool, int64_t, double, std::vector<int64_t>>;
+  using Value =
+      std::variant<std::string, bool, int64_t, double, std::vector<int64_t>>;
 
-  void Set(std::string name, Value value) { map_[std::move(name)] = std::move(value); }
+  void Set(std::string name, Value value) {
+    map_[std::move(name)] = std::move(value);
+  }
   const Value* Get(const std::string& name) const {
     auto it = map_.find(name);
     return it == map_.end() ? nullptr : &it->second;
@@ -38,7 +42,9 @@ class AttributeMap {
   // "{name=..., vendor=...}"
   std::string DebugString() const;
 
-  friend bool operator==(const AttributeMap& a, const AttributeMap& b) { return a.map_ == b.map_; }
+  friend bool operator==(const AttributeMap& a, const AttributeMap& b) {
+    return a.map_ == b.map_;
+  }
 
  private:
   std::map<std::string, Value> map_;

@@ -1,13 +1,15 @@
 #ifndef TESSERA_IFRT_DEVICE_LIST_H_
 #define TESSERA_IFRT_DEVICE_LIST_H_
 
-// DeviceList: an immutable, ordered list of distinct devices of one client; the device
-// assignment of a sharding (slot i of the sharding lives on devices()[i]).
+// DeviceList: an immutable, ordered list of distinct devices of one client; the
+// device assignment of a sharding (slot i of the sharding lives on
+// devices()[i]).
 //
-//   absl::StatusOr<DeviceListRef> list = client->MakeDeviceList(client->devices());
+//   absl::StatusOr<DeviceListRef> list =
+//   client->MakeDeviceList(client->devices());
 //
-// Held through DeviceListRef (shared, immutable). Equality and hash compare the devices in order.
-// Thread-safe.
+// Held through DeviceListRef (shared, immutable). Equality and hash compare the
+// devices in order. Thread-safe.
 
 #include <memory>
 #include <string>
@@ -24,9 +26,10 @@ using DeviceListRef = std::shared_ptr<const DeviceList>;
 
 class DeviceList {
  public:
-  // INVALID_ARGUMENT for an empty list, a null device, a device listed twice, or devices of
-  // different clients.
-  static absl::StatusOr<DeviceListRef> Create(absl::Span<Device* const> devices);
+  // INVALID_ARGUMENT for an empty list, a null device, a device listed twice,
+  // or devices of different clients.
+  static absl::StatusOr<DeviceListRef> Create(
+      absl::Span<Device* const> devices);
 
   absl::Span<Device* const> devices() const { return devices_; }
   int size() const { return static_cast<int>(devices_.size()); }
@@ -39,8 +42,12 @@ class DeviceList {
   std::string DebugString() const;
   size_t hash() const { return hash_; }
 
-  friend bool operator==(const DeviceList& a, const DeviceList& b) { return a.devices_ == b.devices_; }
-  friend bool operator!=(const DeviceList& a, const DeviceList& b) { return !(a == b); }
+  friend bool operator==(const DeviceList& a, const DeviceList& b) {
+    return a.devices_ == b.devices_;
+  }
+  friend bool operator!=(const DeviceList& a, const DeviceList& b) {
+    return !(a == b);
+  }
   template <typename H>
   friend H AbslHashValue(H h, const DeviceList& l) {
     return H::combine(std::move(h), l.hash_);

@@ -1,8 +1,8 @@
 #ifndef TESSERA_IFRT_MEMORY_KIND_H_
 #define TESSERA_IFRT_MEMORY_KIND_H_
 
-// MemoryKind: the name of a kind of memory ("host", "device", "pinned_host"), or unspecified,
-// which means "the device's default memory".
+// MemoryKind: the name of a kind of memory ("host", "device", "pinned_host"),
+// or unspecified, which means "the device's default memory".
 //
 //   tessera::MemoryKind pinned("pinned_host");
 //   tessera::MemoryKind unspecified;   // memory_kind() == std::nullopt
@@ -27,8 +27,12 @@ class MemoryKind {
   // The kind, or "(default)" when unspecified.
   std::string DebugString() const { return kind_.value_or("(default)"); }
 
-  friend bool operator==(const MemoryKind& a, const MemoryKind& b) { return a.kind_ == b.kind_; }
-  friend bool operator!=(const MemoryKind& a, const MemoryKind& b) { return !(a == b); }
+  friend bool operator==(const MemoryKind& a, const MemoryKind& b) {
+    return a.kind_ == b.kind_;
+  }
+  friend bool operator!=(const MemoryKind& a, const MemoryKind& b) {
+    return !(a == b);
+  }
   template <typename H>
   friend H AbslHashValue(H h, const MemoryKind& m) {
     return H::combine(std::move(h), m.kind_);

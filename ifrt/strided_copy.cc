@@ -11,7 +11,8 @@ int64_t StridedCopy::num_elements() const {
   return n;
 }
 
-Index StridedCopy::RowMajorByteStrides(absl::Span<const int64_t> shape, int64_t element_bytes) {
+Index StridedCopy::RowMajorByteStrides(absl::Span<const int64_t> shape,
+                                       int64_t element_bytes) {
   Index strides(shape.size());
   int64_t stride = element_bytes;
   for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
@@ -21,12 +22,10 @@ Index StridedCopy::RowMajorByteStrides(absl::Span<const int64_t> shape, int64_t 
   return strides;
 }
 
-StridedCopy StridedCopy::BetweenDenseArrays(int64_t element_bytes,
-                                            absl::Span<const int64_t> src_shape,
-                                            absl::Span<const int64_t> src_origin,
-                                            absl::Span<const int64_t> dst_shape,
-                                            absl::Span<const int64_t> dst_origin,
-                                            absl::Span<const int64_t> extent) {
+StridedCopy StridedCopy::BetweenDenseArrays(
+    int64_t element_bytes, absl::Span<const int64_t> src_shape,
+    absl::Span<const int64_t> src_origin, absl::Span<const int64_t> dst_shape,
+    absl::Span<const int64_t> dst_origin, absl::Span<const int64_t> extent) {
   StridedCopy c;
   c.element_bytes = element_bytes;
   c.extent.assign(extent.begin(), extent.end());
@@ -50,8 +49,8 @@ StridedCopy StridedCopy::Normalized() const {
     out.dst_byte_strides = {element_bytes};
     return out;
   }
-  // Walk from the innermost dimension outwards, merging a dimension into the one inside it when
-  // it is contiguous with it on both sides.
+  // Walk from the innermost dimension outwards, merging a dimension into the
+  // one inside it when it is contiguous with it on both sides.
   Index ext, ss, ds;  // innermost first
   for (int i = static_cast<int>(extent.size()) - 1; i >= 0; --i) {
     if (extent[i] == 1) continue;
@@ -69,8 +68,8 @@ StridedCopy StridedCopy::Normalized() const {
     ss.push_back(element_bytes);
     ds.push_back(element_bytes);
   }
-  // A contiguous inner dimension whose strides are element_bytes: leave as is. Reverse to
-  // outermost first.
+  // A contiguous inner dimension whose strides are element_bytes: leave as is.
+  // Reverse to outermost first.
   out.extent.assign(ext.rbegin(), ext.rend());
   out.src_byte_strides.assign(ss.rbegin(), ss.rend());
   out.dst_byte_strides.assign(ds.rbegin(), ds.rend());
@@ -79,16 +78,19 @@ StridedCopy StridedCopy::Normalized() const {
 
 bool StridedCopy::inner_contiguous() const {
   if (extent.empty()) return true;
-  return src_byte_strides.back() == element_bytes && dst_byte_strides.back() == element_bytes;
+  return src_byte_strides.back() == element_bytes &&
+         dst_byte_strides.back() == element_bytes;
 }
 
-void StridedCopy::ForEachRun(absl::FunctionRef<void(int64_t, int64_t, int64_t)> fn) const {
+void StridedCopy::ForEachRun(
+    absl::FunctionRef<void(int64_t, int64_t, int64_t)> fn) const {
   StridedCopy n = Normalized();
   if (n.num_elements() == 0) return;
   const int rank = static_cast<int>(n.extent.size());
   const bool contiguous = n.inner_contiguous();
   const int outer_rank = contiguous ? rank - 1 : rank;
-  const int64_t run_bytes = contiguous ? n.extent.back() * element_bytes : element_bytes;
+  const int64_t run_bytes =
+      contiguous ? n.extent.back() * element_bytes : element_bytes;
   Index idx(outer_rank, 0);
   int64_t so = n.src_offset, d_o = n.dst_offset;
   while (true) {
@@ -110,7 +112,8 @@ void StridedCopy::ForEachRun(absl::FunctionRef<void(int64_t, int64_t, int64_t)> 
 std::string StridedCopy::DebugString() const {
   return absl::StrCat("StridedCopy(element_bytes=", element_bytes, ", extent=[",
                       absl::StrJoin(extent, ","), "], src=", src_offset, "+[",
-                      absl::StrJoin(src_byte_strides, ","), "], dst=", dst_offset, "+[",
+                      absl::StrJoin(src_byte_strides, ","),
+                      "], dst=", dst_offset, "+[",
                       absl::StrJoin(dst_byte_strides, ","), "])");
 }
 

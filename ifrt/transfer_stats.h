@@ -1,11 +1,12 @@
 #ifndef TESSERA_IFRT_TRANSFER_STATS_H_
 #define TESSERA_IFRT_TRANSFER_STATS_H_
 
-// TransferStats: the bytes a client has actually moved, per direction and per device pair.
-// A snapshot; Client::transfer_stats() returns a fresh one on each call.
+// TransferStats: the bytes a client has actually moved, per direction and per
+// device pair. A snapshot; Client::transfer_stats() returns a fresh one on each
+// call.
 //
-// Copies within one device (bytes that were already on the destination device) count as
-// `local`; aliasing moves nothing and counts nowhere.
+// Copies within one device (bytes that were already on the destination device)
+// count as `local`; aliasing moves nothing and counts nowhere.
 
 #include <cstdint>
 #include <map>
@@ -29,12 +30,14 @@ struct TransferStats {
   Counter device_to_device;  // across devices
   Counter device_to_host;
   Counter local;  // within one device
-  // (source device id, destination device id) -> bytes moved; kHost for the host side.
+  // (source device id, destination device id) -> bytes moved; kHost for the
+  // host side.
   std::map<std::pair<int32_t, int32_t>, Counter> per_device_pair;
 
   std::string DebugString() const;
   friend bool operator==(const TransferStats& a, const TransferStats& b) {
-    return a.host_to_device == b.host_to_device && a.device_to_device == b.device_to_device &&
+    return a.host_to_device == b.host_to_device &&
+           a.device_to_device == b.device_to_device &&
            a.device_to_host == b.device_to_host && a.local == b.local &&
            a.per_device_pair == b.per_device_pair;
   }

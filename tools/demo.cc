@@ -234,8 +234,9 @@ class Demo {
     if (!plan.ok()) return Fail(kExitFailure, plan.status().ToString());
     std::vector<double> times;
     ArrayRef result;
-    // One untimed warm-up run; each run frees the previous result first, so that the runtime can
-    // reuse its buffers (as a program resharding in a loop would).
+    // One untimed warm-up run; each run frees the previous result first, so
+    // that the runtime can reuse its buffers (as a program resharding in a loop
+    // would).
     for (int r = -1; r < repeat; ++r) {
       result = nullptr;
       std::vector<ArrayRef> inputs = {input};

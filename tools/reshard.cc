@@ -121,7 +121,8 @@ std::string DeviceNames(const Session& session) {
     for (Device* d : s->devices()->devices()) {
       absl::StatusOr<Memory*> m = d->DefaultMemory();
       names[d->Id().value] = absl::StrCat(
-          d->ToString(), m.ok() ? absl::StrCat(" ", (*m)->Kind().DebugString()) : "");
+          d->ToString(),
+          m.ok() ? absl::StrCat(" ", (*m)->Kind().DebugString()) : "");
     }
   }
   std::vector<std::string> parts;

@@ -6,7 +6,9 @@
 namespace tessera::cpu {
 
 CpuStream::CpuStream(int threads)
-    : threads_(threads), arena_(threads, /*reserved_for_masters=*/0), tail_done_(MakeReadyFuture()) {}
+    : threads_(threads),
+      arena_(threads, /*reserved_for_masters=*/0),
+      tail_done_(MakeReadyFuture()) {}
 
 CpuStream::~CpuStream() {
   Future<> tail;
@@ -52,7 +54,8 @@ Future<> CpuStream::Enqueue(absl::Span<const Future<>> after,
       }
       arena_.enqueue([this, op] {
         absl::Status st = op->work();
-        op->work = nullptr;  // release what the work captured before anyone is told
+        op->work =
+            nullptr;  // release what the work captured before anyone is told
         op->result.Set(std::move(st));
         op->done.Set(absl::OkStatus());
         std::lock_guard<std::mutex> lock(mu_);

@@ -1,13 +1,14 @@
 #ifndef TESSERA_BACKENDS_CPU_HOST_ALLOCATOR_H_
 #define TESSERA_BACKENDS_CPU_HOST_ALLOCATOR_H_
 
-// HostAllocator: 64-byte aligned host allocations with a cache of freed blocks by exact (rounded)
-// size, so that repeated reshards of the same arrays reuse memory whose pages are already mapped
-// instead of paying a page fault per 4 KiB on every new buffer. The cache holds at most
-// `max_cached_bytes`; beyond it, blocks go back to the system.
+// HostAllocator: 64-byte aligned host allocations with a cache of freed blocks
+// by exact (rounded) size, so that repeated reshards of the same arrays reuse
+// memory whose pages are already mapped instead of paying a page fault per 4
+// KiB on every new buffer. The cache holds at most `max_cached_bytes`; beyond
+// it, blocks go back to the system.
 //
-// Thread-safe. Held through shared_ptr by the platform and by every live buffer, so it outlives
-// both.
+// Thread-safe. Held through shared_ptr by the platform and by every live
+// buffer, so it outlives both.
 
 #include <cstdint>
 #include <map>
@@ -20,7 +21,8 @@ class HostAllocator {
  public:
   static constexpr int64_t kAlignment = 64;
 
-  explicit HostAllocator(int64_t max_cached_bytes) : max_cached_bytes_(max_cached_bytes) {}
+  explicit HostAllocator(int64_t max_cached_bytes)
+      : max_cached_bytes_(max_cached_bytes) {}
   ~HostAllocator();
   HostAllocator(const HostAllocator&) = delete;
   HostAllocator& operator=(const HostAllocator&) = delete;

@@ -1,18 +1,18 @@
 #ifndef TESSERA_IFRT_RUNTIME_PLAN_CACHE_H_
 #define TESSERA_IFRT_RUNTIME_PLAN_CACHE_H_
 
-// PlanCache: reshard plans keyed by (source layout, source locations, destination layout,
-// destination locations, element size, fan-out). Bounded: when full it starts over. Thread-safe.
+// PlanCache: reshard plans keyed by (source layout, source locations,
+// destination layout, destination locations, element size, fan-out). Bounded:
+// when full it starts over. Thread-safe.
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include <mutex>
-
-#include "absl/base/thread_annotations.h"
 #include "sharding/planner.h"
 #include "sharding/shard_layout.h"
 
@@ -28,11 +28,12 @@ class PlanCache {
 
   explicit PlanCache(size_t capacity = 4096) : capacity_(capacity) {}
 
-  // The cached plan, or a new one from sharding::PlanReshard (whose errors are returned).
+  // The cached plan, or a new one from sharding::PlanReshard (whose errors are
+  // returned).
   absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> Get(
       const sharding::ShardLayout& src, std::vector<int64_t> src_locations,
-      const sharding::ShardLayout& dst, std::vector<int64_t> dst_locations, int64_t element_bytes,
-      bool fan_out);
+      const sharding::ShardLayout& dst, std::vector<int64_t> dst_locations,
+      int64_t element_bytes, bool fan_out);
   Stats stats() const;
 
  private:
@@ -45,19 +46,21 @@ class PlanCache {
     bool fan_out;
     friend bool operator==(const Key& a, const Key& b) {
       return a.element_bytes == b.element_bytes && a.fan_out == b.fan_out &&
-             a.src_locations == b.src_locations && a.dst_locations == b.dst_locations &&
-             a.src == b.src && a.dst == b.dst;
+             a.src_locations == b.src_locations &&
+             a.dst_locations == b.dst_locations && a.src == b.src &&
+             a.dst == b.dst;
     }
     template <typename H>
     friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.src, k.src_locations, k.dst, k.dst_locations,
-                        k.element_bytes, k.fan_out);
+      return H::combine(std::move(h), k.src, k.src_locations, k.dst,
+                        k.dst_locations, k.element_bytes, k.fan_out);
     }
   };
 
   const size_t capacity_;
   mutable std::mutex mu_;
-  absl::flat_hash_map<Key, std::shared_ptr<const sharding::ReshardPlan>> plans_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<Key, std::shared_ptr<const sharding::ReshardPlan>> plans_
+      ABSL_GUARDED_BY(mu_);
   int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <string>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 
 #include "ifrt/strided_copy.h"
@@ -17,16 +17,18 @@ enum class OpKind { kHostToBuffer, kBufferToHost, kBufferToBuffer };
 // The copies one platform call runs, and what it needs around it.
 struct Batch {
   Platform* platform = nullptr;
-  int device = 0;     // index within the platform
+  int device = 0;         // index within the platform
   int32_t device_id = 0;  // id within the client
   OpKind kind = OpKind::kBufferToBuffer;
   std::vector<HostToBufferCopy> h2b;
   std::vector<BufferToHostCopy> b2h;
   std::vector<BufferToBufferCopy> b2b;
   std::vector<Future<>> after;
-  std::vector<PlatformBufferRef> keep_alive;  // buffers read through raw host pointers
+  std::vector<PlatformBufferRef>
+      keep_alive;  // buffers read through raw host pointers
   std::vector<int> dst_slots;
-  // (src device, dst device) -> (bytes, copies), recorded when the batch succeeds.
+  // (src device, dst device) -> (bytes, copies), recorded when the batch
+  // succeeds.
   std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>> traffic;
 };
 
@@ -37,12 +39,14 @@ int32_t DeviceIdOf(const PlanEndpoint& e) {
 }
 
 // Geometry of a box (origin `origin`, extent `extent`) inside an endpoint.
-void Place(const PlanEndpoint& e, int64_t element_bytes, const sharding::Box& box,
-           int64_t* offset, Index* strides) {
+void Place(const PlanEndpoint& e, int64_t element_bytes,
+           const sharding::Box& box, int64_t* offset, Index* strides) {
   *strides = e.is_host() ? e.host_byte_strides
-                         : StridedCopy::RowMajorByteStrides(e.shard_shape, element_bytes);
+                         : StridedCopy::RowMajorByteStrides(e.shard_shape,
+                                                            element_bytes);
   *offset = 0;
-  for (int d = 0; d < box.rank(); ++d) *offset += box.inclusive_min(d) * (*strides)[d];
+  for (int d = 0; d < box.rank(); ++d)
+    *offset += box.inclusive_min(d) * (*strides)[d];
 }
 
 Future<> Enqueue(Batch& b) {
@@ -52,21 +56,24 @@ Future<> Enqueue(Batch& b) {
     case OpKind::kBufferToHost:
       return b.platform->CopyBuffersToHost(b.device, std::move(b.b2h), b.after);
     case OpKind::kBufferToBuffer:
-      return b.platform->CopyBuffersToBuffers(b.device, std::move(b.b2b), b.after);
+      return b.platform->CopyBuffersToBuffers(b.device, std::move(b.b2b),
+                                              b.after);
   }
   return MakeReadyFuture(absl::InternalError("unknown copy kind"));
 }
 
-// A copy between two platforms neither of which can address the other's memory: device -> host
-// staging -> device, as one movement.
-Future<> StagedCopy(const PlanEndpoint& s, const PlanEndpoint& d, const StridedCopy& g) {
+// A copy between two platforms neither of which can address the other's memory:
+// device -> host staging -> device, as one movement.
+Future<> StagedCopy(const PlanEndpoint& s, const PlanEndpoint& d,
+                    const StridedCopy& g) {
   auto staging = std::make_shared<std::vector<uint8_t>>(g.bytes());
   StridedCopy down;
   down.element_bytes = g.element_bytes;
   down.extent = g.extent;
   down.src_offset = g.src_offset;
   down.src_byte_strides = g.src_byte_strides;
-  down.dst_byte_strides = StridedCopy::RowMajorByteStrides(g.extent, g.element_bytes);
+  down.dst_byte_strides =
+      StridedCopy::RowMajorByteStrides(g.extent, g.element_bytes);
   StridedCopy up;
   up.element_bytes = g.element_bytes;
   up.extent = g.extent;
@@ -76,10 +83,13 @@ Future<> StagedCopy(const PlanEndpoint& s, const PlanEndpoint& d, const StridedC
   RuntimeDevice* sd = s.memory->device();
   RuntimeDevice* dd = d.memory->device();
   Future<> down_done = sd->platform()->CopyBuffersToHost(
-      sd->platform_device(), {BufferToHostCopy{s.buffer, staging->data(), down}}, {s.ready});
+      sd->platform_device(),
+      {BufferToHostCopy{s.buffer, staging->data(), down}}, {s.ready});
   Future<> up_done = dd->platform()->CopyHostToBuffers(
-      dd->platform_device(), {HostToBufferCopy{staging->data(), d.buffer, up}}, {down_done});
-  up_done.OnReady([staging](const absl::Status&) {});  // keeps the staging buffer alive
+      dd->platform_device(), {HostToBufferCopy{staging->data(), d.buffer, up}},
+      {down_done});
+  up_done.OnReady(
+      [staging](const absl::Status&) {});  // keeps the staging buffer alive
   return up_done;
 }
 
@@ -104,7 +114,8 @@ const char* DirectionOf(int32_t src, int32_t dst) {
 }
 
 void FinishTracing(const PlanContext& context, int32_t exec_device,
-                   const std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>>& traffic,
+                   const std::map<std::pair<int32_t, int32_t>,
+                                  std::pair<int64_t, int64_t>>& traffic,
                    const TraceStart& start, const Future<>& done) {
   std::shared_ptr<TransferTrace> trace = context.trace;
   done.OnReady([trace, start, traffic, exec_device, op = context.operation,
@@ -130,7 +141,8 @@ void FinishTracing(const PlanContext& context, int32_t exec_device,
 
 }  // namespace
 
-PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_bytes,
+PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
+                          int64_t element_bytes,
                           absl::Span<const PlanEndpoint> sources,
                           absl::Span<const PlanEndpoint> destinations,
                           const PlanContext& context) {
@@ -139,8 +151,9 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_byt
   std::vector<std::vector<Future<>>> slot_writes(num_dst);
   std::vector<Future<>> all;
 
-  // The wave of a copy: 0 for copies from sources, 1 + the wave of what filled its source slot for
-  // forwards. A wave starts once the destinations it reads from have been written.
+  // The wave of a copy: 0 for copies from sources, 1 + the wave of what filled
+  // its source slot for forwards. A wave starts once the destinations it reads
+  // from have been written.
   std::vector<int> slot_wave(num_dst, -1);
   std::vector<int> wave_of(plan.copies.size(), 0);
   int max_wave = 0;
@@ -155,7 +168,8 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_byt
   for (int wave = 0; wave <= max_wave; ++wave) {
     std::map<BatchKey, Batch> batches;
     auto batch_for = [&](RuntimeDevice* device, OpKind kind) -> Batch& {
-      Batch& b = batches[BatchKey(device->platform(), device->platform_device(), kind)];
+      Batch& b = batches[BatchKey(device->platform(), device->platform_device(),
+                                  kind)];
       b.platform = device->platform();
       b.device = device->platform_device();
       b.device_id = device->Id().value;
@@ -166,7 +180,8 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_byt
       if (wave_of[i] != wave) continue;
       const sharding::BoxCopy& c = plan.copies[i];
       const PlanEndpoint& d = destinations[c.dst_slot];
-      PlanEndpoint s = c.from_destination ? destinations[c.src_slot] : sources[c.src_slot];
+      PlanEndpoint s =
+          c.from_destination ? destinations[c.src_slot] : sources[c.src_slot];
       if (c.from_destination) s.ready = dst_ready[c.src_slot];
       if (c.bytes == 0) continue;
       if (c.kind == sharding::BoxCopy::Kind::kAlias && s.buffer != nullptr &&
@@ -196,23 +211,28 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_byt
         if (sd->platform() == dd->platform()) {
           b = &batch_for(dd, OpKind::kBufferToBuffer);
           b->b2b.push_back(BufferToBufferCopy{s.buffer, d.buffer, g});
-        } else if (void* src_host = s.buffer->host_address(); src_host != nullptr) {
+        } else if (void* src_host = s.buffer->host_address();
+                   src_host != nullptr) {
           b = &batch_for(dd, OpKind::kHostToBuffer);
           b->h2b.push_back(HostToBufferCopy{src_host, d.buffer, g});
           b->keep_alive.push_back(s.buffer);
-        } else if (void* dst_host = d.buffer->host_address(); dst_host != nullptr) {
+        } else if (void* dst_host = d.buffer->host_address();
+                   dst_host != nullptr) {
           b = &batch_for(sd, OpKind::kBufferToHost);
           b->b2h.push_back(BufferToHostCopy{s.buffer, dst_host, g});
           b->keep_alive.push_back(d.buffer);
         } else {
-          // The copy's future is exposed only once its bytes are counted, so that a caller who
-          // awaits an array and then reads the client's statistics sees them.
+          // The copy's future is exposed only once its bytes are counted, so
+          // that a caller who awaits an array and then reads the client's
+          // statistics sees them.
           Promise<> counted;
           const int64_t bytes = c.bytes;
-          StagedCopy(s, d, g).OnReady([record, pair, bytes, counted](const absl::Status& st) {
-            if (st.ok() && record) record(pair.first, pair.second, bytes, 1);
-            counted.Set(st);
-          });
+          StagedCopy(s, d, g).OnReady(
+              [record, pair, bytes, counted](const absl::Status& st) {
+                if (st.ok() && record)
+                  record(pair.first, pair.second, bytes, 1);
+                counted.Set(st);
+              });
           Future<> f = counted.future();
           slot_writes[c.dst_slot].push_back(f);
           all.push_back(f);
@@ -231,27 +251,30 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_byt
       std::vector<int> dst_slots = std::move(b.dst_slots);
       const int32_t exec_device = b.device_id;
       TraceStart trace_start;
-      if (context.trace != nullptr) trace_start = StartTracing(context.trace, b.after);
+      if (context.trace != nullptr)
+        trace_start = StartTracing(context.trace, b.after);
       Future<> enqueued = Enqueue(b);
       if (context.trace != nullptr) {
         FinishTracing(context, exec_device, traffic, trace_start, enqueued);
       }
-      // The batch's future is exposed only once its bytes are counted (Future::Set wakes waiters
-      // before it runs callbacks), so that a caller who awaits an array and then reads the
-      // client's statistics sees them.
+      // The batch's future is exposed only once its bytes are counted
+      // (Future::Set wakes waiters before it runs callbacks), so that a caller
+      // who awaits an array and then reads the client's statistics sees them.
       Promise<> counted;
-      enqueued.OnReady([record, counted, traffic = std::move(traffic),
-                        keep_alive = std::move(keep_alive)](const absl::Status& st) {
-        if (st.ok() && record) {
-          for (const auto& [pair, amount] : traffic) {
-            record(pair.first, pair.second, amount.first, amount.second);
-          }
-        }
-        counted.Set(st);
-      });
+      enqueued.OnReady(
+          [record, counted, traffic = std::move(traffic),
+           keep_alive = std::move(keep_alive)](const absl::Status& st) {
+            if (st.ok() && record) {
+              for (const auto& [pair, amount] : traffic) {
+                record(pair.first, pair.second, amount.first, amount.second);
+              }
+            }
+            counted.Set(st);
+          });
       Future<> f = counted.future();
       std::sort(dst_slots.begin(), dst_slots.end());
-      dst_slots.erase(std::unique(dst_slots.begin(), dst_slots.end()), dst_slots.end());
+      dst_slots.erase(std::unique(dst_slots.begin(), dst_slots.end()),
+                      dst_slots.end());
       for (int slot : dst_slots) slot_writes[slot].push_back(f);
       all.push_back(f);
     }

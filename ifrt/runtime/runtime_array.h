@@ -1,19 +1,19 @@
 #ifndef TESSERA_IFRT_RUNTIME_RUNTIME_ARRAY_H_
 #define TESSERA_IFRT_RUNTIME_RUNTIME_ARRAY_H_
 
-// RuntimeArray: the generic runtime's Array. One Shard per device of its sharding (slot order):
-// a platform buffer holding the slot's box densely in row-major order, and the future of the
-// writes that fill it. Buffers are shared (kReuseInput, aliasing reshards) through
-// PlatformBufferRef, and stay alive while operations that touch them are in flight.
+// RuntimeArray: the generic runtime's Array. One Shard per device of its
+// sharding (slot order): a platform buffer holding the slot's box densely in
+// row-major order, and the future of the writes that fill it. Buffers are
+// shared (kReuseInput, aliasing reshards) through PlatformBufferRef, and stay
+// alive while operations that touch them are in flight.
 //
 // Thread-safe: the shard list is guarded by a mutex and cleared by Delete().
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <mutex>
 
 #include "absl/base/thread_annotations.h"
 #include "ifrt/array.h"
@@ -32,11 +32,11 @@ struct Shard {
 
 class RuntimeArray final : public Array {
  public:
-  // `memories` and `shards` have one entry per device of `sharding`; `layout` is the sharding's
-  // layout for `shape`.
-  RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
-               sharding::ShardLayout layout, std::vector<RuntimeMemory*> memories,
-               std::vector<Shard> shards);
+  // `memories` and `shards` have one entry per device of `sharding`; `layout`
+  // is the sharding's layout for `shape`.
+  RuntimeArray(RuntimeClient* client, DType dtype, Shape shape,
+               ShardingRef sharding, sharding::ShardLayout layout,
+               std::vector<RuntimeMemory*> memories, std::vector<Shard> shards);
 
   Client* client() const override;
   DType dtype() const override { return dtype_; }
@@ -48,9 +48,11 @@ class RuntimeArray final : public Array {
   bool IsDeleted() const override;
   absl::StatusOr<std::vector<ArrayRef>> DisassembleIntoSingleDeviceArrays(
       ArrayCopySemantics semantics) override;
-  absl::StatusOr<ArrayRef> FullyReplicatedShard(ArrayCopySemantics semantics) override;
-  Future<> CopyToHostBuffer(void* data, std::optional<absl::Span<const int64_t>> byte_strides,
-                            ArrayCopySemantics semantics, TransferOptions options) override;
+  absl::StatusOr<ArrayRef> FullyReplicatedShard(
+      ArrayCopySemantics semantics) override;
+  Future<> CopyToHostBuffer(
+      void* data, std::optional<absl::Span<const int64_t>> byte_strides,
+      ArrayCopySemantics semantics, TransferOptions options) override;
   std::string DebugString() const override;
 
   RuntimeClient* runtime_client() const { return client_; }

@@ -1,9 +1,9 @@
 #ifndef TESSERA_IFRT_RUNTIME_RUNTIME_DEVICE_H_
 #define TESSERA_IFRT_RUNTIME_RUNTIME_DEVICE_H_
 
-// RuntimeDevice and RuntimeMemory: the generic runtime's Device and Memory, each a view of one
-// device (or memory) of a Platform. Owned by the RuntimeClient; immutable after construction, so
-// thread-safe.
+// RuntimeDevice and RuntimeMemory: the generic runtime's Device and Memory,
+// each a view of one device (or memory) of a Platform. Owned by the
+// RuntimeClient; immutable after construction, so thread-safe.
 
 #include <memory>
 #include <string>
@@ -46,7 +46,8 @@ class RuntimeMemory final : public Memory {
 
 class RuntimeDevice final : public Device {
  public:
-  RuntimeDevice(Client* client, DeviceId id, Platform* platform, int platform_device);
+  RuntimeDevice(Client* client, DeviceId id, Platform* platform,
+                int platform_device);
 
   Client* client() const override { return client_; }
   DeviceId Id() const override { return id_; }
@@ -60,8 +61,8 @@ class RuntimeDevice final : public Device {
   Platform* platform() const { return platform_; }
   int platform_device() const { return platform_device_; }
   const PlatformDeviceInfo& info() const { return info_; }
-  // The memory of `kind` (the default memory when unspecified). NOT_FOUND naming the kinds the
-  // device has otherwise.
+  // The memory of `kind` (the default memory when unspecified). NOT_FOUND
+  // naming the kinds the device has otherwise.
   absl::StatusOr<RuntimeMemory*> ResolveMemory(const MemoryKind& kind) const;
   // Adds this device's memories, numbering them from *next_memory_id.
   void CreateMemories(int32_t* next_memory_id);

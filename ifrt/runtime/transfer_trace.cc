@@ -14,7 +14,9 @@ int64_t SteadyNs() {
       .count();
 }
 
-std::string DeviceName(int32_t id) { return id < 0 ? "host" : absl::StrCat("device ", id); }
+std::string DeviceName(int32_t id) {
+  return id < 0 ? "host" : absl::StrCat("device ", id);
+}
 
 }  // namespace
 
@@ -37,19 +39,21 @@ std::string TransferTrace::ToChromeTraceJson() const {
   std::string out = "{\"traceEvents\":[\n";
   bool first = true;
   for (const TransferTraceEvent& e : events) {
-    // Strings here come from the runtime itself (operation names, fixed words): no escaping needed
-    // beyond what they contain, which is none.
-    absl::StrAppend(&out, first ? "" : ",\n",
-                    absl::StrFormat(
-                        "{\"name\":\"%s %s -> %s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":0,"
-                        "\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"operation\":\"%s\","
-                        "\"bytes\":%d,\"copies\":%d,\"direction\":\"%s\",\"src_device\":%d,"
-                        "\"dst_device\":%d,\"guard_action\":\"%s\",\"ok\":%s}}",
-                        e.operation, DeviceName(e.src_device), DeviceName(e.dst_device),
-                        e.direction, e.device, e.start_ns / 1000.0,
-                        (e.end_ns - e.start_ns) / 1000.0, e.operation, e.bytes, e.copies,
-                        e.direction, e.src_device, e.dst_device, e.guard_action,
-                        e.ok ? "true" : "false"));
+    // Strings here come from the runtime itself (operation names, fixed words):
+    // no escaping needed beyond what they contain, which is none.
+    absl::StrAppend(
+        &out, first ? "" : ",\n",
+        absl::StrFormat(
+            "{\"name\":\"%s %s -> %s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":0,"
+            "\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"operation\":\"%"
+            "s\","
+            "\"bytes\":%d,\"copies\":%d,\"direction\":\"%s\",\"src_device\":%d,"
+            "\"dst_device\":%d,\"guard_action\":\"%s\",\"ok\":%s}}",
+            e.operation, DeviceName(e.src_device), DeviceName(e.dst_device),
+            e.direction, e.device, e.start_ns / 1000.0,
+            (e.end_ns - e.start_ns) / 1000.0, e.operation, e.bytes, e.copies,
+            e.direction, e.src_device, e.dst_device, e.guard_action,
+            e.ok ? "true" : "false"));
     first = false;
   }
   // Name the rows after the devices.

@@ -1,9 +1,10 @@
 #ifndef TESSERA_TESTS_DOCS_DOCS_EXAMPLE_PRELUDE_H_
 #define TESSERA_TESTS_DOCS_DOCS_EXAMPLE_PRELUDE_H_
 
-// What every ```cpp snippet of docs/ may assume (see extract_examples.py): the whole public API,
-// the runtime client's extras, and a few names bound to placeholders. Snippets are compiled, not
-// run, so the placeholders need no real values.
+// What every ```cpp snippet of docs/ may assume (see extract_examples.py): the
+// whole public API, the runtime client's extras, and a few names bound to
+// placeholders. Snippets are compiled, not run, so the placeholders need no
+// real values.
 
 #include <cstdint>
 #include <cstring>
@@ -37,16 +38,16 @@ struct DocsExampleContext {
 };
 
 // The names a snippet sees (references into the context).
-#define DOCS_EXAMPLE_NAMES(ctx)                                      \
+#define DOCS_EXAMPLE_NAMES(ctx)                                             \
   [[maybe_unused]] std::shared_ptr<tessera::Client>& client = (ctx).client; \
-  [[maybe_unused]] tessera::ArrayRef& array = (ctx).array;          \
-  [[maybe_unused]] std::vector<tessera::ArrayRef>& arrays = (ctx).arrays; \
-  [[maybe_unused]] std::vector<tessera::ArraySpec>& specs = (ctx).specs; \
-  [[maybe_unused]] const void* data = (ctx).data;                   \
-  [[maybe_unused]] void* host = (ctx).host;                         \
-  [[maybe_unused]] tessera::DType dtype = (ctx).dtype;              \
-  [[maybe_unused]] tessera::Shape& shape = (ctx).shape;             \
-  [[maybe_unused]] tessera::ShardingRef& sharding = (ctx).sharding; \
+  [[maybe_unused]] tessera::ArrayRef& array = (ctx).array;                  \
+  [[maybe_unused]] std::vector<tessera::ArrayRef>& arrays = (ctx).arrays;   \
+  [[maybe_unused]] std::vector<tessera::ArraySpec>& specs = (ctx).specs;    \
+  [[maybe_unused]] const void* data = (ctx).data;                           \
+  [[maybe_unused]] void* host = (ctx).host;                                 \
+  [[maybe_unused]] tessera::DType dtype = (ctx).dtype;                      \
+  [[maybe_unused]] tessera::Shape& shape = (ctx).shape;                     \
+  [[maybe_unused]] tessera::ShardingRef& sharding = (ctx).sharding;         \
   [[maybe_unused]] tessera::DeviceListRef& device_list = (ctx).device_list; \
   [[maybe_unused]] tessera::DeviceListRef& devices = (ctx).device_list;
 

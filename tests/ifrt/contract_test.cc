@@ -163,7 +163,8 @@ class ContractTest : public ::testing::TestWithParam<Topology> {
     }
   }
 
-  // Any Khronos validation message (the ctest environment turns the layer on) fails the test.
+  // Any Khronos validation message (the ctest environment turns the layer on)
+  // fails the test.
   void TearDown() override {
     EXPECT_EQ(VulkanValidationMessageCount(), validation_messages_)
         << "the Vulkan validation layer reported problems";
@@ -659,8 +660,8 @@ TEST_P(ContractTest, CopyArraysRejectsMixedInputsAndBadTargets) {
 }
 
 TEST_P(ContractTest, CopyArraysTreatsTheDefaultKindByNameAsTheDefault) {
-  // MemoryKind() and the default memory's own name are the same memory: arrays placed either
-  // way may be copied together.
+  // MemoryKind() and the default memory's own name are the same memory: arrays
+  // placed either way may be copied together.
   Device* d0 = client().devices()[0];
   ASSERT_OK_AND_ASSIGN(Memory * memory, d0->DefaultMemory());
   const std::vector<uint8_t> data = Pattern(4 * 4 * 4, 9);

@@ -7,7 +7,6 @@
 
 #include "backends/vulkan/vulkan_platform.h"
 
-
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -23,8 +22,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-// Under LeakSanitizer, the Vulkan platform keeps lavapipe and the validation layer loaded and
-// suppresses their one-time allocations (see backends/vulkan/vulkan_instance.cc).
+// Under LeakSanitizer, the Vulkan platform keeps lavapipe and the validation
+// layer loaded and suppresses their one-time allocations (see
+// backends/vulkan/vulkan_instance.cc).
 
 namespace tessera {
 namespace {

@@ -7,24 +7,28 @@
 int main() {
   using namespace tessera;
   std::shared_ptr<Client> client = *CreateClient({.cpu_devices = 4});
-  DeviceListRef devices = *client->MakeDeviceList(client->devices().subspan(0, 4));
+  DeviceListRef devices =
+      *client->MakeDeviceList(client->devices().subspan(0, 4));
   auto shard = [&](const char* spec) {
     return *NamedSharding::Create(*sharding::Mesh::Parse("mesh{x=4}"),
-                                  *sharding::PartitionSpec::Parse(spec), devices, MemoryKind());
+                                  *sharding::PartitionSpec::Parse(spec),
+                                  devices, MemoryKind());
   };
   std::vector<float> data(64 * 64);
   std::iota(data.begin(), data.end(), 0.0f);
   ArrayRef rows = *client->MakeArrayFromHostBuffer(
-      data.data(), DType(DType::kF32), Shape({64, 64}), std::nullopt, shard("P(x,None)"),
-      HostBufferSemantics::kImmutableOnlyDuringCall, nullptr);
+      data.data(), DType(DType::kF32), Shape({64, 64}), std::nullopt,
+      shard("P(x,None)"), HostBufferSemantics::kImmutableOnlyDuringCall,
+      nullptr);
   std::vector<ArrayRef> in = {rows};
   ArraySpec spec{DType(DType::kF32), Shape({64, 64}), shard("P(None,x)")};
   ArrayRef cols = (*client->ReshardArrays(absl::MakeSpan(in), {spec},
                                           ArrayCopySemantics::kReuseInput))[0];
   std::vector<float> back(data.size());
   absl::Status s = cols->CopyToHostBuffer(back.data(), std::nullopt,
-                                          ArrayCopySemantics::kAlwaysCopy).Await();
-  std::cout << cols->DebugString() << "\n" << (s.ok() && back == data ? "round trip OK" : "FAILED")
-            << "\n";
+                                          ArrayCopySemantics::kAlwaysCopy)
+                       .Await();
+  std::cout << cols->DebugString() << "\n"
+            << (s.ok() && back == data ? "round trip OK" : "FAILED") << "\n";
   return s.ok() && back == data ? 0 : 1;
 }
