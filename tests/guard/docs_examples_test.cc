@@ -21,7 +21,7 @@
 #include "gtest/gtest.h"
 #include "guard/recording_transfer_sink.h"
 #include "guard/transfer_guard.h"
-#include "tests/guard/status_matchers.h"
+#include "tests/testing/status_matchers.h"
 
 namespace tessera::guard {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/guard/status_matchers.h"
+#include "tests/testing/status_matchers.h"
 
 namespace tessera::guard {
 namespace {

@@ -9,7 +9,7 @@
 #include "guard/level.h"
 #include "guard/policy.h"
 #include "guard/transfer_guard.h"
-#include "tests/guard/status_matchers.h"
+#include "tests/testing/status_matchers.h"
 #include "tests/guard/test_events.h"
 
 namespace tessera::guard {

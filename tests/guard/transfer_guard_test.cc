@@ -17,7 +17,7 @@
 #include "guard/recording_transfer_sink.h"
 #include "guard/scoped_transfer_guard.h"
 #include "guard/transfer_event.h"
-#include "tests/guard/status_matchers.h"
+#include "tests/testing/status_matchers.h"
 #include "tests/guard/test_events.h"
 
 namespace tessera::guard {

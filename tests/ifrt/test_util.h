@@ -1,7 +1,7 @@
 // tests/ifrt/test_util.h: matchers and helpers shared by the ifrt/ tests.
 //
-// StatusIs / IsOk gmock matchers for absl::Status and StatusOr (Abseil 20220623
-// ships none), ASSERT_OK_AND_ASSIGN, deterministic byte patterns, an
+// Deterministic byte patterns (the status matchers come from
+// tests/testing/status_matchers.h), an
 // independent row-major box slicer (so that expected values never come from the
 // code under test), and small wrappers around the Client API.
 
@@ -20,44 +20,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tessera.h"
+#include "tests/testing/status_matchers.h"
 
 namespace tessera::testing {
-
-inline const absl::Status& GetStatus(const absl::Status& status) {
-  return status;
-}
-template <typename T>
-const absl::Status& GetStatus(const absl::StatusOr<T>& status_or) {
-  return status_or.status();
-}
-
-MATCHER_P2(StatusIs, code, message_matcher,
-           "has code " + absl::StatusCodeToString(code) +
-               " and a message that " +
-               ::testing::DescribeMatcher<std::string>(message_matcher)) {
-  const absl::Status& status = GetStatus(arg);
-  *result_listener << "whose status is " << status.ToString();
-  return status.code() == code &&
-         ::testing::Matches(message_matcher)(std::string(status.message()));
-}
-
-MATCHER(IsOk, "is OK") {
-  const absl::Status& status = GetStatus(arg);
-  *result_listener << "whose status is " << status.ToString();
-  return status.ok();
-}
-
-#define TESSERA_TEST_CONCAT_INNER(a, b) a##b
-#define TESSERA_TEST_CONCAT(a, b) TESSERA_TEST_CONCAT_INNER(a, b)
-#define ASSERT_OK_AND_ASSIGN(lhs, expr)                                     \
-  ASSERT_OK_AND_ASSIGN_IMPL(TESSERA_TEST_CONCAT(status_or_, __LINE__), lhs, \
-                            expr)
-#define ASSERT_OK_AND_ASSIGN_IMPL(var, lhs, expr)   \
-  auto var = (expr);                                \
-  ASSERT_TRUE(var.ok()) << var.status().ToString(); \
-  lhs = *std::move(var)
-#define ASSERT_OK(expr) ASSERT_THAT((expr), ::tessera::testing::IsOk())
-#define EXPECT_OK(expr) EXPECT_THAT((expr), ::tessera::testing::IsOk())
 
 // `bytes` bytes of a pattern that differs for every seed and (almost) every
 // position.

@@ -5,12 +5,12 @@
 #include "absl/hash/hash_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/sharding/status_matchers.h"
+#include "tests/testing/status_matchers.h"
 
 namespace tessera::sharding {
 namespace {
 
-using ::tessera::sharding::testing::StatusIs;
+using ::tessera::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;

@@ -10,13 +10,13 @@
 #include "sharding/mesh.h"
 #include "sharding/partition_spec.h"
 #include "sharding/shard_layout.h"
-#include "tests/sharding/status_matchers.h"
+#include "tests/testing/status_matchers.h"
 
 namespace tessera::sharding {
 namespace {
 
-using ::tessera::sharding::testing::IsOk;
-using ::tessera::sharding::testing::StatusIs;
+using ::tessera::testing::IsOk;
+using ::tessera::testing::StatusIs;
 using ::testing::HasSubstr;
 
 constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;

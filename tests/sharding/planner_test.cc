@@ -9,14 +9,14 @@
 #include "sharding/mesh.h"
 #include "sharding/partition_spec.h"
 #include "tests/sharding/plan_checker.h"
-#include "tests/sharding/status_matchers.h"
+#include "tests/testing/status_matchers.h"
 
 namespace tessera::sharding {
 namespace {
 
 using ::tessera::sharding::testing::BruteForceLowerBound;
 using ::tessera::sharding::testing::SimulatePlan;
-using ::tessera::sharding::testing::StatusIs;
+using ::tessera::testing::StatusIs;
 using ::testing::HasSubstr;
 
 ShardLayout Named(const std::string& mesh, const std::string& spec,

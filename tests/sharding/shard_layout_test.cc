@@ -5,13 +5,13 @@
 #include "absl/hash/hash_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/sharding/status_matchers.h"
+#include "tests/testing/status_matchers.h"
 
 namespace tessera::sharding {
 namespace {
 
-using ::tessera::sharding::testing::IsOk;
-using ::tessera::sharding::testing::StatusIs;
+using ::tessera::testing::IsOk;
+using ::tessera::testing::StatusIs;
 using ::testing::HasSubstr;
 
 constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;

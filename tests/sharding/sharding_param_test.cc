@@ -7,13 +7,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sharding/shard_layout.h"
-#include "tests/sharding/status_matchers.h"
+#include "tests/testing/status_matchers.h"
 
 namespace tessera::sharding {
 namespace {
 
-using ::tessera::sharding::testing::IsOk;
-using ::tessera::sharding::testing::StatusIs;
+using ::tessera::testing::IsOk;
+using ::tessera::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
