@@ -27,8 +27,8 @@ namespace tessera::guard {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::IsOk;
-using testing::StatusIs;
+using ::tessera::testing::IsOk;
+using ::tessera::testing::StatusIs;
 
 // docs: sinks (class)
 // Counts refused bytes per direction; thread-safe as every sink must be.

@@ -8,8 +8,8 @@ namespace tessera::guard {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::IsOk;
-using testing::StatusIs;
+using ::tessera::testing::IsOk;
+using ::tessera::testing::StatusIs;
 
 TEST(LevelTest, DecideIsJaxTable) {
   // level, explicit, implicit

@@ -15,8 +15,8 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-using testing::IsOk;
-using testing::StatusIs;
+using ::tessera::testing::IsOk;
+using ::tessera::testing::StatusIs;
 
 Policy MustParse(std::string_view text) {
   absl::StatusOr<Policy> policy = Policy::Parse(text);

@@ -15,7 +15,7 @@
 namespace tessera::guard {
 namespace {
 
-using testing::IsOk;
+using ::tessera::testing::IsOk;
 using testing::MakeEvent;
 
 TEST(ScopedTransferGuardTest, RestoresOnExit) {

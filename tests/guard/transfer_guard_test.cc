@@ -26,10 +26,10 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using testing::IsOk;
+using ::tessera::testing::IsOk;
 using testing::MakeEvent;
 using ::testing::StartsWith;
-using testing::StatusIs;
+using ::tessera::testing::StatusIs;
 
 // A guard with a recording sink and the stderr sink off.
 class GuardFixture {
