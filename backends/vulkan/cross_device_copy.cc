@@ -18,6 +18,54 @@
 #include "backends/vulkan/vulkan_status.h"
 
 namespace tessera::vulkan {
+namespace {
+
+// A chunk the source device has copied into a staging buffer.
+struct ExportedChunk {
+  uint64_t value = 0;  // on the source stream's export timeline
+  int64_t bytes = 0;
+  std::vector<Region> dst_regions;  // where this chunk goes in the destination
+};
+
+// The source device copies the next chunk (at most `cap` bytes) of `geoms`
+// into `staging` at `offset`, recorded in `cb`, and signals its export
+// timeline.
+absl::StatusOr<ExportedChunk> ExportChunk(
+    VulkanStream& src_stream, VkCommandBuffer cb, VulkanBuffer* src,
+    VkBuffer staging, int64_t offset, int64_t cap, PlanCursor& pc,
+    const std::vector<const StridedCopy*>& geoms) {
+  std::vector<Region> src_regions;
+  ExportedChunk chunk;
+  chunk.bytes =
+      PlanChunk(pc, geoms, cap, &src_regions, &chunk.dst_regions, NoPiece());
+  vkResetCommandBuffer(cb, 0);
+  if (absl::Status st = BeginCmd(cb); !st.ok()) return st;
+  RecordRegions(
+      cb, src_regions, /*to_staging=*/true, staging, offset,
+      [&](size_t) { return std::make_pair(src->vk_buffer(), src->offset()); });
+  if (absl::Status st = EndCmd(cb); !st.ok()) return st;
+  absl::StatusOr<uint64_t> value = src_stream.SubmitExport(cb);
+  if (!value.ok()) return value.status();
+  chunk.value = *value;
+  return chunk;
+}
+
+// This device copies a staged chunk from `staging` at `offset` into `dst`,
+// recorded in `cb`; returns the value on its timeline.
+absl::StatusOr<uint64_t> UploadChunk(VulkanStream& stream, VkCommandBuffer cb,
+                                     const std::vector<Region>& regions,
+                                     VkBuffer staging, int64_t offset,
+                                     VulkanBuffer* dst) {
+  vkResetCommandBuffer(cb, 0);
+  if (absl::Status st = BeginCmd(cb); !st.ok()) return st;
+  RecordRegions(
+      cb, regions, /*to_staging=*/false, staging, offset,
+      [&](size_t) { return std::make_pair(dst->vk_buffer(), dst->offset()); });
+  if (absl::Status st = EndCmd(cb); !st.ok()) return st;
+  return stream.Submit(cb);
+}
+
+}  // namespace
 
 // A host staging ring imported into two VkDevices
 // (VK_EXT_external_memory_host): the source device copies a chunk into it, the
@@ -89,25 +137,13 @@ absl::Status CrossDeviceCopier::CopyThroughHost(
   };
   std::deque<Pending> pending;
   PlanCursor pc = StartCursor(geoms);
-  std::vector<Region> src_regions;
   auto export_chunk = [&](int slot) -> absl::Status {
-    src_regions.clear();
-    Pending p;
-    p.slot = slot;
-    p.bytes =
-        PlanChunk(pc, geoms, cap, &src_regions, &p.dst_regions, NoPiece());
-    VkCommandBuffer cb = exported.cmds[slot];
-    vkResetCommandBuffer(cb, 0);
-    if (absl::Status st = BeginCmd(cb); !st.ok()) return st;
-    RecordRegions(cb, src_regions, /*to_staging=*/true, exported.buffer,
-                  slot * src_chunk, [&](size_t) {
-                    return std::make_pair(src->vk_buffer(), src->offset());
-                  });
-    if (absl::Status st = EndCmd(cb); !st.ok()) return st;
-    auto v = src_stream.SubmitExport(cb);
-    if (!v.ok()) return v.status();
-    p.value = *v;
-    pending.push_back(std::move(p));
+    absl::StatusOr<ExportedChunk> c =
+        ExportChunk(src_stream, exported.cmds[slot], src, exported.buffer,
+                    slot * src_chunk, cap, pc, geoms);
+    if (!c.ok()) return c.status();
+    pending.push_back(
+        Pending{slot, c->bytes, c->value, std::move(c->dst_regions)});
     return absl::OkStatus();
   };
   absl::Status status;
@@ -133,15 +169,9 @@ absl::Status CrossDeviceCopier::CopyThroughHost(
                 exported.mapped + p.slot * src_chunk,
                 static_cast<size_t>(p.bytes));
     if (!CursorDone(pc, geoms)) status = export_chunk(p.slot);
-    VkCommandBuffer cb = staging.cmds[slot];
-    vkResetCommandBuffer(cb, 0);
-    if (absl::Status st = BeginCmd(cb); !st.ok()) return st;
-    RecordRegions(cb, p.dst_regions, /*to_staging=*/false, staging.buffer,
-                  slot * chunk, [&](size_t) {
-                    return std::make_pair(dst->vk_buffer(), dst->offset());
-                  });
-    if (absl::Status st = EndCmd(cb); !st.ok()) return st;
-    auto v = stream.Submit(cb);
+    absl::StatusOr<uint64_t> v =
+        UploadChunk(stream, staging.cmds[slot], p.dst_regions, staging.buffer,
+                    slot * chunk, dst);
     if (!v.ok()) {
       status = v.status();
       continue;
@@ -214,7 +244,6 @@ absl::Status CrossDeviceCopier::CopyThroughSharedStaging(
   };
   std::deque<Pending> pending;
   PlanCursor pc = StartCursor(geoms);
-  std::vector<Region> src_regions;
   auto export_chunk = [&](int slot) -> absl::Status {
     // The slot's previous reader is this device's upload recorded in
     // staging.cmds[slot].
@@ -222,22 +251,11 @@ absl::Status CrossDeviceCopier::CopyThroughSharedStaging(
             stream.WaitValue(stream.timeline(), staging.values[slot]);
         !st.ok())
       return st;
-    src_regions.clear();
-    Pending p;
-    p.slot = slot;
-    PlanChunk(pc, geoms, chunk, &src_regions, &p.dst_regions, NoPiece());
-    VkCommandBuffer cb = exported.cmds[slot];
-    vkResetCommandBuffer(cb, 0);
-    if (absl::Status st = BeginCmd(cb); !st.ok()) return st;
-    RecordRegions(cb, src_regions, /*to_staging=*/true, shared.src_buffer,
-                  slot * chunk, [&](size_t) {
-                    return std::make_pair(src->vk_buffer(), src->offset());
-                  });
-    if (absl::Status st = EndCmd(cb); !st.ok()) return st;
-    auto v = src_stream.SubmitExport(cb);
-    if (!v.ok()) return v.status();
-    p.value = *v;
-    pending.push_back(std::move(p));
+    absl::StatusOr<ExportedChunk> c =
+        ExportChunk(src_stream, exported.cmds[slot], src, shared.src_buffer,
+                    slot * chunk, chunk, pc, geoms);
+    if (!c.ok()) return c.status();
+    pending.push_back(Pending{slot, c->value, std::move(c->dst_regions)});
     return absl::OkStatus();
   };
   absl::Status status;
@@ -253,19 +271,13 @@ absl::Status CrossDeviceCopier::CopyThroughSharedStaging(
         !st.ok())
       return st;
     if (!status.ok()) continue;
-    VkCommandBuffer cb = staging.cmds[p.slot];
     if (absl::Status st =
             stream.WaitValue(stream.timeline(), staging.values[p.slot]);
         !st.ok())
       return st;
-    vkResetCommandBuffer(cb, 0);
-    if (absl::Status st = BeginCmd(cb); !st.ok()) return st;
-    RecordRegions(cb, p.dst_regions, /*to_staging=*/false, shared.dst_buffer,
-                  p.slot * chunk, [&](size_t) {
-                    return std::make_pair(dst->vk_buffer(), dst->offset());
-                  });
-    if (absl::Status st = EndCmd(cb); !st.ok()) return st;
-    auto v = stream.Submit(cb);
+    absl::StatusOr<uint64_t> v =
+        UploadChunk(stream, staging.cmds[p.slot], p.dst_regions,
+                    shared.dst_buffer, p.slot * chunk, dst);
     if (!v.ok()) {
       status = v.status();
       continue;
