@@ -116,9 +116,10 @@ absl::StatusOr<VkCommandBuffer> VulkanStream::AcquireCmd() {
   return cb;
 }
 
-absl::StatusOr<uint64_t> VulkanStream::Submit(VkCommandBuffer cb) {
-  const uint64_t wait_value = last_value_;
-  const uint64_t signal_value = last_value_ + 1;
+// One command buffer on the queue, after this stream's timeline reaches
+// `wait_value`, signalling `signal` to `signal_value`.
+VkResult VulkanStream::QueueSubmit(VkCommandBuffer cb, uint64_t wait_value,
+                                   VkSemaphore signal, uint64_t signal_value) {
   VkTimelineSemaphoreSubmitInfo ts{
       VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
   ts.waitSemaphoreValueCount = 1;
@@ -134,16 +135,26 @@ absl::StatusOr<uint64_t> VulkanStream::Submit(VkCommandBuffer cb) {
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cb;
   si.signalSemaphoreCount = 1;
-  si.pSignalSemaphores = &timeline_;
+  si.pSignalSemaphores = &signal;
   VkResult r;
-  if (inject_submit_failures_.load() > 0 &&
-      inject_submit_failures_.fetch_sub(1) > 0) {
-    r = VK_ERROR_DEVICE_LOST;  // injected by a test
-  } else {
+  {
     std::lock_guard<std::mutex> lock(queue_mu_);
     r = vkQueueSubmit(queue_, 1, &si, VK_NULL_HANDLE);
   }
   counters_->submissions.fetch_add(1);
+  return r;
+}
+
+absl::StatusOr<uint64_t> VulkanStream::Submit(VkCommandBuffer cb) {
+  const uint64_t signal_value = last_value_ + 1;
+  VkResult r;
+  if (inject_submit_failures_.load() > 0 &&
+      inject_submit_failures_.fetch_sub(1) > 0) {
+    counters_->submissions.fetch_add(1);
+    r = VK_ERROR_DEVICE_LOST;  // injected by a test
+  } else {
+    r = QueueSubmit(cb, last_value_, timeline_, signal_value);
+  }
   TESSERA_VK_RETURN_IF_ERROR(r, "vkQueueSubmit");
   last_value_ = signal_value;
   return signal_value;
@@ -155,29 +166,9 @@ absl::StatusOr<uint64_t> VulkanStream::SubmitExport(VkCommandBuffer cb) {
   uint64_t wait_value = 0;
   vkGetSemaphoreCounterValue(device_, timeline_, &wait_value);
   const uint64_t signal_value = export_value_ + 1;
-  VkTimelineSemaphoreSubmitInfo ts{
-      VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
-  ts.waitSemaphoreValueCount = 1;
-  ts.pWaitSemaphoreValues = &wait_value;
-  ts.signalSemaphoreValueCount = 1;
-  ts.pSignalSemaphoreValues = &signal_value;
-  const VkPipelineStageFlags stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
-  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  si.pNext = &ts;
-  si.waitSemaphoreCount = 1;
-  si.pWaitSemaphores = &timeline_;
-  si.pWaitDstStageMask = &stage;
-  si.commandBufferCount = 1;
-  si.pCommandBuffers = &cb;
-  si.signalSemaphoreCount = 1;
-  si.pSignalSemaphores = &export_timeline_;
-  VkResult r;
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    r = vkQueueSubmit(queue_, 1, &si, VK_NULL_HANDLE);
-  }
-  counters_->submissions.fetch_add(1);
-  TESSERA_VK_RETURN_IF_ERROR(r, "vkQueueSubmit(export)");
+  TESSERA_VK_RETURN_IF_ERROR(
+      QueueSubmit(cb, wait_value, export_timeline_, signal_value),
+      "vkQueueSubmit(export)");
   export_value_ = signal_value;
   return signal_value;
 }

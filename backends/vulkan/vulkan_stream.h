@@ -130,6 +130,8 @@ class VulkanStream {
   absl::StatusOr<uint64_t> SubmitExport(VkCommandBuffer cb);
 
  private:
+  VkResult QueueSubmit(VkCommandBuffer cb, uint64_t wait_value,
+                       VkSemaphore signal, uint64_t signal_value);
   // Stream state shared with OnReady callbacks (which may outlive the stream).
   struct Sync {
     std::mutex mu;
