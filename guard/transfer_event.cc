@@ -20,7 +20,8 @@ void AppendSide(std::string& out, const std::vector<int>& devices,
   } else {
     absl::StrAppend(&out, "devices [", absl::StrJoin(devices, ","), "]");
   }
-  if (!memory_kind.empty()) absl::StrAppend(&out, " (", memory_kind, ")");
+  if (!memory_kind.empty())
+    absl::StrAppend(&out, " (memory kind ", memory_kind, ")");
 }
 
 }  // namespace

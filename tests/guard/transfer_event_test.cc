@@ -19,7 +19,7 @@ TEST(TransferEventTest, DescriptionOfDeviceToDevice) {
   EXPECT_EQ(event.Description(),
             "ReshardArrays of f32[8192,8192] (268435456 bytes, explicit) from "
             "devices [0,1] "
-            "(host) to devices [2,3] (device)");
+            "(memory kind host) to devices [2,3] (memory kind device)");
 }
 
 TEST(TransferEventTest, DescriptionOfHostSides) {
@@ -42,7 +42,7 @@ TEST(TransferEventTest, DescriptionOfHostSides) {
                     .src_memory_kind = "device"};
   EXPECT_EQ(d2h.Description(),
             "CopyToHostBuffer of s32[] (4 bytes, explicit) from devices [1] "
-            "(device) to host");
+            "(memory kind device) to host");
 }
 
 TEST(TransferEventTest, DescriptionOfEmptyEvent) {

@@ -232,8 +232,8 @@ def case_guard():
     rc, out, err = run(*common, "--implicit")
     check(rc == 1, f"implicit reshard refused: exit 1 (got {rc})", out, err)
     check(err.strip() == "tessera: error: Disallowed device-to-device transfer: ReshardArrays of "
-          "f32[16,16] (768 bytes, implicit) from devices [0,1,2,3] (host) to devices [0,1,2,3] "
-          "(host)", "the guard's message", out, err)
+          "f32[16,16] (768 bytes, implicit) from devices [0,1,2,3] (memory kind host) to devices [0,1,2,3] "
+          "(memory kind host)", "the guard's message", out, err)
     out, _ = expect_ok(*common)  # explicit: allowed
     check("verified bit-exact" in out, "explicit reshard allowed", out)
     # disallow_explicit refuses the explicit upload; the trace still gets written.
