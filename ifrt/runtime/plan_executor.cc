@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "ifrt/strided_copy.h"
+#include "ifrt/transfer_stats.h"
 
 namespace tessera {
 namespace {
@@ -35,7 +36,7 @@ struct Batch {
 using BatchKey = std::tuple<Platform*, int, OpKind>;
 
 int32_t DeviceIdOf(const PlanEndpoint& e) {
-  return e.is_host() ? -1 : e.memory->device()->Id().value;
+  return e.is_host() ? TransferStats::kHost : e.memory->device()->Id().value;
 }
 
 // Geometry of a box (origin `origin`, extent `extent`) inside an endpoint.
@@ -108,8 +109,8 @@ TraceStart StartTracing(const std::shared_ptr<TransferTrace>& trace,
 }
 
 const char* DirectionOf(int32_t src, int32_t dst) {
-  if (src < 0) return "host_to_device";
-  if (dst < 0) return "device_to_host";
+  if (src == TransferStats::kHost) return "host_to_device";
+  if (dst == TransferStats::kHost) return "device_to_host";
   return src == dst ? "local" : "device_to_device";
 }
 

@@ -140,9 +140,9 @@ void RuntimeClient::Record(int32_t src_device, int32_t dst_device,
                            int64_t bytes, int64_t copies) {
   std::lock_guard<std::mutex> lock(stats_mu_);
   TransferStats::Counter* c;
-  if (src_device < 0) {
+  if (src_device == TransferStats::kHost) {
     c = &stats_.host_to_device;
-  } else if (dst_device < 0) {
+  } else if (dst_device == TransferStats::kHost) {
     c = &stats_.device_to_host;
   } else if (src_device == dst_device) {
     c = &stats_.local;
