@@ -883,8 +883,19 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::RemapArrays(
     absl::StatusOr<RuntimeArray*> a = CheckArray(arrays[i], kOp, i);
     if (!a.ok()) return a.status();
     const ArraySpec& spec = plan.input_specs[i];
-    if ((*a)->dtype() != spec.dtype || (*a)->shape() != spec.shape ||
-        spec.sharding == nullptr || (*a)->sharding() != *spec.sharding) {
+    // The same sharding, with memory kinds compared by the memories they
+    // resolve to (MemoryKind() is the default memory, however it is named).
+    bool matches =
+        (*a)->dtype() == spec.dtype && (*a)->shape() == spec.shape &&
+        spec.sharding != nullptr &&
+        SameDeviceList((*a)->sharding().devices(), spec.sharding->devices()) &&
+        (*a)->sharding().HasSamePartitioning(*spec.sharding);
+    if (matches) {
+      absl::StatusOr<std::vector<RuntimeMemory*>> memories =
+          ResolveMemories(*spec.sharding);
+      matches = memories.ok() && *memories == (*a)->memories();
+    }
+    if (!matches) {
       return absl::InvalidArgumentError(absl::StrCat(
           std::string(kOp), ": array ", i, " (", (*a)->dtype().DebugString(),
           (*a)->shape().DebugString(), ", ", (*a)->sharding().DebugString(),

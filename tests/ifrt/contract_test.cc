@@ -927,6 +927,31 @@ TEST_P(ContractTest, RemapExtractOneShard) {
   }
 }
 
+TEST_P(ContractTest, RemapAcceptsTheDefaultMemoryKindByName) {
+  // An array made with MemoryKind() matches a spec that names the default
+  // memory's kind: both are the same memory.
+  DeviceListRef devices = FirstHalf();
+  const int m = devices->size();
+  ASSERT_OK_AND_ASSIGN(Memory * memory, devices->devices()[0]->DefaultMemory());
+  const Shape shape({2 * m, 3});
+  const std::vector<uint8_t> data = Pattern(2 * m * 3 * 4, 6);
+  ShardingRef rows = RowSharding(devices);
+  ASSERT_OK_AND_ASSIGN(ShardingRef named, rows->WithDeviceAssignment(
+                                              std::nullopt, memory->Kind()));
+  ASSERT_OK_AND_ASSIGN(ArrayRef a,
+                       MakeArray(client(), data, kS32, shape, rows));
+  RemapPlan plan;
+  plan.input_specs = {{kS32, shape, named}};
+  plan.output_specs = {{kS32, shape, named}};
+  plan.mappings = {{0, 0, {{0, m, 1}}, {{0, m, 1}}}};
+  std::vector<ArrayRef> in = {a};
+  ASSERT_OK_AND_ASSIGN(std::vector<ArrayRef> out,
+                       client().RemapArrays(plan, absl::MakeSpan(in),
+                                            ArrayCopySemantics::kDonateInput));
+  ASSERT_EQ(out.size(), 1u);
+  ExpectContents(out[0], data);
+}
+
 TEST_P(ContractTest, RemapInterleaveAndDeinterleave) {
   const int half = n_ / 2;
   const Shape part_shape({2 * half, 3});
