@@ -6,6 +6,7 @@
 
 #include "backends/vulkan/chunk_plan.h"
 #include "backends/vulkan/command_recording.h"
+#include "backends/vulkan/parallel_memcpy.h"
 #include "backends/vulkan/vulkan_buffer.h"
 
 namespace tessera::vulkan {
@@ -25,9 +26,11 @@ absl::Status CopyHostToBuffers(const std::vector<HostToBufferCopy>& copies,
         host_copied = true;
       }
       const char* src = static_cast<const char*>(cp.src);
+      std::vector<MemcpyPiece> runs;
       cp.geometry.ForEachRun([&](int64_t so, int64_t d, int64_t n) {
-        std::memcpy(mapped + d, src + so, static_cast<size_t>(n));
+        runs.push_back({mapped + d, src + so, static_cast<size_t>(n)});
       });
+      CopyPieces(runs);
       counters.host_memcpy_copies.fetch_add(1);
       continue;
     }
@@ -39,6 +42,7 @@ absl::Status CopyHostToBuffers(const std::vector<HostToBufferCopy>& copies,
   const int slots = ring.slots();
   PlanCursor pc = StartCursor(geoms);
   std::vector<Region> regions;
+  std::vector<MemcpyPiece> pieces;
   for (int64_t i = 0; !CursorDone(pc, geoms); ++i) {
     const int slot = static_cast<int>(i % slots);
     if (absl::Status s = stream.WaitValue(stream.timeline(), ring.values[slot]);
@@ -46,12 +50,15 @@ absl::Status CopyHostToBuffers(const std::vector<HostToBufferCopy>& copies,
       return s;
     char* base = ring.mapped + slot * chunk;
     regions.clear();
-    PlanChunk(pc, geoms, chunk, nullptr, &regions,
-              [&](size_t copy, int64_t src, int64_t, int64_t n, int64_t st) {
-                std::memcpy(base + st,
+    pieces.clear();
+    PlanChunk(
+        pc, geoms, chunk, nullptr, &regions,
+        [&](size_t copy, int64_t src, int64_t, int64_t n, int64_t st) {
+          pieces.push_back({base + st,
                             static_cast<const char*>(staged[copy]->src) + src,
-                            static_cast<size_t>(n));
-              });
+                            static_cast<size_t>(n)});
+        });
+    CopyPieces(pieces);
     VkCommandBuffer cb = ring.cmds[slot];
     vkResetCommandBuffer(cb, 0);
     if (absl::Status s = BeginCmd(cb); !s.ok()) return s;
@@ -85,9 +92,11 @@ absl::Status CopyBuffersToHost(const std::vector<BufferToHostCopy>& copies,
         host_work = true;
       }
       char* dst = static_cast<char*>(cp.dst);
+      std::vector<MemcpyPiece> runs;
       cp.geometry.ForEachRun([&](int64_t so, int64_t d, int64_t n) {
-        std::memcpy(dst + d, mapped + so, static_cast<size_t>(n));
+        runs.push_back({dst + d, mapped + so, static_cast<size_t>(n)});
       });
+      CopyPieces(runs);
       counters.host_memcpy_copies.fetch_add(1);
       continue;
     }
@@ -142,11 +151,13 @@ absl::Status CopyBuffersToHost(const std::vector<BufferToHostCopy>& copies,
       return s;
     if (!status.ok()) continue;  // drain what was submitted, then report
     const char* base = ring.mapped + p.slot * chunk;
+    std::vector<MemcpyPiece> pieces;
     PlanChunk(p.start, geoms, p.bytes, nullptr, nullptr,
               [&](size_t copy, int64_t, int64_t dst, int64_t n, int64_t st) {
-                std::memcpy(static_cast<char*>(staged[copy]->dst) + dst,
-                            base + st, static_cast<size_t>(n));
+                pieces.push_back({static_cast<char*>(staged[copy]->dst) + dst,
+                                  base + st, static_cast<size_t>(n)});
               });
+    CopyPieces(pieces);
     host_work = true;
     if (!CursorDone(pc, geoms)) status = plan_submit(p.slot);
   }
