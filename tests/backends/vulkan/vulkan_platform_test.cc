@@ -265,6 +265,43 @@ INSTANTIATE_TEST_SUITE_P(
              "_" + std::to_string(std::get<1>(info.param));
     });
 
+// Chunks above the parallel-memcpy threshold: the host packs and unpacks them
+// with several threads. Pitched rows (1000 bytes of every 1024) make many
+// pieces per chunk.
+TEST_F(VulkanPlatformTest, LargeChunksArePackedInParallelBitExactly) {
+  VulkanPlatformOptions o = TestOptions();
+  o.staging_chunk_bytes = 4 << 20;
+  o.block_bytes = 64 << 20;
+  MAKE_OR_SKIP(p, Make(1, o));
+  const int64_t rows = 6000, row = 1000, pitch = 1024;
+  StridedCopy in;
+  in.element_bytes = 1;
+  in.extent = {rows, row};
+  in.src_byte_strides = {pitch, 1};
+  in.dst_byte_strides = {row, 1};
+  StridedCopy out = in;
+  std::swap(out.src_byte_strides, out.dst_byte_strides);
+  const std::vector<uint8_t> host = Pattern(rows * pitch, 11);
+  std::vector<uint8_t> expected(rows * pitch, 0);
+  HostCopy(in, host.data(), expected.data() + 0);  // dense rows
+  for (int mem : {kDevice, kPinned}) {
+    SCOPED_TRACE(mem);
+    auto buf = Alloc(*p, 0, mem, rows * row);
+    ASSERT_NE(buf, nullptr);
+    ASSERT_TRUE(Write(*p, 0, buf, host.data(), in).ok());
+    EXPECT_TRUE(
+        ReadAll(*p, 0, buf) ==
+        std::vector<uint8_t>(expected.begin(), expected.begin() + rows * row));
+    std::vector<uint8_t> back(rows * pitch, 0);
+    ASSERT_TRUE(Read(*p, 0, buf, back.data(), out).ok());
+    for (int64_t r = 0; r < rows; ++r) {
+      ASSERT_EQ(
+          std::memcmp(back.data() + r * pitch, host.data() + r * pitch, row), 0)
+          << "row " << r;
+    }
+  }
+}
+
 // A column-major host array (rows x cols of 4-byte elements) into a row-major
 // buffer, then out again into a host array with padded (non-compact) rows.
 TEST_F(VulkanPlatformTest, StridedGeometryBothWays) {
