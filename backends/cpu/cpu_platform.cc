@@ -10,8 +10,9 @@
 #include "backends/cpu/cpu_stream.h"
 #include "backends/cpu/host_allocator.h"
 #include "backends/cpu/strided_memcpy.h"
+#include "backends/parallel_for.h"
+#include "oneapi/tbb/blocked_range.h"
 #include "oneapi/tbb/global_control.h"
-#include "oneapi/tbb/parallel_for.h"
 
 namespace tessera {
 namespace {
@@ -185,7 +186,10 @@ class CpuPlatform final : public Platform {
       fn(0);
       return;
     }
-    tbb::parallel_for(size_t{0}, n, [&](size_t i) { fn(i); });
+    backends::ParallelFor(tbb::blocked_range<size_t>(0, n, 1),
+                          [&](const tbb::blocked_range<size_t>& r) {
+                            for (size_t i = r.begin(); i < r.end(); ++i) fn(i);
+                          });
   }
 
   // Freed buffers are cached for reuse, up to 4 GiB per platform.

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/parallel_for.h"
 #include "oneapi/tbb/blocked_range.h"
-#include "oneapi/tbb/parallel_for.h"
 #include "oneapi/tbb/task_arena.h"
 
 namespace tessera::cpu {
@@ -117,18 +117,19 @@ void StridedMemcpy(const void* src_base, void* dst_base,
     // Long rows: split each row into parts (aligned to whole elements).
     int64_t part = (piece / n.element_bytes) * n.element_bytes;
     const int64_t parts = (row_bytes + part - 1) / part;
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, view.rows() * parts),
-                      [&](const tbb::blocked_range<int64_t>& r) {
-                        for (int64_t t = r.begin(); t < r.end(); ++t) {
-                          const int64_t row = t / parts, p = t % parts;
-                          view.CopyRows(src, dst, row, row + 1, p * part,
-                                        std::min(row_bytes, (p + 1) * part));
-                        }
-                      });
+    backends::ParallelFor(tbb::blocked_range<int64_t>(0, view.rows() * parts),
+                          [&](const tbb::blocked_range<int64_t>& r) {
+                            for (int64_t t = r.begin(); t < r.end(); ++t) {
+                              const int64_t row = t / parts, p = t % parts;
+                              view.CopyRows(
+                                  src, dst, row, row + 1, p * part,
+                                  std::min(row_bytes, (p + 1) * part));
+                            }
+                          });
   } else {
     const int64_t rows_per_piece =
         std::max<int64_t>(1, piece / std::max<int64_t>(1, row_bytes));
-    tbb::parallel_for(
+    backends::ParallelFor(
         tbb::blocked_range<int64_t>(0, view.rows(), rows_per_piece),
         [&](const tbb::blocked_range<int64_t>& r) {
           view.CopyRows(src, dst, r.begin(), r.end(), 0, row_bytes);

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/parallel_for.h"
 #include "oneapi/tbb/blocked_range.h"
-#include "oneapi/tbb/parallel_for.h"
 
 namespace tessera::vulkan {
 
@@ -26,12 +26,13 @@ void CopyPieces(const std::vector<MemcpyPiece>& pieces) {
           {p.dst + off, p.src + off, std::min(kPart, p.size - off)});
     }
   }
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, parts.size()),
-                    [&](const tbb::blocked_range<size_t>& r) {
-                      for (size_t i = r.begin(); i < r.end(); ++i) {
-                        std::memcpy(parts[i].dst, parts[i].src, parts[i].size);
-                      }
-                    });
+  backends::ParallelFor(tbb::blocked_range<size_t>(0, parts.size()),
+                        [&](const tbb::blocked_range<size_t>& r) {
+                          for (size_t i = r.begin(); i < r.end(); ++i) {
+                            std::memcpy(parts[i].dst, parts[i].src,
+                                        parts[i].size);
+                          }
+                        });
 }
 
 }  // namespace tessera::vulkan
