@@ -1,5 +1,6 @@
 #include "backends/vulkan/device_memory_allocator.h"
 
+#include <atomic>
 #include <iterator>
 #include <utility>
 
@@ -8,16 +9,32 @@
 #include "backends/vulkan/vulkan_status.h"
 
 namespace tessera::vulkan {
+namespace {
+
+std::atomic<uint64_t> next_block_id{1};
+
+}  // namespace
+
+void MemoryBlock::RunDestroyHooks() {
+  std::vector<std::function<void()>> hooks;
+  {
+    std::lock_guard<std::mutex> lock(on_destroy_mu);
+    hooks.swap(on_destroy);
+  }
+  for (auto& hook : hooks) hook();
+}
 
 DeviceMemoryAllocator::DeviceMemoryAllocator(VkDevice device,
                                              uint32_t type_index, bool map,
                                              int64_t block_bytes,
-                                             int64_t alignment)
+                                             int64_t alignment,
+                                             const BlockExporter* exporter)
     : device_(device),
       type_index_(type_index),
       map_(map),
       block_bytes_(block_bytes),
-      alignment_(alignment) {}
+      alignment_(alignment),
+      exporter_(exporter) {}
 
 DeviceMemoryAllocator::~DeviceMemoryAllocator() {
   for (auto& b : blocks_) DestroyBlock(*b);
@@ -107,7 +124,16 @@ absl::StatusOr<std::unique_ptr<MemoryBlock>> DeviceMemoryAllocator::CreateBlock(
   b->size = size;
   b->dedicated = dedicated;
   b->free_ranges[0] = size;
+  b->id = next_block_id.fetch_add(1, std::memory_order_relaxed);
+  b->memory_type = type_index_;
+  VkExternalMemoryBufferCreateInfo external_buffer{
+      VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
+  external_buffer.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  VkExportMemoryAllocateInfo export_info{
+      VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO};
+  export_info.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  if (exporter_) bci.pNext = &external_buffer;
   bci.size = static_cast<VkDeviceSize>(size);
   bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
               VK_BUFFER_USAGE_TRANSFER_DST_BIT |
@@ -122,8 +148,10 @@ absl::StatusOr<std::unique_ptr<MemoryBlock>> DeviceMemoryAllocator::CreateBlock(
     return absl::InternalError("memory type not usable for storage buffers");
   }
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  if (exporter_) mai.pNext = &export_info;
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = type_index_;
+  b->allocation_size = static_cast<int64_t>(req.size);
   VkResult r = vkAllocateMemory(device_, &mai, nullptr, &b->memory);
   if (r != VK_SUCCESS) {
     vkDestroyBuffer(device_, b->buffer, nullptr);
@@ -137,10 +165,12 @@ absl::StatusOr<std::unique_ptr<MemoryBlock>> DeviceMemoryAllocator::CreateBlock(
     DestroyBlock(*b);
     return VkStatus(r, "vkBindBufferMemory/vkMapMemory");
   }
+  b->exporter = exporter_;
   return b;
 }
 
 void DeviceMemoryAllocator::DestroyBlock(MemoryBlock& b) {
+  b.RunDestroyHooks();
   if (b.buffer != VK_NULL_HANDLE) vkDestroyBuffer(device_, b.buffer, nullptr);
   if (b.memory != VK_NULL_HANDLE)
     vkFreeMemory(device_, b.memory, nullptr);  // unmaps

@@ -6,7 +6,9 @@
 // VkDeviceMemory with one VkBuffer over all of it; a request above
 // block_bytes / 2 gets a dedicated block. Sizes are rounded up to `alignment`.
 // One empty shared block is kept to avoid churn; further empty ones and freed
-// dedicated blocks are destroyed.
+// dedicated blocks are destroyed. With a BlockExporter every block's memory is
+// exportable as an opaque fd, so other VkDevices of the same GPU can import it
+// (peer_memory_import.h); destroying a block first runs its on_destroy hooks.
 //
 //   DeviceMemoryAllocator pool(device, type, /*map=*/false, 64 << 20, 256);
 //   auto a = pool.Allocate(1000);  // a->block->buffer at a->offset
@@ -19,7 +21,9 @@
 
 #include <vulkan/vulkan.h>
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,6 +32,16 @@
 #include "absl/status/statusor.h"
 
 namespace tessera::vulkan {
+
+// How a device exports the memory of its blocks (VK_KHR_external_memory_fd,
+// opaque fd handles): the exporting VkDevice, its vkGetMemoryFdKHR and the
+// identity an importer must share (peer_memory_import.h).
+struct BlockExporter {
+  VkDevice device = VK_NULL_HANDLE;
+  PFN_vkGetMemoryFdKHR get_memory_fd = nullptr;
+  std::array<uint8_t, VK_UUID_SIZE> device_uuid{};
+  std::array<uint8_t, VK_UUID_SIZE> driver_uuid{};
+};
 
 // One VkDeviceMemory with one VkBuffer over it (mapped when host-visible), or
 // an imported host range (WrapHostMemory). `free_ranges` belongs to the
@@ -39,13 +53,28 @@ struct MemoryBlock {
   int64_t size = 0;
   bool dedicated = false;
   std::map<int64_t, int64_t> free_ranges;  // offset -> size
+
+  // Unique in the process (never reused), for caches keyed by block.
+  uint64_t id = 0;
+  // Set when `memory` is exportable; points into the allocator.
+  const BlockExporter* exporter = nullptr;
+  uint32_t memory_type = 0;
+  int64_t allocation_size = 0;  // VkMemoryAllocateInfo::allocationSize
+  // Run (once, without the lock) just before the block is destroyed: imports
+  // of it into other devices are dropped there.
+  std::mutex on_destroy_mu;
+  std::vector<std::function<void()>> on_destroy;  // guarded by on_destroy_mu
+  void RunDestroyHooks();
 };
 
 class DeviceMemoryAllocator {
  public:
-  // `map`: persistently map every block (HOST_VISIBLE types).
+  // `map`: persistently map every block (HOST_VISIBLE types). `exporter`:
+  // null, or blocks are allocated exportable through it (it must outlive the
+  // allocator).
   DeviceMemoryAllocator(VkDevice device, uint32_t type_index, bool map,
-                        int64_t block_bytes, int64_t alignment);
+                        int64_t block_bytes, int64_t alignment,
+                        const BlockExporter* exporter = nullptr);
   DeviceMemoryAllocator(const DeviceMemoryAllocator&) = delete;
   DeviceMemoryAllocator& operator=(const DeviceMemoryAllocator&) = delete;
   ~DeviceMemoryAllocator();
@@ -74,6 +103,7 @@ class DeviceMemoryAllocator {
   bool map_;
   int64_t block_bytes_;
   int64_t alignment_;
+  const BlockExporter* exporter_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<MemoryBlock>> blocks_;  // guarded by mu_
   int64_t in_use_ = 0;                                // guarded by mu_

@@ -173,6 +173,7 @@ void SetDeviceAttributes(const PhysicalDeviceDescription& d,
   a.Set("compute_copy_min_runs", facts.compute_copy_min_runs);
   a.Set("staging_chunk_bytes", facts.staging_chunk_bytes);
   a.Set("staging_chunks", int64_t{facts.staging_chunks});
+  a.Set("peer_memory_import", facts.peer_memory_import);
 }
 
 }  // namespace tessera::vulkan

@@ -56,6 +56,7 @@ struct LogicalDeviceFacts {
   int64_t compute_copy_min_runs = 0;
   int64_t staging_chunk_bytes = 0;
   int staging_chunks = 0;
+  bool peer_memory_import = false;
 };
 
 // Sets the device's attributes: the physical device's identity, driver,

@@ -51,6 +51,8 @@ class VulkanBuffer : public PlatformBuffer {
   VkBuffer vk_buffer() const {
     return alloc_.block ? alloc_.block->buffer : VK_NULL_HANDLE;
   }
+  // The block holding the bytes (null for an empty buffer).
+  MemoryBlock* block() const { return alloc_.block; }
   // Offset of the buffer's bytes in vk_buffer().
   int64_t offset() const { return alloc_.offset; }
   // size_bytes() rounded up to the allocator's alignment.

@@ -29,6 +29,7 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance,
 VulkanDevice::~VulkanDevice() {
   if (device_ == VK_NULL_HANDLE) return;
   vkDeviceWaitIdle(device_);
+  if (peer_imports_) peer_imports_->Close();
   cross_device_.reset();  // empty after CancelAndJoin
   pools_[0].reset();
   pools_[1].reset();
@@ -39,7 +40,31 @@ VulkanDevice::~VulkanDevice() {
   vkDestroyDevice(device_, nullptr);
 }
 
-absl::Status VulkanDevice::Init(int physical_index, int logical_index) {
+namespace {
+
+// Buffers like the allocators' can be exported and imported as opaque fds,
+// without dedicated allocations.
+bool OpaqueFdBuffersSupported(VkPhysicalDevice physical) {
+  VkPhysicalDeviceExternalBufferInfo info{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO};
+  info.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+               VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+               VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  info.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  VkExternalBufferProperties props{
+      VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES};
+  vkGetPhysicalDeviceExternalBufferProperties(physical, &info, &props);
+  const VkExternalMemoryFeatureFlags f =
+      props.externalMemoryProperties.externalMemoryFeatures;
+  return (f & VK_EXTERNAL_MEMORY_FEATURE_EXPORTABLE_BIT) &&
+         (f & VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT) &&
+         !(f & VK_EXTERNAL_MEMORY_FEATURE_DEDICATED_ONLY_BIT);
+}
+
+}  // namespace
+
+absl::Status VulkanDevice::Init(int physical_index, int logical_index,
+                                bool same_gpu_peers) {
   const PhysicalDeviceDescription pd = DescribePhysicalDevice(physical_);
   const VkPhysicalDeviceProperties& props = pd.properties;
   max_buffer_bytes_ = static_cast<int64_t>(
@@ -71,6 +96,12 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index) {
         4096, static_cast<int64_t>(hp.minImportedHostPointerAlignment));
   }
 
+  const bool peer_import =
+      options_.cross_device_peer_import && same_gpu_peers &&
+      pd.HasExtension(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME) &&
+      OpaqueFdBuffersSupported(physical_);
+  if (peer_import) enabled.push_back(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
+
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qci.queueFamilyIndex = queue_family_;
@@ -95,6 +126,21 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index) {
                                 "vkGetMemoryHostPointerPropertiesEXT"));
     host_import_ = host_pointer_props_ != nullptr;
   }
+  if (peer_import) {
+    auto get_fd = reinterpret_cast<PFN_vkGetMemoryFdKHR>(
+        vkGetDeviceProcAddr(device_, "vkGetMemoryFdKHR"));
+    if (get_fd) {
+      exporter_ = std::make_unique<BlockExporter>();
+      exporter_->device = device_;
+      exporter_->get_memory_fd = get_fd;
+      std::copy(std::begin(pd.ids.deviceUUID), std::end(pd.ids.deviceUUID),
+                exporter_->device_uuid.begin());
+      std::copy(std::begin(pd.ids.driverUUID), std::end(pd.ids.driverUUID),
+                exporter_->driver_uuid.begin());
+    }
+  }
+  peer_imports_ = std::make_shared<PeerMemoryImports>(
+      device_, exporter_.get(), &counters_->peer_imports_live);
 
   // Memories.
   const VkPhysicalDeviceMemoryProperties& mp = pd.memory;
@@ -115,10 +161,10 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index) {
        static_cast<int64_t>(props.limits.nonCoherentAtomSize)});
   pools_[kDeviceMemory] = std::make_unique<DeviceMemoryAllocator>(
       device_, static_cast<uint32_t>(device_type), false, options_.block_bytes,
-      alignment);
+      alignment, exporter_.get());
   pools_[kPinnedHostMemory] = std::make_unique<DeviceMemoryAllocator>(
       device_, static_cast<uint32_t>(host_type), true, options_.block_bytes,
-      alignment);
+      alignment, exporter_.get());
   heap_bytes_[kDeviceMemory] = static_cast<int64_t>(
       mp.memoryHeaps[mp.memoryTypes[device_type].heapIndex].size);
   heap_bytes_[kPinnedHostMemory] = static_cast<int64_t>(
@@ -166,6 +212,7 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index) {
   facts.compute_copy_min_runs = compute_min_runs_;
   facts.staging_chunk_bytes = options_.staging_chunk_bytes;
   facts.staging_chunks = chunks;
+  facts.peer_memory_import = exporter_ != nullptr;
   SetDeviceAttributes(pd, facts, &info_.attributes);
   info_.memories.push_back(
       PlatformMemoryInfo{"device", false, heap_bytes_[kDeviceMemory]});
@@ -281,10 +328,25 @@ absl::Status VulkanDevice::Execute(StreamOp& op, StreamCompletion& c) {
 
 absl::Status VulkanDevice::CopyBuffersToBuffers(StreamOp& op,
                                                 StreamCompletion& c) {
-  std::vector<const BufferToBufferCopy*> local, remote;
+  // Copies this device's queue runs as regions, with the VkBuffer to read:
+  // its own buffers, and other devices' blocks imported into it.
+  std::vector<std::pair<const BufferToBufferCopy*, VkBuffer>> local;
+  std::vector<const BufferToBufferCopy*> remote;
   for (const BufferToBufferCopy& cp : op.b2b) {
     if (cp.geometry.num_elements() == 0) continue;
-    (AsVulkanBuffer(cp.src)->dev() == this ? local : remote).push_back(&cp);
+    VulkanBuffer* src = AsVulkanBuffer(cp.src);
+    if (src->dev() == this) {
+      local.emplace_back(&cp, src->vk_buffer());
+      continue;
+    }
+    absl::StatusOr<VkBuffer> imported = peer_imports_->Import(*src->block());
+    if (imported.ok()) {
+      local.emplace_back(&cp, *imported);
+      counters_->peer_import_copies.fetch_add(1);
+      counters_->cross_device_copies.fetch_add(1);
+    } else {
+      remote.push_back(&cp);  // staged (cross_device_copy.h)
+    }
   }
   if (!local.empty()) {
     auto cb = stream_->AcquireCmd();
@@ -292,10 +354,11 @@ absl::Status VulkanDevice::CopyBuffersToBuffers(StreamOp& op,
     c.cmds.push_back(*cb);
     if (absl::Status s = BeginCmd(*cb); !s.ok()) return s;
     std::vector<VkBufferCopy> regions;
-    for (const BufferToBufferCopy* cp : local) {
+    for (const auto& [cp, src_buffer] : local) {
       VulkanBuffer* src = AsVulkanBuffer(cp->src);
       VulkanBuffer* dst = AsVulkanBuffer(cp->dst);
-      if (compute_ && compute_->Accepts(cp->geometry, src, dst)) {
+      if (src->dev() == this && compute_ &&
+          compute_->Accepts(cp->geometry, src, dst)) {
         compute_->Record(*cb, cp->geometry, src, dst);
         counters_->compute_copies.fetch_add(1);
         continue;
@@ -303,7 +366,7 @@ absl::Status VulkanDevice::CopyBuffersToBuffers(StreamOp& op,
       regions.clear();
       auto flush = [&] {
         if (regions.empty()) return;
-        vkCmdCopyBuffer(*cb, src->vk_buffer(), dst->vk_buffer(),
+        vkCmdCopyBuffer(*cb, src_buffer, dst->vk_buffer(),
                         static_cast<uint32_t>(regions.size()), regions.data());
         regions.clear();
       };

@@ -6,11 +6,13 @@
 // queue and in-order stream (vulkan_stream.h), the allocators of its two
 // memories (device, pinned_host), its staging and export rings
 // (staging_ring.h), the strided-copy compute pipeline where push descriptors
-// exist (compute_copy.h) and its cross-device copier (cross_device_copy.h).
+// exist (compute_copy.h), its imports of other devices' memory
+// (peer_memory_import.h) and its cross-device copier (cross_device_copy.h).
 // It runs the stream's ops: host<->device transfers (host_transfer.h),
 // buffer->buffer copies on one VkDevice (vkCmdCopyBuffer with one region per
 // run, or the compute shader for boxes with many short rows), copies from
-// other devices, and host callbacks.
+// other devices (region copies from the source block imported into this
+// device where both are one GPU, else staged), and host callbacks.
 //
 // Lifecycle: construct, Init (creates everything; NOT_FOUND when the physical
 // device lacks a compute queue or usable memory types), Start (threads), and
@@ -38,6 +40,7 @@
 #include "backends/vulkan/compute_copy.h"
 #include "backends/vulkan/cross_device_copy.h"
 #include "backends/vulkan/device_memory_allocator.h"
+#include "backends/vulkan/peer_memory_import.h"
 #include "backends/vulkan/platform_counters.h"
 #include "backends/vulkan/staging_ring.h"
 #include "backends/vulkan/vulkan_instance.h"
@@ -58,8 +61,11 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
 
   // NOT_FOUND: no compute queue, no usable memory type or no staging memory
   // (the platform then skips the physical device); other Vulkan failures as
-  // VkStatus (vulkan_status.h).
-  absl::Status Init(int physical_index, int logical_index);
+  // VkStatus (vulkan_status.h). `same_gpu_peers`: another device of the
+  // platform is the same GPU (then blocks are allocated exportable where
+  // VulkanPlatformOptions::cross_device_peer_import and the driver allow).
+  absl::Status Init(int physical_index, int logical_index,
+                    bool same_gpu_peers = false);
   // Starts the stream's threads.
   void Start();
 
@@ -127,6 +133,9 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   bool host_import_ = false;
   int64_t host_import_alignment_ = 4096;
   PFN_vkGetMemoryHostPointerPropertiesEXT host_pointer_props_ = nullptr;
+  // VK_KHR_external_memory_fd: blocks exportable as opaque fds (null: not).
+  std::unique_ptr<BlockExporter> exporter_;
+  std::shared_ptr<PeerMemoryImports> peer_imports_;
 
   std::unique_ptr<VulkanStream> stream_;
   std::unique_ptr<StagingRing> staging_;  // worker only

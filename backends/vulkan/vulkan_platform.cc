@@ -17,6 +17,8 @@
 //   compute_copy         the strided-copy compute pipeline
 //   cross_device_copy    GPU-to-GPU copies between VkDevices
 //   host_memory_import   VK_EXT_external_memory_host imports
+//   peer_memory_import   VK_KHR_external_memory_fd imports of other devices'
+//                        blocks (copies between VkDevices of one GPU)
 //   vulkan_status        VkResult -> absl::Status
 //   platform_counters    the counters behind stats()
 
@@ -26,6 +28,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -131,6 +134,8 @@ class VulkanPlatformImpl : public VulkanPlatform {
     s.cross_device_copies = counters_.cross_device_copies.load();
     s.host_memcpy_copies = counters_.host_memcpy_copies.load();
     s.shared_staging_copies = counters_.shared_staging_copies.load();
+    s.peer_import_copies = counters_.peer_import_copies.load();
+    s.peer_imports_live = counters_.peer_imports_live.load();
     return s;
   }
 
@@ -152,6 +157,26 @@ absl::StatusOr<std::unique_ptr<VulkanPlatform>> CreateVulkanPlatform(
   const std::vector<VkPhysicalDevice> physical = (*instance)->PhysicalDevices();
   const uint32_t n = static_cast<uint32_t>(physical.size());
 
+  // Physical devices that are one GPU (equal device and driver UUIDs: the
+  // same driver listed twice) can import each other's memory, as can the
+  // logical devices of one physical device.
+  std::vector<VkPhysicalDeviceIDProperties> ids;
+  for (VkPhysicalDevice d : physical) {
+    ids.push_back(vulkan::DescribePhysicalDevice(d).ids);
+  }
+  std::vector<bool> same_gpu_peers(n, options.logical_devices_per_gpu > 1);
+  for (uint32_t a = 0; a < n; ++a) {
+    for (uint32_t b = 0; b < n; ++b) {
+      if (a != b &&
+          std::memcmp(ids[a].deviceUUID, ids[b].deviceUUID, VK_UUID_SIZE) ==
+              0 &&
+          std::memcmp(ids[a].driverUUID, ids[b].driverUUID, VK_UUID_SIZE) ==
+              0) {
+        same_gpu_peers[a] = true;
+      }
+    }
+  }
+
   auto platform = std::make_unique<VulkanPlatformImpl>(*instance);
   std::string skipped;
   for (uint32_t p = 0; p < n; ++p) {
@@ -165,7 +190,7 @@ absl::StatusOr<std::unique_ptr<VulkanPlatform>> CreateVulkanPlatform(
     for (int l = 0; l < options.logical_devices_per_gpu; ++l) {
       auto dev = std::make_shared<VulkanDevice>(*instance, physical[p], options,
                                                 &platform->counters_);
-      absl::Status s = dev->Init(static_cast<int>(p), l);
+      absl::Status s = dev->Init(static_cast<int>(p), l, same_gpu_peers[p]);
       if (absl::IsNotFound(s)) {
         absl::StrAppend(&skipped, " ", props.deviceName, " (", s.message(),
                         ");");

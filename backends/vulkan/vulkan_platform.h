@@ -75,6 +75,13 @@ struct VulkanPlatformOptions {
   // memcpy). Otherwise (or when false) the source copies into its own staging
   // ring, the host memcpys into the destination's, and the destination uploads.
   bool cross_device_shared_staging = true;
+  // Buffer->buffer copies between two VkDevices of one GPU (logical devices of
+  // one physical device, or one driver listed twice: equal deviceUUID and
+  // driverUUID) are one vkCmdCopyBuffer on the destination device, reading
+  // the source's memory imported into it (VK_KHR_external_memory_fd, opaque
+  // fds; blocks are then allocated exportable). Takes precedence over both
+  // paths above; they remain for other pairs or when an import fails.
+  bool cross_device_peer_import = true;
 };
 
 // Counters of what the platform did, for tests and benchmarks.
@@ -92,6 +99,10 @@ struct VulkanPlatformStats {
       0;  // copies done by a host memcpy (pinned_host buffers)
   int64_t shared_staging_copies =
       0;  // cross-device copies through imported host memory
+  int64_t peer_import_copies =
+      0;  // cross-device copies reading the source's imported memory
+  int64_t peer_imports_live =
+      0;  // source blocks imported into other devices now (not cumulative)
 };
 
 // The Platform returned by CreateVulkanPlatform, with Vulkan-specific queries.

@@ -9,9 +9,11 @@
 // memory; device->device on one VkDevice; device->device across two VkDevices
 // (two physical devices when there are, else two logical devices of one). The
 // platform picks its devices from the normal Vulkan loader environment
-// (VK_DRIVER_FILES etc.). Last rows: the two cross-device paths (host memcpy
-// between staging rings vs shared staging through VK_EXT_external_memory_host)
-// and a strided box of short rows (vkCmdCopyBuffer regions vs compute shader).
+// (VK_DRIVER_FILES etc.). Last rows: the three cross-device paths (host memcpy
+// between staging rings, shared staging through VK_EXT_external_memory_host,
+// and a direct copy from the source's memory imported into the destination
+// through VK_KHR_external_memory_fd, for VkDevices of one GPU) and a strided
+// box of short rows (vkCmdCopyBuffer regions vs compute shader).
 
 #include <chrono>
 #include <cstdio>
@@ -175,10 +177,12 @@ int main(int argc, char** argv) {
     std::printf("%-52s %10.2f %10.2f %12.2f %8.2f\n", r.name, s * 1e3, gbps(s),
                 gbps(memcpy_s), gbps(s) / gbps(memcpy_s));
   }
-  // The two cross-device paths side by side, each on a platform of its own.
-  for (bool shared : {false, true}) {
+  // The three cross-device paths side by side, each on a platform of its own.
+  enum Path { kHostMemcpy, kSharedStaging, kPeerImport };
+  for (Path path : {kHostMemcpy, kSharedStaging, kPeerImport}) {
     tessera::VulkanPlatformOptions o = options;
-    o.cross_device_shared_staging = shared;
+    o.cross_device_shared_staging = path == kSharedStaging;
+    o.cross_device_peer_import = path == kPeerImport;
     auto q = tessera::CreateVulkanPlatform(o);
     Check(q.status(), "CreateVulkanPlatform");
     const int e1 = (*q)->device_count() > 1 ? 1 : 0;
@@ -195,14 +199,19 @@ int main(int argc, char** argv) {
     absl::Status status;
     const double s = BestSeconds(reps, [&] { status.Update(run()); });
     Check(status, "cross-device");
-    const bool used_shared = (*q)->stats().shared_staging_copies > 0;
-    std::printf(
-        "%-52s %10.2f %10.2f %12.2f %8.2f\n",
-        shared ? (used_shared
-                      ? "device->device cross: shared staging (ext host mem)"
-                      : "device->device cross: shared staging UNAVAILABLE")
-               : "device->device cross: host memcpy between rings",
-        s * 1e3, gbps(s), gbps(memcpy_s), gbps(s) / gbps(memcpy_s));
+    const tessera::VulkanPlatformStats st = (*q)->stats();
+    const char* name = "device->device cross: host memcpy between rings";
+    if (path == kSharedStaging) {
+      name = st.shared_staging_copies > 0
+                 ? "device->device cross: shared staging (ext host mem)"
+                 : "device->device cross: shared staging UNAVAILABLE";
+    } else if (path == kPeerImport) {
+      name = st.peer_import_copies > 0
+                 ? "device->device cross: peer import (ext memory fd)"
+                 : "device->device cross: peer import UNAVAILABLE";
+    }
+    std::printf("%-52s %10.2f %10.2f %12.2f %8.2f\n", name, s * 1e3, gbps(s),
+                gbps(memcpy_s), gbps(s) / gbps(memcpy_s));
   }
   // A box of short rows (64-byte rows of 4-byte elements, every other row)
   // within one VkDevice: the compute shader against vkCmdCopyBuffer regions.

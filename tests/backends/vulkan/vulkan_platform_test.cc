@@ -424,14 +424,24 @@ TEST_F(VulkanPlatformTest, BufferToBufferComputeShaderForManyShortRows) {
   EXPECT_EQ(p->stats().region_copies, before + 1);
 }
 
+// How a copy between two VkDevices is made (VulkanPlatformOptions).
+enum class CrossDevicePath { kHostMemcpy, kSharedStaging, kPeerImport };
+
 class CrossDeviceTest
     : public VulkanPlatformTest,
-      public ::testing::WithParamInterface<std::tuple<bool, bool>> {};
+      public ::testing::WithParamInterface<std::tuple<bool, CrossDevicePath>> {
+};
+
+bool BoolAttribute(const Platform& p, int device, const char* name) {
+  const auto* v = p.device_info(device).attributes.Get(name);
+  return v && std::get<bool>(*v);
+}
 
 TEST_P(CrossDeviceTest, BufferToBufferAcrossVkDevices) {
-  const auto [logical, shared_staging] = GetParam();
+  const auto [logical, path] = GetParam();
   VulkanPlatformOptions o = TestOptions();
-  o.cross_device_shared_staging = shared_staging;
+  o.cross_device_shared_staging = path == CrossDevicePath::kSharedStaging;
+  o.cross_device_peer_import = path == CrossDevicePath::kPeerImport;
   if (logical) o.logical_devices_per_gpu = 2;
   MAKE_OR_SKIP(p, Make(logical ? 1 : 2, o));
   if (p->device_count() < 2) {
@@ -453,24 +463,74 @@ TEST_P(CrossDeviceTest, BufferToBufferAcrossVkDevices) {
   CheckBufferCopy(this, *p, 1, 0, kDevice, kDevice, t, 64 * 48 * 4,
                   64 * 48 * 4);
   EXPECT_EQ(p->stats().cross_device_copies, 4);
-  const auto* import0 =
-      p->device_info(0).attributes.Get("external_memory_host");
-  const auto* import1 =
-      p->device_info(1).attributes.Get("external_memory_host");
-  const bool importable = import0 && import1 && std::get<bool>(*import0) &&
-                          std::get<bool>(*import1);
+  const bool peer = BoolAttribute(*p, 0, "peer_memory_import") &&
+                    BoolAttribute(*p, 1, "peer_memory_import");
+  const bool host_import = BoolAttribute(*p, 0, "external_memory_host") &&
+                           BoolAttribute(*p, 1, "external_memory_host");
+  EXPECT_EQ(peer, path == CrossDevicePath::kPeerImport &&
+                      BoolAttribute(*p, 0, "external_memory_fd"));
+  EXPECT_EQ(p->stats().peer_import_copies, peer ? 4 : 0);
   EXPECT_EQ(p->stats().shared_staging_copies,
-            shared_staging && importable ? 4 : 0);
+            path == CrossDevicePath::kSharedStaging && host_import ? 4 : 0);
+}
+
+std::string CrossDeviceName(
+    const ::testing::TestParamInfo<std::tuple<bool, CrossDevicePath>>& info) {
+  static const char* const kPaths[] = {"HostMemcpy", "SharedStaging",
+                                       "PeerImport"};
+  return std::string(std::get<0>(info.param) ? "TwoLogicalDevices"
+                                             : "TwoLavapipeIcds") +
+         "_" + kPaths[static_cast<int>(std::get<1>(info.param))];
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Topologies, CrossDeviceTest,
-    ::testing::Combine(::testing::Bool(), ::testing::Bool()),
-    [](const auto& info) {
-      return std::string(std::get<0>(info.param) ? "TwoLogicalDevices"
-                                                 : "TwoLavapipeIcds") +
-             (std::get<1>(info.param) ? "_SharedStaging" : "_HostMemcpy");
-    });
+    ::testing::Combine(::testing::Bool(),
+                       ::testing::Values(CrossDevicePath::kHostMemcpy,
+                                         CrossDevicePath::kSharedStaging,
+                                         CrossDevicePath::kPeerImport)),
+    CrossDeviceName);
+
+// Imports of another device's blocks follow the blocks: a freed source block
+// drops its import in the destination device, a new block is imported anew,
+// and buffers may outlive their platform in any order.
+TEST_F(VulkanPlatformTest, PeerImportsFollowTheSourceBlocks) {
+  VulkanPlatformOptions o = TestOptions();
+  o.logical_devices_per_gpu = 2;
+  o.block_bytes = 1 << 20;
+  MAKE_OR_SKIP(p, Make(1, o));
+  ASSERT_EQ(p->device_count(), 2);
+  if (!BoolAttribute(*p, 0, "peer_memory_import")) {
+    GTEST_SKIP() << "no VK_KHR_external_memory_fd opaque-fd buffers";
+  }
+  // Dedicated blocks (above block_bytes / 2): freeing the buffer destroys
+  // its block.
+  const int64_t n = 700 << 10;
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    CheckBufferCopy(this, *p, 0, 1, kDevice, kDevice, Dense(n), n, n);
+    CheckBufferCopy(this, *p, 1, 0, kDevice, kDevice, Dense(n), n, n);
+    EXPECT_EQ(p->stats().peer_imports_live, 0);  // dropped with the blocks
+  }
+  EXPECT_EQ(p->stats().peer_import_copies, 6);
+  EXPECT_EQ(p->BytesInUse(0, kDevice), 0);
+  EXPECT_EQ(p->BytesInUse(1, kDevice), 0);
+
+  // A source buffer kept past the platform, read by the other device first.
+  auto src = Alloc(*p, 0, kDevice, 4096);
+  auto dst = Alloc(*p, 1, kDevice, 4096);
+  auto data = Pattern(4096, 5);
+  ASSERT_TRUE(Write(*p, 0, src, data.data(), Dense(4096)).ok());
+  ASSERT_TRUE(p->CopyBuffersToBuffers(
+                   1, {BufferToBufferCopy{src, dst, Dense(4096)}}, {})
+                  .Await()
+                  .ok());
+  EXPECT_EQ(ReadAll(*p, 1, dst), data);
+  EXPECT_EQ(p->stats().peer_imports_live, 1);
+  dst.reset();
+  p.reset();    // the importing device goes while the source block lives
+  src.reset();  // then the source block: its hook finds the imports closed
+}
 
 TEST_F(VulkanPlatformTest, WrapHostMemoryInPlace) {
   MAKE_OR_SKIP(p, Make(1));
