@@ -1,0 +1,2 @@
+#include "guard/policy.h"
+#include "ifrt/array.h"

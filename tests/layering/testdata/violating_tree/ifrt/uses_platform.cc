@@ -1,0 +1,3 @@
+#include "sharding/box.h"
+#include <vulkan/vulkan.h>
+#include "backends/cpu/cpu_platform.h"

@@ -1,0 +1,3 @@
+#include <vector>
+#include "absl/status/status.h"
+#include "guard/level.h"

@@ -1,0 +1,2 @@
+#include "backends/client_factory.h"
+#include "oneapi/tbb/parallel_for.h"
