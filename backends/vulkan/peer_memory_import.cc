@@ -2,10 +2,7 @@
 
 #include <unistd.h>
 
-#include <utility>
-
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "backends/vulkan/vulkan_status.h"
 
 namespace tessera::vulkan {
