@@ -53,10 +53,10 @@ struct TransferEvent {
 
   // "<operation> of <dtype>[<shape>] (<bytes> bytes, explicit|implicit)
   //  from <src> to <dst>"
-  // where a side is "host" or "devices [0,1]", followed by " (memory kind <kind>)"
-  // when one is set. E.g. "ReshardArrays of f32[8192,8192] (268435456 bytes,
-  // explicit) from devices [0,1] (memory kind host) to devices [2,3] (memory kind device)".
-  // An empty operation reads "transfer".
+  // where a side is "host" or "devices [0,1]", followed by " (memory kind
+  // <kind>)" when one is set. E.g. "ReshardArrays of f32[8192,8192] (268435456
+  // bytes, explicit) from devices [0,1] (memory kind host) to devices [2,3]
+  // (memory kind device)". An empty operation reads "transfer".
   std::string Description() const;
 
   friend bool operator==(const TransferEvent&, const TransferEvent&) = default;

@@ -13,6 +13,7 @@ PACKAGES=(
   libvulkan-dev vulkan-validationlayers glslc spirv-tools
   mesa-vulkan-drivers    # lavapipe: a Vulkan driver on the CPU, used when no GPU is present
   clang-14 libclang-rt-14-dev  # libFuzzer for the parser fuzz targets
+  clang-format           # the format check (tests/format)
   python3
 )
 

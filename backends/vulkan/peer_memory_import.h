@@ -22,7 +22,8 @@
 // are immutable). The two VkDevices are one GPU with one memory, so the
 // completed writes are visible to the importing queue.
 //
-//   auto imports = std::make_shared<PeerMemoryImports>(device, exporter, &live);
+//   auto imports =
+//       std::make_shared<PeerMemoryImports>(device, exporter, &live);
 //   absl::StatusOr<VkBuffer> b = imports->Import(*src_block);
 //   // vkCmdCopyBuffer(cb, *b, dst, ...) with the source's offsets
 //

@@ -26,9 +26,9 @@
 namespace tessera::guard {
 namespace {
 
-using ::testing::HasSubstr;
 using ::tessera::testing::IsOk;
 using ::tessera::testing::StatusIs;
+using ::testing::HasSubstr;
 
 // docs: sinks (class)
 // Counts refused bytes per direction; thread-safe as every sink must be.

@@ -7,9 +7,9 @@
 namespace tessera::guard {
 namespace {
 
-using ::testing::HasSubstr;
 using ::tessera::testing::IsOk;
 using ::tessera::testing::StatusIs;
+using ::testing::HasSubstr;
 
 TEST(LevelTest, DecideIsJaxTable) {
   // level, explicit, implicit

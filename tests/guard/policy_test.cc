@@ -13,10 +13,10 @@
 namespace tessera::guard {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
 using ::tessera::testing::IsOk;
 using ::tessera::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 
 Policy MustParse(std::string_view text) {
   absl::StatusOr<Policy> policy = Policy::Parse(text);

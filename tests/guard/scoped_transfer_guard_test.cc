@@ -9,8 +9,8 @@
 #include "guard/level.h"
 #include "guard/policy.h"
 #include "guard/transfer_guard.h"
-#include "tests/testing/status_matchers.h"
 #include "tests/guard/test_events.h"
+#include "tests/testing/status_matchers.h"
 
 namespace tessera::guard {
 namespace {

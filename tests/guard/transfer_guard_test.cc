@@ -17,19 +17,19 @@
 #include "guard/recording_transfer_sink.h"
 #include "guard/scoped_transfer_guard.h"
 #include "guard/transfer_event.h"
-#include "tests/testing/status_matchers.h"
 #include "tests/guard/test_events.h"
+#include "tests/testing/status_matchers.h"
 
 namespace tessera::guard {
 namespace {
 
+using ::tessera::testing::IsOk;
+using ::tessera::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using ::tessera::testing::IsOk;
 using testing::MakeEvent;
 using ::testing::StartsWith;
-using ::tessera::testing::StatusIs;
 
 // A guard with a recording sink and the stderr sink off.
 class GuardFixture {
