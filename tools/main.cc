@@ -89,7 +89,7 @@ int Main(int argc, char** argv) {
   CLI::App* trace_cmd =
       app.add_subcommand("trace",
                          "Run a reshard (with the upload and the readback) and "
-                         "write a Chrome/Perfetto trace");
+                         "write a Chrome/Perfetto trace of every copy");
   AddReshardOptions(trace_cmd, trace);
   trace_cmd->add_option("--out", trace.trace_out, "Trace file to write (JSON)")
       ->required();

@@ -1,5 +1,5 @@
 // tessera reshard / tessera trace: plan, run, verify and time one reshard,
-// optionally recording every batch of copies as a Chrome trace.
+// optionally recording every copy as a Chrome trace.
 
 #include <chrono>
 #include <cstring>
@@ -286,23 +286,22 @@ int RunTrace(const ReshardOptions& options) {
   std::cout << "\nTrace: " << events.size() << " events written to "
             << options.trace_out
             << " (open it in https://ui.perfetto.dev or chrome://tracing)\n";
+  // Busy: the copies' durations summed over the streams that ran them.
   struct Group {
-    int64_t events = 0, copies = 0, bytes = 0, busy_ns = 0;
+    int64_t copies = 0, bytes = 0, busy_ns = 0;
   };
   std::map<std::pair<std::string, std::string>, Group> groups;
   for (const TransferTraceEvent& e : events) {
     Group& g = groups[{e.operation, e.direction}];
-    ++g.events;
     g.copies += e.copies;
     g.bytes += e.bytes;
     g.busy_ns += e.end_ns - e.start_ns;
   }
-  Table table({"operation", "direction", "batches", "copies", "bytes", "busy"});
+  Table table({"operation", "direction", "copies", "bytes", "busy"});
   table.set_left(1);
   for (const auto& [key, g] : groups) {
-    table.AddRow({key.first, key.second, absl::StrCat(g.events),
-                  absl::StrCat(g.copies), FormatBytes(g.bytes),
-                  FormatDuration(g.busy_ns * 1e-9)});
+    table.AddRow({key.first, key.second, absl::StrCat(g.copies),
+                  FormatBytes(g.bytes), FormatDuration(g.busy_ns * 1e-9)});
   }
   table.Print(std::cout);
   return code;

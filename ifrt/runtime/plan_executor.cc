@@ -31,9 +31,13 @@ struct Batch {
   // (src device, dst device) -> (bytes, copies), recorded when the batch
   // succeeds.
   std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>> traffic;
+  // Traced batches hold one copy: its boxes.
+  std::string src_box, dst_box;
 };
 
-using BatchKey = std::tuple<Platform*, int, OpKind>;
+// Untraced, one batch per (platform, device, kind) and wave; traced, one per
+// copy (the last element: the copy's index in the plan).
+using BatchKey = std::tuple<Platform*, int, OpKind, size_t>;
 
 int32_t DeviceIdOf(const PlanEndpoint& e) {
   return e.is_host() ? TransferStats::kHost : e.memory->device()->Id().value;
@@ -117,10 +121,12 @@ const char* DirectionOf(int32_t src, int32_t dst) {
 void FinishTracing(const PlanContext& context, int32_t exec_device,
                    const std::map<std::pair<int32_t, int32_t>,
                                   std::pair<int64_t, int64_t>>& traffic,
+                   std::string src_box, std::string dst_box,
                    const TraceStart& start, const Future<>& done) {
   std::shared_ptr<TransferTrace> trace = context.trace;
   done.OnReady([trace, start, traffic, exec_device, op = context.operation,
-                action = context.guard_action](const absl::Status& st) {
+                action = context.guard_action, src_box = std::move(src_box),
+                dst_box = std::move(dst_box)](const absl::Status& st) {
     const int64_t end = trace->NowNs();
     for (const auto& [pair, amount] : traffic) {
       TransferTraceEvent e;
@@ -130,6 +136,8 @@ void FinishTracing(const PlanContext& context, int32_t exec_device,
       e.dst_device = pair.second;
       e.bytes = amount.first;
       e.copies = amount.second;
+      e.src_box = src_box;
+      e.dst_box = dst_box;
       e.direction = DirectionOf(pair.first, pair.second);
       e.guard_action = e.direction == std::string("local") ? "" : action;
       e.start_ns = std::min(end, start.ns->load(std::memory_order_relaxed));
@@ -148,6 +156,7 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
                           absl::Span<const PlanEndpoint> destinations,
                           const PlanContext& context) {
   const TransferRecorder& record = context.record;
+  const bool traced = context.trace != nullptr;
   const size_t num_dst = destinations.size();
   std::vector<std::vector<Future<>>> slot_writes(num_dst);
   std::vector<Future<>> all;
@@ -168,9 +177,10 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
   std::vector<Future<>> dst_ready(num_dst);
   for (int wave = 0; wave <= max_wave; ++wave) {
     std::map<BatchKey, Batch> batches;
+    size_t copy_index = 0;  // of the copy being placed, for traced batches
     auto batch_for = [&](RuntimeDevice* device, OpKind kind) -> Batch& {
       Batch& b = batches[BatchKey(device->platform(), device->platform_device(),
-                                  kind)];
+                                  kind, traced ? copy_index : 0)];
       b.platform = device->platform();
       b.device = device->platform_device();
       b.device_id = device->Id().value;
@@ -190,6 +200,7 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
         slot_writes[c.dst_slot].push_back(s.ready);
         continue;
       }
+      copy_index = i;
       StridedCopy g;
       g.element_bytes = element_bytes;
       g.extent.assign(c.src_box.shape().begin(), c.src_box.shape().end());
@@ -228,7 +239,13 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
           // statistics sees them.
           Promise<> counted;
           const int64_t bytes = c.bytes;
-          StagedCopy(s, d, g).OnReady(
+          Future<> staged = StagedCopy(s, d, g);
+          if (traced) {  // on two streams, neither in the trace's order
+            FinishTracing(context, DeviceIdOf(d), {{pair, {bytes, 1}}},
+                          c.src_box.ToString(), c.dst_box.ToString(),
+                          StartTracing(context.trace, {s.ready}), staged);
+          }
+          staged.OnReady(
               [record, pair, bytes, counted](const absl::Status& st) {
                 if (st.ok() && record)
                   record(pair.first, pair.second, bytes, 1);
@@ -245,6 +262,10 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
       auto& t = b->traffic[pair];
       t.first += c.bytes;
       t.second += 1;
+      if (traced) {
+        b->src_box = c.src_box.ToString();
+        b->dst_box = c.dst_box.ToString();
+      }
     }
     for (auto& [key, b] : batches) {
       auto traffic = std::move(b.traffic);
@@ -252,11 +273,23 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
       std::vector<int> dst_slots = std::move(b.dst_slots);
       const int32_t exec_device = b.device_id;
       TraceStart trace_start;
-      if (context.trace != nullptr)
-        trace_start = StartTracing(context.trace, b.after);
+      Promise<> traced_done;
+      if (traced) {
+        // A copy starts once its inputs are ready and the copy before it on
+        // the stream has finished (taken before enqueueing: it may run at
+        // once).
+        std::vector<Future<>> start_after = b.after;
+        Future<> previous =
+            context.trace->ExchangeLastCopy(exec_device, traced_done.future());
+        if (previous.valid()) start_after.push_back(std::move(previous));
+        trace_start = StartTracing(context.trace, start_after);
+      }
       Future<> enqueued = Enqueue(b);
-      if (context.trace != nullptr) {
-        FinishTracing(context, exec_device, traffic, trace_start, enqueued);
+      if (traced) {
+        FinishTracing(context, exec_device, traffic, std::move(b.src_box),
+                      std::move(b.dst_box), trace_start, enqueued);
+        enqueued.OnReady(
+            [traced_done](const absl::Status& st) { traced_done.Set(st); });
       }
       // The batch's future is exposed only once its bytes are counted
       // (Future::Set wakes waiters before it runs callbacks), so that a caller

@@ -82,8 +82,7 @@ class RuntimeClient final : public Client {
   absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanReshard(
       const Array& array, const ArraySpec& spec);
   PlanCache::Stats plan_cache_stats() const { return plan_cache_.stats(); }
-  // Records every batch of copies while set (see transfer_trace.h); nullptr
-  // turns it off.
+  // Records every copy while set (see transfer_trace.h); nullptr turns it off.
   void SetTransferTrace(std::shared_ptr<TransferTrace> trace);
 
   // Helpers of RuntimeArray.

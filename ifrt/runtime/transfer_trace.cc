@@ -1,6 +1,7 @@
 #include "ifrt/runtime/transfer_trace.h"
 
 #include <chrono>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -18,6 +19,17 @@ std::string DeviceName(int32_t id) {
   return id < 0 ? "host" : absl::StrCat("device ", id);
 }
 
+// Box strings hold digits, brackets, colons, commas and spaces only: no
+// escaping.
+std::string BoxArgs(const TransferTraceEvent& e) {
+  std::string out;
+  if (!e.src_box.empty())
+    absl::StrAppend(&out, "\"src_box\":\"", e.src_box, "\",");
+  if (!e.dst_box.empty())
+    absl::StrAppend(&out, "\"dst_box\":\"", e.dst_box, "\",");
+  return out;
+}
+
 }  // namespace
 
 TransferTrace::TransferTrace() : origin_ns_(SteadyNs()) {}
@@ -27,6 +39,12 @@ int64_t TransferTrace::NowNs() const { return SteadyNs() - origin_ns_; }
 void TransferTrace::Add(TransferTraceEvent event) {
   std::lock_guard<std::mutex> lock(mu_);
   events_.push_back(std::move(event));
+}
+
+Future<> TransferTrace::ExchangeLastCopy(int32_t device, Future<> copy) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::swap(last_copy_[device], copy);
+  return copy;
 }
 
 std::vector<TransferTraceEvent> TransferTrace::events() const {
@@ -48,11 +66,11 @@ std::string TransferTrace::ToChromeTraceJson() const {
             "\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"operation\":\"%"
             "s\","
             "\"bytes\":%d,\"copies\":%d,\"direction\":\"%s\",\"src_device\":%d,"
-            "\"dst_device\":%d,\"guard_action\":\"%s\",\"ok\":%s}}",
+            "\"dst_device\":%d,%s\"guard_action\":\"%s\",\"ok\":%s}}",
             e.operation, DeviceName(e.src_device), DeviceName(e.dst_device),
             e.direction, e.device, e.start_ns / 1000.0,
             (e.end_ns - e.start_ns) / 1000.0, e.operation, e.bytes, e.copies,
-            e.direction, e.src_device, e.dst_device, e.guard_action,
+            e.direction, e.src_device, e.dst_device, BoxArgs(e), e.guard_action,
             e.ok ? "true" : "false"));
     first = false;
   }

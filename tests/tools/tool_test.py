@@ -127,6 +127,12 @@ def case_trace():
             trace = json.load(f)
     events = trace["traceEvents"]
     check(len(events) > 0, "trace has events", out)
+    # One event per copy, each with its boxes: 4 uploads, 16 reshard copies per
+    # repeat (rows -> columns over 4 devices), 4 downloads.
+    check(len(events) == 4 + 2 * 16 + 4, f"{len(events)} events, one per copy", out)
+    for e in events:
+        check(e["args"]["copies"] == 1 and e["args"]["src_box"].startswith("[")
+              and e["args"]["dst_box"].startswith("["), "a copy with its boxes", out)
     for e in events:
         check(e["ph"] == "X" and isinstance(e["ts"], (int, float)) and e["dur"] >= 0, "event", out)
         check({"operation", "bytes", "direction"} <= set(e["args"]), "event args", out)
@@ -140,7 +146,7 @@ def case_trace():
     d2d = sum(e["args"]["bytes"] for e in events if e["cat"] == "device_to_device")
     check(d2d == 2 * 64 * 64 * 4 * 3 // 4, f"device-to-device bytes {d2d}", out)
     check(f"events written to {path}" in out, "summary names the file", out)
-    for text in ("operation", "direction", "batches", "ReshardArrays"):
+    for text in ("operation", "direction", "copies", "busy", "ReshardArrays"):
         check(text in out, f"summary shows {text}", out)
 
 
