@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <ostream>
 #include <random>
 #include <string>
 #include <thread>
@@ -427,6 +428,15 @@ TEST_F(VulkanPlatformTest, BufferToBufferComputeShaderForManyShortRows) {
 // How a copy between two VkDevices is made (VulkanPlatformOptions).
 enum class CrossDevicePath { kHostMemcpy, kSharedStaging, kPeerImport };
 
+const char* PathName(CrossDevicePath path) {
+  static const char* const kNames[] = {"HostMemcpy", "SharedStaging",
+                                       "PeerImport"};
+  return kNames[static_cast<int>(path)];
+}
+
+// gtest prints parameters with this.
+void PrintTo(CrossDevicePath path, std::ostream* os) { *os << PathName(path); }
+
 class CrossDeviceTest
     : public VulkanPlatformTest,
       public ::testing::WithParamInterface<std::tuple<bool, CrossDevicePath>> {
@@ -476,11 +486,9 @@ TEST_P(CrossDeviceTest, BufferToBufferAcrossVkDevices) {
 
 std::string CrossDeviceName(
     const ::testing::TestParamInfo<std::tuple<bool, CrossDevicePath>>& info) {
-  static const char* const kPaths[] = {"HostMemcpy", "SharedStaging",
-                                       "PeerImport"};
   return std::string(std::get<0>(info.param) ? "TwoLogicalDevices"
                                              : "TwoLavapipeIcds") +
-         "_" + kPaths[static_cast<int>(std::get<1>(info.param))];
+         "_" + PathName(std::get<1>(info.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(
