@@ -4,6 +4,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -273,14 +274,15 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
       std::vector<int> dst_slots = std::move(b.dst_slots);
       const int32_t exec_device = b.device_id;
       TraceStart trace_start;
-      Promise<> traced_done;
+      std::optional<Promise<>> traced_done;  // set when the copy finishes
       if (traced) {
+        traced_done.emplace();
         // A copy starts once its inputs are ready and the copy before it on
         // the stream has finished (taken before enqueueing: it may run at
         // once).
         std::vector<Future<>> start_after = b.after;
         Future<> previous =
-            context.trace->ExchangeLastCopy(exec_device, traced_done.future());
+            context.trace->ExchangeLastCopy(exec_device, traced_done->future());
         if (previous.valid()) start_after.push_back(std::move(previous));
         trace_start = StartTracing(context.trace, start_after);
       }
@@ -288,8 +290,8 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
       if (traced) {
         FinishTracing(context, exec_device, traffic, std::move(b.src_box),
                       std::move(b.dst_box), trace_start, enqueued);
-        enqueued.OnReady(
-            [traced_done](const absl::Status& st) { traced_done.Set(st); });
+        enqueued.OnReady([done = *std::move(traced_done)](
+                             const absl::Status& st) { done.Set(st); });
       }
       // The batch's future is exposed only once its bytes are counted
       // (Future::Set wakes waiters before it runs callbacks), so that a caller
