@@ -50,9 +50,15 @@ Future<> VulkanStream::Enqueue(std::shared_ptr<StreamOp> op,
   Future<> result = op->promise.future();
   op->after = JoinFutures(after);
   std::shared_ptr<Sync> sync = sync_;
-  op->after.OnReady([sync, op](const absl::Status&) {
+  // A weak reference: the queue owns the op, and whoever runs this callback
+  // may hold it (its closure) until after the op has run and completed; the
+  // op's buffers must go with the op, not with that thread.
+  std::weak_ptr<StreamOp> weak_op = op;
+  op->after.OnReady([sync, weak_op](const absl::Status&) {
     std::lock_guard<std::mutex> lock(sync->mu);
-    op->after_ready = true;
+    if (std::shared_ptr<StreamOp> queued = weak_op.lock()) {
+      queued->after_ready = true;
+    }
     sync->cv.notify_all();
   });
   std::lock_guard<std::mutex> lock(sync_->mu);
