@@ -39,10 +39,7 @@ class PropertyTest : public ::testing::Test {
  protected:
   void SetUp() override {
     absl::StatusOr<std::shared_ptr<Client>> c =
-        CreateClient({.cpu_devices = kDevices,
-                      .cpu_threads_per_device = 1,
-                      .vulkan = VulkanMode::kOff,
-                      .transfer_guard = guard::Policy()});
+        testing::CreateCpuTestClient(kDevices);
     ASSERT_THAT(c, IsOk());
     client_ = *std::move(c);
     runtime_ = dynamic_cast<RuntimeClient*>(client_.get());

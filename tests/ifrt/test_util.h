@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,6 +74,17 @@ inline std::vector<uint8_t> SliceDomain(const std::vector<uint8_t>& full,
                                         const IndexDomain& domain) {
   return SliceBox(full, shape.dims(), element_bytes, domain.origin(),
                   domain.shape().dims());
+}
+
+// A client of `devices` CPU devices of one thread each, without Vulkan, whose
+// guard allows everything (whatever TESSERA_TRANSFER_GUARD says): for tests
+// of the runtime itself.
+inline absl::StatusOr<std::shared_ptr<Client>> CreateCpuTestClient(
+    int devices) {
+  return CreateClient({.cpu_devices = devices,
+                       .cpu_threads_per_device = 1,
+                       .vulkan = VulkanMode::kOff,
+                       .transfer_guard = guard::Policy()});
 }
 
 inline int64_t ByteSize(DType dtype, const Shape& shape) {

@@ -29,11 +29,7 @@ using CopyKey = std::tuple<int64_t, int64_t, int64_t, std::string, std::string>;
 class TransferTraceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::shared_ptr<Client>> c =
-        CreateClient({.cpu_devices = 4,
-                      .cpu_threads_per_device = 1,
-                      .vulkan = VulkanMode::kOff,
-                      .transfer_guard = guard::Policy()});
+    absl::StatusOr<std::shared_ptr<Client>> c = testing::CreateCpuTestClient(4);
     ASSERT_THAT(c, IsOk());
     client_ = *std::move(c);
     runtime_ = dynamic_cast<RuntimeClient*>(client_.get());
