@@ -135,9 +135,7 @@ absl::StatusOr<std::unique_ptr<MemoryBlock>> DeviceMemoryAllocator::CreateBlock(
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   if (exporter_) bci.pNext = &external_buffer;
   bci.size = static_cast<VkDeviceSize>(size);
-  bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-              VK_BUFFER_USAGE_TRANSFER_DST_BIT |
-              VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  bci.usage = kBlockBufferUsage;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   TESSERA_VK_RETURN_IF_ERROR(vkCreateBuffer(device_, &bci, nullptr, &b->buffer),
                              "vkCreateBuffer");

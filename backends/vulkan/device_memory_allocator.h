@@ -33,6 +33,12 @@
 
 namespace tessera::vulkan {
 
+// The usage of every buffer over a block (and of imports of one): copies both
+// ways and the strided-copy shader.
+inline constexpr VkBufferUsageFlags kBlockBufferUsage =
+    VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+
 // How a device exports the memory of its blocks (VK_KHR_external_memory_fd,
 // opaque fd handles): the exporting VkDevice, its vkGetMemoryFdKHR and the
 // identity an importer must share (peer_memory_import.h).

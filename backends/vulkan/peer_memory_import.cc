@@ -60,9 +60,7 @@ absl::StatusOr<VkBuffer> PeerMemoryImports::Import(MemoryBlock& block) {
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.pNext = &external;
   bci.size = static_cast<VkDeviceSize>(block.size);
-  bci.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-              VK_BUFFER_USAGE_TRANSFER_DST_BIT |
-              VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  bci.usage = kBlockBufferUsage;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   r = vkCreateBuffer(device_, &bci, nullptr, &imported.buffer);
   if (r != VK_SUCCESS) {

@@ -47,9 +47,7 @@ namespace {
 bool OpaqueFdBuffersSupported(VkPhysicalDevice physical) {
   VkPhysicalDeviceExternalBufferInfo info{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO};
-  info.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-               VK_BUFFER_USAGE_TRANSFER_DST_BIT |
-               VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  info.usage = kBlockBufferUsage;
   info.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
   VkExternalBufferProperties props{
       VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES};
@@ -279,10 +277,7 @@ absl::StatusOr<PlatformBufferRef> VulkanDevice::WrapHost(
   b->dedicated = true;
   b->mapped = data;
   absl::Status s = ImportHostMemory(device_, host_pointer_props_, data, bytes,
-                                    VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                        VK_BUFFER_USAGE_TRANSFER_DST_BIT |
-                                        VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
-                                    &b->buffer, &b->memory);
+                                    kBlockBufferUsage, &b->buffer, &b->memory);
   if (!s.ok()) {
     DestroyImported(*b);
     if (s.code() == absl::StatusCode::kInternal) {

@@ -355,6 +355,17 @@ StridedCopy Box(int64_t eb, int64_t rows, int64_t cols) {
                                          {rows - 4, cols - 2});
 }
 
+// A row-major rows x cols array of 4-byte elements read into a column-major
+// one: a strided inner dimension.
+StridedCopy Transpose(int64_t rows, int64_t cols) {
+  StridedCopy c;
+  c.element_bytes = 4;
+  c.extent = {rows, cols};
+  c.src_byte_strides = {cols * 4, 4};
+  c.dst_byte_strides = {4, rows * 4};
+  return c;
+}
+
 void CheckBufferCopy(VulkanPlatformTest* t, Platform& p, int src_dev,
                      int dst_dev, int src_mem, int dst_mem,
                      const StridedCopy& g, int64_t src_bytes,
@@ -409,13 +420,8 @@ TEST_F(VulkanPlatformTest, BufferToBufferComputeShaderForManyShortRows) {
   }
   // A transpose (strided inner dimension) of 4-byte elements, into pinned
   // memory.
-  StridedCopy t;
-  t.element_bytes = 4;
-  t.extent = {64, 48};
-  t.src_byte_strides = {48 * 4, 4};
-  t.dst_byte_strides = {4, 64 * 4};
-  CheckBufferCopy(this, *p, 0, 0, kDevice, kPinned, t, 64 * 48 * 4,
-                  64 * 48 * 4);
+  CheckBufferCopy(this, *p, 0, 0, kDevice, kPinned, Transpose(64, 48),
+                  64 * 48 * 4, 64 * 48 * 4);
   EXPECT_EQ(p->stats().compute_copies, 3);
   // 2-byte elements fall back to regions.
   const int64_t before = p->stats().region_copies;
@@ -464,14 +470,9 @@ TEST_P(CrossDeviceTest, BufferToBufferAcrossVkDevices) {
   CheckBufferCopy(this, *p, 1, 0, kPinned, kDevice, Dense(n), n, n);
   CheckBufferCopy(this, *p, 0, 1, kDevice, kPinned, Box(4, 200, 90),
                   200 * 90 * 4, 201 * 93 * 4);
-  // Column-major source, two copies in one operation.
-  StridedCopy t;
-  t.element_bytes = 4;
-  t.extent = {64, 48};
-  t.src_byte_strides = {48 * 4, 4};
-  t.dst_byte_strides = {4, 64 * 4};
-  CheckBufferCopy(this, *p, 1, 0, kDevice, kDevice, t, 64 * 48 * 4,
-                  64 * 48 * 4);
+  // A transpose: a strided inner dimension.
+  CheckBufferCopy(this, *p, 1, 0, kDevice, kDevice, Transpose(64, 48),
+                  64 * 48 * 4, 64 * 48 * 4);
   EXPECT_EQ(p->stats().cross_device_copies, 4);
   const bool peer = BoolAttribute(*p, 0, "peer_memory_import") &&
                     BoolAttribute(*p, 1, "peer_memory_import");
