@@ -17,14 +17,12 @@ namespace {
 
 void LogOnce(const std::string& message) {
   static std::once_flag once;
-  std::call_once(
-      once, [&] { std::fprintf(stderr, "tessera: %s\n", message.c_str()); });
+  std::call_once(once, [&] { std::fprintf(stderr, "tessera: %s\n", message.c_str()); });
 }
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<Client>> CreateClient(
-    const ClientOptions& options) {
+absl::StatusOr<std::shared_ptr<Client>> CreateClient(const ClientOptions& options) {
   if (options.cpu_devices < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("cpu_devices must be >= 0, got ", options.cpu_devices));
@@ -46,8 +44,7 @@ absl::StatusOr<std::shared_ptr<Client>> CreateClient(
   std::vector<std::unique_ptr<Platform>> platforms;
   if (options.cpu_devices > 0) {
     absl::StatusOr<std::unique_ptr<Platform>> cpu = CreateCpuPlatform(
-        {.num_devices = options.cpu_devices,
-         .threads_per_device = options.cpu_threads_per_device});
+        {.num_devices = options.cpu_devices, .threads_per_device = options.cpu_threads_per_device});
     if (!cpu.ok()) return cpu.status();
     platforms.push_back(*std::move(cpu));
   }
@@ -58,8 +55,7 @@ absl::StatusOr<std::shared_ptr<Client>> CreateClient(
     // The Khronos validation layer costs time: on only when asked for (tests
     // ask for it).
     const char* validation = std::getenv("TESSERA_VULKAN_VALIDATION");
-    vk_options.enable_validation =
-        validation != nullptr && std::string(validation) == "1";
+    vk_options.enable_validation = validation != nullptr && std::string(validation) == "1";
     auto vulkan = CreateVulkanPlatform(vk_options);
     if (vulkan.ok()) {
       platforms.push_back(*std::move(vulkan));
@@ -70,8 +66,7 @@ absl::StatusOr<std::shared_ptr<Client>> CreateClient(
     }
 #else
     if (options.vulkan == VulkanMode::kRequired) {
-      return absl::UnavailableError(
-          "this build of Tessera has no Vulkan platform");
+      return absl::UnavailableError("this build of Tessera has no Vulkan platform");
     }
 #endif
   }

@@ -31,9 +31,8 @@ enum class VulkanMode {
 };
 
 struct ClientOptions {
-  int cpu_devices = 4;  // 0 for none (then Vulkan must provide devices)
-  int cpu_threads_per_device =
-      0;  // 0: hardware threads / cpu_devices, at least 1
+  int cpu_devices = 4;             // 0 for none (then Vulkan must provide devices)
+  int cpu_threads_per_device = 0;  // 0: hardware threads / cpu_devices, at least 1
   VulkanMode vulkan = VulkanMode::kIfAvailable;
   int vulkan_logical_devices_per_gpu = 1;
   // The client's transfer guard policy. Unset: from TESSERA_TRANSFER_GUARD,
@@ -44,8 +43,7 @@ struct ClientOptions {
 // INVALID_ARGUMENT for negative counts, no devices at all, or a malformed
 // TESSERA_TRANSFER_GUARD; the Vulkan platform's error (NOT_FOUND, UNAVAILABLE,
 // ...) with kRequired.
-absl::StatusOr<std::shared_ptr<Client>> CreateClient(
-    const ClientOptions& options = {});
+absl::StatusOr<std::shared_ptr<Client>> CreateClient(const ClientOptions& options = {});
 
 }  // namespace tessera
 

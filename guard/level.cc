@@ -48,8 +48,7 @@ absl::StatusOr<Level> ParseLevel(std::string_view text) {
       absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size()));
   for (Level level : kAllLevels) {
     const std::string_view name = LevelName(level);
-    if (absl::EqualsIgnoreCase(stripped,
-                               absl::string_view(name.data(), name.size()))) {
+    if (absl::EqualsIgnoreCase(stripped, absl::string_view(name.data(), name.size()))) {
       return level;
     }
   }

@@ -45,12 +45,10 @@ enum class Action { kAllow, kLog, kDisallow };
 
 // All levels and directions, in declaration order (for loops and parameterised
 // tests).
-inline constexpr std::array<Level, 5> kAllLevels = {
-    Level::kAllow, Level::kLog, Level::kDisallow, Level::kLogExplicit,
-    Level::kDisallowExplicit};
+inline constexpr std::array<Level, 5> kAllLevels = {Level::kAllow, Level::kLog, Level::kDisallow,
+                                                    Level::kLogExplicit, Level::kDisallowExplicit};
 inline constexpr std::array<Direction, 3> kAllDirections = {
-    Direction::kHostToDevice, Direction::kDeviceToDevice,
-    Direction::kDeviceToHost};
+    Direction::kHostToDevice, Direction::kDeviceToDevice, Direction::kDeviceToHost};
 
 // JAX's table (see the header comment). An out-of-range `level` is treated as
 // kAllow.

@@ -10,8 +10,7 @@
 
 namespace tessera::guard {
 
-LogTransferSink::LogTransferSink(LineWriter writer)
-    : writer_(std::move(writer)) {}
+LogTransferSink::LogTransferSink(LineWriter writer) : writer_(std::move(writer)) {}
 
 std::string LogTransferSink::FormatLine(const TransferEvent& event) {
   std::string line = "WARNING: tessera: ";

@@ -16,9 +16,7 @@
 namespace tessera::guard {
 namespace {
 
-absl::string_view AbslView(std::string_view s) {
-  return absl::string_view(s.data(), s.size());
-}
+absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 // A piece of the policy text and where it starts in it.
 struct Token {
@@ -34,35 +32,24 @@ Token Strip(Token token) {
   return token;
 }
 
-absl::Status Error(std::string_view text, absl::string_view what,
-                   const Token& token) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "invalid transfer guard policy \"", AbslView(text), "\": ", what, " '",
-      token.text, "' at position ", token.position));
+absl::Status Error(std::string_view text, absl::string_view what, const Token& token) {
+  return absl::InvalidArgumentError(absl::StrCat("invalid transfer guard policy \"", AbslView(text),
+                                                 "\": ", what, " '", token.text, "' at position ",
+                                                 token.position));
 }
 
-absl::StatusOr<Level> ParseLevelToken(std::string_view text,
-                                      const Token& token) {
-  absl::StatusOr<Level> level =
-      ParseLevel(std::string_view(token.text.data(), token.text.size()));
+absl::StatusOr<Level> ParseLevelToken(std::string_view text, const Token& token) {
+  absl::StatusOr<Level> level = ParseLevel(std::string_view(token.text.data(), token.text.size()));
   if (!level.ok()) {
-    return Error(
-        text,
-        "unknown level (expected allow, log, disallow, log_explicit or "
-        "disallow_explicit)",
-        token);
+    return Error(text,
+                 "unknown level (expected allow, log, disallow, log_explicit or "
+                 "disallow_explicit)",
+                 token);
   }
   return *level;
 }
 
-enum class Key {
-  kAll,
-  kHostToDevice,
-  kDeviceToDevice,
-  kDeviceToHost,
-  kAllowBelowBytes,
-  kUnknown
-};
+enum class Key { kAll, kHostToDevice, kDeviceToDevice, kDeviceToHost, kAllowBelowBytes, kUnknown };
 
 Key ParseKey(absl::string_view key) {
   struct Name {
@@ -100,13 +87,11 @@ absl::Status ParseEntry(std::string_view text, Token entry, Policy& policy) {
       }
       return level.status();
     }
-    policy.host_to_device = policy.device_to_device = policy.device_to_host =
-        *level;
+    policy.host_to_device = policy.device_to_device = policy.device_to_host = *level;
     return absl::OkStatus();
   }
   const Token key = Strip({entry.text.substr(0, eq), entry.position});
-  const Token value =
-      Strip({entry.text.substr(eq + 1), entry.position + eq + 1});
+  const Token value = Strip({entry.text.substr(eq + 1), entry.position + eq + 1});
   const Key parsed_key = ParseKey(key.text);
   if (parsed_key == Key::kUnknown) {
     return Error(text,
@@ -118,12 +103,10 @@ absl::Status ParseEntry(std::string_view text, Token entry, Policy& policy) {
   if (value.text.empty()) return Error(text, "missing value after key", key);
   if (parsed_key == Key::kAllowBelowBytes) {
     int64_t bytes = 0;
-    const bool digits_only =
-        !value.text.empty() &&
-        value.text.find_first_not_of("0123456789") == absl::string_view::npos;
+    const bool digits_only = !value.text.empty() &&
+                             value.text.find_first_not_of("0123456789") == absl::string_view::npos;
     if (!digits_only || !absl::SimpleAtoi(value.text, &bytes) || bytes < 0) {
-      return Error(text, "byte count is not a non-negative decimal integer",
-                   value);
+      return Error(text, "byte count is not a non-negative decimal integer", value);
     }
     policy.allow_below_bytes = bytes;
     return absl::OkStatus();
@@ -132,8 +115,7 @@ absl::Status ParseEntry(std::string_view text, Token entry, Policy& policy) {
   if (!level.ok()) return level.status();
   switch (parsed_key) {
     case Key::kAll:
-      policy.host_to_device = policy.device_to_device = policy.device_to_host =
-          *level;
+      policy.host_to_device = policy.device_to_device = policy.device_to_host = *level;
       break;
     case Key::kHostToDevice:
       policy.host_to_device = *level;
@@ -154,9 +136,7 @@ absl::Status ParseEntry(std::string_view text, Token entry, Policy& policy) {
 }  // namespace
 
 Policy Policy::Uniform(Level level) {
-  return Policy{.host_to_device = level,
-                .device_to_device = level,
-                .device_to_host = level};
+  return Policy{.host_to_device = level, .device_to_device = level, .device_to_host = level};
 }
 
 Level Policy::level(Direction direction) const {
@@ -195,12 +175,10 @@ absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
     const size_t end = comma == absl::string_view::npos ? all.size() : comma;
     const Token entry = Strip({all.substr(start, end - start), start});
     if (entry.text.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("invalid transfer guard policy \"", all,
-                       "\": empty entry at position ", start));
+      return absl::InvalidArgumentError(absl::StrCat("invalid transfer guard policy \"", all,
+                                                     "\": empty entry at position ", start));
     }
-    if (absl::Status status = ParseEntry(text, entry, policy); !status.ok())
-      return status;
+    if (absl::Status status = ParseEntry(text, entry, policy); !status.ok()) return status;
     if (comma == absl::string_view::npos) break;
     start = comma + 1;
   }
@@ -209,8 +187,7 @@ absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
 
 std::string Policy::ToString() const {
   std::string out;
-  if (host_to_device == device_to_device &&
-      device_to_device == device_to_host) {
+  if (host_to_device == device_to_device && device_to_device == device_to_host) {
     out = std::string(LevelName(host_to_device));
   } else {
     for (Direction direction : kAllDirections) {
@@ -220,8 +197,7 @@ std::string Policy::ToString() const {
       out += LevelName(level(direction));
     }
   }
-  if (allow_below_bytes > 0)
-    absl::StrAppend(&out, ",allow_below_bytes=", allow_below_bytes);
+  if (allow_below_bytes > 0) absl::StrAppend(&out, ",allow_below_bytes=", allow_below_bytes);
   return out;
 }
 
@@ -230,9 +206,8 @@ absl::StatusOr<Policy> Policy::FromEnvironment() {
   if (value == nullptr) return Policy{};
   absl::StatusOr<Policy> policy = Parse(value);
   if (!policy.ok()) {
-    return absl::Status(
-        policy.status().code(),
-        absl::StrCat(kTransferGuardEnvVar, ": ", policy.status().message()));
+    return absl::Status(policy.status().code(),
+                        absl::StrCat(kTransferGuardEnvVar, ": ", policy.status().message()));
   }
   return policy;
 }

@@ -5,14 +5,12 @@
 
 namespace tessera::guard {
 
-void RecordingTransferSink::OnTransfer(const TransferEvent& event,
-                                       Action action) {
+void RecordingTransferSink::OnTransfer(const TransferEvent& event, Action action) {
   std::lock_guard lock(mu_);
   records_.push_back({event, action});
 }
 
-std::vector<RecordingTransferSink::Record> RecordingTransferSink::records()
-    const {
+std::vector<RecordingTransferSink::Record> RecordingTransferSink::records() const {
   std::lock_guard lock(mu_);
   return records_;
 }

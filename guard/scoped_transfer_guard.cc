@@ -34,12 +34,11 @@ ScopedTransferGuard::ScopedTransferGuard(Direction direction, Level level)
 ScopedTransferGuard::ScopedTransferGuard(const TransferGuard& only, Level level)
     : ScopedTransferGuard(only.id(), std::nullopt, level) {}
 
-ScopedTransferGuard::ScopedTransferGuard(const TransferGuard& only,
-                                         Direction direction, Level level)
+ScopedTransferGuard::ScopedTransferGuard(const TransferGuard& only, Direction direction,
+                                         Level level)
     : ScopedTransferGuard(only.id(), direction, level) {}
 
-ScopedTransferGuard::ScopedTransferGuard(uint64_t guard_id,
-                                         std::optional<Direction> direction,
+ScopedTransferGuard::ScopedTransferGuard(uint64_t guard_id, std::optional<Direction> direction,
                                          Level level) {
   ThreadScopes().push_back({this, guard_id, direction, level});
 }
@@ -56,8 +55,7 @@ ScopedTransferGuard::~ScopedTransferGuard() {
 
 namespace internal {
 
-std::optional<Level> InnermostScopedLevel(uint64_t guard_id,
-                                          Direction direction) {
+std::optional<Level> InnermostScopedLevel(uint64_t guard_id, Direction direction) {
   const std::vector<ScopeEntry>& scopes = ThreadScopes();
   for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
     if (it->guard_id != 0 && it->guard_id != guard_id) continue;

@@ -49,8 +49,7 @@ class ScopedTransferGuard {
   explicit ScopedTransferGuard(Level level);
   ScopedTransferGuard(Direction direction, Level level);
   ScopedTransferGuard(const TransferGuard& only, Level level);
-  ScopedTransferGuard(const TransferGuard& only, Direction direction,
-                      Level level);
+  ScopedTransferGuard(const TransferGuard& only, Direction direction, Level level);
   ~ScopedTransferGuard();
 
   ScopedTransferGuard(const ScopedTransferGuard&) = delete;
@@ -60,15 +59,13 @@ class ScopedTransferGuard {
 
  private:
   // `guard_id` 0: every guard; `direction` empty: every direction.
-  ScopedTransferGuard(uint64_t guard_id, std::optional<Direction> direction,
-                      Level level);
+  ScopedTransferGuard(uint64_t guard_id, std::optional<Direction> direction, Level level);
 };
 
 namespace internal {
 // The level of the innermost scope on this thread that applies to the guard
 // with id `guard_id` and to `direction`; nullopt when none does.
-std::optional<Level> InnermostScopedLevel(uint64_t guard_id,
-                                          Direction direction);
+std::optional<Level> InnermostScopedLevel(uint64_t guard_id, Direction direction);
 }  // namespace internal
 
 }  // namespace tessera::guard

@@ -13,15 +13,13 @@ namespace {
 
 std::atomic<int64_t> description_calls{0};
 
-void AppendSide(std::string& out, const std::vector<int>& devices,
-                const std::string& memory_kind) {
+void AppendSide(std::string& out, const std::vector<int>& devices, const std::string& memory_kind) {
   if (devices.empty()) {
     out += "host";
   } else {
     absl::StrAppend(&out, "devices [", absl::StrJoin(devices, ","), "]");
   }
-  if (!memory_kind.empty())
-    absl::StrAppend(&out, " (memory kind ", memory_kind, ")");
+  if (!memory_kind.empty()) absl::StrAppend(&out, " (memory kind ", memory_kind, ")");
 }
 
 }  // namespace
@@ -29,9 +27,8 @@ void AppendSide(std::string& out, const std::vector<int>& devices,
 std::string TransferEvent::Description() const {
   description_calls.fetch_add(1, std::memory_order_relaxed);
   std::string out = operation.empty() ? std::string("transfer") : operation;
-  absl::StrAppend(&out, " of ", dtype, "[", absl::StrJoin(shape, ","), "] (",
-                  bytes, " bytes, ", is_explicit ? "explicit" : "implicit",
-                  ") from ");
+  absl::StrAppend(&out, " of ", dtype, "[", absl::StrJoin(shape, ","), "] (", bytes, " bytes, ",
+                  is_explicit ? "explicit" : "implicit", ") from ");
   AppendSide(out, src_devices, src_memory_kind);
   out += " to ";
   AppendSide(out, dst_devices, dst_memory_kind);

@@ -26,8 +26,7 @@ namespace {
 std::atomic<uint64_t> next_guard_id{1};
 
 bool ValidDirection(Direction direction) {
-  return direction == Direction::kHostToDevice ||
-         direction == Direction::kDeviceToDevice ||
+  return direction == Direction::kHostToDevice || direction == Direction::kDeviceToDevice ||
          direction == Direction::kDeviceToHost;
 }
 
@@ -39,17 +38,14 @@ Policy Sanitized(Policy policy) {
 // The hot path's view of a policy: three 3-bit levels, then allow_below_bytes
 // in the upper bits (saturated at 2^55 - 1 bytes, far above any real movement).
 constexpr int kThresholdShift = 9;
-constexpr uint64_t kMaxPackedThreshold =
-    (uint64_t{1} << (64 - kThresholdShift)) - 1;
+constexpr uint64_t kMaxPackedThreshold = (uint64_t{1} << (64 - kThresholdShift)) - 1;
 
 uint64_t Pack(const Policy& policy) {
   uint64_t packed = 0;
   for (Direction d : kAllDirections) {
-    packed |= static_cast<uint64_t>(policy.level(d))
-              << (3 * static_cast<int>(d));
+    packed |= static_cast<uint64_t>(policy.level(d)) << (3 * static_cast<int>(d));
   }
-  const uint64_t below =
-      std::min<uint64_t>(policy.allow_below_bytes, kMaxPackedThreshold);
+  const uint64_t below = std::min<uint64_t>(policy.allow_below_bytes, kMaxPackedThreshold);
   return packed | (below << kThresholdShift);
 }
 
@@ -57,13 +53,9 @@ Level PackedLevel(uint64_t packed, Direction d) {
   return static_cast<Level>((packed >> (3 * static_cast<int>(d))) & 7);
 }
 
-int64_t PackedThreshold(uint64_t packed) {
-  return static_cast<int64_t>(packed >> kThresholdShift);
-}
+int64_t PackedThreshold(uint64_t packed) { return static_cast<int64_t>(packed >> kThresholdShift); }
 
-absl::string_view AbslView(std::string_view s) {
-  return absl::string_view(s.data(), s.size());
-}
+absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 }  // namespace
 
@@ -87,8 +79,7 @@ Policy TransferGuard::policy() const {
 }
 
 Level TransferGuard::EffectiveLevel(Direction direction) const {
-  if (std::optional<Level> scoped =
-          internal::InnermostScopedLevel(id_, direction)) {
+  if (std::optional<Level> scoped = internal::InnermostScopedLevel(id_, direction)) {
     return *scoped;
   }
   return PackedLevel(packed_policy_.load(std::memory_order_relaxed), direction);
@@ -97,12 +88,11 @@ Level TransferGuard::EffectiveLevel(Direction direction) const {
 absl::Status TransferGuard::Validate(const TransferEvent& event) {
   if (!ValidDirection(event.direction)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("invalid transfer event: direction ",
-                     static_cast<int>(event.direction)));
+        absl::StrCat("invalid transfer event: direction ", static_cast<int>(event.direction)));
   }
   if (event.bytes < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "invalid transfer event: negative byte count ", event.bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid transfer event: negative byte count ", event.bytes));
   }
   return absl::OkStatus();
 }
@@ -112,8 +102,7 @@ Action TransferGuard::DecideValid(const TransferEvent& event) const {
   const uint64_t packed = packed_policy_.load(std::memory_order_relaxed);
   if (event.bytes < PackedThreshold(packed)) return Action::kAllow;
   Level level = PackedLevel(packed, event.direction);
-  if (std::optional<Level> scoped =
-          internal::InnermostScopedLevel(id_, event.direction)) {
+  if (std::optional<Level> scoped = internal::InnermostScopedLevel(id_, event.direction)) {
     level = *scoped;
   }
   return ::tessera::guard::Decide(level, event.is_explicit);
@@ -132,9 +121,8 @@ absl::Status TransferGuard::Check(const TransferEvent& event) {
   if (action == Action::kAllow) return absl::OkStatus();
   Report(event, action);
   if (action == Action::kLog) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("Disallowed ", AbslView(DirectionName(event.direction)),
-                   " transfer: ", event.Description()));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "Disallowed ", AbslView(DirectionName(event.direction)), " transfer: ", event.Description()));
 }
 
 void TransferGuard::Count(const TransferEvent& event, Action action) {
@@ -199,8 +187,7 @@ bool TransferGuard::default_log_sink_enabled() const {
   return default_sink_enabled_;
 }
 
-TransferGuard::DirectionCounters TransferGuard::counters(
-    Direction direction) const {
+TransferGuard::DirectionCounters TransferGuard::counters(Direction direction) const {
   DirectionCounters out;
   if (!ValidDirection(direction)) return out;
   const AtomicCounters& c = counters_[static_cast<int>(direction)];

@@ -64,8 +64,7 @@ class TransferGuard {
     int64_t allowed_bytes = 0;
     int64_t logged_bytes = 0;
     int64_t refused_bytes = 0;
-    friend bool operator==(const DirectionCounters&,
-                           const DirectionCounters&) = default;
+    friend bool operator==(const DirectionCounters&, const DirectionCounters&) = default;
   };
 
   explicit TransferGuard(Policy policy = {});

@@ -69,14 +69,13 @@ class Array {
   // One single-device array per shard, in device-list order. kAlwaysCopy copies
   // each shard; kReuseInput shares the buffers; kDonateInput shares them and
   // deletes this array. FAILED_PRECONDITION for a deleted array.
-  virtual absl::StatusOr<std::vector<ArrayRef>>
-  DisassembleIntoSingleDeviceArrays(ArrayCopySemantics semantics) = 0;
+  virtual absl::StatusOr<std::vector<ArrayRef>> DisassembleIntoSingleDeviceArrays(
+      ArrayCopySemantics semantics) = 0;
 
   // A single-device array holding the whole array, taken from one of the shards
   // of a fully replicated array (the first device's). INVALID_ARGUMENT unless
   // IsFullyReplicated().
-  virtual absl::StatusOr<ArrayRef> FullyReplicatedShard(
-      ArrayCopySemantics semantics) = 0;
+  virtual absl::StatusOr<ArrayRef> FullyReplicatedShard(ArrayCopySemantics semantics) = 0;
 
   // Copies the whole array into `data`, laid out row-major or with
   // `byte_strides` (one per dimension, in bytes; may be negative-free,
@@ -86,9 +85,9 @@ class Array {
   // future's error. Errors on the future: FAILED_PRECONDITION (deleted),
   // INVALID_ARGUMENT (byte_strides rank, null data with a non-zero size, a
   // refused transfer), and the array's own error.
-  virtual Future<> CopyToHostBuffer(
-      void* data, std::optional<absl::Span<const int64_t>> byte_strides,
-      ArrayCopySemantics semantics, TransferOptions options = {}) = 0;
+  virtual Future<> CopyToHostBuffer(void* data,
+                                    std::optional<absl::Span<const int64_t>> byte_strides,
+                                    ArrayCopySemantics semantics, TransferOptions options = {}) = 0;
 
   // "Array(f32[8,8], ShardingParamSharding(...), ready)"
   virtual std::string DebugString() const = 0;

@@ -5,9 +5,8 @@
 namespace tessera {
 
 std::string ArraySpec::DebugString() const {
-  return absl::StrCat(
-      "ArraySpec(", dtype.DebugString(), shape.DebugString(), ", ",
-      sharding == nullptr ? "no sharding" : sharding->DebugString(), ")");
+  return absl::StrCat("ArraySpec(", dtype.DebugString(), shape.DebugString(), ", ",
+                      sharding == nullptr ? "no sharding" : sharding->DebugString(), ")");
 }
 
 }  // namespace tessera

@@ -5,11 +5,9 @@
 
 namespace tessera {
 
-std::optional<std::string> AttributeMap::GetString(
-    const std::string& name) const {
+std::optional<std::string> AttributeMap::GetString(const std::string& name) const {
   const Value* v = Get(name);
-  if (v == nullptr || !std::holds_alternative<std::string>(*v))
-    return std::nullopt;
+  if (v == nullptr || !std::holds_alternative<std::string>(*v)) return std::nullopt;
   return std::get<std::string>(*v);
 }
 

@@ -22,12 +22,9 @@ namespace tessera {
 
 class AttributeMap {
  public:
-  using Value =
-      std::variant<std::string, bool, int64_t, double, std::vector<int64_t>>;
+  using Value = std::variant<std::string, bool, int64_t, double, std::vector<int64_t>>;
 
-  void Set(std::string name, Value value) {
-    map_[std::move(name)] = std::move(value);
-  }
+  void Set(std::string name, Value value) { map_[std::move(name)] = std::move(value); }
   const Value* Get(const std::string& name) const {
     auto it = map_.find(name);
     return it == map_.end() ? nullptr : &it->second;
@@ -42,9 +39,7 @@ class AttributeMap {
   // "{name=..., vendor=...}"
   std::string DebugString() const;
 
-  friend bool operator==(const AttributeMap& a, const AttributeMap& b) {
-    return a.map_ == b.map_;
-  }
+  friend bool operator==(const AttributeMap& a, const AttributeMap& b) { return a.map_ == b.map_; }
 
  private:
   std::map<std::string, Value> map_;

@@ -61,40 +61,41 @@ class Client {
   // moves.
   virtual absl::StatusOr<ArrayRef> MakeArrayFromHostBuffer(
       const void* data, DType dtype, Shape shape,
-      std::optional<absl::Span<const int64_t>> byte_strides,
-      ShardingRef sharding, HostBufferSemantics semantics,
-      std::function<void()> on_done_with_host_buffer,
+      std::optional<absl::Span<const int64_t>> byte_strides, ShardingRef sharding,
+      HostBufferSemantics semantics, std::function<void()> on_done_with_host_buffer,
       TransferOptions options = {}) = 0;
 
   // Builds an array of `sharding` from one single-device array per device of
   // the sharding, whose shapes are the sharding's shard shapes.
   // kReuseInput/kDonateInput share the buffers; kAlwaysCopy copies them.
   virtual absl::StatusOr<ArrayRef> AssembleArrayFromSingleDeviceArrays(
-      DType dtype, Shape shape, ShardingRef sharding,
-      absl::Span<ArrayRef> arrays, ArrayCopySemantics semantics) = 0;
+      DType dtype, Shape shape, ShardingRef sharding, absl::Span<ArrayRef> arrays,
+      ArrayCopySemantics semantics) = 0;
 
   // Copies arrays with the same device list and memory kind onto `devices`
   // (same count) and/or `memory_kind`, keeping their partitioning.
   // INVALID_ARGUMENT when the arrays' device lists or memory kinds differ from
   // one another.
-  virtual absl::StatusOr<std::vector<ArrayRef>> CopyArrays(
-      absl::Span<ArrayRef> arrays, std::optional<DeviceListRef> devices,
-      std::optional<MemoryKind> memory_kind, ArrayCopySemantics semantics,
-      TransferOptions options = {}) = 0;
+  virtual absl::StatusOr<std::vector<ArrayRef>> CopyArrays(absl::Span<ArrayRef> arrays,
+                                                           std::optional<DeviceListRef> devices,
+                                                           std::optional<MemoryKind> memory_kind,
+                                                           ArrayCopySemantics semantics,
+                                                           TransferOptions options = {}) = 0;
 
   // Reshards arrays[i] to specs[i] (same dtype and shape, any sharding over any
   // devices of this client), in one call: bytes already on a destination device
   // are copied locally or aliased, the rest moves device to device, never
   // through the caller.
-  virtual absl::StatusOr<std::vector<ArrayRef>> ReshardArrays(
-      absl::Span<ArrayRef> arrays, absl::Span<const ArraySpec> specs,
-      ArrayCopySemantics semantics, TransferOptions options = {}) = 0;
+  virtual absl::StatusOr<std::vector<ArrayRef>> ReshardArrays(absl::Span<ArrayRef> arrays,
+                                                              absl::Span<const ArraySpec> specs,
+                                                              ArrayCopySemantics semantics,
+                                                              TransferOptions options = {}) = 0;
 
   // Moves shards between arrays without copying (see RemapPlan). kDonateInput
   // is required when an input shard is used by an output.
-  virtual absl::StatusOr<std::vector<ArrayRef>> RemapArrays(
-      const RemapPlan& plan, absl::Span<ArrayRef> arrays,
-      ArrayCopySemantics semantics) = 0;
+  virtual absl::StatusOr<std::vector<ArrayRef>> RemapArrays(const RemapPlan& plan,
+                                                            absl::Span<ArrayRef> arrays,
+                                                            ArrayCopySemantics semantics) = 0;
 
   // Set once every array is ready (first error wins).
   virtual Future<> GetReadyFuture(absl::Span<const ArrayRef> arrays) = 0;
@@ -105,8 +106,7 @@ class Client {
   virtual absl::StatusOr<Device*> LookupDevice(DeviceId id) const = 0;
   // INVALID_ARGUMENT for an empty list, a repeated device, or a device of
   // another client.
-  virtual absl::StatusOr<DeviceListRef> MakeDeviceList(
-      absl::Span<Device* const> devices) const = 0;
+  virtual absl::StatusOr<DeviceListRef> MakeDeviceList(absl::Span<Device* const> devices) const = 0;
   // The platforms this client runs on: "cpu", "vulkan".
   virtual std::vector<std::string> platform_names() const = 0;
 

@@ -7,37 +7,31 @@
 
 namespace tessera {
 
-DeviceList::DeviceList(std::vector<Device*> devices)
-    : devices_(std::move(devices)) {
+DeviceList::DeviceList(std::vector<Device*> devices) : devices_(std::move(devices)) {
   std::vector<int32_t> ids;
   ids.reserve(devices_.size());
   for (Device* d : devices_) ids.push_back(d->Id().value);
   hash_ = absl::HashOf(ids, devices_.empty() ? nullptr : devices_[0]->client());
 }
 
-absl::StatusOr<DeviceListRef> DeviceList::Create(
-    absl::Span<Device* const> devices) {
-  if (devices.empty())
-    return absl::InvalidArgumentError("a device list must not be empty");
+absl::StatusOr<DeviceListRef> DeviceList::Create(absl::Span<Device* const> devices) {
+  if (devices.empty()) return absl::InvalidArgumentError("a device list must not be empty");
   absl::flat_hash_set<const Device*> seen;
   for (size_t i = 0; i < devices.size(); ++i) {
     if (devices[i] == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("device list entry ", i, " is null"));
+      return absl::InvalidArgumentError(absl::StrCat("device list entry ", i, " is null"));
     }
     if (devices[i]->client() != devices[0]->client()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "device list mixes clients: ", devices[i]->ToString(),
-          " belongs to another client than ", devices[0]->ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("device list mixes clients: ", devices[i]->ToString(),
+                       " belongs to another client than ", devices[0]->ToString()));
     }
     if (!seen.insert(devices[i]).second) {
       return absl::InvalidArgumentError(
-          absl::StrCat("device ", devices[i]->ToString(),
-                       " appears twice in a device list"));
+          absl::StrCat("device ", devices[i]->ToString(), " appears twice in a device list"));
     }
   }
-  return std::make_shared<const DeviceList>(
-      std::vector<Device*>(devices.begin(), devices.end()));
+  return std::make_shared<const DeviceList>(std::vector<Device*>(devices.begin(), devices.end()));
 }
 
 std::vector<int64_t> DeviceList::ids() const {
@@ -55,12 +49,11 @@ int DeviceList::IndexOf(const Device* device) const {
 }
 
 std::string DeviceList::DebugString() const {
-  return absl::StrCat("[",
-                      absl::StrJoin(devices_, ",",
-                                    [](std::string* out, Device* d) {
-                                      absl::StrAppend(out, d->ToString());
-                                    }),
-                      "]");
+  return absl::StrCat(
+      "[",
+      absl::StrJoin(devices_, ",",
+                    [](std::string* out, Device* d) { absl::StrAppend(out, d->ToString()); }),
+      "]");
 }
 
 bool SameDeviceList(const DeviceListRef& a, const DeviceListRef& b) {

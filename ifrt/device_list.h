@@ -28,8 +28,7 @@ class DeviceList {
  public:
   // INVALID_ARGUMENT for an empty list, a null device, a device listed twice,
   // or devices of different clients.
-  static absl::StatusOr<DeviceListRef> Create(
-      absl::Span<Device* const> devices);
+  static absl::StatusOr<DeviceListRef> Create(absl::Span<Device* const> devices);
 
   absl::Span<Device* const> devices() const { return devices_; }
   int size() const { return static_cast<int>(devices_.size()); }
@@ -45,9 +44,7 @@ class DeviceList {
   friend bool operator==(const DeviceList& a, const DeviceList& b) {
     return a.devices_ == b.devices_;
   }
-  friend bool operator!=(const DeviceList& a, const DeviceList& b) {
-    return !(a == b);
-  }
+  friend bool operator!=(const DeviceList& a, const DeviceList& b) { return !(a == b); }
   template <typename H>
   friend H AbslHashValue(H h, const DeviceList& l) {
     return H::combine(std::move(h), l.hash_);

@@ -47,12 +47,8 @@ class DType {
   // Parses DebugString()'s form. INVALID_ARGUMENT naming the text otherwise.
   static absl::StatusOr<DType> Parse(std::string_view name);
 
-  friend constexpr bool operator==(DType a, DType b) {
-    return a.kind_ == b.kind_;
-  }
-  friend constexpr bool operator!=(DType a, DType b) {
-    return a.kind_ != b.kind_;
-  }
+  friend constexpr bool operator==(DType a, DType b) { return a.kind_ == b.kind_; }
+  friend constexpr bool operator!=(DType a, DType b) { return a.kind_ != b.kind_; }
   template <typename H>
   friend H AbslHashValue(H h, DType d) {
     return H::combine(std::move(h), static_cast<int>(d.kind_));

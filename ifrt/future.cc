@@ -8,8 +8,7 @@ namespace {
 struct JoinState {
   explicit JoinState(size_t n) : remaining(n), statuses(n) {}
   std::atomic<size_t> remaining;
-  std::vector<absl::Status>
-      statuses;  // slot i written once by input i's callback
+  std::vector<absl::Status> statuses;  // slot i written once by input i's callback
   Promise<> promise;
 };
 

@@ -103,11 +103,10 @@ class FutureState {
 template <typename T>
 class PromiseGuard {
  public:
-  explicit PromiseGuard(std::shared_ptr<FutureState<T>> state)
-      : state_(std::move(state)) {}
+  explicit PromiseGuard(std::shared_ptr<FutureState<T>> state) : state_(std::move(state)) {}
   ~PromiseGuard() {
-    state_->Set(absl::InternalError(
-        "promise abandoned: the work producing this value was dropped"));
+    state_->Set(
+        absl::InternalError("promise abandoned: the work producing this value was dropped"));
   }
   FutureState<T>& state() const { return *state_; }
   const std::shared_ptr<FutureState<T>>& shared_state() const { return state_; }
@@ -129,8 +128,7 @@ class Future {
   // An invalid future; only assignment and valid() may be used.
   Future() = default;
   // A future that is already set.
-  explicit Future(Value value)
-      : state_(std::make_shared<internal::FutureState<T>>()) {
+  explicit Future(Value value) : state_(std::make_shared<internal::FutureState<T>>()) {
     state_->Set(std::move(value));
   }
 
@@ -141,15 +139,12 @@ class Future {
   // Calls `callback(value)` once the future is set (at once if it already is).
   template <typename F>
   void OnReady(F&& callback) const {
-    state_->OnReady([cb = std::forward<F>(callback)](const Value& v) mutable {
-      std::move(cb)(v);
-    });
+    state_->OnReady([cb = std::forward<F>(callback)](const Value& v) mutable { std::move(cb)(v); });
   }
 
  private:
   friend class Promise<T>;
-  explicit Future(std::shared_ptr<internal::FutureState<T>> state)
-      : state_(std::move(state)) {}
+  explicit Future(std::shared_ptr<internal::FutureState<T>> state) : state_(std::move(state)) {}
   std::shared_ptr<internal::FutureState<T>> state_;
 };
 

@@ -27,12 +27,8 @@ class MemoryKind {
   // The kind, or "(default)" when unspecified.
   std::string DebugString() const { return kind_.value_or("(default)"); }
 
-  friend bool operator==(const MemoryKind& a, const MemoryKind& b) {
-    return a.kind_ == b.kind_;
-  }
-  friend bool operator!=(const MemoryKind& a, const MemoryKind& b) {
-    return !(a == b);
-  }
+  friend bool operator==(const MemoryKind& a, const MemoryKind& b) { return a.kind_ == b.kind_; }
+  friend bool operator!=(const MemoryKind& a, const MemoryKind& b) { return !(a == b); }
   template <typename H>
   friend H AbslHashValue(H h, const MemoryKind& m) {
     return H::combine(std::move(h), m.kind_);

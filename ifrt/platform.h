@@ -102,8 +102,7 @@ class Platform {
   // Allocates `bytes` (may be 0) in memory `memory` of `device`.
   // RESOURCE_EXHAUSTED when the memory is full; INVALID_ARGUMENT when `bytes`
   // exceeds what one buffer may hold.
-  virtual absl::StatusOr<PlatformBufferRef> Allocate(int device, int memory,
-                                                     int64_t bytes) = 0;
+  virtual absl::StatusOr<PlatformBufferRef> Allocate(int device, int memory, int64_t bytes) = 0;
 
   // Bytes currently allocated in memory `memory` of `device` (0 if the platform
   // does not track it).
@@ -113,34 +112,29 @@ class Platform {
   // `on_release` runs once the buffer is freed. UNIMPLEMENTED where the
   // platform cannot use host memory in place (then the caller copies). `data`
   // must be 64-byte aligned.
-  virtual absl::StatusOr<PlatformBufferRef> WrapHostMemory(
-      int device, int memory, void* data, int64_t bytes,
-      std::function<void()> on_release) {
-    return absl::UnimplementedError(
-        "this platform cannot use host memory in place");
+  virtual absl::StatusOr<PlatformBufferRef> WrapHostMemory(int device, int memory, void* data,
+                                                           int64_t bytes,
+                                                           std::function<void()> on_release) {
+    return absl::UnimplementedError("this platform cannot use host memory in place");
   }
 
   // Copies on the stream of `device`, all copies of one call as one operation
   // (the platform may run them in parallel). Every destination buffer belongs
   // to `device`.
-  virtual Future<> CopyHostToBuffers(int device,
-                                     std::vector<HostToBufferCopy> copies,
+  virtual Future<> CopyHostToBuffers(int device, std::vector<HostToBufferCopy> copies,
                                      absl::Span<const Future<>> after) = 0;
   // Every source buffer belongs to `device`.
-  virtual Future<> CopyBuffersToHost(int device,
-                                     std::vector<BufferToHostCopy> copies,
+  virtual Future<> CopyBuffersToHost(int device, std::vector<BufferToHostCopy> copies,
                                      absl::Span<const Future<>> after) = 0;
   // Copies between buffers of this platform; `device` executes them and owns
   // the destinations. Sources may live on other devices of the platform.
-  virtual Future<> CopyBuffersToBuffers(int device,
-                                        std::vector<BufferToBufferCopy> copies,
+  virtual Future<> CopyBuffersToBuffers(int device, std::vector<BufferToBufferCopy> copies,
                                         absl::Span<const Future<>> after) = 0;
 
   // Runs `fn` on the stream of `device` (after `after`), e.g. to release a host
   // buffer once the operations before it have finished. Its status becomes the
   // future's.
-  virtual Future<> EnqueueHostCallback(int device,
-                                       std::function<absl::Status()> fn,
+  virtual Future<> EnqueueHostCallback(int device, std::function<absl::Status()> fn,
                                        absl::Span<const Future<>> after) = 0;
 };
 

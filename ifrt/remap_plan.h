@@ -31,9 +31,7 @@ struct RemapPlan {
     int start = 0;
     int end = 0;
     int step = 1;
-    int size() const {
-      return end <= start ? 0 : (end - start + step - 1) / step;
-    }
+    int size() const { return end <= start ? 0 : (end - start + step - 1) / step; }
     std::string DebugString() const;
   };
   struct Mapping {

@@ -11,16 +11,14 @@ int64_t Shape::num_elements() const {
   return n;
 }
 
-std::string Shape::DebugString() const {
-  return absl::StrCat("[", absl::StrJoin(dims_, ","), "]");
-}
+std::string Shape::DebugString() const { return absl::StrCat("[", absl::StrJoin(dims_, ","), "]"); }
 
 absl::Status ValidateShape(const Shape& shape) {
   for (int i = 0; i < shape.rank(); ++i) {
     if (shape.dims()[i] < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "shape ", shape.DebugString(), " has a negative dimension ", i, " (",
-          shape.dims()[i], ")"));
+      return absl::InvalidArgumentError(absl::StrCat("shape ", shape.DebugString(),
+                                                     " has a negative dimension ", i, " (",
+                                                     shape.dims()[i], ")"));
     }
   }
   return absl::OkStatus();

@@ -27,8 +27,7 @@ using Index = absl::InlinedVector<int64_t, 6>;
 class Shape {
  public:
   Shape() = default;  // rank 0: a scalar
-  explicit Shape(absl::Span<const int64_t> dims)
-      : dims_(dims.begin(), dims.end()) {}
+  explicit Shape(absl::Span<const int64_t> dims) : dims_(dims.begin(), dims.end()) {}
   Shape(std::initializer_list<int64_t> dims) : dims_(dims) {}
 
   absl::Span<const int64_t> dims() const { return dims_; }
@@ -38,9 +37,7 @@ class Shape {
   // "[8192,8192]"
   std::string DebugString() const;
 
-  friend bool operator==(const Shape& a, const Shape& b) {
-    return a.dims_ == b.dims_;
-  }
+  friend bool operator==(const Shape& a, const Shape& b) { return a.dims_ == b.dims_; }
   friend bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
   template <typename H>
   friend H AbslHashValue(H h, const Shape& s) {
@@ -59,10 +56,8 @@ absl::Status ValidateShape(const Shape& shape);
 class IndexDomain {
  public:
   IndexDomain() = default;
-  explicit IndexDomain(Shape shape)
-      : origin_(shape.rank(), 0), shape_(std::move(shape)) {}
-  IndexDomain(Index origin, Shape shape)
-      : origin_(std::move(origin)), shape_(std::move(shape)) {}
+  explicit IndexDomain(Shape shape) : origin_(shape.rank(), 0), shape_(std::move(shape)) {}
+  IndexDomain(Index origin, Shape shape) : origin_(std::move(origin)), shape_(std::move(shape)) {}
 
   const Index& origin() const { return origin_; }
   const Shape& shape() const { return shape_; }
@@ -72,9 +67,7 @@ class IndexDomain {
   friend bool operator==(const IndexDomain& a, const IndexDomain& b) {
     return a.origin_ == b.origin_ && a.shape_ == b.shape_;
   }
-  friend bool operator!=(const IndexDomain& a, const IndexDomain& b) {
-    return !(a == b);
-  }
+  friend bool operator!=(const IndexDomain& a, const IndexDomain& b) { return !(a == b); }
   template <typename H>
   friend H AbslHashValue(H h, const IndexDomain& d) {
     return H::combine(std::move(h), d.origin_, d.shape_);

@@ -7,9 +7,7 @@
 namespace tessera {
 namespace {
 
-sharding::Index ToIndex(absl::Span<const int64_t> v) {
-  return sharding::Index(v.begin(), v.end());
-}
+sharding::Index ToIndex(absl::Span<const int64_t> v) { return sharding::Index(v.begin(), v.end()); }
 
 std::string DevicesAndMemory(const Sharding& s) {
   return absl::StrCat("devices=", s.devices()->DebugString(),
@@ -27,54 +25,47 @@ absl::StatusOr<Shape> Sharding::GetShardShape(const Shape& shape) const {
   const sharding::Index first = layout->shard_shape(0);
   for (int i = 1; i < layout->num_slots(); ++i) {
     if (layout->shard_shape(i) != first) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("shards of ", shape.DebugString(), " under ",
-                       DebugString(), " differ in shape (device ", i,
-                       " holds [", absl::StrJoin(layout->shard_shape(i), ","),
-                       "], device 0 holds [", absl::StrJoin(first, ","), "])"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shards of ", shape.DebugString(), " under ", DebugString(), " differ in shape (device ",
+          i, " holds [", absl::StrJoin(layout->shard_shape(i), ","), "], device 0 holds [",
+          absl::StrJoin(first, ","), "])"));
     }
   }
   return Shape(first);
 }
 
-absl::StatusOr<std::vector<std::pair<Shape, ShardingRef>>>
-Sharding::Disassemble(const Shape& shape) const {
+absl::StatusOr<std::vector<std::pair<Shape, ShardingRef>>> Sharding::Disassemble(
+    const Shape& shape) const {
   absl::StatusOr<sharding::ShardLayout> layout = Layout(shape);
   if (!layout.ok()) return layout.status();
   std::vector<std::pair<Shape, ShardingRef>> out;
   out.reserve(layout->num_slots());
   for (int i = 0; i < layout->num_slots(); ++i) {
-    out.emplace_back(
-        Shape(layout->shard_shape(i)),
-        SingleDeviceSharding::Create(devices_->devices()[i], memory_kind_));
+    out.emplace_back(Shape(layout->shard_shape(i)),
+                     SingleDeviceSharding::Create(devices_->devices()[i], memory_kind_));
   }
   return out;
 }
 
-absl::StatusOr<std::vector<IndexDomain>> Sharding::IndexDomains(
-    const Shape& shape) const {
+absl::StatusOr<std::vector<IndexDomain>> Sharding::IndexDomains(const Shape& shape) const {
   absl::StatusOr<sharding::ShardLayout> layout = Layout(shape);
   if (!layout.ok()) return layout.status();
   std::vector<IndexDomain> out;
   out.reserve(layout->num_slots());
   for (int i = 0; i < layout->num_slots(); ++i) {
     const sharding::Box& box = layout->slot_box(i);
-    out.emplace_back(Index(box.origin().begin(), box.origin().end()),
-                     Shape(box.shape()));
+    out.emplace_back(Index(box.origin().begin(), box.origin().end()), Shape(box.shape()));
   }
   return out;
 }
 
-absl::StatusOr<std::pair<DeviceListRef, MemoryKind>>
-Sharding::ResolveAssignment(std::optional<DeviceListRef> devices,
-                            std::optional<MemoryKind> memory_kind) const {
-  DeviceListRef new_devices =
-      devices.has_value() && *devices != nullptr ? *devices : devices_;
+absl::StatusOr<std::pair<DeviceListRef, MemoryKind>> Sharding::ResolveAssignment(
+    std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const {
+  DeviceListRef new_devices = devices.has_value() && *devices != nullptr ? *devices : devices_;
   if (new_devices->size() != devices_->size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("WithDeviceAssignment: the new device list has ",
-                     new_devices->size(), " devices but the sharding has ",
-                     devices_->size(), " (", DebugString(), ")"));
+        absl::StrCat("WithDeviceAssignment: the new device list has ", new_devices->size(),
+                     " devices but the sharding has ", devices_->size(), " (", DebugString(), ")"));
   }
   return std::make_pair(new_devices, memory_kind.value_or(memory_kind_));
 }
@@ -82,11 +73,9 @@ Sharding::ResolveAssignment(std::optional<DeviceListRef> devices,
 // ---------------------------------------------------------------------------------------------
 // SingleDeviceSharding
 
-ShardingRef SingleDeviceSharding::Create(Device* device,
-                                         MemoryKind memory_kind) {
+ShardingRef SingleDeviceSharding::Create(Device* device, MemoryKind memory_kind) {
   return std::make_shared<const SingleDeviceSharding>(
-      std::make_shared<const DeviceList>(std::vector<Device*>{device}),
-      std::move(memory_kind));
+      std::make_shared<const DeviceList>(std::vector<Device*>{device}), std::move(memory_kind));
 }
 
 bool SingleDeviceSharding::HasSamePartitioning(const Sharding& other) const {
@@ -94,16 +83,14 @@ bool SingleDeviceSharding::HasSamePartitioning(const Sharding& other) const {
 }
 
 absl::StatusOr<ShardingRef> SingleDeviceSharding::WithDeviceAssignment(
-    std::optional<DeviceListRef> devices,
-    std::optional<MemoryKind> memory_kind) const {
+    std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const {
   auto resolved = ResolveAssignment(std::move(devices), std::move(memory_kind));
   if (!resolved.ok()) return resolved.status();
-  return ShardingRef(std::make_shared<const SingleDeviceSharding>(
-      resolved->first, resolved->second));
+  return ShardingRef(
+      std::make_shared<const SingleDeviceSharding>(resolved->first, resolved->second));
 }
 
-absl::StatusOr<sharding::ShardLayout> SingleDeviceSharding::Layout(
-    const Shape& shape) const {
+absl::StatusOr<sharding::ShardLayout> SingleDeviceSharding::Layout(const Shape& shape) const {
   if (absl::Status s = ValidateShape(shape); !s.ok()) return s;
   return sharding::ShardLayout::Replicated(shape.dims(), 1);
 }
@@ -116,10 +103,8 @@ std::string SingleDeviceSharding::DebugString() const {
 // ---------------------------------------------------------------------------------------------
 // OpaqueSharding
 
-ShardingRef OpaqueSharding::Create(DeviceListRef devices,
-                                   MemoryKind memory_kind) {
-  return std::make_shared<const OpaqueSharding>(std::move(devices),
-                                                std::move(memory_kind));
+ShardingRef OpaqueSharding::Create(DeviceListRef devices, MemoryKind memory_kind) {
+  return std::make_shared<const OpaqueSharding>(std::move(devices), std::move(memory_kind));
 }
 
 bool OpaqueSharding::HasSamePartitioning(const Sharding& other) const {
@@ -129,19 +114,16 @@ bool OpaqueSharding::HasSamePartitioning(const Sharding& other) const {
 }
 
 absl::StatusOr<ShardingRef> OpaqueSharding::WithDeviceAssignment(
-    std::optional<DeviceListRef> devices,
-    std::optional<MemoryKind> memory_kind) const {
+    std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const {
   auto resolved = ResolveAssignment(std::move(devices), std::move(memory_kind));
   if (!resolved.ok()) return resolved.status();
-  return ShardingRef(std::make_shared<const OpaqueSharding>(resolved->first,
-                                                            resolved->second));
+  return ShardingRef(std::make_shared<const OpaqueSharding>(resolved->first, resolved->second));
 }
 
-absl::StatusOr<sharding::ShardLayout> OpaqueSharding::Layout(
-    const Shape& shape) const {
-  return absl::UnimplementedError(
-      absl::StrCat("OpaqueSharding has no geometry: cannot lay out ",
-                   shape.DebugString(), " over ", devices()->DebugString()));
+absl::StatusOr<sharding::ShardLayout> OpaqueSharding::Layout(const Shape& shape) const {
+  return absl::UnimplementedError(absl::StrCat("OpaqueSharding has no geometry: cannot lay out ",
+                                               shape.DebugString(), " over ",
+                                               devices()->DebugString()));
 }
 
 std::string OpaqueSharding::DebugString() const {
@@ -151,51 +133,43 @@ std::string OpaqueSharding::DebugString() const {
 // ---------------------------------------------------------------------------------------------
 // ConcreteSharding
 
-ConcreteSharding::ConcreteSharding(DeviceListRef devices,
-                                   MemoryKind memory_kind, Shape shape,
+ConcreteSharding::ConcreteSharding(DeviceListRef devices, MemoryKind memory_kind, Shape shape,
                                    std::vector<Shape> shard_shapes,
                                    std::vector<IndexDomain> index_domains,
                                    sharding::ShardLayout layout)
-    : Sharding(std::move(devices), std::move(memory_kind),
-               layout.IsFullyReplicated()),
+    : Sharding(std::move(devices), std::move(memory_kind), layout.IsFullyReplicated()),
       shape_(std::move(shape)),
       shard_shapes_(std::move(shard_shapes)),
       index_domains_(std::move(index_domains)),
       layout_(std::move(layout)) {}
 
-absl::StatusOr<ShardingRef> ConcreteSharding::Create(
-    DeviceListRef devices, MemoryKind memory_kind, Shape shape,
-    std::vector<Shape> shard_shapes, std::vector<IndexDomain> index_domains) {
-  if (devices == nullptr)
-    return absl::InvalidArgumentError("ConcreteSharding: null device list");
+absl::StatusOr<ShardingRef> ConcreteSharding::Create(DeviceListRef devices, MemoryKind memory_kind,
+                                                     Shape shape, std::vector<Shape> shard_shapes,
+                                                     std::vector<IndexDomain> index_domains) {
+  if (devices == nullptr) return absl::InvalidArgumentError("ConcreteSharding: null device list");
   if (absl::Status s = ValidateShape(shape); !s.ok()) return s;
   const size_t n = devices->size();
   if (shard_shapes.size() != n || index_domains.size() != n) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "ConcreteSharding: ", n,
-        " devices need as many shard shapes and index domains; got ",
-        shard_shapes.size(), " shard shapes and ", index_domains.size(),
-        " index domains"));
+        "ConcreteSharding: ", n, " devices need as many shard shapes and index domains; got ",
+        shard_shapes.size(), " shard shapes and ", index_domains.size(), " index domains"));
   }
   std::vector<sharding::Box> boxes;
   boxes.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     if (index_domains[i].shape() != shard_shapes[i]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ConcreteSharding: shard ", i, " has shape ",
-          shard_shapes[i].DebugString(), " but its index domain is ",
-          index_domains[i].DebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("ConcreteSharding: shard ", i, " has shape ", shard_shapes[i].DebugString(),
+                       " but its index domain is ", index_domains[i].DebugString()));
     }
     if (index_domains[i].origin().size() != static_cast<size_t>(shape.rank()) ||
         shard_shapes[i].rank() != shape.rank()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("ConcreteSharding: index domain ", i, " ",
-                       index_domains[i].DebugString(),
+          absl::StrCat("ConcreteSharding: index domain ", i, " ", index_domains[i].DebugString(),
                        " does not have the rank of ", shape.DebugString()));
     }
-    absl::StatusOr<sharding::Box> box =
-        sharding::Box::Create(ToIndex(index_domains[i].origin()),
-                              ToIndex(index_domains[i].shape().dims()));
+    absl::StatusOr<sharding::Box> box = sharding::Box::Create(
+        ToIndex(index_domains[i].origin()), ToIndex(index_domains[i].shape().dims()));
     if (!box.ok()) return box.status();
     boxes.push_back(*std::move(box));
   }
@@ -203,14 +177,13 @@ absl::StatusOr<ShardingRef> ConcreteSharding::Create(
       sharding::ShardLayout::FromBoxes(shape.dims(), std::move(boxes));
   if (!layout.ok()) return layout.status();
   return ShardingRef(std::make_shared<const ConcreteSharding>(
-      std::move(devices), std::move(memory_kind), std::move(shape),
-      std::move(shard_shapes), std::move(index_domains), *std::move(layout)));
+      std::move(devices), std::move(memory_kind), std::move(shape), std::move(shard_shapes),
+      std::move(index_domains), *std::move(layout)));
 }
 
 bool ConcreteSharding::HasSamePartitioning(const Sharding& other) const {
   const auto* o = dynamic_cast<const ConcreteSharding*>(&other);
-  return o != nullptr && o->shape_ == shape_ &&
-         o->index_domains_ == index_domains_;
+  return o != nullptr && o->shape_ == shape_ && o->index_domains_ == index_domains_;
 }
 
 size_t ConcreteSharding::PartitioningHash() const {
@@ -218,28 +191,23 @@ size_t ConcreteSharding::PartitioningHash() const {
 }
 
 absl::StatusOr<ShardingRef> ConcreteSharding::WithDeviceAssignment(
-    std::optional<DeviceListRef> devices,
-    std::optional<MemoryKind> memory_kind) const {
+    std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const {
   auto resolved = ResolveAssignment(std::move(devices), std::move(memory_kind));
   if (!resolved.ok()) return resolved.status();
   return ShardingRef(std::make_shared<const ConcreteSharding>(
-      resolved->first, resolved->second, shape_, shard_shapes_, index_domains_,
-      layout_));
+      resolved->first, resolved->second, shape_, shard_shapes_, index_domains_, layout_));
 }
 
-absl::StatusOr<sharding::ShardLayout> ConcreteSharding::Layout(
-    const Shape& shape) const {
+absl::StatusOr<sharding::ShardLayout> ConcreteSharding::Layout(const Shape& shape) const {
   if (shape != shape_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ConcreteSharding is for shape ", shape_.DebugString(),
-                     ", not ", shape.DebugString()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ConcreteSharding is for shape ", shape_.DebugString(), ", not ", shape.DebugString()));
   }
   return layout_;
 }
 
 std::string ConcreteSharding::DebugString() const {
-  return absl::StrCat("ConcreteSharding(shape=", shape_.DebugString(),
-                      ", index_domains=[",
+  return absl::StrCat("ConcreteSharding(shape=", shape_.DebugString(), ", index_domains=[",
                       absl::StrJoin(index_domains_, ",",
                                     [](std::string* out, const IndexDomain& d) {
                                       absl::StrAppend(out, d.DebugString());
@@ -250,36 +218,35 @@ std::string ConcreteSharding::DebugString() const {
 // ---------------------------------------------------------------------------------------------
 // ConcreteEvenSharding
 
-ConcreteEvenSharding::ConcreteEvenSharding(DeviceListRef devices,
-                                           MemoryKind memory_kind, Shape shape,
-                                           Shape shard_shape,
-                                           bool is_fully_replicated,
+ConcreteEvenSharding::ConcreteEvenSharding(DeviceListRef devices, MemoryKind memory_kind,
+                                           Shape shape, Shape shard_shape, bool is_fully_replicated,
                                            sharding::ShardLayout layout)
     : Sharding(std::move(devices), std::move(memory_kind), is_fully_replicated),
       shape_(std::move(shape)),
       shard_shape_(std::move(shard_shape)),
       layout_(std::move(layout)) {}
 
-absl::StatusOr<ShardingRef> ConcreteEvenSharding::Create(
-    DeviceListRef devices, MemoryKind memory_kind, Shape shape,
-    Shape shard_shape, bool is_fully_replicated) {
+absl::StatusOr<ShardingRef> ConcreteEvenSharding::Create(DeviceListRef devices,
+                                                         MemoryKind memory_kind, Shape shape,
+                                                         Shape shard_shape,
+                                                         bool is_fully_replicated) {
   if (devices == nullptr) {
     return absl::InvalidArgumentError("ConcreteEvenSharding: null device list");
   }
   if (absl::Status s = ValidateShape(shape); !s.ok()) return s;
   if (absl::Status s = ValidateShape(shard_shape); !s.ok()) return s;
   if (shape.rank() != shard_shape.rank()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ConcreteEvenSharding: shard shape ", shard_shape.DebugString(),
-        " does not have the rank of ", shape.DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ConcreteEvenSharding: shard shape ", shard_shape.DebugString(),
+                     " does not have the rank of ", shape.DebugString()));
   }
   const int n = devices->size();
   if (is_fully_replicated) {
     if (shard_shape != shape) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ConcreteEvenSharding: a fully replicated sharding needs shard shape "
-          "== shape; got ",
-          shard_shape.DebugString(), " for ", shape.DebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("ConcreteEvenSharding: a fully replicated sharding needs shard shape "
+                       "== shape; got ",
+                       shard_shape.DebugString(), " for ", shape.DebugString()));
     }
     return ShardingRef(std::make_shared<const ConcreteEvenSharding>(
         std::move(devices), std::move(memory_kind), shape, shard_shape, true,
@@ -293,9 +260,8 @@ absl::StatusOr<ShardingRef> ConcreteEvenSharding::Create(
     const int64_t size = shape.dims()[d], tile = shard_shape.dims()[d];
     if (tile == 0 && size != 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("ConcreteEvenSharding: shard shape ",
-                       shard_shape.DebugString(), " has an empty dimension ", d,
-                       " but ", shape.DebugString(), " does not"));
+          absl::StrCat("ConcreteEvenSharding: shard shape ", shard_shape.DebugString(),
+                       " has an empty dimension ", d, " but ", shape.DebugString(), " does not"));
     }
     const int64_t count = size == 0 ? 1 : (size + tile - 1) / tile;
     tiles_per_dim.push_back(count);
@@ -303,9 +269,8 @@ absl::StatusOr<ShardingRef> ConcreteEvenSharding::Create(
   }
   if (tiles > n || n % tiles != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "ConcreteEvenSharding: ", shape.DebugString(), " in tiles of ",
-        shard_shape.DebugString(), " makes ", tiles, " tiles, which ", n,
-        " devices cannot hold evenly"));
+        "ConcreteEvenSharding: ", shape.DebugString(), " in tiles of ", shard_shape.DebugString(),
+        " makes ", tiles, " tiles, which ", n, " devices cannot hold evenly"));
   }
   const int64_t replication = n / tiles;
   std::vector<sharding::Box> boxes;
@@ -326,14 +291,13 @@ absl::StatusOr<ShardingRef> ConcreteEvenSharding::Create(
   if (!layout.ok()) return layout.status();
   const bool replicated = layout->IsFullyReplicated();
   return ShardingRef(std::make_shared<const ConcreteEvenSharding>(
-      std::move(devices), std::move(memory_kind), std::move(shape),
-      std::move(shard_shape), replicated, *std::move(layout)));
+      std::move(devices), std::move(memory_kind), std::move(shape), std::move(shard_shape),
+      replicated, *std::move(layout)));
 }
 
 bool ConcreteEvenSharding::HasSamePartitioning(const Sharding& other) const {
   const auto* o = dynamic_cast<const ConcreteEvenSharding*>(&other);
-  return o != nullptr && o->shape_ == shape_ &&
-         o->shard_shape_ == shard_shape_ &&
+  return o != nullptr && o->shape_ == shape_ && o->shard_shape_ == shard_shape_ &&
          o->IsFullyReplicated() == IsFullyReplicated();
 }
 
@@ -342,21 +306,17 @@ size_t ConcreteEvenSharding::PartitioningHash() const {
 }
 
 absl::StatusOr<ShardingRef> ConcreteEvenSharding::WithDeviceAssignment(
-    std::optional<DeviceListRef> devices,
-    std::optional<MemoryKind> memory_kind) const {
+    std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const {
   auto resolved = ResolveAssignment(std::move(devices), std::move(memory_kind));
   if (!resolved.ok()) return resolved.status();
   return ShardingRef(std::make_shared<const ConcreteEvenSharding>(
-      resolved->first, resolved->second, shape_, shard_shape_,
-      IsFullyReplicated(), layout_));
+      resolved->first, resolved->second, shape_, shard_shape_, IsFullyReplicated(), layout_));
 }
 
-absl::StatusOr<sharding::ShardLayout> ConcreteEvenSharding::Layout(
-    const Shape& shape) const {
+absl::StatusOr<sharding::ShardLayout> ConcreteEvenSharding::Layout(const Shape& shape) const {
   if (shape != shape_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ConcreteEvenSharding is for shape ", shape_.DebugString(),
-                     ", not ", shape.DebugString()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ConcreteEvenSharding is for shape ", shape_.DebugString(), ", not ", shape.DebugString()));
   }
   return layout_;
 }
@@ -372,28 +332,22 @@ std::string ConcreteEvenSharding::DebugString() const {
 // ShardingParamSharding
 
 namespace {
-bool ParamIsFullyReplicated(const sharding::ShardingParam& p) {
-  return p.NumTiles() == 1;
-}
+bool ParamIsFullyReplicated(const sharding::ShardingParam& p) { return p.NumTiles() == 1; }
 }  // namespace
 
-ShardingParamSharding::ShardingParamSharding(sharding::ShardingParam param,
-                                             DeviceListRef devices,
+ShardingParamSharding::ShardingParamSharding(sharding::ShardingParam param, DeviceListRef devices,
                                              MemoryKind memory_kind)
-    : Sharding(std::move(devices), std::move(memory_kind),
-               ParamIsFullyReplicated(param)),
+    : Sharding(std::move(devices), std::move(memory_kind), ParamIsFullyReplicated(param)),
       param_(std::move(param)) {}
 
-absl::StatusOr<ShardingRef> ShardingParamSharding::Create(
-    sharding::ShardingParam param, DeviceListRef devices,
-    MemoryKind memory_kind) {
+absl::StatusOr<ShardingRef> ShardingParamSharding::Create(sharding::ShardingParam param,
+                                                          DeviceListRef devices,
+                                                          MemoryKind memory_kind) {
   if (devices == nullptr) {
-    return absl::InvalidArgumentError(
-        "ShardingParamSharding: null device list");
+    return absl::InvalidArgumentError("ShardingParamSharding: null device list");
   }
   if (absl::Status s = param.Verify(); !s.ok()) return s;
-  if (absl::Status s = param.VerifyDeviceCount(devices->size()); !s.ok())
-    return s;
+  if (absl::Status s = param.VerifyDeviceCount(devices->size()); !s.ok()) return s;
   return ShardingRef(std::make_shared<const ShardingParamSharding>(
       std::move(param), std::move(devices), std::move(memory_kind)));
 }
@@ -403,35 +357,30 @@ bool ShardingParamSharding::HasSamePartitioning(const Sharding& other) const {
   return o != nullptr && o->param_ == param_;
 }
 
-size_t ShardingParamSharding::PartitioningHash() const {
-  return absl::HashOf(5, param_);
-}
+size_t ShardingParamSharding::PartitioningHash() const { return absl::HashOf(5, param_); }
 
 absl::StatusOr<ShardingRef> ShardingParamSharding::WithDeviceAssignment(
-    std::optional<DeviceListRef> devices,
-    std::optional<MemoryKind> memory_kind) const {
+    std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const {
   auto resolved = ResolveAssignment(std::move(devices), std::move(memory_kind));
   if (!resolved.ok()) return resolved.status();
-  return ShardingRef(std::make_shared<const ShardingParamSharding>(
-      param_, resolved->first, resolved->second));
+  return ShardingRef(
+      std::make_shared<const ShardingParamSharding>(param_, resolved->first, resolved->second));
 }
 
-absl::StatusOr<sharding::ShardLayout> ShardingParamSharding::Layout(
-    const Shape& shape) const {
+absl::StatusOr<sharding::ShardLayout> ShardingParamSharding::Layout(const Shape& shape) const {
   return sharding::ShardLayout::FromShardingParam(param_, shape.dims());
 }
 
 std::string ShardingParamSharding::DebugString() const {
-  return absl::StrCat("ShardingParamSharding(", param_.ToString(), ", ",
-                      DevicesAndMemory(*this), ")");
+  return absl::StrCat("ShardingParamSharding(", param_.ToString(), ", ", DevicesAndMemory(*this),
+                      ")");
 }
 
 // ---------------------------------------------------------------------------------------------
 // NamedSharding
 
 namespace {
-bool SpecIsFullyReplicated(const sharding::Mesh& mesh,
-                           const sharding::PartitionSpec& spec) {
+bool SpecIsFullyReplicated(const sharding::Mesh& mesh, const sharding::PartitionSpec& spec) {
   for (const auto& dim : spec.dims()) {
     for (const std::string& name : dim) {
       for (const auto& axis : mesh.axes()) {
@@ -450,30 +399,23 @@ NamedSharding::NamedSharding(sharding::Mesh mesh, sharding::PartitionSpec spec,
       mesh_(std::move(mesh)),
       spec_(std::move(spec)) {}
 
-absl::StatusOr<ShardingRef> NamedSharding::Create(sharding::Mesh mesh,
-                                                  sharding::PartitionSpec spec,
-                                                  DeviceListRef devices,
-                                                  MemoryKind memory_kind) {
-  if (devices == nullptr)
-    return absl::InvalidArgumentError("NamedSharding: null device list");
+absl::StatusOr<ShardingRef> NamedSharding::Create(sharding::Mesh mesh, sharding::PartitionSpec spec,
+                                                  DeviceListRef devices, MemoryKind memory_kind) {
+  if (devices == nullptr) return absl::InvalidArgumentError("NamedSharding: null device list");
   if (mesh.num_devices() != devices->size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("NamedSharding: ", mesh.ToString(), " has ",
-                     mesh.num_devices(), " devices but the list ",
-                     devices->DebugString(), " has ", devices->size()));
+        absl::StrCat("NamedSharding: ", mesh.ToString(), " has ", mesh.num_devices(),
+                     " devices but the list ", devices->DebugString(), " has ", devices->size()));
   }
   // Validate the axis names now (the rank is only known per array; use the
   // spec's own length).
-  if (auto p = sharding::ToShardingParam(mesh, spec, spec.size()); !p.ok())
-    return p.status();
+  if (auto p = sharding::ToShardingParam(mesh, spec, spec.size()); !p.ok()) return p.status();
   const bool replicated = SpecIsFullyReplicated(mesh, spec);
   return ShardingRef(std::make_shared<const NamedSharding>(
-      std::move(mesh), std::move(spec), std::move(devices),
-      std::move(memory_kind), replicated));
+      std::move(mesh), std::move(spec), std::move(devices), std::move(memory_kind), replicated));
 }
 
-absl::StatusOr<sharding::ShardingParam> NamedSharding::ToShardingParam(
-    int rank) const {
+absl::StatusOr<sharding::ShardingParam> NamedSharding::ToShardingParam(int rank) const {
   return sharding::ToShardingParam(mesh_, spec_, rank);
 }
 
@@ -482,29 +424,25 @@ bool NamedSharding::HasSamePartitioning(const Sharding& other) const {
   return o != nullptr && o->mesh_ == mesh_ && o->spec_ == spec_;
 }
 
-size_t NamedSharding::PartitioningHash() const {
-  return absl::HashOf(6, mesh_, spec_);
-}
+size_t NamedSharding::PartitioningHash() const { return absl::HashOf(6, mesh_, spec_); }
 
 absl::StatusOr<ShardingRef> NamedSharding::WithDeviceAssignment(
-    std::optional<DeviceListRef> devices,
-    std::optional<MemoryKind> memory_kind) const {
+    std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const {
   auto resolved = ResolveAssignment(std::move(devices), std::move(memory_kind));
   if (!resolved.ok()) return resolved.status();
-  return ShardingRef(std::make_shared<const NamedSharding>(
-      mesh_, spec_, resolved->first, resolved->second, IsFullyReplicated()));
+  return ShardingRef(std::make_shared<const NamedSharding>(mesh_, spec_, resolved->first,
+                                                           resolved->second, IsFullyReplicated()));
 }
 
-absl::StatusOr<sharding::ShardLayout> NamedSharding::Layout(
-    const Shape& shape) const {
+absl::StatusOr<sharding::ShardLayout> NamedSharding::Layout(const Shape& shape) const {
   absl::StatusOr<sharding::ShardingParam> param = ToShardingParam(shape.rank());
   if (!param.ok()) return param.status();
   return sharding::ShardLayout::FromShardingParam(*param, shape.dims());
 }
 
 std::string NamedSharding::DebugString() const {
-  return absl::StrCat("NamedSharding(", mesh_.ToString(), " ", spec_.ToString(),
-                      ", ", DevicesAndMemory(*this), ")");
+  return absl::StrCat("NamedSharding(", mesh_.ToString(), " ", spec_.ToString(), ", ",
+                      DevicesAndMemory(*this), ")");
 }
 
 }  // namespace tessera

@@ -68,39 +68,30 @@ class Sharding {
   // The same partitioning on `devices` (same count, else INVALID_ARGUMENT)
   // and/or `memory_kind`.
   virtual absl::StatusOr<ShardingRef> WithDeviceAssignment(
-      std::optional<DeviceListRef> devices,
-      std::optional<MemoryKind> memory_kind) const = 0;
+      std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const = 0;
   // One (shard shape, SingleDeviceSharding) per device, in device-list order.
-  absl::StatusOr<std::vector<std::pair<Shape, ShardingRef>>> Disassemble(
-      const Shape& shape) const;
+  absl::StatusOr<std::vector<std::pair<Shape, ShardingRef>>> Disassemble(const Shape& shape) const;
   // The box of every device, in device-list order.
-  absl::StatusOr<std::vector<IndexDomain>> IndexDomains(
-      const Shape& shape) const;
+  absl::StatusOr<std::vector<IndexDomain>> IndexDomains(const Shape& shape) const;
   // The geometry for an array of `shape`: the box of every slot.
   // INVALID_ARGUMENT when the shape does not fit the sharding; UNIMPLEMENTED
   // for OpaqueSharding.
-  virtual absl::StatusOr<sharding::ShardLayout> Layout(
-      const Shape& shape) const = 0;
+  virtual absl::StatusOr<sharding::ShardLayout> Layout(const Shape& shape) const = 0;
 
   virtual std::string DebugString() const = 0;
 
   friend bool operator==(const Sharding& a, const Sharding& b) {
-    return &a == &b ||
-           (SameDeviceList(a.devices_, b.devices_) &&
-            a.memory_kind_ == b.memory_kind_ && a.HasSamePartitioning(b));
+    return &a == &b || (SameDeviceList(a.devices_, b.devices_) &&
+                        a.memory_kind_ == b.memory_kind_ && a.HasSamePartitioning(b));
   }
-  friend bool operator!=(const Sharding& a, const Sharding& b) {
-    return !(a == b);
-  }
+  friend bool operator!=(const Sharding& a, const Sharding& b) { return !(a == b); }
   template <typename H>
   friend H AbslHashValue(H h, const Sharding& s) {
-    return H::combine(std::move(h), s.devices_->hash(), s.memory_kind_,
-                      s.PartitioningHash());
+    return H::combine(std::move(h), s.devices_->hash(), s.memory_kind_, s.PartitioningHash());
   }
 
  protected:
-  Sharding(DeviceListRef devices, MemoryKind memory_kind,
-           bool is_fully_replicated)
+  Sharding(DeviceListRef devices, MemoryKind memory_kind, bool is_fully_replicated)
       : devices_(std::move(devices)),
         memory_kind_(std::move(memory_kind)),
         is_fully_replicated_(is_fully_replicated) {}
@@ -108,8 +99,7 @@ class Sharding {
   virtual size_t PartitioningHash() const = 0;
   // Checks a device assignment given to WithDeviceAssignment.
   absl::StatusOr<std::pair<DeviceListRef, MemoryKind>> ResolveAssignment(
-      std::optional<DeviceListRef> devices,
-      std::optional<MemoryKind> memory_kind) const;
+      std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const;
 
  private:
   DeviceListRef devices_;
@@ -123,10 +113,8 @@ class SingleDeviceSharding final : public Sharding {
   Device* device() const { return devices()->devices()[0]; }
   bool HasSamePartitioning(const Sharding& other) const override;
   absl::StatusOr<ShardingRef> WithDeviceAssignment(
-      std::optional<DeviceListRef> devices,
-      std::optional<MemoryKind> memory_kind) const override;
-  absl::StatusOr<sharding::ShardLayout> Layout(
-      const Shape& shape) const override;
+      std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const override;
+  absl::StatusOr<sharding::ShardLayout> Layout(const Shape& shape) const override;
   std::string DebugString() const override;
 
   SingleDeviceSharding(DeviceListRef devices, MemoryKind memory_kind)
@@ -141,10 +129,8 @@ class OpaqueSharding final : public Sharding {
   static ShardingRef Create(DeviceListRef devices, MemoryKind memory_kind);
   bool HasSamePartitioning(const Sharding& other) const override;
   absl::StatusOr<ShardingRef> WithDeviceAssignment(
-      std::optional<DeviceListRef> devices,
-      std::optional<MemoryKind> memory_kind) const override;
-  absl::StatusOr<sharding::ShardLayout> Layout(
-      const Shape& shape) const override;
+      std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const override;
+  absl::StatusOr<sharding::ShardLayout> Layout(const Shape& shape) const override;
   std::string DebugString() const override;
 
   OpaqueSharding(DeviceListRef devices, MemoryKind memory_kind)
@@ -159,25 +145,20 @@ class ConcreteSharding final : public Sharding {
   // INVALID_ARGUMENT unless there is one shard shape and one index domain per
   // device, each domain has its shard's shape, lies inside `shape`, and the
   // domains together cover it.
-  static absl::StatusOr<ShardingRef> Create(
-      DeviceListRef devices, MemoryKind memory_kind, Shape shape,
-      std::vector<Shape> shard_shapes, std::vector<IndexDomain> index_domains);
+  static absl::StatusOr<ShardingRef> Create(DeviceListRef devices, MemoryKind memory_kind,
+                                            Shape shape, std::vector<Shape> shard_shapes,
+                                            std::vector<IndexDomain> index_domains);
   const Shape& shape() const { return shape_; }
   const std::vector<Shape>& shard_shapes() const { return shard_shapes_; }
-  const std::vector<IndexDomain>& index_domains() const {
-    return index_domains_;
-  }
+  const std::vector<IndexDomain>& index_domains() const { return index_domains_; }
   bool HasSamePartitioning(const Sharding& other) const override;
   absl::StatusOr<ShardingRef> WithDeviceAssignment(
-      std::optional<DeviceListRef> devices,
-      std::optional<MemoryKind> memory_kind) const override;
-  absl::StatusOr<sharding::ShardLayout> Layout(
-      const Shape& shape) const override;
+      std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const override;
+  absl::StatusOr<sharding::ShardLayout> Layout(const Shape& shape) const override;
   std::string DebugString() const override;
 
   ConcreteSharding(DeviceListRef devices, MemoryKind memory_kind, Shape shape,
-                   std::vector<Shape> shard_shapes,
-                   std::vector<IndexDomain> index_domains,
+                   std::vector<Shape> shard_shapes, std::vector<IndexDomain> index_domains,
                    sharding::ShardLayout layout);
 
  protected:
@@ -197,23 +178,19 @@ class ConcreteEvenSharding final : public Sharding {
   // consecutive devices. INVALID_ARGUMENT when ranks differ, a size is
   // negative, or the device count is not a multiple of the tile count (or, with
   // is_fully_replicated, shard_shape != shape).
-  static absl::StatusOr<ShardingRef> Create(DeviceListRef devices,
-                                            MemoryKind memory_kind, Shape shape,
-                                            Shape shard_shape,
+  static absl::StatusOr<ShardingRef> Create(DeviceListRef devices, MemoryKind memory_kind,
+                                            Shape shape, Shape shard_shape,
                                             bool is_fully_replicated = false);
   const Shape& shape() const { return shape_; }
   const Shape& shard_shape() const { return shard_shape_; }
   bool HasSamePartitioning(const Sharding& other) const override;
   absl::StatusOr<ShardingRef> WithDeviceAssignment(
-      std::optional<DeviceListRef> devices,
-      std::optional<MemoryKind> memory_kind) const override;
-  absl::StatusOr<sharding::ShardLayout> Layout(
-      const Shape& shape) const override;
+      std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const override;
+  absl::StatusOr<sharding::ShardLayout> Layout(const Shape& shape) const override;
   std::string DebugString() const override;
 
-  ConcreteEvenSharding(DeviceListRef devices, MemoryKind memory_kind,
-                       Shape shape, Shape shard_shape, bool is_fully_replicated,
-                       sharding::ShardLayout layout);
+  ConcreteEvenSharding(DeviceListRef devices, MemoryKind memory_kind, Shape shape,
+                       Shape shard_shape, bool is_fully_replicated, sharding::ShardLayout layout);
 
  protected:
   size_t PartitioningHash() const override;
@@ -228,16 +205,13 @@ class ShardingParamSharding final : public Sharding {
  public:
   // INVALID_ARGUMENT when the param is invalid or its device count differs from
   // the list's.
-  static absl::StatusOr<ShardingRef> Create(sharding::ShardingParam param,
-                                            DeviceListRef devices,
+  static absl::StatusOr<ShardingRef> Create(sharding::ShardingParam param, DeviceListRef devices,
                                             MemoryKind memory_kind);
   const sharding::ShardingParam& sharding_param() const { return param_; }
   bool HasSamePartitioning(const Sharding& other) const override;
   absl::StatusOr<ShardingRef> WithDeviceAssignment(
-      std::optional<DeviceListRef> devices,
-      std::optional<MemoryKind> memory_kind) const override;
-  absl::StatusOr<sharding::ShardLayout> Layout(
-      const Shape& shape) const override;
+      std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const override;
+  absl::StatusOr<sharding::ShardLayout> Layout(const Shape& shape) const override;
   std::string DebugString() const override;
 
   ShardingParamSharding(sharding::ShardingParam param, DeviceListRef devices,
@@ -256,25 +230,20 @@ class NamedSharding final : public Sharding {
  public:
   // INVALID_ARGUMENT when the mesh's device count differs from the list's or
   // the spec names an axis the mesh lacks (or names one twice).
-  static absl::StatusOr<ShardingRef> Create(sharding::Mesh mesh,
-                                            sharding::PartitionSpec spec,
-                                            DeviceListRef devices,
-                                            MemoryKind memory_kind);
+  static absl::StatusOr<ShardingRef> Create(sharding::Mesh mesh, sharding::PartitionSpec spec,
+                                            DeviceListRef devices, MemoryKind memory_kind);
   const sharding::Mesh& mesh() const { return mesh_; }
   const sharding::PartitionSpec& spec() const { return spec_; }
   // The equivalent ShardingParam for arrays of rank `rank`.
   absl::StatusOr<sharding::ShardingParam> ToShardingParam(int rank) const;
   bool HasSamePartitioning(const Sharding& other) const override;
   absl::StatusOr<ShardingRef> WithDeviceAssignment(
-      std::optional<DeviceListRef> devices,
-      std::optional<MemoryKind> memory_kind) const override;
-  absl::StatusOr<sharding::ShardLayout> Layout(
-      const Shape& shape) const override;
+      std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const override;
+  absl::StatusOr<sharding::ShardLayout> Layout(const Shape& shape) const override;
   std::string DebugString() const override;
 
-  NamedSharding(sharding::Mesh mesh, sharding::PartitionSpec spec,
-                DeviceListRef devices, MemoryKind memory_kind,
-                bool is_fully_replicated);
+  NamedSharding(sharding::Mesh mesh, sharding::PartitionSpec spec, DeviceListRef devices,
+                MemoryKind memory_kind, bool is_fully_replicated);
 
  protected:
   size_t PartitioningHash() const override;

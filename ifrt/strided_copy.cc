@@ -11,8 +11,7 @@ int64_t StridedCopy::num_elements() const {
   return n;
 }
 
-Index StridedCopy::RowMajorByteStrides(absl::Span<const int64_t> shape,
-                                       int64_t element_bytes) {
+Index StridedCopy::RowMajorByteStrides(absl::Span<const int64_t> shape, int64_t element_bytes) {
   Index strides(shape.size());
   int64_t stride = element_bytes;
   for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
@@ -22,10 +21,12 @@ Index StridedCopy::RowMajorByteStrides(absl::Span<const int64_t> shape,
   return strides;
 }
 
-StridedCopy StridedCopy::BetweenDenseArrays(
-    int64_t element_bytes, absl::Span<const int64_t> src_shape,
-    absl::Span<const int64_t> src_origin, absl::Span<const int64_t> dst_shape,
-    absl::Span<const int64_t> dst_origin, absl::Span<const int64_t> extent) {
+StridedCopy StridedCopy::BetweenDenseArrays(int64_t element_bytes,
+                                            absl::Span<const int64_t> src_shape,
+                                            absl::Span<const int64_t> src_origin,
+                                            absl::Span<const int64_t> dst_shape,
+                                            absl::Span<const int64_t> dst_origin,
+                                            absl::Span<const int64_t> extent) {
   StridedCopy c;
   c.element_bytes = element_bytes;
   c.extent.assign(extent.begin(), extent.end());
@@ -78,19 +79,16 @@ StridedCopy StridedCopy::Normalized() const {
 
 bool StridedCopy::inner_contiguous() const {
   if (extent.empty()) return true;
-  return src_byte_strides.back() == element_bytes &&
-         dst_byte_strides.back() == element_bytes;
+  return src_byte_strides.back() == element_bytes && dst_byte_strides.back() == element_bytes;
 }
 
-void StridedCopy::ForEachRun(
-    absl::FunctionRef<void(int64_t, int64_t, int64_t)> fn) const {
+void StridedCopy::ForEachRun(absl::FunctionRef<void(int64_t, int64_t, int64_t)> fn) const {
   StridedCopy n = Normalized();
   if (n.num_elements() == 0) return;
   const int rank = static_cast<int>(n.extent.size());
   const bool contiguous = n.inner_contiguous();
   const int outer_rank = contiguous ? rank - 1 : rank;
-  const int64_t run_bytes =
-      contiguous ? n.extent.back() * element_bytes : element_bytes;
+  const int64_t run_bytes = contiguous ? n.extent.back() * element_bytes : element_bytes;
   Index idx(outer_rank, 0);
   int64_t so = n.src_offset, d_o = n.dst_offset;
   while (true) {
@@ -112,8 +110,7 @@ void StridedCopy::ForEachRun(
 std::string StridedCopy::DebugString() const {
   return absl::StrCat("StridedCopy(element_bytes=", element_bytes, ", extent=[",
                       absl::StrJoin(extent, ","), "], src=", src_offset, "+[",
-                      absl::StrJoin(src_byte_strides, ","),
-                      "], dst=", dst_offset, "+[",
+                      absl::StrJoin(src_byte_strides, ","), "], dst=", dst_offset, "+[",
                       absl::StrJoin(dst_byte_strides, ","), "])");
 }
 

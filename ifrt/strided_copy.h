@@ -39,13 +39,11 @@ struct StridedCopy {
   int64_t bytes() const { return num_elements() * element_bytes; }
 
   // Byte strides of a dense row-major array of `shape`.
-  static Index RowMajorByteStrides(absl::Span<const int64_t> shape,
-                                   int64_t element_bytes);
+  static Index RowMajorByteStrides(absl::Span<const int64_t> shape, int64_t element_bytes);
 
   // Box `extent` at `src_origin` of a dense row-major array of `src_shape` to
   // `dst_origin` of a dense row-major array of `dst_shape`.
-  static StridedCopy BetweenDenseArrays(int64_t element_bytes,
-                                        absl::Span<const int64_t> src_shape,
+  static StridedCopy BetweenDenseArrays(int64_t element_bytes, absl::Span<const int64_t> src_shape,
                                         absl::Span<const int64_t> src_origin,
                                         absl::Span<const int64_t> dst_shape,
                                         absl::Span<const int64_t> dst_origin,

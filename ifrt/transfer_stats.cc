@@ -8,16 +8,13 @@ std::string TransferStats::DebugString() const {
   auto counter = [](const Counter& c) {
     return absl::StrCat(c.bytes, " bytes in ", c.copies, " copies");
   };
-  std::string out =
-      absl::StrCat("host_to_device: ", counter(host_to_device),
-                   "\ndevice_to_device: ", counter(device_to_device),
-                   "\ndevice_to_host: ", counter(device_to_host),
-                   "\nlocal: ", counter(local), "\n");
+  std::string out = absl::StrCat("host_to_device: ", counter(host_to_device),
+                                 "\ndevice_to_device: ", counter(device_to_device),
+                                 "\ndevice_to_host: ", counter(device_to_host),
+                                 "\nlocal: ", counter(local), "\n");
   for (const auto& [pair, c] : per_device_pair) {
-    absl::StrAppend(&out, "  ",
-                    pair.first < 0 ? "host" : absl::StrCat(pair.first), " -> ",
-                    pair.second < 0 ? "host" : absl::StrCat(pair.second), ": ",
-                    counter(c), "\n");
+    absl::StrAppend(&out, "  ", pair.first < 0 ? "host" : absl::StrCat(pair.first), " -> ",
+                    pair.second < 0 ? "host" : absl::StrCat(pair.second), ": ", counter(c), "\n");
   }
   return out;
 }

@@ -36,8 +36,7 @@ struct TransferStats {
 
   std::string DebugString() const;
   friend bool operator==(const TransferStats& a, const TransferStats& b) {
-    return a.host_to_device == b.host_to_device &&
-           a.device_to_device == b.device_to_device &&
+    return a.host_to_device == b.host_to_device && a.device_to_device == b.device_to_device &&
            a.device_to_host == b.device_to_host && a.local == b.local &&
            a.per_device_pair == b.per_device_pair;
   }

@@ -10,23 +10,20 @@
 
 namespace tessera::sharding {
 
-Box::Box(Index origin, Index shape)
-    : origin_(std::move(origin)), shape_(std::move(shape)) {
+Box::Box(Index origin, Index shape) : origin_(std::move(origin)), shape_(std::move(shape)) {
   assert(origin_.size() == shape_.size());
-  assert(std::all_of(shape_.begin(), shape_.end(),
-                     [](int64_t s) { return s >= 0; }));
+  assert(std::all_of(shape_.begin(), shape_.end(), [](int64_t s) { return s >= 0; }));
 }
 
 absl::StatusOr<Box> Box::Create(Index origin, Index shape) {
   if (origin.size() != shape.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Box origin has rank ", origin.size(),
-                     " but shape has rank ", shape.size()));
+        absl::StrCat("Box origin has rank ", origin.size(), " but shape has rank ", shape.size()));
   }
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Box shape has negative size ", shape[d], " in dimension ", d));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Box shape has negative size ", shape[d], " in dimension ", d));
     }
   }
   return Box(std::move(origin), std::move(shape));
@@ -43,15 +40,13 @@ int64_t Box::num_elements() const {
 }
 
 bool Box::is_empty() const {
-  return std::any_of(shape_.begin(), shape_.end(),
-                     [](int64_t s) { return s == 0; });
+  return std::any_of(shape_.begin(), shape_.end(), [](int64_t s) { return s == 0; });
 }
 
 std::string Box::ToString() const {
   std::string out = "[";
   for (int d = 0; d < rank(); ++d) {
-    absl::StrAppend(&out, d == 0 ? "" : ", ", inclusive_min(d), ":",
-                    exclusive_max(d));
+    absl::StrAppend(&out, d == 0 ? "" : ", ", inclusive_min(d), ":", exclusive_max(d));
   }
   out += "]";
   return out;
@@ -89,8 +84,7 @@ Box ShiftOrigin(const Box& box, absl::Span<const int64_t> new_origin_of_frame) {
   return Box(std::move(origin), box.shape());
 }
 
-int64_t RowMajorOffset(absl::Span<const int64_t> shape,
-                       absl::Span<const int64_t> index) {
+int64_t RowMajorOffset(absl::Span<const int64_t> shape, absl::Span<const int64_t> index) {
   assert(shape.size() == index.size());
   int64_t offset = 0;
   for (size_t d = 0; d < shape.size(); ++d) {

@@ -87,8 +87,7 @@ Box ShiftOrigin(const Box& box, absl::Span<const int64_t> new_origin_of_frame);
 // Row-major element offset of `index` in a dense array of `shape`.
 // Precondition: same rank, 0 <= index[d] < shape[d] (an index equal to the
 // shape is allowed and gives the one-past-the-end offset along that dim).
-int64_t RowMajorOffset(absl::Span<const int64_t> shape,
-                       absl::Span<const int64_t> index);
+int64_t RowMajorOffset(absl::Span<const int64_t> shape, absl::Span<const int64_t> index);
 
 // Calls fn(element_offset, run_length_in_elements) for each maximal contiguous
 // run of `box` inside a dense row-major array of `array_shape`, in row-major

@@ -11,8 +11,8 @@ int64_t IndexOf(const std::vector<int64_t>& sorted, int64_t v) {
 
 // Recursive sweep: does the union of boxes `ids` contain `region` in dims
 // [d, rank)? All boxes already span region's extent in dims [0, d).
-bool SweepCovers(const std::vector<Box>& boxes, const std::vector<int>& ids,
-                 const Box& region, int d) {
+bool SweepCovers(const std::vector<Box>& boxes, const std::vector<int>& ids, const Box& region,
+                 int d) {
   if (d == region.rank()) return !ids.empty();
   const int64_t lo = region.inclusive_min(d), hi = region.exclusive_max(d);
   std::vector<int64_t> cuts = {lo, hi};
@@ -27,8 +27,7 @@ bool SweepCovers(const std::vector<Box>& boxes, const std::vector<int>& ids,
   for (size_t c = 0; c + 1 < cuts.size(); ++c) {
     sub.clear();
     for (int i : ids) {
-      if (boxes[i].inclusive_min(d) <= cuts[c] &&
-          boxes[i].exclusive_max(d) >= cuts[c + 1]) {
+      if (boxes[i].inclusive_min(d) <= cuts[c] && boxes[i].exclusive_max(d) >= cuts[c + 1]) {
         sub.push_back(i);
       }
     }
@@ -39,8 +38,7 @@ bool SweepCovers(const std::vector<Box>& boxes, const std::vector<int>& ids,
 
 }  // namespace
 
-BoxIndex::BoxIndex(int rank, const std::vector<Box>& boxes)
-    : rank_(rank), boxes_(boxes) {
+BoxIndex::BoxIndex(int rank, const std::vector<Box>& boxes) : rank_(rank), boxes_(boxes) {
   std::vector<int> nonempty;
   for (int i = 0; i < static_cast<int>(boxes_.size()); ++i) {
     if (!boxes_[i].is_empty()) nonempty.push_back(i);
@@ -53,8 +51,7 @@ BoxIndex::BoxIndex(int rank, const std::vector<Box>& boxes)
       bounds_[d].push_back(boxes_[i].exclusive_max(d));
     }
     std::sort(bounds_[d].begin(), bounds_[d].end());
-    bounds_[d].erase(std::unique(bounds_[d].begin(), bounds_[d].end()),
-                     bounds_[d].end());
+    bounds_[d].erase(std::unique(bounds_[d].begin(), bounds_[d].end()), bounds_[d].end());
   }
   int64_t cells = nonempty.empty() ? 0 : 1;
   for (int d = 0; d < rank_ && cells > 0; ++d) {
@@ -98,8 +95,7 @@ BoxIndex::BoxIndex(int rank, const std::vector<Box>& boxes)
   }
 }
 
-void BoxIndex::ForEachIntersecting(const Box& query,
-                                   absl::FunctionRef<void(int)> fn) const {
+void BoxIndex::ForEachIntersecting(const Box& query, absl::FunctionRef<void(int)> fn) const {
   if (query.is_empty()) return;
   if (is_grid_) {
     // Per dim the interval range [lo, hi) of cells overlapping the query.
@@ -108,11 +104,9 @@ void BoxIndex::ForEachIntersecting(const Box& query,
       const auto& b = bounds_[d];
       const int64_t n = static_cast<int64_t>(b.size()) - 1;
       // First interval whose end > query min; last whose start < query max.
-      lo[d] = std::upper_bound(b.begin(), b.end(), query.inclusive_min(d)) -
-              b.begin() - 1;
+      lo[d] = std::upper_bound(b.begin(), b.end(), query.inclusive_min(d)) - b.begin() - 1;
       lo[d] = std::max<int64_t>(lo[d], 0);
-      hi[d] = std::lower_bound(b.begin(), b.end(), query.exclusive_max(d)) -
-              b.begin();
+      hi[d] = std::lower_bound(b.begin(), b.end(), query.exclusive_max(d)) - b.begin();
       hi[d] = std::min(hi[d], n);
       if (lo[d] >= hi[d] || b[lo[d] + 1] <= query.inclusive_min(d)) return;
       cur[d] = lo[d];
@@ -136,9 +130,8 @@ void BoxIndex::ForEachIntersecting(const Box& query,
     return;
   }
   const int64_t qlo = query.inclusive_min(0), qhi = query.exclusive_max(0);
-  auto first = std::lower_bound(
-      by_min0_.begin(), by_min0_.end(), qlo - max_size0_ + 1,
-      [&](int i, int64_t v) { return boxes_[i].inclusive_min(0) < v; });
+  auto first = std::lower_bound(by_min0_.begin(), by_min0_.end(), qlo - max_size0_ + 1,
+                                [&](int i, int64_t v) { return boxes_[i].inclusive_min(0) < v; });
   std::vector<int> hits;
   for (auto it = first; it != by_min0_.end(); ++it) {
     const Box& b = boxes_[*it];

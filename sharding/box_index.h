@@ -26,8 +26,7 @@ class BoxIndex {
 
   // Calls fn(i) for each box i with a non-empty intersection with `query`, in
   // increasing i for the fallback path and in row-major cell order for grids.
-  void ForEachIntersecting(const Box& query,
-                           absl::FunctionRef<void(int)> fn) const;
+  void ForEachIntersecting(const Box& query, absl::FunctionRef<void(int)> fn) const;
   // True iff the union of the boxes contains `region` (precondition: the
   // boxes and `region` have the index's rank).
   bool Covers(const Box& region) const;

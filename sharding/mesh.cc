@@ -14,9 +14,7 @@ constexpr int64_t kMaxDevices = int64_t{1} << 24;
 
 bool IsValidAxisName(std::string_view name) {
   if (name.empty() || name == "None") return false;
-  auto is_start = [](char c) {
-    return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
-  };
+  auto is_start = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
   if (!is_start(name[0])) return false;
   for (char c : name) {
     if (!is_start(c) && !std::isdigit(static_cast<unsigned char>(c))) {
@@ -34,16 +32,15 @@ absl::StatusOr<Mesh> Mesh::Create(std::vector<Axis> axes) {
   int64_t devices = 1;
   for (const Axis& axis : axes) {
     if (!IsValidAxisName(axis.name)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Invalid mesh axis name \"", axis.name, "\""));
+      return absl::InvalidArgumentError(absl::StrCat("Invalid mesh axis name \"", axis.name, "\""));
     }
     if (!names.insert(axis.name).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("Repeated mesh axis name \"", axis.name, "\""));
     }
     if (axis.size < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Mesh axis \"", axis.name, "\" has non-positive size ", axis.size));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Mesh axis \"", axis.name, "\" has non-positive size ", axis.size));
     }
     devices *= axis.size;
     if (devices > kMaxDevices) {

@@ -48,9 +48,7 @@ class Mesh {
   // Position of the axis called `name`, if any.
   std::optional<int> FindAxis(std::string_view name) const;
 
-  friend bool operator==(const Mesh& a, const Mesh& b) {
-    return a.axes_ == b.axes_;
-  }
+  friend bool operator==(const Mesh& a, const Mesh& b) { return a.axes_ == b.axes_; }
   friend bool operator!=(const Mesh& a, const Mesh& b) { return !(a == b); }
   template <typename H>
   friend H AbslHashValue(H h, const Mesh& m) {

@@ -7,8 +7,7 @@
 namespace tessera::sharding::internal {
 
 void TextCursor::SkipSpaces() {
-  while (pos_ < text_.size() &&
-         std::isspace(static_cast<unsigned char>(text_[pos_]))) {
+  while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) {
     ++pos_;
   }
 }
@@ -27,8 +26,7 @@ bool TextCursor::ConsumeInteger(int64_t* out, bool allow_negative) {
   if (negative) ++p;
   const size_t start = p;
   int64_t value = 0;
-  while (p < text_.size() &&
-         std::isdigit(static_cast<unsigned char>(text_[p]))) {
+  while (p < text_.size() && std::isdigit(static_cast<unsigned char>(text_[p]))) {
     if (p - start >= 18) return false;
     value = value * 10 + (text_[p] - '0');
     ++p;
@@ -42,14 +40,11 @@ bool TextCursor::ConsumeInteger(int64_t* out, bool allow_negative) {
 bool TextCursor::ConsumeIdentifier(std::string_view* out) {
   SkipSpaces();
   size_t p = pos_;
-  auto is_start = [](char c) {
-    return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
-  };
+  auto is_start = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
   if (p >= text_.size() || !is_start(text_[p])) return false;
   ++p;
   while (p < text_.size() &&
-         (is_start(text_[p]) ||
-          std::isdigit(static_cast<unsigned char>(text_[p])))) {
+         (is_start(text_[p]) || std::isdigit(static_cast<unsigned char>(text_[p])))) {
     ++p;
   }
   *out = text_.substr(pos_, p - pos_);
@@ -63,9 +58,9 @@ bool TextCursor::AtEnd() {
 }
 
 absl::Status TextCursor::Error(std::string_view expected) const {
-  return absl::InvalidArgumentError(
-      absl::StrCat("Cannot parse ", AsAbsl(what_), " \"", AsAbsl(text_),
-                   "\": expected ", AsAbsl(expected), " at offset ", pos_));
+  return absl::InvalidArgumentError(absl::StrCat("Cannot parse ", AsAbsl(what_), " \"",
+                                                 AsAbsl(text_), "\": expected ", AsAbsl(expected),
+                                                 " at offset ", pos_));
 }
 
 }  // namespace tessera::sharding::internal

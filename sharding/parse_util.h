@@ -20,8 +20,7 @@ inline absl::string_view AsAbsl(std::string_view s) {
 // skips leading white space and leaves the position unchanged on failure.
 class TextCursor {
  public:
-  TextCursor(std::string_view what, std::string_view text)
-      : what_(what), text_(text) {}
+  TextCursor(std::string_view what, std::string_view text) : what_(what), text_(text) {}
 
   bool Consume(std::string_view token);
   // A decimal of at most 18 digits; a leading '-' only if `allow_negative`.

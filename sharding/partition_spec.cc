@@ -93,15 +93,14 @@ std::string PartitionSpec::ToString() const {
   return out;
 }
 
-absl::StatusOr<ShardingParam> ToShardingParam(const Mesh& mesh,
-                                              const PartitionSpec& spec,
+absl::StatusOr<ShardingParam> ToShardingParam(const Mesh& mesh, const PartitionSpec& spec,
                                               int rank) {
   if (rank < 0) {
     return absl::InvalidArgumentError(absl::StrCat("Negative rank ", rank));
   }
   if (spec.size() > rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "PartitionSpec ", spec.ToString(), " is longer than rank ", rank));
+    return absl::InvalidArgumentError(
+        absl::StrCat("PartitionSpec ", spec.ToString(), " is longer than rank ", rank));
   }
   const int m = mesh.num_axes();
   std::vector<bool> used(m, false);
@@ -111,14 +110,13 @@ absl::StatusOr<ShardingParam> ToShardingParam(const Mesh& mesh,
     for (const std::string& name : spec.dims()[d]) {
       std::optional<int> axis = mesh.FindAxis(name);
       if (!axis.has_value()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "PartitionSpec ", spec.ToString(), " names unknown axis \"", name,
-            "\" of ", mesh.ToString()));
+        return absl::InvalidArgumentError(absl::StrCat("PartitionSpec ", spec.ToString(),
+                                                       " names unknown axis \"", name, "\" of ",
+                                                       mesh.ToString()));
       }
       if (used[*axis]) {
         return absl::InvalidArgumentError(
-            absl::StrCat("PartitionSpec ", spec.ToString(),
-                         " uses repeated axis \"", name, "\""));
+            absl::StrCat("PartitionSpec ", spec.ToString(), " uses repeated axis \"", name, "\""));
       }
       used[*axis] = true;
       major_to_minor.push_back(*axis);

@@ -46,9 +46,7 @@ class PartitionSpec {
   friend bool operator==(const PartitionSpec& a, const PartitionSpec& b) {
     return a.dims_ == b.dims_;
   }
-  friend bool operator!=(const PartitionSpec& a, const PartitionSpec& b) {
-    return !(a == b);
-  }
+  friend bool operator!=(const PartitionSpec& a, const PartitionSpec& b) { return !(a == b); }
   template <typename H>
   friend H AbslHashValue(H h, const PartitionSpec& p) {
     return H::combine(std::move(h), p.dims_);
@@ -64,8 +62,7 @@ class PartitionSpec {
 // (JAX's device order). Unused mesh axes replicate.
 // INVALID_ARGUMENT: an axis not in the mesh ("unknown axis"), an axis used
 // twice ("repeated axis"), spec longer than rank, rank < 0.
-absl::StatusOr<ShardingParam> ToShardingParam(const Mesh& mesh,
-                                              const PartitionSpec& spec,
+absl::StatusOr<ShardingParam> ToShardingParam(const Mesh& mesh, const PartitionSpec& spec,
                                               int rank);
 
 }  // namespace tessera::sharding

@@ -32,8 +32,8 @@ struct SrcGroup {
 
 // The lowest slot of `group` on `device`, or -1.
 int FindSlotOnDevice(const SrcGroup& group, int64_t device) {
-  auto it = std::lower_bound(group.by_device.begin(), group.by_device.end(),
-                             std::make_pair(device, -1));
+  auto it =
+      std::lower_bound(group.by_device.begin(), group.by_device.end(), std::make_pair(device, -1));
   if (it == group.by_device.end() || it->first != device) return -1;
   return it->second;
 }
@@ -47,16 +47,14 @@ struct Cell {
 
 // Splits `b` along every source-box boundary that crosses it.
 absl::Status ComputeCells(const Box& b, const std::vector<int>& candidates,
-                          const std::vector<SrcGroup>& groups,
-                          std::vector<Cell>* cells) {
+                          const std::vector<SrcGroup>& groups, std::vector<Cell>* cells) {
   const int rank = b.rank();
   std::vector<std::vector<int64_t>> cuts(rank);
   for (int d = 0; d < rank; ++d) {
     const int64_t lo = b.inclusive_min(d), hi = b.exclusive_max(d);
     cuts[d] = {lo, hi};
     for (int c : candidates) {
-      for (int64_t v :
-           {groups[c].box.inclusive_min(d), groups[c].box.exclusive_max(d)}) {
+      for (int64_t v : {groups[c].box.inclusive_min(d), groups[c].box.exclusive_max(d)}) {
         if (v > lo && v < hi) cuts[d].push_back(v);
       }
     }
@@ -75,9 +73,8 @@ absl::Status ComputeCells(const Box& b, const std::vector<int>& candidates,
       if (Contains(groups[c].box, cell.box)) cell.holders.push_back(c);
     }
     if (cell.holders.empty()) {
-      return absl::InternalError(
-          absl::StrCat("No source shard holds ", cell.box.ToString(),
-                       " (source layout does not cover the array)"));
+      return absl::InternalError(absl::StrCat("No source shard holds ", cell.box.ToString(),
+                                              " (source layout does not cover the array)"));
     }
     cells->push_back(std::move(cell));
     int d = rank - 1;
@@ -116,9 +113,8 @@ void MergeBoxes(std::vector<Box>& boxes) {
           const Box& last = out.back();
           bool same_other = true;
           for (int e = 0; e < rank && same_other; ++e) {
-            same_other =
-                e == d || (last.inclusive_min(e) == box.inclusive_min(e) &&
-                           last.size(e) == box.size(e));
+            same_other = e == d || (last.inclusive_min(e) == box.inclusive_min(e) &&
+                                    last.size(e) == box.size(e));
           }
           if (same_other && last.exclusive_max(d) == box.inclusive_min(d)) {
             Index shape = last.shape();
@@ -144,9 +140,8 @@ void MergePieces(std::vector<Piece>& pieces) {
   auto key = [](const Piece& p) {
     return std::make_tuple(p.depth, p.from_destination, p.src_slot);
   };
-  std::stable_sort(
-      pieces.begin(), pieces.end(),
-      [&](const Piece& a, const Piece& b) { return key(a) < key(b); });
+  std::stable_sort(pieces.begin(), pieces.end(),
+                   [&](const Piece& a, const Piece& b) { return key(a) < key(b); });
   std::vector<Piece> out;
   out.reserve(pieces.size());
   for (size_t i = 0; i < pieces.size();) {
@@ -158,8 +153,8 @@ void MergePieces(std::vector<Piece>& pieces) {
     }
     MergeBoxes(boxes);
     for (Box& box : boxes) {
-      out.push_back({pieces[i].from_destination, pieces[i].src_slot,
-                     pieces[i].depth, std::move(box)});
+      out.push_back(
+          {pieces[i].from_destination, pieces[i].src_slot, pieces[i].depth, std::move(box)});
     }
     i = j;
   }
@@ -178,23 +173,21 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
                                         absl::Span<const int64_t> src_devices,
                                         const ShardLayout& dst,
                                         absl::Span<const int64_t> dst_devices,
-                                        int64_t element_bytes,
-                                        const PlanOptions& options) {
+                                        int64_t element_bytes, const PlanOptions& options) {
   if (src.global_shape() != dst.global_shape()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Source and destination global shapes differ: [",
-                     absl::StrJoin(src.global_shape(), ","), "] vs [",
-                     absl::StrJoin(dst.global_shape(), ","), "]"));
+    return absl::InvalidArgumentError(absl::StrCat("Source and destination global shapes differ: [",
+                                                   absl::StrJoin(src.global_shape(), ","), "] vs [",
+                                                   absl::StrJoin(dst.global_shape(), ","), "]"));
   }
   if (static_cast<int64_t>(src_devices.size()) != src.num_slots()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Source layout has ", src.num_slots(), " slots but ",
-                     src_devices.size(), " source devices were given"));
+    return absl::InvalidArgumentError(absl::StrCat("Source layout has ", src.num_slots(),
+                                                   " slots but ", src_devices.size(),
+                                                   " source devices were given"));
   }
   if (static_cast<int64_t>(dst_devices.size()) != dst.num_slots()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Destination layout has ", dst.num_slots(), " slots but ",
-                     dst_devices.size(), " destination devices were given"));
+    return absl::InvalidArgumentError(absl::StrCat("Destination layout has ", dst.num_slots(),
+                                                   " slots but ", dst_devices.size(),
+                                                   " destination devices were given"));
   }
   if (element_bytes <= 0) {
     return absl::InvalidArgumentError(
@@ -224,8 +217,7 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
       for (const auto& [device, slot] : groups[h].by_device) {
         auto it = sent.find(device);
         int64_t load = it == sent.end() ? 0 : it->second;
-        if (best_slot < 0 || load < best_load ||
-            (load == best_load && slot < best_slot)) {
+        if (best_slot < 0 || load < best_load || (load == best_load && slot < best_slot)) {
           best_slot = slot;
           best_device = device;
           best_load = load;
@@ -256,8 +248,7 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
       if (groups[c].box == box) alias_group = c;
     }
     cells.clear();
-    if (absl::Status s = ComputeCells(box, candidates, groups, &cells);
-        !s.ok()) {
+    if (absl::Status s = ComputeCells(box, candidates, groups, &cells); !s.ok()) {
       return s;
     }
     remote.assign(cells.size(), {});
@@ -301,8 +292,8 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
       std::vector<std::pair<int, int>> extras;  // (slot, receiver index)
       receiver_of_device.clear();
       for (int slot : needing) {
-        auto [it, inserted] = receiver_of_device.try_emplace(
-            dst_devices[slot], static_cast<int>(receivers.size()));
+        auto [it, inserted] =
+            receiver_of_device.try_emplace(dst_devices[slot], static_cast<int>(receivers.size()));
         if (inserted) {
           receivers.push_back(slot);
         } else {
@@ -313,12 +304,10 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
       pieces[receivers[0]].push_back({false, src_slot, 0, cells[i].box});
       sent[src_device] += bytes;
       for (int r = 1; r < static_cast<int>(receivers.size()); ++r) {
-        pieces[receivers[r]].push_back(
-            {true, receivers[(r - 1) / 2], TreeDepth(r), cells[i].box});
+        pieces[receivers[r]].push_back({true, receivers[(r - 1) / 2], TreeDepth(r), cells[i].box});
       }
       for (const auto& [slot, r] : extras) {
-        pieces[slot].push_back(
-            {true, receivers[r], TreeDepth(r) + 1, cells[i].box});
+        pieces[slot].push_back({true, receivers[r], TreeDepth(r) + 1, cells[i].box});
       }
     }
   }
@@ -330,20 +319,18 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
     Box local = ShiftOrigin(box, box.origin());
     ordered.push_back(
         {0, BoxCopy{BoxCopy::Kind::kAlias, false, src_slot, local, slot, local,
-                    src_devices[src_slot], dst_devices[slot],
-                    box.num_elements() * element_bytes}});
+                    src_devices[src_slot], dst_devices[slot], box.num_elements() * element_bytes}});
   }
   for (int slot = 0; slot < dst.num_slots(); ++slot) {
     MergePieces(pieces[slot]);
     const Box& dst_box = dst.slot_box(slot);
     for (Piece& p : pieces[slot]) {
-      const Box& frame = p.from_destination ? dst.slot_box(p.src_slot)
-                                            : src.slot_box(p.src_slot);
-      const int64_t src_device = p.from_destination ? dst_devices[p.src_slot]
-                                                    : src_devices[p.src_slot];
+      const Box& frame = p.from_destination ? dst.slot_box(p.src_slot) : src.slot_box(p.src_slot);
+      const int64_t src_device =
+          p.from_destination ? dst_devices[p.src_slot] : src_devices[p.src_slot];
       BoxCopy copy;
-      copy.kind = src_device == dst_devices[slot] ? BoxCopy::Kind::kLocal
-                                                  : BoxCopy::Kind::kCrossDevice;
+      copy.kind =
+          src_device == dst_devices[slot] ? BoxCopy::Kind::kLocal : BoxCopy::Kind::kCrossDevice;
       copy.from_destination = p.from_destination;
       copy.src_slot = p.src_slot;
       copy.src_box = ShiftOrigin(p.box, frame.origin());
@@ -355,11 +342,10 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
       ordered.push_back({p.depth, std::move(copy)});
     }
   }
-  std::stable_sort(ordered.begin(), ordered.end(),
-                   [](const auto& a, const auto& b) {
-                     if (a.first != b.first) return a.first < b.first;
-                     return a.second.dst_slot < b.second.dst_slot;
-                   });
+  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    return a.second.dst_slot < b.second.dst_slot;
+  });
   plan.copies.reserve(ordered.size());
   for (auto& [depth, copy] : ordered) {
     switch (copy.kind) {

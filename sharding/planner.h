@@ -50,8 +50,7 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
                                         absl::Span<const int64_t> src_devices,
                                         const ShardLayout& dst,
                                         absl::Span<const int64_t> dst_devices,
-                                        int64_t element_bytes,
-                                        const PlanOptions& options = {});
+                                        int64_t element_bytes, const PlanOptions& options = {});
 
 }  // namespace tessera::sharding
 

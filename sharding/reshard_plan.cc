@@ -23,25 +23,20 @@ std::string RenderPlan(const ReshardPlan& plan) {
   using Key = std::tuple<int64_t, int64_t, bool, int>;
   std::map<Key, std::pair<int64_t, int64_t>> groups;  // -> (count, bytes)
   for (const BoxCopy& c : plan.copies) {
-    auto& g = groups[Key(c.src_device, c.dst_device, c.from_destination,
-                         static_cast<int>(c.kind))];
+    auto& g = groups[Key(c.src_device, c.dst_device, c.from_destination, static_cast<int>(c.kind))];
     ++g.first;
     g.second += c.bytes;
   }
-  std::string out =
-      absl::StrCat("ReshardPlan: ", plan.copies.size(),
-                   " copies, fan_out=", plan.fan_out ? "true" : "false", "\n");
+  std::string out = absl::StrCat("ReshardPlan: ", plan.copies.size(),
+                                 " copies, fan_out=", plan.fan_out ? "true" : "false", "\n");
   for (const auto& [key, value] : groups) {
     const auto& [src, dst, forward, kind] = key;
-    absl::StrAppend(&out, "  ", forward ? "forward " : "", "device ", src,
-                    " -> device ", dst, ": ", value.first, " ",
-                    std::string(KindName(static_cast<BoxCopy::Kind>(kind))),
-                    value.first == 1 ? " copy, " : " copies, ", value.second,
-                    " bytes\n");
+    absl::StrAppend(&out, "  ", forward ? "forward " : "", "device ", src, " -> device ", dst, ": ",
+                    value.first, " ", std::string(KindName(static_cast<BoxCopy::Kind>(kind))),
+                    value.first == 1 ? " copy, " : " copies, ", value.second, " bytes\n");
   }
   absl::StrAppend(&out, "totals: cross_device_bytes=", plan.cross_device_bytes,
-                  " local_bytes=", plan.local_bytes,
-                  " aliased_bytes=", plan.aliased_bytes,
+                  " local_bytes=", plan.local_bytes, " aliased_bytes=", plan.aliased_bytes,
                   " forwarded_bytes=", plan.forwarded_bytes,
                   " lower_bound_bytes=", plan.lower_bound_bytes, "\n");
   return out;

@@ -39,9 +39,8 @@ struct BoxCopy {
 
   friend bool operator==(const BoxCopy& a, const BoxCopy& b) {
     return a.kind == b.kind && a.from_destination == b.from_destination &&
-           a.src_slot == b.src_slot && a.src_box == b.src_box &&
-           a.dst_slot == b.dst_slot && a.dst_box == b.dst_box &&
-           a.src_device == b.src_device && a.dst_device == b.dst_device &&
+           a.src_slot == b.src_slot && a.src_box == b.src_box && a.dst_slot == b.dst_slot &&
+           a.dst_box == b.dst_box && a.src_device == b.src_device && a.dst_device == b.dst_device &&
            a.bytes == b.bytes;
   }
 };
@@ -67,11 +66,9 @@ struct ReshardPlan {
   int64_t forwarded_bytes = 0;
 
   friend bool operator==(const ReshardPlan& a, const ReshardPlan& b) {
-    return a.copies == b.copies &&
-           a.cross_device_bytes == b.cross_device_bytes &&
-           a.local_bytes == b.local_bytes &&
-           a.aliased_bytes == b.aliased_bytes && a.num_copies == b.num_copies &&
-           a.lower_bound_bytes == b.lower_bound_bytes &&
+    return a.copies == b.copies && a.cross_device_bytes == b.cross_device_bytes &&
+           a.local_bytes == b.local_bytes && a.aliased_bytes == b.aliased_bytes &&
+           a.num_copies == b.num_copies && a.lower_bound_bytes == b.lower_bound_bytes &&
            a.forwarded_bytes == b.forwarded_bytes && a.fan_out == b.fan_out;
   }
 };

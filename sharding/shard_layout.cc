@@ -16,15 +16,15 @@ ShardLayout::ShardLayout(Index global_shape, std::vector<Box> boxes)
   absl::flat_hash_map<Box, int> group_of;
   group_of.reserve(boxes_.size());
   for (int slot = 0; slot < static_cast<int>(boxes_.size()); ++slot) {
-    auto [it, inserted] = group_of.try_emplace(
-        boxes_[slot], static_cast<int>(replica_groups_.size()));
+    auto [it, inserted] =
+        group_of.try_emplace(boxes_[slot], static_cast<int>(replica_groups_.size()));
     if (inserted) replica_groups_.emplace_back();
     replica_groups_[it->second].push_back(slot);
   }
 }
 
-absl::StatusOr<ShardLayout> ShardLayout::FromShardingParam(
-    const ShardingParam& param, absl::Span<const int64_t> global_shape) {
+absl::StatusOr<ShardLayout> ShardLayout::FromShardingParam(const ShardingParam& param,
+                                                           absl::Span<const int64_t> global_shape) {
   if (absl::Status s = param.VerifyForShape(global_shape); !s.ok()) return s;
   const int rank = static_cast<int>(global_shape.size());
   // Per dim, the [min, size) of each tile.
@@ -48,12 +48,11 @@ absl::StatusOr<ShardLayout> ShardLayout::FromShardingParam(
     }
     boxes.emplace_back(std::move(origin), std::move(shape));
   }
-  return ShardLayout(Index(global_shape.begin(), global_shape.end()),
-                     std::move(boxes));
+  return ShardLayout(Index(global_shape.begin(), global_shape.end()), std::move(boxes));
 }
 
-absl::StatusOr<ShardLayout> ShardLayout::FromBoxes(
-    absl::Span<const int64_t> global_shape, std::vector<Box> slot_boxes) {
+absl::StatusOr<ShardLayout> ShardLayout::FromBoxes(absl::Span<const int64_t> global_shape,
+                                                   std::vector<Box> slot_boxes) {
   const int rank = static_cast<int>(global_shape.size());
   if (slot_boxes.empty()) {
     return absl::InvalidArgumentError("ShardLayout needs at least one slot");
@@ -61,28 +60,25 @@ absl::StatusOr<ShardLayout> ShardLayout::FromBoxes(
   for (int d = 0; d < rank; ++d) {
     if (global_shape[d] < 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("Global shape has negative size ", global_shape[d],
-                       " in dimension ", d));
+          absl::StrCat("Global shape has negative size ", global_shape[d], " in dimension ", d));
     }
   }
   for (size_t slot = 0; slot < slot_boxes.size(); ++slot) {
     const Box& box = slot_boxes[slot];
     if (box.rank() != rank) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Slot ", slot, " box ", box.ToString(), " has rank ",
-                       box.rank(), " but the array has rank ", rank));
+      return absl::InvalidArgumentError(absl::StrCat("Slot ", slot, " box ", box.ToString(),
+                                                     " has rank ", box.rank(),
+                                                     " but the array has rank ", rank));
     }
     for (int d = 0; d < rank; ++d) {
       if (box.inclusive_min(d) < 0 || box.exclusive_max(d) > global_shape[d]) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("Slot ", slot, " box ", box.ToString(),
-                         " lies outside the array of shape [",
-                         absl::StrJoin(global_shape, ","), "]"));
+        return absl::InvalidArgumentError(absl::StrCat("Slot ", slot, " box ", box.ToString(),
+                                                       " lies outside the array of shape [",
+                                                       absl::StrJoin(global_shape, ","), "]"));
       }
     }
   }
-  ShardLayout layout(Index(global_shape.begin(), global_shape.end()),
-                     std::move(slot_boxes));
+  ShardLayout layout(Index(global_shape.begin(), global_shape.end()), std::move(slot_boxes));
   std::vector<Box> unique;
   unique.reserve(layout.replica_groups_.size());
   for (const auto& group : layout.replica_groups_) {
@@ -90,15 +86,13 @@ absl::StatusOr<ShardLayout> ShardLayout::FromBoxes(
   }
   internal::BoxIndex index(rank, unique);
   if (!index.Covers(Box::FromShape(global_shape))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("The slot boxes do not cover the array of shape [",
-                     absl::StrJoin(global_shape, ","), "]"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "The slot boxes do not cover the array of shape [", absl::StrJoin(global_shape, ","), "]"));
   }
   return layout;
 }
 
-ShardLayout ShardLayout::Replicated(absl::Span<const int64_t> global_shape,
-                                    int num_slots) {
+ShardLayout ShardLayout::Replicated(absl::Span<const int64_t> global_shape, int num_slots) {
   assert(num_slots >= 1);
   return ShardLayout(Index(global_shape.begin(), global_shape.end()),
                      std::vector<Box>(num_slots, Box::FromShape(global_shape)));
@@ -115,9 +109,8 @@ bool ShardLayout::IsFullyReplicated() const {
 std::string ShardLayout::ToString() const {
   return absl::StrCat(
       "ShardLayout{shape=[", absl::StrJoin(global_shape_, ","), "], slots=[",
-      absl::StrJoin(
-          boxes_, ", ",
-          [](std::string* out, const Box& b) { out->append(b.ToString()); }),
+      absl::StrJoin(boxes_, ", ",
+                    [](std::string* out, const Box& b) { out->append(b.ToString()); }),
       "]}");
 }
 

@@ -36,16 +36,15 @@ class ShardLayout {
   // tile t covers [min(t*c, n), min((t+1)*c, n)) with c = ceil(n/k), so the
   // last tiles may be smaller or empty. INVALID_ARGUMENT when
   // param.VerifyForShape(global_shape) fails.
-  static absl::StatusOr<ShardLayout> FromShardingParam(
-      const ShardingParam& param, absl::Span<const int64_t> global_shape);
+  static absl::StatusOr<ShardLayout> FromShardingParam(const ShardingParam& param,
+                                                       absl::Span<const int64_t> global_shape);
   // Arbitrary boxes, one per slot. INVALID_ARGUMENT when: no slots; a
   // negative global dim; a box of another rank; a box outside the array; the
   // boxes do not cover the array.
-  static absl::StatusOr<ShardLayout> FromBoxes(
-      absl::Span<const int64_t> global_shape, std::vector<Box> slot_boxes);
+  static absl::StatusOr<ShardLayout> FromBoxes(absl::Span<const int64_t> global_shape,
+                                               std::vector<Box> slot_boxes);
   // Every one of `num_slots` (>= 1, precondition) slots holds the whole array.
-  static ShardLayout Replicated(absl::Span<const int64_t> global_shape,
-                                int num_slots);
+  static ShardLayout Replicated(absl::Span<const int64_t> global_shape, int num_slots);
 
   int num_slots() const { return static_cast<int>(boxes_.size()); }
   int rank() const { return static_cast<int>(global_shape_.size()); }
@@ -56,9 +55,7 @@ class ShardLayout {
   Index shard_shape(int slot) const { return boxes_[slot].shape(); }
   // Partition of all slots into groups holding identical boxes (singletons
   // included); each group ascending, groups ordered by their first slot.
-  const std::vector<std::vector<int>>& replica_groups() const {
-    return replica_groups_;
-  }
+  const std::vector<std::vector<int>>& replica_groups() const { return replica_groups_; }
   // True iff every slot holds the whole array.
   bool IsFullyReplicated() const;
   // E.g. "ShardLayout{shape=[4,4], slots=[[0:2, 0:4], [2:4, 0:4]]}".
@@ -67,9 +64,7 @@ class ShardLayout {
   friend bool operator==(const ShardLayout& a, const ShardLayout& b) {
     return a.global_shape_ == b.global_shape_ && a.boxes_ == b.boxes_;
   }
-  friend bool operator!=(const ShardLayout& a, const ShardLayout& b) {
-    return !(a == b);
-  }
+  friend bool operator!=(const ShardLayout& a, const ShardLayout& b) { return !(a == b); }
   template <typename H>
   friend H AbslHashValue(H h, const ShardLayout& l) {
     return H::combine(std::move(h), l.global_shape_, l.boxes_);

@@ -27,19 +27,16 @@ bool ParseDims(internal::TextCursor& lex, std::vector<int64_t>* out) {
 }
 
 bool FitsInt(int64_t v) {
-  return v >= std::numeric_limits<int>::min() &&
-         v <= std::numeric_limits<int>::max();
+  return v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max();
 }
 
 }  // namespace
 
-ShardingParam::ShardingParam(std::vector<int64_t> dim_shards,
-                             MinorToMajor minor_to_major)
-    : dim_shards_(std::move(dim_shards)),
-      minor_to_major_(std::move(minor_to_major)) {}
+ShardingParam::ShardingParam(std::vector<int64_t> dim_shards, MinorToMajor minor_to_major)
+    : dim_shards_(std::move(dim_shards)), minor_to_major_(std::move(minor_to_major)) {}
 
-absl::StatusOr<ShardingParam> ShardingParam::Create(
-    std::vector<int64_t> dim_shards, MinorToMajor minor_to_major) {
+absl::StatusOr<ShardingParam> ShardingParam::Create(std::vector<int64_t> dim_shards,
+                                                    MinorToMajor minor_to_major) {
   ShardingParam param(std::move(dim_shards), std::move(minor_to_major));
   if (absl::Status s = param.Verify(); !s.ok()) return s;
   return param;
@@ -77,10 +74,8 @@ absl::StatusOr<ShardingParam> ShardingParam::Parse(std::string_view text) {
 }
 
 std::string ShardingParam::ToString() const {
-  std::string dims =
-      dim_shards_.empty() ? "{}" : absl::StrJoin(dim_shards_, "x");
-  return absl::StrCat(dims, " to [",
-                      absl::StrJoin(minor_to_major_.permutation, ","), "] on ",
+  std::string dims = dim_shards_.empty() ? "{}" : absl::StrJoin(dim_shards_, "x");
+  return absl::StrCat(dims, " to [", absl::StrJoin(minor_to_major_.permutation, ","), "] on ",
                       absl::StrJoin(minor_to_major_.axis_sizes, "x"));
 }
 
@@ -90,39 +85,37 @@ absl::Status ShardingParam::Verify() const {
   for (size_t d = 0; d < dim_shards_.size(); ++d) {
     if (dim_shards_[d] < 1) {
       return absl::InvalidArgumentError(
-          absl::StrCat("dim_shards must be positive; dimension ", d, " has ",
-                       dim_shards_[d]));
+          absl::StrCat("dim_shards must be positive; dimension ", d, " has ", dim_shards_[d]));
     }
   }
   if (perm.size() != axes.size() || axes.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Expect same non-zero size for `permutation` and `axis_sizes`. "
-        "Actual ",
-        perm.size(), " vs ", axes.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Expect same non-zero size for `permutation` and `axis_sizes`. "
+                     "Actual ",
+                     perm.size(), " vs ", axes.size()));
   }
   int64_t num_devices = 1;
   for (size_t a = 0; a < axes.size(); ++a) {
     if (axes[a] < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "axis_sizes must be positive; axis ", a, " has ", axes[a]));
+      return absl::InvalidArgumentError(
+          absl::StrCat("axis_sizes must be positive; axis ", a, " has ", axes[a]));
     }
     num_devices *= axes[a];
     if (num_devices > kMaxDevices) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Too many devices: axis_sizes ",
-                       absl::StrJoin(axes, "x"), " exceed ", kMaxDevices));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Too many devices: axis_sizes ", absl::StrJoin(axes, "x"), " exceed ", kMaxDevices));
     }
   }
   absl::flat_hash_set<int> seen(perm.begin(), perm.end());
   if (seen.size() != perm.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "`permutation` [", absl::StrJoin(perm, ","), "] has duplicate values"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("`permutation` [", absl::StrJoin(perm, ","), "] has duplicate values"));
   }
   for (int index : perm) {
     if (index < 0 || index >= static_cast<int>(axes.size())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Out of range axis ", index, " to the mesh of [",
-          absl::StrJoin(perm, ","), "] on ", absl::StrJoin(axes, "x")));
+      return absl::InvalidArgumentError(absl::StrCat("Out of range axis ", index,
+                                                     " to the mesh of [", absl::StrJoin(perm, ","),
+                                                     "] on ", absl::StrJoin(axes, "x")));
     }
   }
   // IFRT's ShardingParam::verify, verbatim in structure.
@@ -134,8 +127,7 @@ absl::Status ShardingParam::Verify() const {
     }
     if (dim_index == dim_shards_.size()) break;
     cum_size *= axes[index];
-    while (dim_index < dim_shards_.size() &&
-           cum_size % dim_shards_[dim_index] == 0) {
+    while (dim_index < dim_shards_.size() && cum_size % dim_shards_[dim_index] == 0) {
       cum_size /= dim_shards_[dim_index];
       ++dim_index;
     }
@@ -145,26 +137,24 @@ absl::Status ShardingParam::Verify() const {
   }
   if (dim_index != dim_shards_.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Can't shard the dims ", absl::StrJoin(dim_shards_, "x"),
-                     " to the mesh of [", absl::StrJoin(perm, ","), "] on ",
-                     absl::StrJoin(axes, "x")));
+        absl::StrCat("Can't shard the dims ", absl::StrJoin(dim_shards_, "x"), " to the mesh of [",
+                     absl::StrJoin(perm, ","), "] on ", absl::StrJoin(axes, "x")));
   }
   return absl::OkStatus();
 }
 
-absl::Status ShardingParam::VerifyForShape(
-    absl::Span<const int64_t> shape) const {
+absl::Status ShardingParam::VerifyForShape(absl::Span<const int64_t> shape) const {
   if (absl::Status s = Verify(); !s.ok()) return s;
   if (shape.size() != dim_shards_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Requires dim shards to have the same rank as the array. Array rank "
-        "is ",
-        shape.size(), " vs dim shards rank of ", dim_shards_.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Requires dim shards to have the same rank as the array. Array rank "
+                     "is ",
+                     shape.size(), " vs dim shards rank of ", dim_shards_.size()));
   }
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Array shape has negative size ", shape[d], " in dimension ", d));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Array shape has negative size ", shape[d], " in dimension ", d));
     }
   }
   return absl::OkStatus();
@@ -173,8 +163,8 @@ absl::Status ShardingParam::VerifyForShape(
 absl::Status ShardingParam::VerifyDeviceCount(int64_t num_devices) const {
   if (num_devices != NumDevices()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "Requires the same amount of `devices` and from `sharding`. Actual: ",
-        num_devices, " vs ", NumDevices()));
+        "Requires the same amount of `devices` and from `sharding`. Actual: ", num_devices, " vs ",
+        NumDevices()));
   }
   return absl::OkStatus();
 }
@@ -191,9 +181,7 @@ int64_t ShardingParam::NumTiles() const {
   return n;
 }
 
-int ShardingParam::replication() const {
-  return static_cast<int>(NumDevices() / NumTiles());
-}
+int ShardingParam::replication() const { return static_cast<int>(NumDevices() / NumTiles()); }
 
 std::vector<int> ShardingParam::LogicalDeviceOrder() const {
   const auto& perm = minor_to_major_.permutation;

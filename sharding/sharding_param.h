@@ -88,12 +88,9 @@ class ShardingParam {
   std::vector<Index> DeviceTileIndices() const;
 
   friend bool operator==(const ShardingParam& a, const ShardingParam& b) {
-    return a.dim_shards_ == b.dim_shards_ &&
-           a.minor_to_major_ == b.minor_to_major_;
+    return a.dim_shards_ == b.dim_shards_ && a.minor_to_major_ == b.minor_to_major_;
   }
-  friend bool operator!=(const ShardingParam& a, const ShardingParam& b) {
-    return !(a == b);
-  }
+  friend bool operator!=(const ShardingParam& a, const ShardingParam& b) { return !(a == b); }
   template <typename H>
   friend H AbslHashValue(H h, const ShardingParam& p) {
     return H::combine(std::move(h), p.dim_shards_, p.minor_to_major_);

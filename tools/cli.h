@@ -60,21 +60,17 @@ absl::StatusOr<DType> ParseDType(std::string_view text);
 struct ShardingText {
   std::optional<sharding::Mesh> mesh;  // set for the mesh + PartitionSpec form
   sharding::PartitionSpec spec;
-  std::optional<sharding::ShardingParam>
-      param;  // set for the ShardingParam form
+  std::optional<sharding::ShardingParam> param;  // set for the ShardingParam form
   int num_devices() const;
   std::string ToString() const;
 };
 // `option` names the option in messages ("--from").
-absl::StatusOr<ShardingText> ParseSharding(std::string_view option,
-                                           std::string_view text);
+absl::StatusOr<ShardingText> ParseSharding(std::string_view option, std::string_view text);
 
 // The sharding of `text` over the first num_devices() of `devices`, checked
 // against `shape`.
-absl::StatusOr<ShardingRef> BindSharding(std::string_view option,
-                                         const ShardingText& text,
-                                         absl::Span<Device* const> devices,
-                                         const Shape& shape);
+absl::StatusOr<ShardingRef> BindSharding(std::string_view option, const ShardingText& text,
+                                         absl::Span<Device* const> devices, const Shape& shape);
 
 // ---- Client ----
 
@@ -117,8 +113,7 @@ std::string JsonString(std::string_view text);
 // others right-aligned unless set_left(column).
 class Table {
  public:
-  explicit Table(std::vector<std::string> header)
-      : header_(std::move(header)) {}
+  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
   void AddRow(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
   void set_left(int column) { left_.push_back(column); }
   void Print(std::ostream& out, int indent = 2) const;
@@ -155,8 +150,7 @@ double Minimum(const std::vector<double>& seconds);
 // Copies `bytes` from `src` to `dst` with `threads` threads, each a contiguous
 // slice; returns the wall time in seconds. The floor a reshard of the same
 // bytes is measured against.
-double ParallelMemcpy(uint8_t* dst, const uint8_t* src, int64_t bytes,
-                      int threads);
+double ParallelMemcpy(uint8_t* dst, const uint8_t* src, int64_t bytes, int threads);
 
 // Plan summary: "3 copies; 48.0 MiB cross-device, 16.0 MiB local, 0 B aliased;
 // lower bound ...".

@@ -17,10 +17,8 @@ namespace tessera::tools {
 namespace {
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
 }
 
@@ -40,20 +38,16 @@ int Fail(int code, const std::string& message) {
   std::cerr << "tessera: error: " << message << "\n";
   return code;
 }
-int Fail(int code, absl::string_view message) {
-  return Fail(code, std::string(message));
-}
-int Fail(int code, const char* message) {
-  return Fail(code, std::string(message));
-}
+int Fail(int code, absl::string_view message) { return Fail(code, std::string(message)); }
+int Fail(int code, const char* message) { return Fail(code, std::string(message)); }
 
 absl::StatusOr<std::vector<DeviceRequest>> ParseDevices(std::string_view text) {
   std::vector<DeviceRequest> out;
   size_t pos = 0;
   auto error = [&](size_t at, std::string_view what) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "invalid --devices '", Str(text), "': ", Str(what), " at position ", at,
-        " (expected e.g. cpu:8 or vulkan:2,cpu:2)"));
+    return absl::InvalidArgumentError(absl::StrCat("invalid --devices '", Str(text),
+                                                   "': ", Str(what), " at position ", at,
+                                                   " (expected e.g. cpu:8 or vulkan:2,cpu:2)"));
   };
   if (Trim(text).empty()) return error(0, "empty device list");
   while (pos <= text.size()) {
@@ -61,24 +55,21 @@ absl::StatusOr<std::vector<DeviceRequest>> ParseDevices(std::string_view text) {
     if (end == std::string_view::npos) end = text.size();
     std::string_view entry = text.substr(pos, end - pos);
     size_t colon = entry.find(':');
-    if (colon == std::string_view::npos)
-      return error(pos, "missing ':' after the platform");
+    if (colon == std::string_view::npos) return error(pos, "missing ':' after the platform");
     std::string_view platform = Trim(entry.substr(0, colon));
     std::string_view count_text = Trim(entry.substr(colon + 1));
     if (platform != "cpu" && platform != "vulkan") {
-      return error(pos, absl::StrCat("unknown platform '", Str(platform),
-                                     "' (expected cpu or vulkan)"));
+      return error(pos,
+                   absl::StrCat("unknown platform '", Str(platform), "' (expected cpu or vulkan)"));
     }
     int64_t count = 0;
     if (!ParseCount(count_text, &count) || count < 1 || count > 4096) {
-      return error(pos + colon + 1,
-                   absl::StrCat("device count '", Str(count_text),
-                                "' is not an integer in 1..4096"));
+      return error(pos + colon + 1, absl::StrCat("device count '", Str(count_text),
+                                                 "' is not an integer in 1..4096"));
     }
     for (const DeviceRequest& r : out) {
       if (r.platform == platform)
-        return error(
-            pos, absl::StrCat("platform '", Str(platform), "' given twice"));
+        return error(pos, absl::StrCat("platform '", Str(platform), "' given twice"));
     }
     out.push_back({std::string(platform), static_cast<int>(count)});
     pos = end + 1;
@@ -99,18 +90,16 @@ absl::StatusOr<std::vector<int64_t>> ParseShape(std::string_view text) {
     int64_t dim = 0;
     std::string_view d = t.substr(pos, end - pos);
     if (!ParseCount(d, &dim)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "invalid --shape '", Str(text), "': dimension '", Str(d),
-          "' at position ", pos,
-          " is not a non-negative integer (expected e.g. 8192x8192)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("invalid --shape '", Str(text), "': dimension '", Str(d), "' at position ",
+                       pos, " is not a non-negative integer (expected e.g. 8192x8192)"));
     }
     dims.push_back(dim);
     pos = end + 1;
   }
   if (dims.size() > 16) {
     return absl::InvalidArgumentError(
-        absl::StrCat("invalid --shape '", Str(text), "': rank ", dims.size(),
-                     " is above 16"));
+        absl::StrCat("invalid --shape '", Str(text), "': rank ", dims.size(), " is above 16"));
   }
   return dims;
 }
@@ -135,76 +124,64 @@ std::string ShardingText::ToString() const {
                           : param->ToString();
 }
 
-absl::StatusOr<ShardingText> ParseSharding(std::string_view option,
-                                           std::string_view text) {
+absl::StatusOr<ShardingText> ParseSharding(std::string_view option, std::string_view text) {
   std::string_view t = Trim(text);
   auto wrap = [&](std::string_view part, const absl::Status& s) {
     return absl::InvalidArgumentError(
-        absl::StrCat("invalid ", Str(option), " '", Str(text), "': ", Str(part),
-                     Str(s.message())));
+        absl::StrCat("invalid ", Str(option), " '", Str(text), "': ", Str(part), Str(s.message())));
   };
   ShardingText out;
   if (t.substr(0, 4) == "mesh") {
     size_t close = t.find('}');
     if (close == std::string_view::npos) {
-      return wrap("", absl::InvalidArgumentError(
-                          "the mesh has no closing '}' (expected e.g. "
-                          "mesh{x=8} P(x,None))"));
+      return wrap("", absl::InvalidArgumentError("the mesh has no closing '}' (expected e.g. "
+                                                 "mesh{x=8} P(x,None))"));
     }
-    absl::StatusOr<sharding::Mesh> mesh =
-        sharding::Mesh::Parse(t.substr(0, close + 1));
+    absl::StatusOr<sharding::Mesh> mesh = sharding::Mesh::Parse(t.substr(0, close + 1));
     if (!mesh.ok()) return wrap("in the mesh: ", mesh.status());
     std::string_view rest = Trim(t.substr(close + 1));
     if (rest.empty()) {
-      return wrap("", absl::InvalidArgumentError(
-                          "a PartitionSpec must follow the mesh (expected e.g. "
-                          "mesh{x=8} P(x,None))"));
+      return wrap("",
+                  absl::InvalidArgumentError("a PartitionSpec must follow the mesh (expected e.g. "
+                                             "mesh{x=8} P(x,None))"));
     }
-    absl::StatusOr<sharding::PartitionSpec> spec =
-        sharding::PartitionSpec::Parse(rest);
+    absl::StatusOr<sharding::PartitionSpec> spec = sharding::PartitionSpec::Parse(rest);
     if (!spec.ok()) return wrap("in the PartitionSpec: ", spec.status());
     out.mesh = *std::move(mesh);
     out.spec = *std::move(spec);
     return out;
   }
-  absl::StatusOr<sharding::ShardingParam> param =
-      sharding::ShardingParam::Parse(t);
+  absl::StatusOr<sharding::ShardingParam> param = sharding::ShardingParam::Parse(t);
   if (!param.ok()) {
-    return wrap("neither 'mesh{...} P(...)' nor a ShardingParam: ",
-                param.status());
+    return wrap("neither 'mesh{...} P(...)' nor a ShardingParam: ", param.status());
   }
   out.param = *std::move(param);
   return out;
 }
 
-absl::StatusOr<ShardingRef> BindSharding(std::string_view option,
-                                         const ShardingText& text,
-                                         absl::Span<Device* const> devices,
-                                         const Shape& shape) {
+absl::StatusOr<ShardingRef> BindSharding(std::string_view option, const ShardingText& text,
+                                         absl::Span<Device* const> devices, const Shape& shape) {
   const int n = text.num_devices();
   if (n > static_cast<int>(devices.size())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        Str(option), " '", text.ToString(), "' needs ", n, " devices but only ",
-        devices.size(), " are available (see --devices)"));
+    return absl::InvalidArgumentError(absl::StrCat(Str(option), " '", text.ToString(), "' needs ",
+                                                   n, " devices but only ", devices.size(),
+                                                   " are available (see --devices)"));
   }
   Client* client = devices.front()->client();
-  absl::StatusOr<DeviceListRef> list =
-      client->MakeDeviceList(devices.subspan(0, n));
+  absl::StatusOr<DeviceListRef> list = client->MakeDeviceList(devices.subspan(0, n));
   if (!list.ok()) return list.status();
   absl::StatusOr<ShardingRef> sharding =
-      text.mesh.has_value()
-          ? NamedSharding::Create(*text.mesh, text.spec, *list, MemoryKind())
-          : ShardingParamSharding::Create(*text.param, *list, MemoryKind());
+      text.mesh.has_value() ? NamedSharding::Create(*text.mesh, text.spec, *list, MemoryKind())
+                            : ShardingParamSharding::Create(*text.param, *list, MemoryKind());
   if (!sharding.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(Str(option), " '", text.ToString(),
-                     "': ", Str(sharding.status().message())));
+        absl::StrCat(Str(option), " '", text.ToString(), "': ", Str(sharding.status().message())));
   }
   absl::StatusOr<sharding::ShardLayout> layout = (*sharding)->Layout(shape);
   if (!layout.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        Str(option), " '", text.ToString(), "' does not fit shape ",
-        shape.DebugString(), ": ", Str(layout.status().message())));
+    return absl::InvalidArgumentError(absl::StrCat(Str(option), " '", text.ToString(),
+                                                   "' does not fit shape ", shape.DebugString(),
+                                                   ": ", Str(layout.status().message())));
   }
   return sharding;
 }
@@ -216,8 +193,7 @@ ClientResult SetUpClient(const std::optional<std::string>& devices,
   std::vector<DeviceRequest> requests;
   if (devices.has_value()) {
     absl::StatusOr<std::vector<DeviceRequest>> parsed = ParseDevices(*devices);
-    if (!parsed.ok())
-      return {std::nullopt, Fail(kExitBadInput, parsed.status().message())};
+    if (!parsed.ok()) return {std::nullopt, Fail(kExitBadInput, parsed.status().message())};
     requests = *std::move(parsed);
     options.cpu_devices = 0;
     options.vulkan = VulkanMode::kOff;
@@ -230,16 +206,14 @@ ClientResult SetUpClient(const std::optional<std::string>& devices,
     absl::StatusOr<guard::Policy> policy = guard::Policy::Parse(*guard_policy);
     if (!policy.ok()) {
       return {std::nullopt,
-              Fail(kExitBadInput,
-                   absl::StrCat("--guard: ", Str(policy.status().message())))};
+              Fail(kExitBadInput, absl::StrCat("--guard: ", Str(policy.status().message())))};
     }
     options.transfer_guard = *policy;
   }
   absl::StatusOr<std::shared_ptr<Client>> client = CreateClient(options);
   if (!client.ok()) {
-    return {std::nullopt,
-            Fail(kExitFailure, absl::StrCat("cannot create the client: ",
-                                            client.status().ToString()))};
+    return {std::nullopt, Fail(kExitFailure, absl::StrCat("cannot create the client: ",
+                                                          client.status().ToString()))};
   }
   ClientSetup setup;
   setup.client = *std::move(client);
@@ -257,11 +231,9 @@ ClientResult SetUpClient(const std::optional<std::string>& devices,
         }
       }
       if (found < r.count) {
-        return {
-            std::nullopt,
-            Fail(kExitFailure,
-                 absl::StrCat("--devices asks for ", r.count, " ", r.platform,
-                              " devices but this machine has ", found))};
+        return {std::nullopt,
+                Fail(kExitFailure, absl::StrCat("--devices asks for ", r.count, " ", r.platform,
+                                                " devices but this machine has ", found))};
       }
       parts.push_back(absl::StrCat(r.platform, ":", r.count));
     }
@@ -271,9 +243,7 @@ ClientResult SetUpClient(const std::optional<std::string>& devices,
   return result;
 }
 
-RuntimeClient* AsRuntimeClient(Client& client) {
-  return dynamic_cast<RuntimeClient*>(&client);
-}
+RuntimeClient* AsRuntimeClient(Client& client) { return dynamic_cast<RuntimeClient*>(&client); }
 
 std::string FormatBytes(int64_t bytes) {
   if (bytes < 1024) return absl::StrCat(bytes, " B");
@@ -295,13 +265,11 @@ std::string FormatDuration(double seconds) {
 
 std::string FormatRate(int64_t bytes, double seconds) {
   if (bytes <= 0 || seconds <= 0) return "-";
-  return absl::StrFormat(
-      "%.2f", static_cast<double>(bytes) / seconds / (1024.0 * 1024 * 1024));
+  return absl::StrFormat("%.2f", static_cast<double>(bytes) / seconds / (1024.0 * 1024 * 1024));
 }
 
 std::string ArrayName(DType dtype, const Shape& shape) {
-  return absl::StrCat(dtype.DebugString(), "[",
-                      absl::StrJoin(shape.dims(), ","), "]");
+  return absl::StrCat(dtype.DebugString(), "[", absl::StrJoin(shape.dims(), ","), "]");
 }
 
 std::string DeviceRange(absl::Span<Device* const> devices) {
@@ -311,9 +279,7 @@ std::string DeviceRange(absl::Span<Device* const> devices) {
     run = devices[i]->Kind() == devices[0]->Kind() &&
           devices[i]->Id().value == devices[i - 1]->Id().value + 1;
   }
-  if (run)
-    return absl::StrCat(devices.front()->ToString(), "..",
-                        devices.back()->ToString());
+  if (run) return absl::StrCat(devices.front()->ToString(), "..", devices.back()->ToString());
   std::vector<std::string> names;
   for (Device* d : devices) names.push_back(d->ToString());
   return absl::StrCat("[", absl::StrJoin(names, ", "), "]");
@@ -362,8 +328,7 @@ void Table::Print(std::ostream& out, int indent) const {
     std::string line(indent, ' ');
     for (size_t i = 0; i < width.size(); ++i) {
       std::string cell = i < row.size() ? row[i] : "";
-      const bool left =
-          i == 0 || std::find(left_.begin(), left_.end(), i) != left_.end();
+      const bool left = i == 0 || std::find(left_.begin(), left_.end(), i) != left_.end();
       std::string pad(width[i] - cell.size(), ' ');
       if (i > 0) line += "  ";
       line += left ? cell + pad : pad + cell;
@@ -380,9 +345,7 @@ void Table::Print(std::ostream& out, int indent) const {
 }
 
 Progress::Progress(std::string label, int total)
-    : label_(std::move(label)),
-      total_(total),
-      enabled_(isatty(STDOUT_FILENO) == 1) {
+    : label_(std::move(label)), total_(total), enabled_(isatty(STDOUT_FILENO) == 1) {
   if (enabled_) Draw();
 }
 
@@ -401,8 +364,7 @@ void Progress::Draw() const {
   constexpr int kWidth = 30;
   const int filled = total_ > 0 ? done_ * kWidth / total_ : kWidth;
   std::cout << "\r  " << label_ << " [" << std::string(filled, '#')
-            << std::string(kWidth - filled, ' ') << "] " << done_ << "/"
-            << total_ << std::flush;
+            << std::string(kWidth - filled, ' ') << "] " << done_ << "/" << total_ << std::flush;
 }
 
 std::vector<uint8_t> MakePattern(int64_t bytes, uint64_t seed) {
@@ -424,16 +386,14 @@ std::vector<uint8_t> MakePattern(int64_t bytes, uint64_t seed) {
 double Median(std::vector<double> seconds) {
   std::sort(seconds.begin(), seconds.end());
   const size_t n = seconds.size();
-  return n % 2 == 1 ? seconds[n / 2]
-                    : (seconds[n / 2 - 1] + seconds[n / 2]) / 2;
+  return n % 2 == 1 ? seconds[n / 2] : (seconds[n / 2 - 1] + seconds[n / 2]) / 2;
 }
 
 double Minimum(const std::vector<double>& seconds) {
   return *std::min_element(seconds.begin(), seconds.end());
 }
 
-double ParallelMemcpy(uint8_t* dst, const uint8_t* src, int64_t bytes,
-                      int threads) {
+double ParallelMemcpy(uint8_t* dst, const uint8_t* src, int64_t bytes, int threads) {
   threads = std::max(1, threads);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> workers;
@@ -442,21 +402,17 @@ double ParallelMemcpy(uint8_t* dst, const uint8_t* src, int64_t bytes,
     const int64_t begin = std::min(bytes, t * slice);
     const int64_t end = std::min(bytes, begin + slice);
     if (begin == end) continue;
-    workers.emplace_back(
-        [=] { std::memcpy(dst + begin, src + begin, end - begin); });
+    workers.emplace_back([=] { std::memcpy(dst + begin, src + begin, end - begin); });
   }
   for (std::thread& w : workers) w.join();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 std::string PlanSummary(const sharding::ReshardPlan& plan) {
-  return absl::StrCat(plan.num_copies,
-                      plan.num_copies == 1 ? " copy: " : " copies: ",
+  return absl::StrCat(plan.num_copies, plan.num_copies == 1 ? " copy: " : " copies: ",
                       FormatBytes(plan.cross_device_bytes), " cross-device, ",
-                      FormatBytes(plan.local_bytes), " local, ",
-                      FormatBytes(plan.aliased_bytes), " aliased; lower bound ",
-                      FormatBytes(plan.lower_bound_bytes));
+                      FormatBytes(plan.local_bytes), " local, ", FormatBytes(plan.aliased_bytes),
+                      " aliased; lower bound ", FormatBytes(plan.lower_bound_bytes));
 }
 
 }  // namespace tessera::tools

@@ -22,12 +22,11 @@ void Heading(int number, std::string_view title, std::string_view explanation) {
 }
 
 // Uploads `data` as an array of `sharding`, waits for it.
-absl::StatusOr<ArrayRef> Upload(Client& client,
-                                const std::vector<uint8_t>& data, DType dtype,
+absl::StatusOr<ArrayRef> Upload(Client& client, const std::vector<uint8_t>& data, DType dtype,
                                 const Shape& shape, ShardingRef sharding) {
-  absl::StatusOr<ArrayRef> array = client.MakeArrayFromHostBuffer(
-      data.data(), dtype, shape, std::nullopt, std::move(sharding),
-      HostBufferSemantics::kImmutableOnlyDuringCall, nullptr);
+  absl::StatusOr<ArrayRef> array =
+      client.MakeArrayFromHostBuffer(data.data(), dtype, shape, std::nullopt, std::move(sharding),
+                                     HostBufferSemantics::kImmutableOnlyDuringCall, nullptr);
   if (!array.ok()) return array.status();
   if (absl::Status s = (*array)->GetReadyFuture().Await(); !s.ok()) return s;
   return array;
@@ -36,15 +35,11 @@ absl::StatusOr<ArrayRef> Upload(Client& client,
 // Reads `array` back and compares it with `expected`, bit for bit.
 absl::Status Verify(Array& array, const std::vector<uint8_t>& expected) {
   std::vector<uint8_t> back(expected.size());
-  absl::Status s = array
-                       .CopyToHostBuffer(back.data(), std::nullopt,
-                                         ArrayCopySemantics::kAlwaysCopy)
-                       .Await();
+  absl::Status s =
+      array.CopyToHostBuffer(back.data(), std::nullopt, ArrayCopySemantics::kAlwaysCopy).Await();
   if (!s.ok()) return s;
-  if (!expected.empty() &&
-      std::memcmp(back.data(), expected.data(), expected.size()) != 0) {
-    return absl::DataLossError(
-        absl::StrCat(array.DebugString(), " came back different"));
+  if (!expected.empty() && std::memcmp(back.data(), expected.data(), expected.size()) != 0) {
+    return absl::DataLossError(absl::StrCat(array.DebugString(), " came back different"));
   }
   return absl::OkStatus();
 }
@@ -58,8 +53,7 @@ struct Timed {
 
 class Demo {
  public:
-  Demo(ClientSetup setup, bool quick)
-      : setup_(std::move(setup)), quick_(quick) {
+  Demo(ClientSetup setup, bool quick) : setup_(std::move(setup)), quick_(quick) {
     client_ = setup_.client.get();
     runtime_ = AsRuntimeClient(*client_);
     for (Device* d : setup_.devices) {
@@ -70,9 +64,8 @@ class Demo {
 
   int Run() {
     std::cout << "Tessera demo\n============\n"
-              << "A client with " << setup_.devices.size() << " devices ("
-              << setup_.description << "; platforms: "
-              << absl::StrJoin(client_->platform_names(), ", ") << ").\n";
+              << "A client with " << setup_.devices.size() << " devices (" << setup_.description
+              << "; platforms: " << absl::StrJoin(client_->platform_names(), ", ") << ").\n";
     Devices();
     if (int code = RoundTrips(); code != kExitOk) return code;
     if (int code = ShardedArray(); code != kExitOk) return code;
@@ -100,11 +93,10 @@ class Demo {
       absl::StatusOr<Memory*> def = d->DefaultMemory();
       for (Memory* m : d->Memories()) {
         memories.push_back(
-            absl::StrCat(m->Kind().DebugString(),
-                         def.ok() && *def == m ? " (default)" : ""));
+            absl::StrCat(m->Kind().DebugString(), def.ok() && *def == m ? " (default)" : ""));
       }
-      table.AddRow({d->ToString(), std::string(d->Kind()),
-                    absl::StrJoin(memories, ", "), d->DebugString()});
+      table.AddRow(
+          {d->ToString(), std::string(d->Kind()), absl::StrJoin(memories, ", "), d->DebugString()});
     }
     table.Print(std::cout);
   }
@@ -120,22 +112,18 @@ class Demo {
       Shape shape;
     };
     const std::vector<Case> cases = {
-        {DType(DType::kF32), Shape({256, 256})},
-        {DType(DType::kBF16), Shape({3, 5, 7})},
-        {DType(DType::kS8), Shape({1000})},
-        {DType(DType::kF64), Shape({128, 129})},
-        {DType(DType::kU64), Shape({64, 0})},
-        {DType(DType::kPred), Shape()},
+        {DType(DType::kF32), Shape({256, 256})}, {DType(DType::kBF16), Shape({3, 5, 7})},
+        {DType(DType::kS8), Shape({1000})},      {DType(DType::kF64), Shape({128, 129})},
+        {DType(DType::kU64), Shape({64, 0})},    {DType(DType::kPred), Shape()},
     };
     std::vector<std::string> header = {"array", "bytes"};
     std::vector<std::pair<Device*, Memory*>> places;
     for (Device* d : setup_.devices) {
       for (Memory* m : d->Memories()) {
         places.push_back({d, m});
-        header.push_back(
-            d->Memories().size() == 1
-                ? d->ToString()
-                : absl::StrCat(d->ToString(), " ", m->Kind().DebugString()));
+        header.push_back(d->Memories().size() == 1
+                             ? d->ToString()
+                             : absl::StrCat(d->ToString(), " ", m->Kind().DebugString()));
       }
     }
     Table table(header);
@@ -147,77 +135,62 @@ class Demo {
       if (c.dtype.kind() == DType::kPred) {
         for (uint8_t& b : data) b &= 1;
       }
-      std::vector<std::string> row = {ArrayName(c.dtype, c.shape),
-                                      FormatBytes(bytes)};
+      std::vector<std::string> row = {ArrayName(c.dtype, c.shape), FormatBytes(bytes)};
       for (auto [device, memory] : places) {
-        absl::StatusOr<ArrayRef> array =
-            Upload(*client_, data, c.dtype, c.shape,
-                   SingleDeviceSharding::Create(device, memory->Kind()));
+        absl::StatusOr<ArrayRef> array = Upload(
+            *client_, data, c.dtype, c.shape, SingleDeviceSharding::Create(device, memory->Kind()));
         absl::Status s = array.ok() ? Verify(**array, data) : array.status();
         row.push_back(s.ok() ? "ok" : "FAILED");
         if (!s.ok()) {
           ++failures;
-          std::cerr << "  " << ArrayName(c.dtype, c.shape) << " on "
-                    << device->ToString() << ": " << s << "\n";
+          std::cerr << "  " << ArrayName(c.dtype, c.shape) << " on " << device->ToString() << ": "
+                    << s << "\n";
         }
       }
       table.AddRow(row);
     }
     table.Print(std::cout);
-    std::cout
-        << "\n  " << cases.size() * places.size() << " round trips in "
-        << FormatDuration(
-               std::chrono::duration<double>(Clock::now() - start).count())
-        << (failures == 0 ? ", all bit-exact.\n" : "\n");
+    std::cout << "\n  " << cases.size() * places.size() << " round trips in "
+              << FormatDuration(std::chrono::duration<double>(Clock::now() - start).count())
+              << (failures == 0 ? ", all bit-exact.\n" : "\n");
     return failures == 0 ? kExitOk : Fail(kExitFailure, "a round trip failed");
   }
 
-  absl::StatusOr<ShardingRef> Named(std::string_view mesh,
-                                    std::string_view spec,
+  absl::StatusOr<ShardingRef> Named(std::string_view mesh, std::string_view spec,
                                     absl::Span<Device* const> devices) {
     absl::StatusOr<sharding::Mesh> m = sharding::Mesh::Parse(mesh);
     if (!m.ok()) return m.status();
-    absl::StatusOr<sharding::PartitionSpec> p =
-        sharding::PartitionSpec::Parse(spec);
+    absl::StatusOr<sharding::PartitionSpec> p = sharding::PartitionSpec::Parse(spec);
     if (!p.ok()) return p.status();
     absl::StatusOr<DeviceListRef> list = client_->MakeDeviceList(devices);
     if (!list.ok()) return list.status();
     return NamedSharding::Create(*m, *p, *list, MemoryKind());
   }
 
-  std::string Mesh1D() const {
-    return absl::StrCat("mesh{x=", cpu_.size(), "}");
-  }
+  std::string Mesh1D() const { return absl::StrCat("mesh{x=", cpu_.size(), "}"); }
 
   int ShardedArray() {
     const Shape shape({1024, 1024});
     const std::string mesh = Mesh1D();
-    Heading(
-        3, "A sharded array",
-        absl::StrCat(
-            "f32[1024,1024] split by rows over ", DeviceRange(cpu_), " with ",
-            mesh,
-            " P(x,None):\neach device holds one block of rows (its shard)."));
+    Heading(3, "A sharded array",
+            absl::StrCat("f32[1024,1024] split by rows over ", DeviceRange(cpu_), " with ", mesh,
+                         " P(x,None):\neach device holds one block of rows (its shard)."));
     absl::StatusOr<ShardingRef> rows = Named(mesh, "P(x,None)", cpu_);
     if (!rows.ok()) return Fail(kExitFailure, rows.status().ToString());
-    absl::StatusOr<std::vector<IndexDomain>> boxes =
-        (*rows)->IndexDomains(shape);
+    absl::StatusOr<std::vector<IndexDomain>> boxes = (*rows)->IndexDomains(shape);
     if (!boxes.ok()) return Fail(kExitFailure, boxes.status().ToString());
     std::vector<uint8_t> data = MakePattern(shape.num_elements() * 4, 3);
-    absl::StatusOr<ArrayRef> array =
-        Upload(*client_, data, DType(DType::kF32), shape, *rows);
+    absl::StatusOr<ArrayRef> array = Upload(*client_, data, DType(DType::kF32), shape, *rows);
     if (!array.ok()) return Fail(kExitFailure, array.status().ToString());
     Table table({"device", "rows", "columns", "shard", "bytes"});
     for (size_t i = 0; i < boxes->size(); ++i) {
       const IndexDomain& box = (*boxes)[i];
       auto range = [&](int dim) {
-        return absl::StrCat(box.origin()[dim], "..",
-                            box.origin()[dim] + box.shape().dims()[dim]);
+        return absl::StrCat(box.origin()[dim], "..", box.origin()[dim] + box.shape().dims()[dim]);
       };
-      table.AddRow(
-          {cpu_[i]->ToString(), range(0), range(1),
-           absl::StrCat("[", absl::StrJoin(box.shape().dims(), ","), "]"),
-           FormatBytes(box.shape().num_elements() * 4)});
+      table.AddRow({cpu_[i]->ToString(), range(0), range(1),
+                    absl::StrCat("[", absl::StrJoin(box.shape().dims(), ","), "]"),
+                    FormatBytes(box.shape().num_elements() * 4)});
     }
     table.Print(std::cout);
     std::cout << "\n  " << (*array)->DebugString() << "\n";
@@ -225,9 +198,8 @@ class Demo {
   }
 
   // Reshards `input` to `spec` `repeat` times, verifies, records the timing.
-  int TimeReshard(const std::string& name, const ArrayRef& input,
-                  const ShardingRef& to, const std::vector<uint8_t>& data,
-                  int repeat, Table& table) {
+  int TimeReshard(const std::string& name, const ArrayRef& input, const ShardingRef& to,
+                  const std::vector<uint8_t>& data, int repeat, Table& table) {
     const ArraySpec spec{input->dtype(), input->shape(), to};
     absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> plan =
         runtime_->PlanReshard(*input, spec);
@@ -242,36 +214,31 @@ class Demo {
       std::vector<ArrayRef> inputs = {input};
       const Clock::time_point start = Clock::now();
       absl::StatusOr<std::vector<ArrayRef>> out = client_->ReshardArrays(
-          absl::MakeSpan(inputs), absl::MakeConstSpan(&spec, 1),
-          ArrayCopySemantics::kReuseInput);
+          absl::MakeSpan(inputs), absl::MakeConstSpan(&spec, 1), ArrayCopySemantics::kReuseInput);
       if (!out.ok()) return Fail(kExitFailure, out.status().ToString());
       if (absl::Status s = (*out)[0]->GetReadyFuture().Await(); !s.ok()) {
         return Fail(kExitFailure, s.ToString());
       }
       if (r >= 0) {
-        times.push_back(
-            std::chrono::duration<double>(Clock::now() - start).count());
+        times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
       }
       result = (*out)[0];
     }
-    if (absl::Status s = Verify(*result, data); !s.ok())
-      return Fail(kExitFailure, s.ToString());
+    if (absl::Status s = Verify(*result, data); !s.ok()) return Fail(kExitFailure, s.ToString());
     const sharding::ReshardPlan& p = **plan;
     const int64_t moved = p.cross_device_bytes + p.local_bytes;
-    table.AddRow(
-        {name, absl::StrCat(p.num_copies), FormatBytes(p.cross_device_bytes),
-         FormatBytes(p.local_bytes), FormatBytes(p.aliased_bytes),
-         FormatBytes(p.lower_bound_bytes), FormatDuration(Median(times)),
-         FormatRate(moved, Median(times))});
-    timed_.push_back(
-        {absl::StrCat(name, ", ", ArrayName(input->dtype(), input->shape())),
-         moved, Median(times), Minimum(times)});
+    table.AddRow({name, absl::StrCat(p.num_copies), FormatBytes(p.cross_device_bytes),
+                  FormatBytes(p.local_bytes), FormatBytes(p.aliased_bytes),
+                  FormatBytes(p.lower_bound_bytes), FormatDuration(Median(times)),
+                  FormatRate(moved, Median(times))});
+    timed_.push_back({absl::StrCat(name, ", ", ArrayName(input->dtype(), input->shape())), moved,
+                      Median(times), Minimum(times)});
     return kExitOk;
   }
 
   static Table ReshardTable() {
-    return Table({"reshard", "copies", "cross-device", "local", "aliased",
-                  "lower bound", "time", "GiB/s"});
+    return Table(
+        {"reshard", "copies", "cross-device", "local", "aliased", "lower bound", "time", "GiB/s"});
   }
 
   int Reshards() {
@@ -280,13 +247,12 @@ class Demo {
     big_shape_ = shape;
     const std::string mesh = Mesh1D();
     Heading(4, "Reshards",
-            absl::StrCat(
-                "f32[", side, ",", side, "] (", FormatBytes(side * side * 4),
-                ") on ", DeviceRange(cpu_),
-                ", resharded three ways. The plan copies each byte\n"
-                "once; 'lower bound' is the least any plan must move between "
-                "devices. Times are\n"
-                "medians of 3 runs; every result is read back and checked."));
+            absl::StrCat("f32[", side, ",", side, "] (", FormatBytes(side * side * 4), ") on ",
+                         DeviceRange(cpu_),
+                         ", resharded three ways. The plan copies each byte\n"
+                         "once; 'lower bound' is the least any plan must move between "
+                         "devices. Times are\n"
+                         "medians of 3 runs; every result is read back and checked."));
     absl::StatusOr<ShardingRef> rows = Named(mesh, "P(x,None)", cpu_);
     absl::StatusOr<ShardingRef> cols = Named(mesh, "P(None,x)", cpu_);
     absl::StatusOr<ShardingRef> repl = Named(mesh, "P()", cpu_);
@@ -296,8 +262,7 @@ class Demo {
       if (!s->ok()) return Fail(kExitFailure, s->status().ToString());
     }
     big_data_ = MakePattern(shape.num_elements() * 4, 5);
-    absl::StatusOr<ArrayRef> input =
-        Upload(*client_, big_data_, DType(DType::kF32), shape, *rows);
+    absl::StatusOr<ArrayRef> input = Upload(*client_, big_data_, DType(DType::kF32), shape, *rows);
     if (!input.ok()) return Fail(kExitFailure, input.status().ToString());
     big_ = *input;
     cols_ = *cols;
@@ -309,17 +274,15 @@ class Demo {
     const std::vector<Step> steps = {
         {"rows -> columns", "P(x,None)", "P(None,x)", *cols},
         {"rows -> replicated", "P(x,None)", "P()", *repl},
-        {"rows -> rows, devices reversed", "P(x,None)",
-         "P(x,None) on reversed devices", *rows_rev},
+        {"rows -> rows, devices reversed", "P(x,None)", "P(x,None) on reversed devices", *rows_rev},
     };
     for (const Step& step : steps) {
-      std::cout << "  " << step.name << ": " << mesh << " " << step.from
-                << " -> " << step.to << "\n";
+      std::cout << "  " << step.name << ": " << mesh << " " << step.from << " -> " << step.to
+                << "\n";
     }
     std::cout << "\n";
     for (const Step& step : steps) {
-      if (int code =
-              TimeReshard(step.name, big_, step.sharding, big_data_, 3, table);
+      if (int code = TimeReshard(step.name, big_, step.sharding, big_data_, 3, table);
           code != kExitOk) {
         return code;
       }
@@ -333,23 +296,19 @@ class Demo {
     const Shape shape({side, side});
     const std::string vmesh = absl::StrCat("mesh{x=", vulkan_.size(), "}");
     Heading(number, "CPU devices to Vulkan devices",
-            absl::StrCat("f32[512,512] moves from ", DeviceRange(cpu_), " (",
-                         Mesh1D(), " P(x,None)) to ", DeviceRange(vulkan_),
-                         " (", vmesh,
+            absl::StrCat("f32[512,512] moves from ", DeviceRange(cpu_), " (", Mesh1D(),
+                         " P(x,None)) to ", DeviceRange(vulkan_), " (", vmesh,
                          " P(None,x)):\none array, two platforms; the runtime "
                          "stages the copies "
                          "through host memory."));
     absl::StatusOr<ShardingRef> from = Named(Mesh1D(), "P(x,None)", cpu_);
     absl::StatusOr<ShardingRef> to = Named(vmesh, "P(None,x)", vulkan_);
-    if (!from.ok() || !to.ok())
-      return Fail(kExitFailure, "cannot build the shardings");
+    if (!from.ok() || !to.ok()) return Fail(kExitFailure, "cannot build the shardings");
     std::vector<uint8_t> data = MakePattern(shape.num_elements() * 4, 9);
-    absl::StatusOr<ArrayRef> input =
-        Upload(*client_, data, DType(DType::kF32), shape, *from);
+    absl::StatusOr<ArrayRef> input = Upload(*client_, data, DType(DType::kF32), shape, *from);
     if (!input.ok()) return Fail(kExitFailure, input.status().ToString());
     Table table = ReshardTable();
-    if (int code = TimeReshard("cpu -> vulkan", *input, *to, data, 3, table);
-        code != kExitOk) {
+    if (int code = TimeReshard("cpu -> vulkan", *input, *to, data, 3, table); code != kExitOk) {
       return code;
     }
     table.Print(std::cout);
@@ -361,17 +320,16 @@ class Demo {
     // the guard on an upload instead.
     const bool d2d = cpu_.size() >= 2;
     const std::string what = d2d ? "reshard" : "upload";
-    Heading(number, "The transfer guard",
-            absl::StrCat(
-                "With the policy ",
-                d2d ? "d2d=disallow, a device-to-device"
-                    : "h2d=disallow, a host-to-device",
-                " movement the user did not\nask for "
-                "(TransferOptions{.is_explicit = false}) is refused before "
-                "any byte moves;\nthe same ",
-                what,
-                " asked for explicitly is allowed. See "
-                "docs/transfer-guard.md."));
+    Heading(
+        number, "The transfer guard",
+        absl::StrCat("With the policy ",
+                     d2d ? "d2d=disallow, a device-to-device" : "h2d=disallow, a host-to-device",
+                     " movement the user did not\nask for "
+                     "(TransferOptions{.is_explicit = false}) is refused before "
+                     "any byte moves;\nthe same ",
+                     what,
+                     " asked for explicitly is allowed. See "
+                     "docs/transfer-guard.md."));
     const guard::Policy saved = client_->transfer_guard().policy();
     client_->transfer_guard().SetPolicy(
         *guard::Policy::Parse(d2d ? "d2d=disallow" : "h2d=disallow"));
@@ -387,9 +345,9 @@ class Demo {
       }
       const ArraySpec spec{big_->dtype(), big_->shape(), cols_};
       std::vector<ArrayRef> inputs = {big_};
-      absl::StatusOr<std::vector<ArrayRef>> out = client_->ReshardArrays(
-          absl::MakeSpan(inputs), absl::MakeConstSpan(&spec, 1),
-          ArrayCopySemantics::kReuseInput, options);
+      absl::StatusOr<std::vector<ArrayRef>> out =
+          client_->ReshardArrays(absl::MakeSpan(inputs), absl::MakeConstSpan(&spec, 1),
+                                 ArrayCopySemantics::kReuseInput, options);
       return out.ok() ? (*out)[0]->GetReadyFuture().Await() : out.status();
     };
     const absl::Status implicit = attempt(false);
@@ -400,11 +358,9 @@ class Demo {
     if (!implicit.ok()) {
       std::cout << "    " << implicit.message() << "\n";
     }
-    std::cout << "  explicit " << what << ": "
-              << (explicit_.ok() ? "allowed" : "failed") << "\n";
+    std::cout << "  explicit " << what << ": " << (explicit_.ok() ? "allowed" : "failed") << "\n";
     if (implicit.ok() || !explicit_.ok()) {
-      return Fail(kExitFailure,
-                  "the transfer guard did not behave as expected");
+      return Fail(kExitFailure, "the transfer guard did not behave as expected");
     }
     return kExitOk;
   }
@@ -417,19 +373,18 @@ class Demo {
             "approach.");
     Table table({"operation", "bytes copied", "median", "min", "GiB/s"});
     for (const Timed& t : timed_) {
-      table.AddRow({t.name, FormatBytes(t.bytes), FormatDuration(t.median),
-                    FormatDuration(t.min), FormatRate(t.bytes, t.median)});
+      table.AddRow({t.name, FormatBytes(t.bytes), FormatDuration(t.median), FormatDuration(t.min),
+                    FormatRate(t.bytes, t.median)});
     }
     const int64_t bytes = static_cast<int64_t>(big_data_.size());
     std::vector<uint8_t> dst(bytes);
     std::vector<double> floor;
     for (int r = 0; r < 3; ++r) {
-      floor.push_back(ParallelMemcpy(dst.data(), big_data_.data(), bytes,
-                                     static_cast<int>(cpu_.size())));
+      floor.push_back(
+          ParallelMemcpy(dst.data(), big_data_.data(), bytes, static_cast<int>(cpu_.size())));
     }
-    table.AddRow({absl::StrCat("memcpy floor (", cpu_.size(), " threads)"),
-                  FormatBytes(bytes), FormatDuration(Median(floor)),
-                  FormatDuration(Minimum(floor)),
+    table.AddRow({absl::StrCat("memcpy floor (", cpu_.size(), " threads)"), FormatBytes(bytes),
+                  FormatDuration(Median(floor)), FormatDuration(Minimum(floor)),
                   FormatRate(bytes, Median(floor))});
     table.Print(std::cout);
     std::cout << "\nDone. Next: `tessera reshard --help`, `tessera trace "

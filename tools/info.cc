@@ -31,9 +31,7 @@ std::string AttributeJson(const AttributeMap::Value& value) {
       value);
 }
 
-std::string MemoryKindName(const Memory& memory) {
-  return memory.Kind().DebugString();
-}
+std::string MemoryKindName(const Memory& memory) { return memory.Kind().DebugString(); }
 
 bool IsDefaultMemory(const Device& device, const Memory& memory) {
   absl::StatusOr<Memory*> def = device.DefaultMemory();
@@ -49,10 +47,8 @@ std::string DriverLine(const Device& device) {
   if (auto name = a.GetString("driver_name")) parts.push_back(*name);
   if (auto info = a.GetString("driver_info")) parts.push_back(*info);
   std::string line = absl::StrJoin(parts, " ");
-  if (auto v = a.GetString("driver_version"))
-    absl::StrAppend(&line, ", driver ", *v);
-  if (auto api = a.GetString("api_version"))
-    absl::StrAppend(&line, ", Vulkan ", *api);
+  if (auto v = a.GetString("driver_version")) absl::StrAppend(&line, ", driver ", *v);
+  if (auto api = a.GetString("api_version")) absl::StrAppend(&line, ", Vulkan ", *api);
   return line.empty() ? "unknown" : line;
 }
 
@@ -60,8 +56,7 @@ int PrintJson(const ClientSetup& setup) {
   Client& client = *setup.client;
   std::string out = "{\n  \"platforms\": [";
   std::vector<std::string> platforms;
-  for (const std::string& p : client.platform_names())
-    platforms.push_back(JsonString(p));
+  for (const std::string& p : client.platform_names()) platforms.push_back(JsonString(p));
   absl::StrAppend(&out, absl::StrJoin(platforms, ", "), "],\n  \"devices\": [");
   bool first = true;
   for (Device* d : setup.devices) {
@@ -69,39 +64,32 @@ int PrintJson(const ClientSetup& setup) {
                     ", \"name\": ", JsonString(d->ToString()),
                     ", \"kind\": ", JsonString(d->Kind()),
                     ", \"description\": ", JsonString(d->DebugString()),
-                    ", \"driver\": ", JsonString(DriverLine(*d)),
-                    ",\n      \"memories\": [");
+                    ", \"driver\": ", JsonString(DriverLine(*d)), ",\n      \"memories\": [");
     std::vector<std::string> memories;
     for (Memory* m : d->Memories()) {
-      memories.push_back(absl::StrCat(
-          "{\"id\": ", m->Id().value,
-          ", \"kind\": ", JsonString(MemoryKindName(*m)),
-          ", \"default\": ", IsDefaultMemory(*d, *m) ? "true" : "false",
-          ", \"bytes_in_use\": ", m->BytesInUse(), "}"));
+      memories.push_back(absl::StrCat("{\"id\": ", m->Id().value,
+                                      ", \"kind\": ", JsonString(MemoryKindName(*m)),
+                                      ", \"default\": ", IsDefaultMemory(*d, *m) ? "true" : "false",
+                                      ", \"bytes_in_use\": ", m->BytesInUse(), "}"));
     }
-    absl::StrAppend(&out, absl::StrJoin(memories, ", "),
-                    "],\n      \"attributes\": {");
+    absl::StrAppend(&out, absl::StrJoin(memories, ", "), "],\n      \"attributes\": {");
     std::vector<std::string> attributes;
     for (const auto& [name, value] : d->Attributes().map()) {
-      attributes.push_back(
-          absl::StrCat(JsonString(name), ": ", AttributeJson(value)));
+      attributes.push_back(absl::StrCat(JsonString(name), ": ", AttributeJson(value)));
     }
     absl::StrAppend(&out, absl::StrJoin(attributes, ", "), "}}");
     first = false;
   }
   const guard::Policy policy = client.transfer_guard().policy();
-  absl::StrAppend(&out, "\n  ],\n  \"transfer_guard\": ",
-                  JsonString(policy.ToString()), "\n}\n");
+  absl::StrAppend(&out, "\n  ],\n  \"transfer_guard\": ", JsonString(policy.ToString()), "\n}\n");
   std::cout << out;
   return kExitOk;
 }
 
 int PrintText(const ClientSetup& setup) {
   Client& client = *setup.client;
-  std::cout << "Platforms: " << absl::StrJoin(client.platform_names(), ", ")
-            << "\n";
-  std::cout << "Transfer guard policy: "
-            << client.transfer_guard().policy().ToString() << "\n\n";
+  std::cout << "Platforms: " << absl::StrJoin(client.platform_names(), ", ") << "\n";
+  std::cout << "Transfer guard policy: " << client.transfer_guard().policy().ToString() << "\n\n";
 
   std::cout << "Devices (" << setup.devices.size() << ")\n";
   Table devices({"id", "device", "kind", "description"});
@@ -109,8 +97,8 @@ int PrintText(const ClientSetup& setup) {
   devices.set_left(2);
   devices.set_left(3);
   for (Device* d : setup.devices) {
-    devices.AddRow({absl::StrCat(d->Id().value), d->ToString(),
-                    std::string(d->Kind()), d->DebugString()});
+    devices.AddRow(
+        {absl::StrCat(d->Id().value), d->ToString(), std::string(d->Kind()), d->DebugString()});
   }
   devices.Print(std::cout);
 
@@ -121,10 +109,8 @@ int PrintText(const ClientSetup& setup) {
   memories.set_left(3);
   for (Device* d : setup.devices) {
     for (Memory* m : d->Memories()) {
-      memories.AddRow({absl::StrCat(m->Id().value), d->ToString(),
-                       MemoryKindName(*m),
-                       IsDefaultMemory(*d, *m) ? "yes" : "no",
-                       FormatBytes(m->BytesInUse())});
+      memories.AddRow({absl::StrCat(m->Id().value), d->ToString(), MemoryKindName(*m),
+                       IsDefaultMemory(*d, *m) ? "yes" : "no", FormatBytes(m->BytesInUse())});
     }
   }
   memories.Print(std::cout);
@@ -132,16 +118,14 @@ int PrintText(const ClientSetup& setup) {
   std::cout << "\nDrivers\n";
   Table drivers({"device", "driver"});
   drivers.set_left(1);
-  for (Device* d : setup.devices)
-    drivers.AddRow({d->ToString(), DriverLine(*d)});
+  for (Device* d : setup.devices) drivers.AddRow({d->ToString(), DriverLine(*d)});
   drivers.Print(std::cout);
 
   std::cout << "\nAttributes\n";
   for (Device* d : setup.devices) {
     std::cout << "  " << d->ToString() << "\n";
     for (const auto& [name, value] : d->Attributes().map()) {
-      std::cout << "    " << name << " = " << AttributeMap::ValueToString(value)
-                << "\n";
+      std::cout << "    " << name << " = " << AttributeMap::ValueToString(value) << "\n";
     }
   }
   return kExitOk;

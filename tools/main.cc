@@ -33,23 +33,18 @@ void AddDevices(CLI::App* app, std::optional<std::string>& devices) {
 
 void AddReshardOptions(CLI::App* app, ReshardOptions& o) {
   AddDevices(app, o.devices);
-  app->add_option("--shape", o.shape, "Array shape, e.g. 8192x8192")
-      ->required();
-  app->add_option("--dtype", o.dtype,
-                  "Element type: f32, bf16, s8, ... (default f32)");
+  app->add_option("--shape", o.shape, "Array shape, e.g. 8192x8192")->required();
+  app->add_option("--dtype", o.dtype, "Element type: f32, bf16, s8, ... (default f32)");
   app->add_option("--from", o.from,
                   "Source sharding: 'mesh{x=8} P(x,None)' or a ShardingParam "
                   "'8x1 to [0] on 8'")
       ->required();
-  app->add_option("--to", o.to,
-                  "Destination sharding, same notations as --from")
-      ->required();
+  app->add_option("--to", o.to, "Destination sharding, same notations as --from")->required();
   app->add_option("--guard", o.guard,
                   "Transfer guard policy of the client, e.g. d2d=disallow (see "
                   "docs/transfer-guard.md)");
-  app->add_flag(
-      "--implicit", o.implicit,
-      "Mark the reshard as an implicit transfer (what log/disallow act on)");
+  app->add_flag("--implicit", o.implicit,
+                "Mark the reshard as an implicit transfer (what log/disallow act on)");
 }
 
 }  // namespace
@@ -64,43 +59,35 @@ int Main(int argc, char** argv) {
   app.fallthrough(false);
 
   InfoOptions info;
-  CLI::App* info_cmd = app.add_subcommand(
-      "info", "List platforms, devices, memories, attributes and drivers");
+  CLI::App* info_cmd =
+      app.add_subcommand("info", "List platforms, devices, memories, attributes and drivers");
   AddDevices(info_cmd, info.devices);
   info_cmd->add_flag("--json", info.json, "Print JSON instead of tables");
 
   ReshardOptions reshard;
   CLI::App* reshard_cmd = app.add_subcommand(
-      "reshard",
-      "Explain (the plan) and/or run, verify and time a reshard of one array");
+      "reshard", "Explain (the plan) and/or run, verify and time a reshard of one array");
   AddReshardOptions(reshard_cmd, reshard);
-  reshard_cmd->add_flag(
-      "--explain", reshard.explain,
-      "Print the plan: copies per device pair, bytes, aliasing, lower bound "
-      "(the default without --run)");
-  reshard_cmd->add_flag(
-      "--run", reshard.run,
-      "Run the reshard, verify the data bit-exactly, print a timing table");
-  reshard_cmd->add_option("--repeat", reshard.repeat,
-                          "Reshards timed with --run (default 5)");
+  reshard_cmd->add_flag("--explain", reshard.explain,
+                        "Print the plan: copies per device pair, bytes, aliasing, lower bound "
+                        "(the default without --run)");
+  reshard_cmd->add_flag("--run", reshard.run,
+                        "Run the reshard, verify the data bit-exactly, print a timing table");
+  reshard_cmd->add_option("--repeat", reshard.repeat, "Reshards timed with --run (default 5)");
 
   ReshardOptions trace;
   trace.repeat = 1;
-  CLI::App* trace_cmd =
-      app.add_subcommand("trace",
-                         "Run a reshard (with the upload and the readback) and "
-                         "write a Chrome/Perfetto trace of every copy");
+  CLI::App* trace_cmd = app.add_subcommand("trace",
+                                           "Run a reshard (with the upload and the readback) and "
+                                           "write a Chrome/Perfetto trace of every copy");
   AddReshardOptions(trace_cmd, trace);
-  trace_cmd->add_option("--out", trace.trace_out, "Trace file to write (JSON)")
-      ->required();
-  trace_cmd->add_option("--repeat", trace.repeat,
-                        "Reshards to record (default 1)");
+  trace_cmd->add_option("--out", trace.trace_out, "Trace file to write (JSON)")->required();
+  trace_cmd->add_option("--repeat", trace.repeat, "Reshards to record (default 1)");
 
   DemoOptions demo;
-  CLI::App* demo_cmd =
-      app.add_subcommand("demo",
-                         "A guided tour: devices, round trips, sharded arrays, "
-                         "reshards, the transfer guard");
+  CLI::App* demo_cmd = app.add_subcommand("demo",
+                                          "A guided tour: devices, round trips, sharded arrays, "
+                                          "reshards, the transfer guard");
   AddDevices(demo_cmd, demo.devices);
   demo_cmd->add_flag("--quick", demo.quick, "Smaller arrays (for tests)");
 

@@ -46,8 +46,7 @@ int Prepare(const ReshardOptions& options, Session& session) {
   absl::StatusOr<ShardingText> to = ParseSharding("--to", options.to);
   if (!to.ok()) return Fail(kExitBadInput, to.status().message());
   if (options.repeat < 1) {
-    return Fail(kExitBadInput,
-                absl::StrCat("--repeat must be >= 1, got ", options.repeat));
+    return Fail(kExitBadInput, absl::StrCat("--repeat must be >= 1, got ", options.repeat));
   }
   // The tool holds the array's bytes on the host a few times over: refuse what
   // cannot be.
@@ -55,32 +54,27 @@ int Prepare(const ReshardOptions& options, Session& session) {
   for (int64_t d : *shape) {
     if (d != 0 && elements > (int64_t{1} << 48) / d) {
       return Fail(kExitBadInput,
-                  absl::StrCat("--shape '", options.shape,
-                               "' is too large (above 2^48 elements)"));
+                  absl::StrCat("--shape '", options.shape, "' is too large (above 2^48 elements)"));
     }
     elements *= d;
   }
   if (elements > (int64_t{1} << 40) / *dtype->byte_size()) {
-    return Fail(kExitBadInput,
-                absl::StrCat("--shape '", options.shape, "' of ",
-                             dtype->DebugString(), " is above 1 TiB"));
+    return Fail(kExitBadInput, absl::StrCat("--shape '", options.shape, "' of ",
+                                            dtype->DebugString(), " is above 1 TiB"));
   }
   ClientResult client = SetUpClient(options.devices, options.guard);
   if (!client.setup.has_value()) return client.exit_code;
   session.setup = *std::move(client.setup);
   session.runtime = AsRuntimeClient(*session.setup.client);
   if (session.runtime == nullptr) {
-    return Fail(
-        kExitFailure,
-        "the client is not a RuntimeClient: plans and traces unavailable");
+    return Fail(kExitFailure, "the client is not a RuntimeClient: plans and traces unavailable");
   }
   session.shape = Shape(*shape);
   session.dtype = *dtype;
   session.from_text = *from;
   session.to_text = *to;
-  for (auto [name, text, out] :
-       {std::tuple{"--from", &session.from_text, &session.from},
-        std::tuple{"--to", &session.to_text, &session.to}}) {
+  for (auto [name, text, out] : {std::tuple{"--from", &session.from_text, &session.from},
+                                 std::tuple{"--to", &session.to_text, &session.to}}) {
     absl::StatusOr<ShardingRef> bound =
         BindSharding(name, *text, session.setup.devices, session.shape);
     if (!bound.ok()) return Fail(kExitBadInput, bound.status().message());
@@ -93,10 +87,9 @@ int Prepare(const ReshardOptions& options, Session& session) {
 // Makes the input array from deterministic data.
 int MakeInput(Session& session) {
   session.data = MakePattern(session.bytes);
-  absl::StatusOr<ArrayRef> array =
-      session.setup.client->MakeArrayFromHostBuffer(
-          session.data.data(), session.dtype, session.shape, std::nullopt,
-          session.from, HostBufferSemantics::kImmutableOnlyDuringCall, nullptr);
+  absl::StatusOr<ArrayRef> array = session.setup.client->MakeArrayFromHostBuffer(
+      session.data.data(), session.dtype, session.shape, std::nullopt, session.from,
+      HostBufferSemantics::kImmutableOnlyDuringCall, nullptr);
   if (!array.ok()) return Fail(kExitFailure, array.status().message());
   if (absl::Status s = (*array)->GetReadyFuture().Await(); !s.ok()) {
     return Fail(kExitFailure, s.message());
@@ -120,21 +113,18 @@ std::string DeviceNames(const Session& session) {
   for (const ShardingRef& s : {session.from, session.to}) {
     for (Device* d : s->devices()->devices()) {
       absl::StatusOr<Memory*> m = d->DefaultMemory();
-      names[d->Id().value] = absl::StrCat(
-          d->ToString(),
-          m.ok() ? absl::StrCat(" ", (*m)->Kind().DebugString()) : "");
+      names[d->Id().value] =
+          absl::StrCat(d->ToString(), m.ok() ? absl::StrCat(" ", (*m)->Kind().DebugString()) : "");
     }
   }
   std::vector<std::string> parts;
-  for (const auto& [id, name] : names)
-    parts.push_back(absl::StrCat(id, "=", name));
+  for (const auto& [id, name] : names) parts.push_back(absl::StrCat(id, "=", name));
   return absl::StrJoin(parts, ", ");
 }
 
 int Explain(Session& session) {
-  absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> plan =
-      session.runtime->PlanReshard(
-          *session.input, ArraySpec{session.dtype, session.shape, session.to});
+  absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> plan = session.runtime->PlanReshard(
+      *session.input, ArraySpec{session.dtype, session.shape, session.to});
   if (!plan.ok()) return Fail(kExitFailure, plan.status().message());
   std::cout << "\n" << sharding::RenderPlan(**plan);
   std::cout << "  (devices: " << DeviceNames(session) << ")\n";
@@ -143,8 +133,7 @@ int Explain(Session& session) {
 
 // Copies `total` bytes with `threads` threads from `src` to `dst` (buffers of
 // `size` bytes), in passes of at most `size` bytes.
-double MemcpyBytes(uint8_t* dst, const uint8_t* src, int64_t size,
-                   int64_t total, int threads) {
+double MemcpyBytes(uint8_t* dst, const uint8_t* src, int64_t size, int64_t total, int threads) {
   double seconds = 0;
   while (total > 0 && size > 0) {
     const int64_t n = std::min(total, size);
@@ -156,8 +145,7 @@ double MemcpyBytes(uint8_t* dst, const uint8_t* src, int64_t size,
 
 // Runs the reshard `repeat` times, verifies the last result, and prints the
 // timing table when `print_timing`.
-int RunAndVerify(Session& session, int repeat, bool implicit,
-                 bool print_timing) {
+int RunAndVerify(Session& session, int repeat, bool implicit, bool print_timing) {
   Client& client = *session.setup.client;
   const ArraySpec spec{session.dtype, session.shape, session.to};
   const TransferOptions transfer{.is_explicit = !implicit};
@@ -171,9 +159,9 @@ int RunAndVerify(Session& session, int repeat, bool implicit,
     for (int r = -warmup; r < repeat; ++r) {
       std::vector<ArrayRef> inputs = {session.input};
       const Clock::time_point start = Clock::now();
-      absl::StatusOr<std::vector<ArrayRef>> out = client.ReshardArrays(
-          absl::MakeSpan(inputs), absl::MakeConstSpan(&spec, 1),
-          ArrayCopySemantics::kReuseInput, transfer);
+      absl::StatusOr<std::vector<ArrayRef>> out =
+          client.ReshardArrays(absl::MakeSpan(inputs), absl::MakeConstSpan(&spec, 1),
+                               ArrayCopySemantics::kReuseInput, transfer);
       if (!out.ok()) return Fail(kExitFailure, out.status().message());
       if (absl::Status s = (*out)[0]->GetReadyFuture().Await(); !s.ok()) {
         return Fail(kExitFailure, s.message());
@@ -185,15 +173,13 @@ int RunAndVerify(Session& session, int repeat, bool implicit,
     }
   }
   std::vector<uint8_t> readback(session.bytes);
-  if (absl::Status s = result
-                           ->CopyToHostBuffer(readback.data(), std::nullopt,
-                                              ArrayCopySemantics::kAlwaysCopy)
-                           .Await();
+  if (absl::Status s =
+          result->CopyToHostBuffer(readback.data(), std::nullopt, ArrayCopySemantics::kAlwaysCopy)
+              .Await();
       !s.ok()) {
     return Fail(kExitFailure, s.message());
   }
-  if (session.bytes > 0 &&
-      std::memcmp(readback.data(), session.data.data(), session.bytes) != 0) {
+  if (session.bytes > 0 && std::memcmp(readback.data(), session.data.data(), session.bytes) != 0) {
     int64_t at = 0;
     while (readback[at] == session.data[at]) ++at;
     return Fail(kExitFailure, absl::StrCat("verification failed: the resharded "
@@ -216,20 +202,17 @@ int RunAndVerify(Session& session, int repeat, bool implicit,
   if (moved > 0) {
     std::vector<uint8_t> dst(session.bytes);
     for (int r = 0; r < repeat; ++r) {
-      floor.push_back(MemcpyBytes(dst.data(), session.data.data(),
-                                  session.bytes, moved, threads));
+      floor.push_back(MemcpyBytes(dst.data(), session.data.data(), session.bytes, moved, threads));
     }
   }
 
   std::cout << "\nRan " << repeat << (repeat == 1 ? " reshard" : " reshards")
             << " after a warm-up, verified bit-exact; " << FormatBytes(moved)
-            << " copied per reshard ("
-            << FormatBytes((*plan)->cross_device_bytes) << " cross-device, "
-            << FormatBytes((*plan)->local_bytes) << " local, "
+            << " copied per reshard (" << FormatBytes((*plan)->cross_device_bytes)
+            << " cross-device, " << FormatBytes((*plan)->local_bytes) << " local, "
             << FormatBytes((*plan)->aliased_bytes) << " aliased)\n";
   Table table({"", "median", "min", "GiB/s"});
-  table.AddRow({"reshard", FormatDuration(Median(times)),
-                FormatDuration(Minimum(times)),
+  table.AddRow({"reshard", FormatDuration(Median(times)), FormatDuration(Minimum(times)),
                 FormatRate(moved, Median(times))});
   if (!floor.empty()) {
     table.AddRow({absl::StrCat("memcpy floor (", threads, " threads)"),
@@ -239,8 +222,7 @@ int RunAndVerify(Session& session, int repeat, bool implicit,
     table.AddRow({"memcpy floor", "-", "-", "-"});
   }
   table.Print(std::cout);
-  if (floor.empty())
-    std::cout << "  (no bytes to copy: every destination shard is aliased)\n";
+  if (floor.empty()) std::cout << "  (no bytes to copy: every destination shard is aliased)\n";
   return kExitOk;
 }
 
@@ -279,12 +261,10 @@ int RunTrace(const ReshardOptions& options) {
   file << trace->ToChromeTraceJson();
   file.close();
   if (!file) {
-    return Fail(kExitFailure, absl::StrCat("cannot write the trace to '",
-                                           options.trace_out, "'"));
+    return Fail(kExitFailure, absl::StrCat("cannot write the trace to '", options.trace_out, "'"));
   }
   const std::vector<TransferTraceEvent> events = trace->events();
-  std::cout << "\nTrace: " << events.size() << " events written to "
-            << options.trace_out
+  std::cout << "\nTrace: " << events.size() << " events written to " << options.trace_out
             << " (open it in https://ui.perfetto.dev or chrome://tracing)\n";
   // Busy: the copies' durations summed over the streams that ran them.
   struct Group {
@@ -300,8 +280,8 @@ int RunTrace(const ReshardOptions& options) {
   Table table({"operation", "direction", "copies", "bytes", "busy"});
   table.set_left(1);
   for (const auto& [key, g] : groups) {
-    table.AddRow({key.first, key.second, absl::StrCat(g.copies),
-                  FormatBytes(g.bytes), FormatDuration(g.busy_ns * 1e-9)});
+    table.AddRow({key.first, key.second, absl::StrCat(g.copies), FormatBytes(g.bytes),
+                  FormatDuration(g.busy_ns * 1e-9)});
   }
   table.Print(std::cout);
   return code;

@@ -25,11 +25,10 @@ void RaiseTbbThreadLimit() {
   // rather than with `new`: the optimiser drops the store of an unused static
   // pointer, and LeakSanitizer then reports the object as leaked by every
   // process that creates a CPU platform.
-  alignas(tbb::global_control) static unsigned char
-      storage[sizeof(tbb::global_control)];
-  static tbb::global_control* control = new (storage) tbb::global_control(
-      tbb::global_control::max_allowed_parallelism,
-      std::max<size_t>(256, std::thread::hardware_concurrency()));
+  alignas(tbb::global_control) static unsigned char storage[sizeof(tbb::global_control)];
+  static tbb::global_control* control =
+      new (storage) tbb::global_control(tbb::global_control::max_allowed_parallelism,
+                                        std::max<size_t>(256, std::thread::hardware_concurrency()));
   (void)control;
 }
 
@@ -37,18 +36,12 @@ void RaiseTbbThreadLimit() {
 // counter.
 class CpuBuffer final : public PlatformBuffer {
  public:
-  CpuBuffer(void* data, int64_t size, std::atomic<int64_t>* in_use,
-            std::function<void()> release)
-      : data_(data),
-        size_(size),
-        in_use_(in_use),
-        release_(std::move(release)) {
-    if (in_use_ != nullptr)
-      in_use_->fetch_add(size_, std::memory_order_relaxed);
+  CpuBuffer(void* data, int64_t size, std::atomic<int64_t>* in_use, std::function<void()> release)
+      : data_(data), size_(size), in_use_(in_use), release_(std::move(release)) {
+    if (in_use_ != nullptr) in_use_->fetch_add(size_, std::memory_order_relaxed);
   }
   ~CpuBuffer() override {
-    if (in_use_ != nullptr)
-      in_use_->fetch_sub(size_, std::memory_order_relaxed);
+    if (in_use_ != nullptr) in_use_->fetch_sub(size_, std::memory_order_relaxed);
     if (release_) release_();
   }
   int64_t size_bytes() const override { return size_; }
@@ -66,19 +59,17 @@ class CpuPlatform final : public Platform {
   explicit CpuPlatform(const CpuPlatformOptions& options) {
     RaiseTbbThreadLimit();
     const int hw = std::max(1u, std::thread::hardware_concurrency());
-    const int threads = options.threads_per_device > 0
-                            ? options.threads_per_device
-                            : std::max(1, hw / options.num_devices);
+    const int threads = options.threads_per_device > 0 ? options.threads_per_device
+                                                       : std::max(1, hw / options.num_devices);
     for (int i = 0; i < options.num_devices; ++i) {
       auto device = std::make_unique<Device>();
       device->stream = std::make_unique<cpu::CpuStream>(threads);
       device->info.kind = "cpu";
-      device->info.name =
-          absl::StrCat("CPU device ", i, " (", threads, " threads)");
+      device->info.name = absl::StrCat("CPU device ", i, " (", threads, " threads)");
       device->info.attributes.Set("threads", int64_t{threads});
       device->info.attributes.Set("index", int64_t{i});
-      device->info.memories.push_back(PlatformMemoryInfo{
-          .kind = "host", .host_addressable = true, .capacity_bytes = 0});
+      device->info.memories.push_back(
+          PlatformMemoryInfo{.kind = "host", .host_addressable = true, .capacity_bytes = 0});
       devices_.push_back(std::move(device));
     }
   }
@@ -89,77 +80,63 @@ class CpuPlatform final : public Platform {
   }
 
   std::string_view name() const override { return "cpu"; }
-  int device_count() const override {
-    return static_cast<int>(devices_.size());
-  }
+  int device_count() const override { return static_cast<int>(devices_.size()); }
   const PlatformDeviceInfo& device_info(int device) const override {
     return devices_[device]->info;
   }
 
-  absl::StatusOr<PlatformBufferRef> Allocate(int device, int memory,
-                                             int64_t bytes) override {
-    if (bytes < 0)
-      return absl::InvalidArgumentError(absl::StrCat("negative size ", bytes));
+  absl::StatusOr<PlatformBufferRef> Allocate(int device, int memory, int64_t bytes) override {
+    if (bytes < 0) return absl::InvalidArgumentError(absl::StrCat("negative size ", bytes));
     const int64_t rounded = cpu::HostAllocator::RoundedSize(bytes);
     void* data = allocator_->Allocate(rounded);
     if (data == nullptr) {
       return absl::ResourceExhaustedError(
-          absl::StrCat("cannot allocate ", bytes,
-                       " bytes of host memory for cpu device ", device));
+          absl::StrCat("cannot allocate ", bytes, " bytes of host memory for cpu device ", device));
     }
-    return std::make_shared<CpuBuffer>(data, bytes,
-                                       &devices_[device]->bytes_in_use,
-                                       [allocator = allocator_, data, rounded] {
-                                         allocator->Free(data, rounded);
-                                       });
+    return std::make_shared<CpuBuffer>(
+        data, bytes, &devices_[device]->bytes_in_use,
+        [allocator = allocator_, data, rounded] { allocator->Free(data, rounded); });
   }
 
   int64_t BytesInUse(int device, int memory) const override {
     return devices_[device]->bytes_in_use.load(std::memory_order_relaxed);
   }
 
-  absl::StatusOr<PlatformBufferRef> WrapHostMemory(
-      int device, int memory, void* data, int64_t bytes,
-      std::function<void()> on_release) override {
-    return std::make_shared<CpuBuffer>(data, bytes, nullptr,
-                                       std::move(on_release));
+  absl::StatusOr<PlatformBufferRef> WrapHostMemory(int device, int memory, void* data,
+                                                   int64_t bytes,
+                                                   std::function<void()> on_release) override {
+    return std::make_shared<CpuBuffer>(data, bytes, nullptr, std::move(on_release));
   }
 
   Future<> CopyHostToBuffers(int device, std::vector<HostToBufferCopy> copies,
                              absl::Span<const Future<>> after) override {
-    return devices_[device]->stream->Enqueue(
-        after, [copies = std::move(copies)]() -> absl::Status {
-          RunAll(copies.size(), [&](size_t i) {
-            StridedMemcpyOf(copies[i].src, copies[i].dst->host_address(),
-                            copies[i].geometry);
-          });
-          return absl::OkStatus();
-        });
+    return devices_[device]->stream->Enqueue(after, [copies = std::move(copies)]() -> absl::Status {
+      RunAll(copies.size(), [&](size_t i) {
+        StridedMemcpyOf(copies[i].src, copies[i].dst->host_address(), copies[i].geometry);
+      });
+      return absl::OkStatus();
+    });
   }
 
   Future<> CopyBuffersToHost(int device, std::vector<BufferToHostCopy> copies,
                              absl::Span<const Future<>> after) override {
-    return devices_[device]->stream->Enqueue(
-        after, [copies = std::move(copies)]() -> absl::Status {
-          RunAll(copies.size(), [&](size_t i) {
-            StridedMemcpyOf(copies[i].src->host_address(), copies[i].dst,
-                            copies[i].geometry);
-          });
-          return absl::OkStatus();
-        });
+    return devices_[device]->stream->Enqueue(after, [copies = std::move(copies)]() -> absl::Status {
+      RunAll(copies.size(), [&](size_t i) {
+        StridedMemcpyOf(copies[i].src->host_address(), copies[i].dst, copies[i].geometry);
+      });
+      return absl::OkStatus();
+    });
   }
 
-  Future<> CopyBuffersToBuffers(int device,
-                                std::vector<BufferToBufferCopy> copies,
+  Future<> CopyBuffersToBuffers(int device, std::vector<BufferToBufferCopy> copies,
                                 absl::Span<const Future<>> after) override {
-    return devices_[device]->stream->Enqueue(
-        after, [copies = std::move(copies)]() -> absl::Status {
-          RunAll(copies.size(), [&](size_t i) {
-            StridedMemcpyOf(copies[i].src->host_address(),
-                            copies[i].dst->host_address(), copies[i].geometry);
-          });
-          return absl::OkStatus();
-        });
+    return devices_[device]->stream->Enqueue(after, [copies = std::move(copies)]() -> absl::Status {
+      RunAll(copies.size(), [&](size_t i) {
+        StridedMemcpyOf(copies[i].src->host_address(), copies[i].dst->host_address(),
+                        copies[i].geometry);
+      });
+      return absl::OkStatus();
+    });
   }
 
   Future<> EnqueueHostCallback(int device, std::function<absl::Status()> fn,
@@ -174,8 +151,7 @@ class CpuPlatform final : public Platform {
     std::atomic<int64_t> bytes_in_use{0};
   };
 
-  static void StridedMemcpyOf(const void* src, void* dst,
-                              const StridedCopy& geometry) {
+  static void StridedMemcpyOf(const void* src, void* dst, const StridedCopy& geometry) {
     cpu::StridedMemcpy(src, dst, geometry);
   }
 
@@ -200,16 +176,14 @@ class CpuPlatform final : public Platform {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Platform>> CreateCpuPlatform(
-    const CpuPlatformOptions& options) {
+absl::StatusOr<std::unique_ptr<Platform>> CreateCpuPlatform(const CpuPlatformOptions& options) {
   if (options.num_devices < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cpu_devices must be at least 1, got ", options.num_devices));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cpu_devices must be at least 1, got ", options.num_devices));
   }
   if (options.threads_per_device < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cpu_threads_per_device must be >= 0 (0 = auto), got ",
-                     options.threads_per_device));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cpu_threads_per_device must be >= 0 (0 = auto), got ", options.threads_per_device));
   }
   return std::unique_ptr<Platform>(new CpuPlatform(options));
 }

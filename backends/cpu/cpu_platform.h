@@ -26,8 +26,7 @@ struct CpuPlatformOptions {
 };
 
 // INVALID_ARGUMENT for num_devices < 1 or threads_per_device < 0.
-absl::StatusOr<std::unique_ptr<Platform>> CreateCpuPlatform(
-    const CpuPlatformOptions& options = {});
+absl::StatusOr<std::unique_ptr<Platform>> CreateCpuPlatform(const CpuPlatformOptions& options = {});
 
 }  // namespace tessera
 

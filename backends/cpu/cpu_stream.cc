@@ -22,8 +22,7 @@ CpuStream::~CpuStream() {
   idle_.wait(lock, [this] { return running_tasks_ == 0; });
 }
 
-Future<> CpuStream::Enqueue(absl::Span<const Future<>> after,
-                            std::function<absl::Status()> work) {
+Future<> CpuStream::Enqueue(absl::Span<const Future<>> after, std::function<absl::Status()> work) {
   struct Op {
     std::function<absl::Status()> work;
     Promise<> result;
@@ -54,8 +53,7 @@ Future<> CpuStream::Enqueue(absl::Span<const Future<>> after,
       }
       arena_.enqueue([this, op] {
         absl::Status st = op->work();
-        op->work =
-            nullptr;  // release what the work captured before anyone is told
+        op->work = nullptr;  // release what the work captured before anyone is told
         op->result.Set(std::move(st));
         op->done.Set(absl::OkStatus());
         std::lock_guard<std::mutex> lock(mu_);

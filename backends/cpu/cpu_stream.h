@@ -29,16 +29,14 @@ class CpuStream {
   CpuStream(const CpuStream&) = delete;
   CpuStream& operator=(const CpuStream&) = delete;
 
-  Future<> Enqueue(absl::Span<const Future<>> after,
-                   std::function<absl::Status()> work);
+  Future<> Enqueue(absl::Span<const Future<>> after, std::function<absl::Status()> work);
   int threads() const { return threads_; }
 
  private:
   const int threads_;
   tbb::task_arena arena_;
   std::mutex mu_;
-  Future<> tail_done_
-      ABSL_GUARDED_BY(mu_);  // set (always OK) when the last operation finished
+  Future<> tail_done_ ABSL_GUARDED_BY(mu_);  // set (always OK) when the last operation finished
   std::condition_variable idle_;
   int running_tasks_ ABSL_GUARDED_BY(mu_) = 0;  // arena tasks not yet returned
 };

@@ -14,8 +14,7 @@ int64_t HostAllocator::RoundedSize(int64_t bytes) {
   // Small sizes to 64 bytes, large ones to whole pages (so that blocks are
   // reusable across sizes that differ by a few elements).
   const int64_t granule = bytes >= (int64_t{1} << 20) ? 4096 : kAlignment;
-  return std::max<int64_t>(kAlignment,
-                           (bytes + granule - 1) / granule * granule);
+  return std::max<int64_t>(kAlignment, (bytes + granule - 1) / granule * granule);
 }
 
 void* HostAllocator::Allocate(int64_t rounded_bytes) {

@@ -21,8 +21,7 @@ class HostAllocator {
  public:
   static constexpr int64_t kAlignment = 64;
 
-  explicit HostAllocator(int64_t max_cached_bytes)
-      : max_cached_bytes_(max_cached_bytes) {}
+  explicit HostAllocator(int64_t max_cached_bytes) : max_cached_bytes_(max_cached_bytes) {}
   ~HostAllocator();
   HostAllocator(const HostAllocator&) = delete;
   HostAllocator& operator=(const HostAllocator&) = delete;

@@ -11,13 +11,11 @@ namespace tessera::cpu {
 namespace {
 
 // Copies one row: `count` elements of `element_bytes` at the given strides.
-inline void CopyStridedRow(const uint8_t* src, int64_t src_stride, uint8_t* dst,
-                           int64_t dst_stride, int64_t count,
-                           int64_t element_bytes) {
+inline void CopyStridedRow(const uint8_t* src, int64_t src_stride, uint8_t* dst, int64_t dst_stride,
+                           int64_t count, int64_t element_bytes) {
   switch (element_bytes) {
     case 1:
-      for (int64_t i = 0; i < count; ++i)
-        dst[i * dst_stride] = src[i * src_stride];
+      for (int64_t i = 0; i < count; ++i) dst[i * dst_stride] = src[i * src_stride];
       return;
     case 2:
       for (int64_t i = 0; i < count; ++i)
@@ -67,21 +65,19 @@ class RowView {
   }
 
   // Copies bytes [begin, end) of each row in [row_begin, row_end).
-  void CopyRows(const uint8_t* src, uint8_t* dst, int64_t row_begin,
-                int64_t row_end, int64_t byte_begin, int64_t byte_end) const {
+  void CopyRows(const uint8_t* src, uint8_t* dst, int64_t row_begin, int64_t row_end,
+                int64_t byte_begin, int64_t byte_end) const {
     for (int64_t r = row_begin; r < row_end; ++r) {
       int64_t so, d_o;
       RowOffsets(r, &so, &d_o);
       if (contiguous_) {
-        std::memcpy(dst + d_o + byte_begin, src + so + byte_begin,
-                    byte_end - byte_begin);
+        std::memcpy(dst + d_o + byte_begin, src + so + byte_begin, byte_end - byte_begin);
       } else {
         const int64_t eb = n_.element_bytes;
         const int64_t first = byte_begin / eb, last = byte_end / eb;
-        CopyStridedRow(src + so + first * n_.src_byte_strides.back(),
-                       n_.src_byte_strides.back(),
-                       dst + d_o + first * n_.dst_byte_strides.back(),
-                       n_.dst_byte_strides.back(), last - first, eb);
+        CopyStridedRow(src + so + first * n_.src_byte_strides.back(), n_.src_byte_strides.back(),
+                       dst + d_o + first * n_.dst_byte_strides.back(), n_.dst_byte_strides.back(),
+                       last - first, eb);
       }
     }
   }
@@ -96,8 +92,7 @@ class RowView {
 
 }  // namespace
 
-void StridedMemcpy(const void* src_base, void* dst_base,
-                   const StridedCopy& copy) {
+void StridedMemcpy(const void* src_base, void* dst_base, const StridedCopy& copy) {
   const StridedCopy n = copy.Normalized();
   const int64_t total = n.bytes();
   if (total == 0) return;
@@ -110,8 +105,7 @@ void StridedMemcpy(const void* src_base, void* dst_base,
     return;
   }
   // Aim for ~4 pieces per thread, none smaller than 256 KiB.
-  const int64_t piece =
-      std::max<int64_t>(int64_t{256} << 10, total / (threads * 4));
+  const int64_t piece = std::max<int64_t>(int64_t{256} << 10, total / (threads * 4));
   const int64_t row_bytes = view.row_bytes();
   if (row_bytes >= piece) {
     // Long rows: split each row into parts (aligned to whole elements).
@@ -121,19 +115,16 @@ void StridedMemcpy(const void* src_base, void* dst_base,
                           [&](const tbb::blocked_range<int64_t>& r) {
                             for (int64_t t = r.begin(); t < r.end(); ++t) {
                               const int64_t row = t / parts, p = t % parts;
-                              view.CopyRows(
-                                  src, dst, row, row + 1, p * part,
-                                  std::min(row_bytes, (p + 1) * part));
+                              view.CopyRows(src, dst, row, row + 1, p * part,
+                                            std::min(row_bytes, (p + 1) * part));
                             }
                           });
   } else {
-    const int64_t rows_per_piece =
-        std::max<int64_t>(1, piece / std::max<int64_t>(1, row_bytes));
-    backends::ParallelFor(
-        tbb::blocked_range<int64_t>(0, view.rows(), rows_per_piece),
-        [&](const tbb::blocked_range<int64_t>& r) {
-          view.CopyRows(src, dst, r.begin(), r.end(), 0, row_bytes);
-        });
+    const int64_t rows_per_piece = std::max<int64_t>(1, piece / std::max<int64_t>(1, row_bytes));
+    backends::ParallelFor(tbb::blocked_range<int64_t>(0, view.rows(), rows_per_piece),
+                          [&](const tbb::blocked_range<int64_t>& r) {
+                            view.CopyRows(src, dst, r.begin(), r.end(), 0, row_bytes);
+                          });
   }
 }
 

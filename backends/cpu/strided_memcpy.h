@@ -18,8 +18,7 @@ namespace tessera::cpu {
 // Copies below this many bytes run on the calling thread alone.
 inline constexpr int64_t kParallelCopyThresholdBytes = int64_t{1} << 20;
 
-void StridedMemcpy(const void* src_base, void* dst_base,
-                   const StridedCopy& copy);
+void StridedMemcpy(const void* src_base, void* dst_base, const StridedCopy& copy);
 
 }  // namespace tessera::cpu
 

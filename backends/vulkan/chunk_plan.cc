@@ -8,8 +8,7 @@ RunCursor::RunCursor(const StridedCopy& c) : n_(c.Normalized()) {
   const int rank = static_cast<int>(n_.extent.size());
   const bool contiguous = n_.inner_contiguous();
   outer_rank_ = contiguous ? rank - 1 : rank;
-  run_bytes_ =
-      contiguous ? n_.extent.back() * n_.element_bytes : n_.element_bytes;
+  run_bytes_ = contiguous ? n_.extent.back() * n_.element_bytes : n_.element_bytes;
   idx_.assign(outer_rank_, 0);
   src_ = n_.src_offset;
   dst_ = n_.dst_offset;
@@ -45,17 +44,14 @@ PlanCursor StartCursor(const std::vector<const StridedCopy*>& geoms) {
   return pc;
 }
 
-bool CursorDone(const PlanCursor& pc,
-                const std::vector<const StridedCopy*>& geoms) {
+bool CursorDone(const PlanCursor& pc, const std::vector<const StridedCopy*>& geoms) {
   return pc.copy >= geoms.size();
 }
 
-void AddRegion(std::vector<Region>* regions, size_t copy, int64_t src,
-               int64_t dst, int64_t n) {
+void AddRegion(std::vector<Region>* regions, size_t copy, int64_t src, int64_t dst, int64_t n) {
   if (!regions->empty()) {
     Region& last = regions->back();
-    if (last.copy == copy && last.src + last.size == src &&
-        last.dst + last.size == dst) {
+    if (last.copy == copy && last.src + last.size == src && last.dst + last.size == dst) {
       last.size += n;
       return;
     }

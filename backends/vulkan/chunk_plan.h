@@ -76,13 +76,11 @@ void SkipDone(PlanCursor& pc, const std::vector<const StridedCopy*>& geoms);
 PlanCursor StartCursor(const std::vector<const StridedCopy*>& geoms);
 
 // Whether `pc` has consumed every run of `geoms`.
-bool CursorDone(const PlanCursor& pc,
-                const std::vector<const StridedCopy*>& geoms);
+bool CursorDone(const PlanCursor& pc, const std::vector<const StridedCopy*>& geoms);
 
 // Appends a region, merging it into the last one when both are contiguous on
 // both sides and belong to the same copy.
-void AddRegion(std::vector<Region>* regions, size_t copy, int64_t src,
-               int64_t dst, int64_t n);
+void AddRegion(std::vector<Region>* regions, size_t copy, int64_t src, int64_t dst, int64_t n);
 
 // Packs up to `capacity` bytes of runs into a chunk laid out run after run.
 // Adds (buffer -> staging) regions to `src_regions` and (staging -> buffer)
@@ -90,9 +88,9 @@ void AddRegion(std::vector<Region>* regions, size_t copy, int64_t src,
 // dst, bytes, staging_offset) for each piece. Stops early when a region list
 // reaches kMaxRegionsPerChunk. Returns the bytes packed.
 template <typename F>
-int64_t PlanChunk(PlanCursor& pc, const std::vector<const StridedCopy*>& geoms,
-                  int64_t capacity, std::vector<Region>* src_regions,
-                  std::vector<Region>* dst_regions, F&& on_piece) {
+int64_t PlanChunk(PlanCursor& pc, const std::vector<const StridedCopy*>& geoms, int64_t capacity,
+                  std::vector<Region>* src_regions, std::vector<Region>* dst_regions,
+                  F&& on_piece) {
   int64_t filled = 0;
   while (!CursorDone(pc, geoms) && filled < capacity) {
     if ((src_regions && src_regions->size() >= kMaxRegionsPerChunk) ||

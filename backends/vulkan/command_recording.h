@@ -31,9 +31,8 @@ absl::Status EndCmd(VkCommandBuffer cb);
 // gives (VkBuffer, base offset) of the copy's side, `staging` the staging side
 // at `staging_base`. `to_staging`: buffer -> staging, else staging -> buffer.
 template <typename BufferOf>
-void RecordRegions(VkCommandBuffer cb, const std::vector<Region>& regions,
-                   bool to_staging, VkBuffer staging, int64_t staging_base,
-                   BufferOf&& buffer_of) {
+void RecordRegions(VkCommandBuffer cb, const std::vector<Region>& regions, bool to_staging,
+                   VkBuffer staging, int64_t staging_base, BufferOf&& buffer_of) {
   std::vector<VkBufferCopy> vk;
   size_t i = 0;
   while (i < regions.size()) {
@@ -43,19 +42,15 @@ void RecordRegions(VkCommandBuffer cb, const std::vector<Region>& regions,
     for (; i < regions.size() && regions[i].copy == copy; ++i) {
       const Region& r = regions[i];
       VkBufferCopy c;
-      c.srcOffset =
-          static_cast<VkDeviceSize>(r.src + (to_staging ? base : staging_base));
-      c.dstOffset =
-          static_cast<VkDeviceSize>(r.dst + (to_staging ? staging_base : base));
+      c.srcOffset = static_cast<VkDeviceSize>(r.src + (to_staging ? base : staging_base));
+      c.dstOffset = static_cast<VkDeviceSize>(r.dst + (to_staging ? staging_base : base));
       c.size = static_cast<VkDeviceSize>(r.size);
       vk.push_back(c);
     }
     if (to_staging) {
-      vkCmdCopyBuffer(cb, buf, staging, static_cast<uint32_t>(vk.size()),
-                      vk.data());
+      vkCmdCopyBuffer(cb, buf, staging, static_cast<uint32_t>(vk.size()), vk.data());
     } else {
-      vkCmdCopyBuffer(cb, staging, buf, static_cast<uint32_t>(vk.size()),
-                      vk.data());
+      vkCmdCopyBuffer(cb, staging, buf, static_cast<uint32_t>(vk.size()), vk.data());
     }
   }
 }

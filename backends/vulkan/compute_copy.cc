@@ -19,22 +19,21 @@ constexpr uint32_t kStridedCopySpv[] = {
 
 }  // namespace
 
-ComputeCopyPipeline::ComputeCopyPipeline(
-    VkDevice device, PFN_vkCmdPushDescriptorSetKHR push_descriptor,
-    int64_t min_runs, int64_t max_storage_range, uint32_t max_groups_x)
+ComputeCopyPipeline::ComputeCopyPipeline(VkDevice device,
+                                         PFN_vkCmdPushDescriptorSetKHR push_descriptor,
+                                         int64_t min_runs, int64_t max_storage_range,
+                                         uint32_t max_groups_x)
     : device_(device),
       push_descriptor_(push_descriptor),
       min_runs_(min_runs),
       max_storage_range_(max_storage_range),
       max_groups_x_(max_groups_x) {}
 
-absl::StatusOr<std::unique_ptr<ComputeCopyPipeline>>
-ComputeCopyPipeline::Create(VkDevice device,
-                            PFN_vkCmdPushDescriptorSetKHR push_descriptor,
-                            int64_t min_runs, int64_t max_storage_range,
-                            uint32_t max_groups_x) {
-  std::unique_ptr<ComputeCopyPipeline> c(new ComputeCopyPipeline(
-      device, push_descriptor, min_runs, max_storage_range, max_groups_x));
+absl::StatusOr<std::unique_ptr<ComputeCopyPipeline>> ComputeCopyPipeline::Create(
+    VkDevice device, PFN_vkCmdPushDescriptorSetKHR push_descriptor, int64_t min_runs,
+    int64_t max_storage_range, uint32_t max_groups_x) {
+  std::unique_ptr<ComputeCopyPipeline> c(
+      new ComputeCopyPipeline(device, push_descriptor, min_runs, max_storage_range, max_groups_x));
   VkDescriptorSetLayoutBinding bindings[2] = {};
   for (uint32_t i = 0; i < 2; ++i) {
     bindings[i].binding = i;
@@ -42,40 +41,33 @@ ComputeCopyPipeline::Create(VkDevice device,
     bindings[i].descriptorCount = 1;
     bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
   }
-  VkDescriptorSetLayoutCreateInfo dl{
-      VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   dl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
   dl.bindingCount = 2;
   dl.pBindings = bindings;
-  TESSERA_VK_RETURN_IF_ERROR(
-      vkCreateDescriptorSetLayout(device, &dl, nullptr, &c->set_layout_),
-      "vkCreateDescriptorSetLayout");
-  VkPushConstantRange pcr{VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                          sizeof(ComputeParams)};
+  TESSERA_VK_RETURN_IF_ERROR(vkCreateDescriptorSetLayout(device, &dl, nullptr, &c->set_layout_),
+                             "vkCreateDescriptorSetLayout");
+  VkPushConstantRange pcr{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(ComputeParams)};
   VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   pl.setLayoutCount = 1;
   pl.pSetLayouts = &c->set_layout_;
   pl.pushConstantRangeCount = 1;
   pl.pPushConstantRanges = &pcr;
-  TESSERA_VK_RETURN_IF_ERROR(
-      vkCreatePipelineLayout(device, &pl, nullptr, &c->pipeline_layout_),
-      "vkCreatePipelineLayout");
+  TESSERA_VK_RETURN_IF_ERROR(vkCreatePipelineLayout(device, &pl, nullptr, &c->pipeline_layout_),
+                             "vkCreatePipelineLayout");
   VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   smi.codeSize = sizeof(kStridedCopySpv);
   smi.pCode = kStridedCopySpv;
   VkShaderModule module;
-  TESSERA_VK_RETURN_IF_ERROR(
-      vkCreateShaderModule(device, &smi, nullptr, &module),
-      "vkCreateShaderModule");
-  VkComputePipelineCreateInfo cpi{
-      VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  TESSERA_VK_RETURN_IF_ERROR(vkCreateShaderModule(device, &smi, nullptr, &module),
+                             "vkCreateShaderModule");
+  VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   cpi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
   cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   cpi.stage.module = module;
   cpi.stage.pName = "main";
   cpi.layout = c->pipeline_layout_;
-  VkResult r = vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &cpi,
-                                        nullptr, &c->pipeline_);
+  VkResult r = vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &cpi, nullptr, &c->pipeline_);
   vkDestroyShaderModule(device, module, nullptr);
   TESSERA_VK_RETURN_IF_ERROR(r, "vkCreateComputePipelines");
   return c;
@@ -83,8 +75,7 @@ ComputeCopyPipeline::Create(VkDevice device,
 
 ComputeCopyPipeline::~ComputeCopyPipeline() {
   if (pipeline_) vkDestroyPipeline(device_, pipeline_, nullptr);
-  if (pipeline_layout_)
-    vkDestroyPipelineLayout(device_, pipeline_layout_, nullptr);
+  if (pipeline_layout_) vkDestroyPipelineLayout(device_, pipeline_layout_, nullptr);
   if (set_layout_) vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
 }
 
@@ -94,8 +85,7 @@ bool ComputeCopyPipeline::Accepts(const StridedCopy& g, const VulkanBuffer* src,
   const int64_t elements = n.num_elements();
   const bool contiguous = n.inner_contiguous();
   const int64_t runs = contiguous ? elements / n.extent.back() : elements;
-  const int64_t run_bytes =
-      contiguous ? n.extent.back() * n.element_bytes : n.element_bytes;
+  const int64_t run_bytes = contiguous ? n.extent.back() * n.element_bytes : n.element_bytes;
   if (runs <= min_runs_ || run_bytes >= 256) return false;
   if (n.element_bytes % 4 || n.src_offset % 4 || n.dst_offset % 4) return false;
   for (size_t i = 0; i < n.extent.size(); ++i) {
@@ -103,16 +93,14 @@ bool ComputeCopyPipeline::Accepts(const StridedCopy& g, const VulkanBuffer* src,
     if (n.src_byte_strides[i] < 0 || n.dst_byte_strides[i] < 0) return false;
   }
   if (n.extent.size() + 1 > 6) return false;
-  if (src->allocated_size() > max_storage_range_ ||
-      dst->allocated_size() > max_storage_range_) {
+  if (src->allocated_size() > max_storage_range_ || dst->allocated_size() > max_storage_range_) {
     return false;
   }
   if (elements * (n.element_bytes / 4) >= (int64_t{1} << 31)) return false;
   return true;
 }
 
-void ComputeCopyPipeline::Record(VkCommandBuffer cb, const StridedCopy& g,
-                                 const VulkanBuffer* src,
+void ComputeCopyPipeline::Record(VkCommandBuffer cb, const StridedCopy& g, const VulkanBuffer* src,
                                  const VulkanBuffer* dst) const {
   StridedCopy n = g.Normalized();
   ComputeParams p{};
@@ -122,8 +110,7 @@ void ComputeCopyPipeline::Record(VkCommandBuffer cb, const StridedCopy& g,
     p.src_stride[i] = static_cast<uint32_t>(n.src_byte_strides[i] / 4);
     p.dst_stride[i] = static_cast<uint32_t>(n.dst_byte_strides[i] / 4);
   }
-  p.extent[rank] =
-      static_cast<uint32_t>(n.element_bytes / 4);  // words of one element
+  p.extent[rank] = static_cast<uint32_t>(n.element_bytes / 4);  // words of one element
   p.src_stride[rank] = 1;
   p.dst_stride[rank] = 1;
   p.rank = static_cast<uint32_t>(rank + 1);
@@ -131,11 +118,10 @@ void ComputeCopyPipeline::Record(VkCommandBuffer cb, const StridedCopy& g,
   p.src_offset = static_cast<uint32_t>(n.src_offset / 4);
   p.dst_offset = static_cast<uint32_t>(n.dst_offset / 4);
 
-  VkDescriptorBufferInfo infos[2] = {
-      {src->vk_buffer(), static_cast<VkDeviceSize>(src->offset()),
-       static_cast<VkDeviceSize>(src->allocated_size())},
-      {dst->vk_buffer(), static_cast<VkDeviceSize>(dst->offset()),
-       static_cast<VkDeviceSize>(dst->allocated_size())}};
+  VkDescriptorBufferInfo infos[2] = {{src->vk_buffer(), static_cast<VkDeviceSize>(src->offset()),
+                                      static_cast<VkDeviceSize>(src->allocated_size())},
+                                     {dst->vk_buffer(), static_cast<VkDeviceSize>(dst->offset()),
+                                      static_cast<VkDeviceSize>(dst->allocated_size())}};
   VkWriteDescriptorSet writes[2] = {};
   for (uint32_t i = 0; i < 2; ++i) {
     writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
@@ -145,13 +131,10 @@ void ComputeCopyPipeline::Record(VkCommandBuffer cb, const StridedCopy& g,
     writes[i].pBufferInfo = &infos[i];
   }
   vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
-  push_descriptor_(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout_, 0, 2,
-                   writes);
-  vkCmdPushConstants(cb, pipeline_layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                     sizeof(p), &p);
+  push_descriptor_(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout_, 0, 2, writes);
+  vkCmdPushConstants(cb, pipeline_layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(p), &p);
   const uint64_t groups = (uint64_t{p.total} + 63) / 64;
-  const uint32_t gx =
-      static_cast<uint32_t>(std::min<uint64_t>(groups, max_groups_x_));
+  const uint32_t gx = static_cast<uint32_t>(std::min<uint64_t>(groups, max_groups_x_));
   const uint32_t gy = static_cast<uint32_t>((groups + gx - 1) / gx);
   vkCmdDispatch(cb, gx, gy, 1);
 }

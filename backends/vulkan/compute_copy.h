@@ -32,8 +32,8 @@ class ComputeCopyPipeline {
   // `min_runs`: copies with at most this many runs use vkCmdCopyBuffer.
   // Vulkan failures as VkStatus (vulkan_status.h).
   static absl::StatusOr<std::unique_ptr<ComputeCopyPipeline>> Create(
-      VkDevice device, PFN_vkCmdPushDescriptorSetKHR push_descriptor,
-      int64_t min_runs, int64_t max_storage_range, uint32_t max_groups_x);
+      VkDevice device, PFN_vkCmdPushDescriptorSetKHR push_descriptor, int64_t min_runs,
+      int64_t max_storage_range, uint32_t max_groups_x);
 
   ComputeCopyPipeline(const ComputeCopyPipeline&) = delete;
   ComputeCopyPipeline& operator=(const ComputeCopyPipeline&) = delete;
@@ -43,17 +43,14 @@ class ComputeCopyPipeline {
   // min_runs runs, each shorter than 256 bytes; 4-byte aligned, non-negative
   // strides, rank <= 5, both buffers within maxStorageBufferRange, fewer than
   // 2^31 words.
-  bool Accepts(const StridedCopy& g, const VulkanBuffer* src,
-               const VulkanBuffer* dst) const;
+  bool Accepts(const StridedCopy& g, const VulkanBuffer* src, const VulkanBuffer* dst) const;
   // Records the dispatch of `g` (which Accepts) into `cb`.
   void Record(VkCommandBuffer cb, const StridedCopy& g, const VulkanBuffer* src,
               const VulkanBuffer* dst) const;
 
  private:
-  ComputeCopyPipeline(VkDevice device,
-                      PFN_vkCmdPushDescriptorSetKHR push_descriptor,
-                      int64_t min_runs, int64_t max_storage_range,
-                      uint32_t max_groups_x);
+  ComputeCopyPipeline(VkDevice device, PFN_vkCmdPushDescriptorSetKHR push_descriptor,
+                      int64_t min_runs, int64_t max_storage_range, uint32_t max_groups_x);
 
   VkDevice device_;
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_;

@@ -30,19 +30,17 @@ struct ExportedChunk {
 // The source device copies the next chunk (at most `cap` bytes) of `geoms`
 // into `staging` at `offset`, recorded in `cb`, and signals its export
 // timeline.
-absl::StatusOr<ExportedChunk> ExportChunk(
-    VulkanStream& src_stream, VkCommandBuffer cb, VulkanBuffer* src,
-    VkBuffer staging, int64_t offset, int64_t cap, PlanCursor& pc,
-    const std::vector<const StridedCopy*>& geoms) {
+absl::StatusOr<ExportedChunk> ExportChunk(VulkanStream& src_stream, VkCommandBuffer cb,
+                                          VulkanBuffer* src, VkBuffer staging, int64_t offset,
+                                          int64_t cap, PlanCursor& pc,
+                                          const std::vector<const StridedCopy*>& geoms) {
   std::vector<Region> src_regions;
   ExportedChunk chunk;
-  chunk.bytes =
-      PlanChunk(pc, geoms, cap, &src_regions, &chunk.dst_regions, NoPiece());
+  chunk.bytes = PlanChunk(pc, geoms, cap, &src_regions, &chunk.dst_regions, NoPiece());
   vkResetCommandBuffer(cb, 0);
   if (absl::Status st = BeginCmd(cb); !st.ok()) return st;
-  RecordRegions(
-      cb, src_regions, /*to_staging=*/true, staging, offset,
-      [&](size_t) { return std::make_pair(src->vk_buffer(), src->offset()); });
+  RecordRegions(cb, src_regions, /*to_staging=*/true, staging, offset,
+                [&](size_t) { return std::make_pair(src->vk_buffer(), src->offset()); });
   if (absl::Status st = EndCmd(cb); !st.ok()) return st;
   absl::StatusOr<uint64_t> value = src_stream.SubmitExport(cb);
   if (!value.ok()) return value.status();
@@ -53,14 +51,12 @@ absl::StatusOr<ExportedChunk> ExportChunk(
 // This device copies a staged chunk from `staging` at `offset` into `dst`,
 // recorded in `cb`; returns the value on its timeline.
 absl::StatusOr<uint64_t> UploadChunk(VulkanStream& stream, VkCommandBuffer cb,
-                                     const std::vector<Region>& regions,
-                                     VkBuffer staging, int64_t offset,
-                                     VulkanBuffer* dst) {
+                                     const std::vector<Region>& regions, VkBuffer staging,
+                                     int64_t offset, VulkanBuffer* dst) {
   vkResetCommandBuffer(cb, 0);
   if (absl::Status st = BeginCmd(cb); !st.ok()) return st;
-  RecordRegions(
-      cb, regions, /*to_staging=*/false, staging, offset,
-      [&](size_t) { return std::make_pair(dst->vk_buffer(), dst->offset()); });
+  RecordRegions(cb, regions, /*to_staging=*/false, staging, offset,
+                [&](size_t) { return std::make_pair(dst->vk_buffer(), dst->offset()); });
   if (absl::Status st = EndCmd(cb); !st.ok()) return st;
   return stream.Submit(cb);
 }
@@ -95,13 +91,11 @@ void CrossDeviceCopier::ReleaseSharedStaging() { shared_.clear(); }
 absl::Status CrossDeviceCopier::Copy(const BufferToBufferCopy& cp) {
   VulkanDevice* src = AsVulkanBuffer(cp.src)->dev();
   SharedStaging* shared = nullptr;
-  if (dst_->options().cross_device_shared_staging && dst_->host_import() &&
-      src->host_import()) {
+  if (dst_->options().cross_device_shared_staging && dst_->host_import() && src->host_import()) {
     auto b = GetSharedStaging(src);
     if (b.ok()) shared = *b;  // else: fall back to the host memcpy path
   }
-  if (absl::Status s =
-          shared ? CopyThroughSharedStaging(cp, *shared) : CopyThroughHost(cp);
+  if (absl::Status s = shared ? CopyThroughSharedStaging(cp, *shared) : CopyThroughHost(cp);
       !s.ok()) {
     return s;
   }
@@ -113,8 +107,7 @@ absl::Status CrossDeviceCopier::Copy(const BufferToBufferCopy& cp) {
 // Source device S copies chunks into its export ring (up to `slots` ahead); the
 // host copies each into this device's staging ring; this device uploads it. All
 // on this device's worker.
-absl::Status CrossDeviceCopier::CopyThroughHost(
-    const BufferToBufferCopy& copy) {
+absl::Status CrossDeviceCopier::CopyThroughHost(const BufferToBufferCopy& copy) {
   VulkanBuffer* src = AsVulkanBuffer(copy.src);
   VulkanBuffer* dst = AsVulkanBuffer(copy.dst);
   VulkanDevice* s = src->dev();
@@ -138,40 +131,31 @@ absl::Status CrossDeviceCopier::CopyThroughHost(
   std::deque<Pending> pending;
   PlanCursor pc = StartCursor(geoms);
   auto export_chunk = [&](int slot) -> absl::Status {
-    absl::StatusOr<ExportedChunk> c =
-        ExportChunk(src_stream, exported.cmds[slot], src, exported.buffer,
-                    slot * src_chunk, cap, pc, geoms);
+    absl::StatusOr<ExportedChunk> c = ExportChunk(
+        src_stream, exported.cmds[slot], src, exported.buffer, slot * src_chunk, cap, pc, geoms);
     if (!c.ok()) return c.status();
-    pending.push_back(
-        Pending{slot, c->bytes, c->value, std::move(c->dst_regions)});
+    pending.push_back(Pending{slot, c->bytes, c->value, std::move(c->dst_regions)});
     return absl::OkStatus();
   };
   absl::Status status;
-  for (int slot = 0; slot < src_slots && !CursorDone(pc, geoms) && status.ok();
-       ++slot) {
+  for (int slot = 0; slot < src_slots && !CursorDone(pc, geoms) && status.ok(); ++slot) {
     status = export_chunk(slot);
   }
   int64_t j = 0;
   while (!pending.empty()) {
     Pending p = std::move(pending.front());
     pending.pop_front();
-    if (absl::Status st =
-            src_stream.WaitValue(src_stream.export_timeline(), p.value);
-        !st.ok())
+    if (absl::Status st = src_stream.WaitValue(src_stream.export_timeline(), p.value); !st.ok())
       return st;
     if (!status.ok()) continue;
     const int slot = static_cast<int>(j++ % dst_slots);
-    if (absl::Status st =
-            stream.WaitValue(stream.timeline(), staging.values[slot]);
-        !st.ok())
+    if (absl::Status st = stream.WaitValue(stream.timeline(), staging.values[slot]); !st.ok())
       return st;
-    std::memcpy(staging.mapped + slot * chunk,
-                exported.mapped + p.slot * src_chunk,
+    std::memcpy(staging.mapped + slot * chunk, exported.mapped + p.slot * src_chunk,
                 static_cast<size_t>(p.bytes));
     if (!CursorDone(pc, geoms)) status = export_chunk(p.slot);
     absl::StatusOr<uint64_t> v =
-        UploadChunk(stream, staging.cmds[slot], p.dst_regions, staging.buffer,
-                    slot * chunk, dst);
+        UploadChunk(stream, staging.cmds[slot], p.dst_regions, staging.buffer, slot * chunk, dst);
     if (!v.ok()) {
       status = v.status();
       continue;
@@ -182,35 +166,29 @@ absl::Status CrossDeviceCopier::CopyThroughHost(
   return status;
 }
 
-absl::StatusOr<CrossDeviceCopier::SharedStaging*>
-CrossDeviceCopier::GetSharedStaging(VulkanDevice* src) {
+absl::StatusOr<CrossDeviceCopier::SharedStaging*> CrossDeviceCopier::GetSharedStaging(
+    VulkanDevice* src) {
   auto it = shared_.find(src);
   if (it != shared_.end()) {
-    if (!it->second)
-      return absl::UnimplementedError("no shared staging for this pair");
+    if (!it->second) return absl::UnimplementedError("no shared staging for this pair");
     return it->second.get();
   }
   auto b = std::make_unique<SharedStaging>();
   b->src = src;
   b->dst = dst_;
-  const int64_t align =
-      std::max(dst_->host_import_alignment(), src->host_import_alignment());
-  b->bytes = RoundUp(dst_->options().staging_chunk_bytes *
-                         static_cast<int64_t>(dst_->staging_ring().slots()),
-                     align);
-  b->host = std::aligned_alloc(static_cast<size_t>(align),
-                               static_cast<size_t>(b->bytes));
-  absl::Status s = b->host ? absl::OkStatus()
-                           : absl::ResourceExhaustedError("aligned_alloc");
+  const int64_t align = std::max(dst_->host_import_alignment(), src->host_import_alignment());
+  b->bytes = RoundUp(
+      dst_->options().staging_chunk_bytes * static_cast<int64_t>(dst_->staging_ring().slots()),
+      align);
+  b->host = std::aligned_alloc(static_cast<size_t>(align), static_cast<size_t>(b->bytes));
+  absl::Status s = b->host ? absl::OkStatus() : absl::ResourceExhaustedError("aligned_alloc");
   if (s.ok()) {
-    s = ImportHostMemory(src->vk_device(), src->host_pointer_properties(),
-                         b->host, b->bytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                         &b->src_buffer, &b->src_memory);
+    s = ImportHostMemory(src->vk_device(), src->host_pointer_properties(), b->host, b->bytes,
+                         VK_BUFFER_USAGE_TRANSFER_DST_BIT, &b->src_buffer, &b->src_memory);
   }
   if (s.ok()) {
-    s = ImportHostMemory(dst_->vk_device(), dst_->host_pointer_properties(),
-                         b->host, b->bytes, VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
-                         &b->dst_buffer, &b->dst_memory);
+    s = ImportHostMemory(dst_->vk_device(), dst_->host_pointer_properties(), b->host, b->bytes,
+                         VK_BUFFER_USAGE_TRANSFER_SRC_BIT, &b->dst_buffer, &b->dst_memory);
   }
   if (!s.ok()) {
     shared_[src] = nullptr;  // remember: use the memcpy path for this pair
@@ -224,8 +202,8 @@ CrossDeviceCopier::GetSharedStaging(VulkanDevice* src) {
 // The source device copies chunk i into shared slot i % K (up to K ahead, on
 // its export semaphore); once the host sees it done, this device copies the
 // slot into the destination.
-absl::Status CrossDeviceCopier::CopyThroughSharedStaging(
-    const BufferToBufferCopy& copy, SharedStaging& shared) {
+absl::Status CrossDeviceCopier::CopyThroughSharedStaging(const BufferToBufferCopy& copy,
+                                                         SharedStaging& shared) {
   VulkanBuffer* src = AsVulkanBuffer(copy.src);
   VulkanBuffer* dst = AsVulkanBuffer(copy.dst);
   VulkanDevice* s = src->dev();
@@ -247,37 +225,28 @@ absl::Status CrossDeviceCopier::CopyThroughSharedStaging(
   auto export_chunk = [&](int slot) -> absl::Status {
     // The slot's previous reader is this device's upload recorded in
     // staging.cmds[slot].
-    if (absl::Status st =
-            stream.WaitValue(stream.timeline(), staging.values[slot]);
-        !st.ok())
+    if (absl::Status st = stream.WaitValue(stream.timeline(), staging.values[slot]); !st.ok())
       return st;
-    absl::StatusOr<ExportedChunk> c =
-        ExportChunk(src_stream, exported.cmds[slot], src, shared.src_buffer,
-                    slot * chunk, chunk, pc, geoms);
+    absl::StatusOr<ExportedChunk> c = ExportChunk(
+        src_stream, exported.cmds[slot], src, shared.src_buffer, slot * chunk, chunk, pc, geoms);
     if (!c.ok()) return c.status();
     pending.push_back(Pending{slot, c->value, std::move(c->dst_regions)});
     return absl::OkStatus();
   };
   absl::Status status;
-  for (int slot = 0; slot < slots && !CursorDone(pc, geoms) && status.ok();
-       ++slot) {
+  for (int slot = 0; slot < slots && !CursorDone(pc, geoms) && status.ok(); ++slot) {
     status = export_chunk(slot);
   }
   while (!pending.empty()) {
     Pending p = std::move(pending.front());
     pending.pop_front();
-    if (absl::Status st =
-            src_stream.WaitValue(src_stream.export_timeline(), p.value);
-        !st.ok())
+    if (absl::Status st = src_stream.WaitValue(src_stream.export_timeline(), p.value); !st.ok())
       return st;
     if (!status.ok()) continue;
-    if (absl::Status st =
-            stream.WaitValue(stream.timeline(), staging.values[p.slot]);
-        !st.ok())
+    if (absl::Status st = stream.WaitValue(stream.timeline(), staging.values[p.slot]); !st.ok())
       return st;
-    absl::StatusOr<uint64_t> v =
-        UploadChunk(stream, staging.cmds[p.slot], p.dst_regions,
-                    shared.dst_buffer, p.slot * chunk, dst);
+    absl::StatusOr<uint64_t> v = UploadChunk(stream, staging.cmds[p.slot], p.dst_regions,
+                                             shared.dst_buffer, p.slot * chunk, dst);
     if (!v.ok()) {
       status = v.status();
       continue;

@@ -55,8 +55,7 @@ class CrossDeviceCopier {
   // and for every later call with `src`) when it cannot be made.
   absl::StatusOr<SharedStaging*> GetSharedStaging(VulkanDevice* src);
   absl::Status CopyThroughHost(const BufferToBufferCopy& copy);
-  absl::Status CopyThroughSharedStaging(const BufferToBufferCopy& copy,
-                                        SharedStaging& shared);
+  absl::Status CopyThroughSharedStaging(const BufferToBufferCopy& copy, SharedStaging& shared);
 
   VulkanDevice* dst_;
   // Keyed by source device; null: shared staging failed for that pair.

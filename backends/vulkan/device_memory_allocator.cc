@@ -24,10 +24,8 @@ void MemoryBlock::RunDestroyHooks() {
   for (auto& hook : hooks) hook();
 }
 
-DeviceMemoryAllocator::DeviceMemoryAllocator(VkDevice device,
-                                             uint32_t type_index, bool map,
-                                             int64_t block_bytes,
-                                             int64_t alignment,
+DeviceMemoryAllocator::DeviceMemoryAllocator(VkDevice device, uint32_t type_index, bool map,
+                                             int64_t block_bytes, int64_t alignment,
                                              const BlockExporter* exporter)
     : device_(device),
       type_index_(type_index),
@@ -40,8 +38,7 @@ DeviceMemoryAllocator::~DeviceMemoryAllocator() {
   for (auto& b : blocks_) DestroyBlock(*b);
 }
 
-absl::StatusOr<DeviceMemoryAllocator::Allocation>
-DeviceMemoryAllocator::Allocate(int64_t bytes) {
+absl::StatusOr<DeviceMemoryAllocator::Allocation> DeviceMemoryAllocator::Allocate(int64_t bytes) {
   const int64_t size = RoundUp(bytes, alignment_);
   std::lock_guard<std::mutex> lock(mu_);
   if (size > block_bytes_ / 2) {
@@ -91,8 +88,7 @@ void DeviceMemoryAllocator::Free(const Allocation& a) {
         b->free_ranges.erase(it);
       }
     }
-    const bool empty =
-        b->free_ranges.size() == 1 && b->free_ranges.begin()->second == b->size;
+    const bool empty = b->free_ranges.size() == 1 && b->free_ranges.begin()->second == b->size;
     if (!empty) return;
     // Keep one empty block around to avoid churn.
     int empty_blocks = 0;
@@ -118,8 +114,8 @@ int64_t DeviceMemoryAllocator::in_use() const {
   return in_use_;
 }
 
-absl::StatusOr<std::unique_ptr<MemoryBlock>> DeviceMemoryAllocator::CreateBlock(
-    int64_t size, bool dedicated) {
+absl::StatusOr<std::unique_ptr<MemoryBlock>> DeviceMemoryAllocator::CreateBlock(int64_t size,
+                                                                                bool dedicated) {
   auto b = std::make_unique<MemoryBlock>();
   b->size = size;
   b->dedicated = dedicated;
@@ -129,16 +125,14 @@ absl::StatusOr<std::unique_ptr<MemoryBlock>> DeviceMemoryAllocator::CreateBlock(
   VkExternalMemoryBufferCreateInfo external_buffer{
       VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
   external_buffer.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-  VkExportMemoryAllocateInfo export_info{
-      VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO};
+  VkExportMemoryAllocateInfo export_info{VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO};
   export_info.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   if (exporter_) bci.pNext = &external_buffer;
   bci.size = static_cast<VkDeviceSize>(size);
   bci.usage = kBlockBufferUsage;
   bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  TESSERA_VK_RETURN_IF_ERROR(vkCreateBuffer(device_, &bci, nullptr, &b->buffer),
-                             "vkCreateBuffer");
+  TESSERA_VK_RETURN_IF_ERROR(vkCreateBuffer(device_, &bci, nullptr, &b->buffer), "vkCreateBuffer");
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(device_, b->buffer, &req);
   if ((req.memoryTypeBits & (1u << type_index_)) == 0) {
@@ -153,12 +147,11 @@ absl::StatusOr<std::unique_ptr<MemoryBlock>> DeviceMemoryAllocator::CreateBlock(
   VkResult r = vkAllocateMemory(device_, &mai, nullptr, &b->memory);
   if (r != VK_SUCCESS) {
     vkDestroyBuffer(device_, b->buffer, nullptr);
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "vkAllocateMemory of ", size, " bytes failed: ", VkResultName(r)));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("vkAllocateMemory of ", size, " bytes failed: ", VkResultName(r)));
   }
   r = vkBindBufferMemory(device_, b->buffer, b->memory, 0);
-  if (r == VK_SUCCESS && map_)
-    r = vkMapMemory(device_, b->memory, 0, VK_WHOLE_SIZE, 0, &b->mapped);
+  if (r == VK_SUCCESS && map_) r = vkMapMemory(device_, b->memory, 0, VK_WHOLE_SIZE, 0, &b->mapped);
   if (r != VK_SUCCESS) {
     DestroyBlock(*b);
     return VkStatus(r, "vkBindBufferMemory/vkMapMemory");
@@ -170,16 +163,13 @@ absl::StatusOr<std::unique_ptr<MemoryBlock>> DeviceMemoryAllocator::CreateBlock(
 void DeviceMemoryAllocator::DestroyBlock(MemoryBlock& b) {
   b.RunDestroyHooks();
   if (b.buffer != VK_NULL_HANDLE) vkDestroyBuffer(device_, b.buffer, nullptr);
-  if (b.memory != VK_NULL_HANDLE)
-    vkFreeMemory(device_, b.memory, nullptr);  // unmaps
+  if (b.memory != VK_NULL_HANDLE) vkFreeMemory(device_, b.memory, nullptr);  // unmaps
   b.buffer = VK_NULL_HANDLE;
   b.memory = VK_NULL_HANDLE;
 }
 
-int PickMemoryType(const VkPhysicalDeviceMemoryProperties& mp,
-                   VkMemoryPropertyFlags required,
-                   VkMemoryPropertyFlags preferred,
-                   VkMemoryPropertyFlags avoided) {
+int PickMemoryType(const VkPhysicalDeviceMemoryProperties& mp, VkMemoryPropertyFlags required,
+                   VkMemoryPropertyFlags preferred, VkMemoryPropertyFlags avoided) {
   int best = -1, best_score = -1;
   for (uint32_t i = 0; i < mp.memoryTypeCount; ++i) {
     const VkMemoryPropertyFlags f = mp.memoryTypes[i].propertyFlags;

@@ -35,9 +35,9 @@ namespace tessera::vulkan {
 
 // The usage of every buffer over a block (and of imports of one): copies both
 // ways and the strided-copy shader.
-inline constexpr VkBufferUsageFlags kBlockBufferUsage =
-    VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
-    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+inline constexpr VkBufferUsageFlags kBlockBufferUsage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                                        VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                                                        VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
 
 // How a device exports the memory of its blocks (VK_KHR_external_memory_fd,
 // opaque fd handles): the exporting VkDevice, its vkGetMemoryFdKHR and the
@@ -78,9 +78,8 @@ class DeviceMemoryAllocator {
   // `map`: persistently map every block (HOST_VISIBLE types). `exporter`:
   // null, or blocks are allocated exportable through it (it must outlive the
   // allocator).
-  DeviceMemoryAllocator(VkDevice device, uint32_t type_index, bool map,
-                        int64_t block_bytes, int64_t alignment,
-                        const BlockExporter* exporter = nullptr);
+  DeviceMemoryAllocator(VkDevice device, uint32_t type_index, bool map, int64_t block_bytes,
+                        int64_t alignment, const BlockExporter* exporter = nullptr);
   DeviceMemoryAllocator(const DeviceMemoryAllocator&) = delete;
   DeviceMemoryAllocator& operator=(const DeviceMemoryAllocator&) = delete;
   ~DeviceMemoryAllocator();
@@ -100,8 +99,7 @@ class DeviceMemoryAllocator {
   int64_t in_use() const;
 
  private:
-  absl::StatusOr<std::unique_ptr<MemoryBlock>> CreateBlock(int64_t size,
-                                                           bool dedicated);
+  absl::StatusOr<std::unique_ptr<MemoryBlock>> CreateBlock(int64_t size, bool dedicated);
   void DestroyBlock(MemoryBlock& b);
 
   VkDevice device_;
@@ -117,10 +115,8 @@ class DeviceMemoryAllocator {
 
 // Picks the memory type with all `required` flags, preferring more of
 // `preferred` and none of `avoided`. Returns -1 if none.
-int PickMemoryType(const VkPhysicalDeviceMemoryProperties& mp,
-                   VkMemoryPropertyFlags required,
-                   VkMemoryPropertyFlags preferred,
-                   VkMemoryPropertyFlags avoided);
+int PickMemoryType(const VkPhysicalDeviceMemoryProperties& mp, VkMemoryPropertyFlags required,
+                   VkMemoryPropertyFlags preferred, VkMemoryPropertyFlags avoided);
 
 }  // namespace tessera::vulkan
 

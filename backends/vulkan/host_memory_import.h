@@ -20,10 +20,8 @@ namespace tessera::vulkan {
 // `host` and `bytes` must be multiples of the device's
 // minImportedHostPointerAlignment. UNIMPLEMENTED when the device cannot back a
 // buffer with this memory; Vulkan failures as VkStatus (vulkan_status.h).
-absl::Status ImportHostMemory(VkDevice device,
-                              PFN_vkGetMemoryHostPointerPropertiesEXT props_fn,
-                              void* host, int64_t bytes,
-                              VkBufferUsageFlags usage, VkBuffer* buffer,
+absl::Status ImportHostMemory(VkDevice device, PFN_vkGetMemoryHostPointerPropertiesEXT props_fn,
+                              void* host, int64_t bytes, VkBufferUsageFlags usage, VkBuffer* buffer,
                               VkDeviceMemory* memory);
 
 }  // namespace tessera::vulkan

@@ -11,16 +11,14 @@
 
 namespace tessera::vulkan {
 
-absl::Status CopyHostToBuffers(const std::vector<HostToBufferCopy>& copies,
-                               StagingRing& ring, VulkanStream& stream,
-                               PlatformCounters& counters) {
+absl::Status CopyHostToBuffers(const std::vector<HostToBufferCopy>& copies, StagingRing& ring,
+                               VulkanStream& stream, PlatformCounters& counters) {
   std::vector<const StridedCopy*> geoms;
   std::vector<const HostToBufferCopy*> staged;
   bool host_copied = false;
   for (const HostToBufferCopy& cp : copies) {
     if (cp.geometry.num_elements() == 0) continue;
-    if (char* mapped = AsVulkanBuffer(cp.dst)->mapped();
-        mapped && cp.dst->host_address()) {
+    if (char* mapped = AsVulkanBuffer(cp.dst)->mapped(); mapped && cp.dst->host_address()) {
       if (!host_copied) {
         if (absl::Status s = stream.WaitStream(); !s.ok()) return s;
         host_copied = true;
@@ -45,28 +43,23 @@ absl::Status CopyHostToBuffers(const std::vector<HostToBufferCopy>& copies,
   std::vector<MemcpyPiece> pieces;
   for (int64_t i = 0; !CursorDone(pc, geoms); ++i) {
     const int slot = static_cast<int>(i % slots);
-    if (absl::Status s = stream.WaitValue(stream.timeline(), ring.values[slot]);
-        !s.ok())
-      return s;
+    if (absl::Status s = stream.WaitValue(stream.timeline(), ring.values[slot]); !s.ok()) return s;
     char* base = ring.mapped + slot * chunk;
     regions.clear();
     pieces.clear();
-    PlanChunk(
-        pc, geoms, chunk, nullptr, &regions,
-        [&](size_t copy, int64_t src, int64_t, int64_t n, int64_t st) {
-          pieces.push_back({base + st,
-                            static_cast<const char*>(staged[copy]->src) + src,
-                            static_cast<size_t>(n)});
-        });
+    PlanChunk(pc, geoms, chunk, nullptr, &regions,
+              [&](size_t copy, int64_t src, int64_t, int64_t n, int64_t st) {
+                pieces.push_back({base + st, static_cast<const char*>(staged[copy]->src) + src,
+                                  static_cast<size_t>(n)});
+              });
     CopyPieces(pieces);
     VkCommandBuffer cb = ring.cmds[slot];
     vkResetCommandBuffer(cb, 0);
     if (absl::Status s = BeginCmd(cb); !s.ok()) return s;
-    RecordRegions(cb, regions, /*to_staging=*/false, ring.buffer, slot * chunk,
-                  [&](size_t copy) {
-                    VulkanBuffer* b = AsVulkanBuffer(staged[copy]->dst);
-                    return std::make_pair(b->vk_buffer(), b->offset());
-                  });
+    RecordRegions(cb, regions, /*to_staging=*/false, ring.buffer, slot * chunk, [&](size_t copy) {
+      VulkanBuffer* b = AsVulkanBuffer(staged[copy]->dst);
+      return std::make_pair(b->vk_buffer(), b->offset());
+    });
     if (absl::Status s = EndCmd(cb); !s.ok()) return s;
     auto v = stream.Submit(cb);
     if (!v.ok()) return v.status();
@@ -77,16 +70,14 @@ absl::Status CopyHostToBuffers(const std::vector<HostToBufferCopy>& copies,
   return absl::OkStatus();
 }
 
-absl::Status CopyBuffersToHost(const std::vector<BufferToHostCopy>& copies,
-                               StagingRing& ring, VulkanStream& stream,
-                               PlatformCounters& counters) {
+absl::Status CopyBuffersToHost(const std::vector<BufferToHostCopy>& copies, StagingRing& ring,
+                               VulkanStream& stream, PlatformCounters& counters) {
   std::vector<const StridedCopy*> geoms;
   std::vector<const BufferToHostCopy*> staged;
   bool host_work = false;
   for (const BufferToHostCopy& cp : copies) {
     if (cp.geometry.num_elements() == 0) continue;
-    if (char* mapped = AsVulkanBuffer(cp.src)->mapped();
-        mapped && cp.src->host_address()) {
+    if (char* mapped = AsVulkanBuffer(cp.src)->mapped(); mapped && cp.src->host_address()) {
       if (!host_work) {
         if (absl::Status s = stream.WaitStream(); !s.ok()) return s;
         host_work = true;
@@ -116,21 +107,17 @@ absl::Status CopyBuffersToHost(const std::vector<BufferToHostCopy>& copies,
   std::vector<Region> regions;
   auto plan_submit = [&](int slot) -> absl::Status {
     // The slot may still be in use by an earlier op's upload.
-    if (absl::Status s = stream.WaitValue(stream.timeline(), ring.values[slot]);
-        !s.ok())
-      return s;
+    if (absl::Status s = stream.WaitValue(stream.timeline(), ring.values[slot]); !s.ok()) return s;
     PlanCursor start = pc;
     regions.clear();
-    const int64_t bytes =
-        PlanChunk(pc, geoms, chunk, &regions, nullptr, NoPiece());
+    const int64_t bytes = PlanChunk(pc, geoms, chunk, &regions, nullptr, NoPiece());
     VkCommandBuffer cb = ring.cmds[slot];
     vkResetCommandBuffer(cb, 0);
     if (absl::Status s = BeginCmd(cb); !s.ok()) return s;
-    RecordRegions(cb, regions, /*to_staging=*/true, ring.buffer, slot * chunk,
-                  [&](size_t copy) {
-                    VulkanBuffer* b = AsVulkanBuffer(staged[copy]->src);
-                    return std::make_pair(b->vk_buffer(), b->offset());
-                  });
+    RecordRegions(cb, regions, /*to_staging=*/true, ring.buffer, slot * chunk, [&](size_t copy) {
+      VulkanBuffer* b = AsVulkanBuffer(staged[copy]->src);
+      return std::make_pair(b->vk_buffer(), b->offset());
+    });
     if (absl::Status s = EndCmd(cb); !s.ok()) return s;
     auto v = stream.Submit(cb);
     if (!v.ok()) return v.status();
@@ -140,22 +127,20 @@ absl::Status CopyBuffersToHost(const std::vector<BufferToHostCopy>& copies,
     return absl::OkStatus();
   };
   absl::Status status;
-  for (int slot = 0; slot < slots && !CursorDone(pc, geoms) && status.ok();
-       ++slot) {
+  for (int slot = 0; slot < slots && !CursorDone(pc, geoms) && status.ok(); ++slot) {
     status = plan_submit(slot);
   }
   while (!pending.empty()) {
     Pending p = pending.front();
     pending.pop_front();
-    if (absl::Status s = stream.WaitValue(stream.timeline(), p.value); !s.ok())
-      return s;
+    if (absl::Status s = stream.WaitValue(stream.timeline(), p.value); !s.ok()) return s;
     if (!status.ok()) continue;  // drain what was submitted, then report
     const char* base = ring.mapped + p.slot * chunk;
     std::vector<MemcpyPiece> pieces;
     PlanChunk(p.start, geoms, p.bytes, nullptr, nullptr,
               [&](size_t copy, int64_t, int64_t dst, int64_t n, int64_t st) {
-                pieces.push_back({static_cast<char*>(staged[copy]->dst) + dst,
-                                  base + st, static_cast<size_t>(n)});
+                pieces.push_back({static_cast<char*>(staged[copy]->dst) + dst, base + st,
+                                  static_cast<size_t>(n)});
               });
     CopyPieces(pieces);
     host_work = true;

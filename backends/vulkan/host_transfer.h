@@ -27,12 +27,10 @@
 namespace tessera::vulkan {
 
 // Errors: the first failed Vulkan call (VkStatus, vulkan_status.h).
-absl::Status CopyHostToBuffers(const std::vector<HostToBufferCopy>& copies,
-                               StagingRing& ring, VulkanStream& stream,
-                               PlatformCounters& counters);
-absl::Status CopyBuffersToHost(const std::vector<BufferToHostCopy>& copies,
-                               StagingRing& ring, VulkanStream& stream,
-                               PlatformCounters& counters);
+absl::Status CopyHostToBuffers(const std::vector<HostToBufferCopy>& copies, StagingRing& ring,
+                               VulkanStream& stream, PlatformCounters& counters);
+absl::Status CopyBuffersToHost(const std::vector<BufferToHostCopy>& copies, StagingRing& ring,
+                               VulkanStream& stream, PlatformCounters& counters);
 
 }  // namespace tessera::vulkan
 

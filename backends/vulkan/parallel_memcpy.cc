@@ -22,15 +22,13 @@ void CopyPieces(const std::vector<MemcpyPiece>& pieces) {
   parts.reserve(pieces.size() + total / kPart + 1);
   for (const MemcpyPiece& p : pieces) {
     for (size_t off = 0; off < p.size; off += kPart) {
-      parts.push_back(
-          {p.dst + off, p.src + off, std::min(kPart, p.size - off)});
+      parts.push_back({p.dst + off, p.src + off, std::min(kPart, p.size - off)});
     }
   }
   backends::ParallelFor(tbb::blocked_range<size_t>(0, parts.size()),
                         [&](const tbb::blocked_range<size_t>& r) {
                           for (size_t i = r.begin(); i < r.end(); ++i) {
-                            std::memcpy(parts[i].dst, parts[i].src,
-                                        parts[i].size);
+                            std::memcpy(parts[i].dst, parts[i].src, parts[i].size);
                           }
                         });
 }

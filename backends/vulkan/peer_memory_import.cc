@@ -19,8 +19,7 @@ absl::StatusOr<VkBuffer> PeerMemoryImports::Import(MemoryBlock& block) {
     return absl::FailedPreconditionError(
         "block memory is not exportable or this device cannot import");
   }
-  if (src->device_uuid != self_->device_uuid ||
-      src->driver_uuid != self_->driver_uuid) {
+  if (src->device_uuid != self_->device_uuid || src->driver_uuid != self_->driver_uuid) {
     return absl::FailedPreconditionError(
         "source block belongs to another GPU or driver (UUIDs differ)");
   }
@@ -54,8 +53,7 @@ absl::StatusOr<VkBuffer> PeerMemoryImports::Import(MemoryBlock& block) {
   VkResult r = src->get_memory_fd(src->device, &get, &fd);
   if (r != VK_SUCCESS) return fail(r, "vkGetMemoryFdKHR");
 
-  VkExternalMemoryBufferCreateInfo external{
-      VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
+  VkExternalMemoryBufferCreateInfo external{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
   external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.pNext = &external;

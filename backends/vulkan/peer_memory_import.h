@@ -47,15 +47,13 @@
 
 namespace tessera::vulkan {
 
-class PeerMemoryImports
-    : public std::enable_shared_from_this<PeerMemoryImports> {
+class PeerMemoryImports : public std::enable_shared_from_this<PeerMemoryImports> {
  public:
   // `self`: the importing device's identity (its own exporter: device,
   // UUIDs); null when it cannot import (no VK_KHR_external_memory_fd).
   // `live`: incremented per import made, decremented per import destroyed
   // (borrowed; outlives this).
-  PeerMemoryImports(VkDevice device, const BlockExporter* self,
-                    std::atomic<int64_t>* live);
+  PeerMemoryImports(VkDevice device, const BlockExporter* self, std::atomic<int64_t>* live);
   PeerMemoryImports(const PeerMemoryImports&) = delete;
   PeerMemoryImports& operator=(const PeerMemoryImports&) = delete;
   ~PeerMemoryImports();

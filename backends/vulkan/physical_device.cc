@@ -46,8 +46,7 @@ std::string DeviceTypeName(VkPhysicalDeviceType t) {
 
 std::string DriverVersionString(uint32_t vendor, uint32_t v) {
   if (vendor == 0x10DE) {
-    return absl::StrCat((v >> 22) & 0x3ff, ".", (v >> 14) & 0xff, ".",
-                        (v >> 6) & 0xff);
+    return absl::StrCat((v >> 22) & 0x3ff, ".", (v >> 14) & 0xff, ".", (v >> 6) & 0xff);
   }
   return VersionString(v);
 }
@@ -65,24 +64,20 @@ PhysicalDeviceDescription DescribePhysicalDevice(VkPhysicalDevice physical) {
   d.subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
   d.driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
   d.driver.pNext = &d.subgroup;
-  d.maintenance3.sType =
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES;
+  d.maintenance3.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES;
   d.maintenance3.pNext = &d.driver;
   d.ids.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES;
   d.ids.pNext = &d.maintenance3;
-  VkPhysicalDeviceProperties2 props2{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &d.ids;
   vkGetPhysicalDeviceProperties2(physical, &props2);
   d.properties = props2.properties;
   // The chain points into `d`; clear it so copies of `d` hold no stale pointer.
-  d.subgroup.pNext = d.driver.pNext = d.maintenance3.pNext = d.ids.pNext =
-      nullptr;
+  d.subgroup.pNext = d.driver.pNext = d.maintenance3.pNext = d.ids.pNext = nullptr;
   if (d.properties.apiVersion >= VK_API_VERSION_1_3) {
     VkPhysicalDeviceMaintenance4Properties m4{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
-    VkPhysicalDeviceProperties2 p2{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     p2.pNext = &m4;
     vkGetPhysicalDeviceProperties2(physical, &p2);
     d.max_buffer_size = m4.maxBufferSize;
@@ -90,8 +85,7 @@ PhysicalDeviceDescription DescribePhysicalDevice(VkPhysicalDevice physical) {
   uint32_t next = 0;
   vkEnumerateDeviceExtensionProperties(physical, nullptr, &next, nullptr);
   d.extensions.resize(next);
-  vkEnumerateDeviceExtensionProperties(physical, nullptr, &next,
-                                       d.extensions.data());
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &next, d.extensions.data());
   vkGetPhysicalDeviceMemoryProperties(physical, &d.memory);
   return d;
 }
@@ -102,22 +96,20 @@ int PickComputeQueueFamily(VkPhysicalDevice physical) {
   std::vector<VkQueueFamilyProperties> qf(nq);
   vkGetPhysicalDeviceQueueFamilyProperties(physical, &nq, qf.data());
   int family = -1;
-  for (uint32_t i = 0; i < nq;
-       ++i) {  // prefer a compute family without graphics
+  for (uint32_t i = 0; i < nq; ++i) {  // prefer a compute family without graphics
     if (!(qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
-    if (family < 0 || !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))
-      family = static_cast<int>(i);
+    if (family < 0 || !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) family = static_cast<int>(i);
   }
   return family;
 }
 
 std::string VersionString(uint32_t v) {
-  return absl::StrCat(VK_API_VERSION_MAJOR(v), ".", VK_API_VERSION_MINOR(v),
-                      ".", VK_API_VERSION_PATCH(v));
+  return absl::StrCat(VK_API_VERSION_MAJOR(v), ".", VK_API_VERSION_MINOR(v), ".",
+                      VK_API_VERSION_PATCH(v));
 }
 
-void SetDeviceAttributes(const PhysicalDeviceDescription& d,
-                         const LogicalDeviceFacts& facts, AttributeMap* attrs) {
+void SetDeviceAttributes(const PhysicalDeviceDescription& d, const LogicalDeviceFacts& facts,
+                         AttributeMap* attrs) {
   const VkPhysicalDeviceProperties& props = d.properties;
   const VkPhysicalDeviceMemoryProperties& mp = d.memory;
   AttributeMap& a = *attrs;
@@ -125,8 +117,7 @@ void SetDeviceAttributes(const PhysicalDeviceDescription& d,
   a.Set("vendor_id", int64_t{props.vendorID});
   a.Set("device_id", int64_t{props.deviceID});
   a.Set("vendor", VendorName(props.vendorID));
-  a.Set("driver_version",
-        DriverVersionString(props.vendorID, props.driverVersion));
+  a.Set("driver_version", DriverVersionString(props.vendorID, props.driverVersion));
   a.Set("driver_name", std::string(d.driver.driverName));
   a.Set("driver_info", std::string(d.driver.driverInfo));
   a.Set("api_version", VersionString(props.apiVersion));
@@ -137,38 +128,30 @@ void SetDeviceAttributes(const PhysicalDeviceDescription& d,
   std::vector<int64_t> heaps, local_heaps;
   for (uint32_t i = 0; i < mp.memoryHeapCount; ++i) {
     heaps.push_back(static_cast<int64_t>(mp.memoryHeaps[i].size));
-    local_heaps.push_back(
-        (mp.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) ? 1 : 0);
+    local_heaps.push_back((mp.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) ? 1 : 0);
   }
   a.Set("heap_sizes", heaps);
   a.Set("heap_device_local", local_heaps);
   a.Set("device_memory_bytes", facts.device_memory_bytes);
   a.Set("pinned_host_memory_bytes", facts.pinned_host_memory_bytes);
   a.Set("subgroup_size", int64_t{d.subgroup.subgroupSize});
-  a.Set("max_storage_buffer_range",
-        int64_t{props.limits.maxStorageBufferRange});
-  a.Set("max_memory_allocation_size",
-        static_cast<int64_t>(d.maintenance3.maxMemoryAllocationSize));
+  a.Set("max_storage_buffer_range", int64_t{props.limits.maxStorageBufferRange});
+  a.Set("max_memory_allocation_size", static_cast<int64_t>(d.maintenance3.maxMemoryAllocationSize));
   a.Set("max_buffer_bytes", facts.max_buffer_bytes);
   a.Set("min_storage_buffer_offset_alignment",
         static_cast<int64_t>(props.limits.minStorageBufferOffsetAlignment));
-  a.Set("max_compute_shared_memory_size",
-        int64_t{props.limits.maxComputeSharedMemorySize});
-  a.Set("max_compute_work_group_invocations",
-        int64_t{props.limits.maxComputeWorkGroupInvocations});
+  a.Set("max_compute_shared_memory_size", int64_t{props.limits.maxComputeSharedMemorySize});
+  a.Set("max_compute_work_group_invocations", int64_t{props.limits.maxComputeWorkGroupInvocations});
   a.Set("max_compute_work_group_size",
         std::vector<int64_t>{props.limits.maxComputeWorkGroupSize[0],
                              props.limits.maxComputeWorkGroupSize[1],
                              props.limits.maxComputeWorkGroupSize[2]});
   a.Set("max_push_constants_size", int64_t{props.limits.maxPushConstantsSize});
-  a.Set("timestamp_period_ns",
-        static_cast<double>(props.limits.timestampPeriod));
+  a.Set("timestamp_period_ns", static_cast<double>(props.limits.timestampPeriod));
   a.Set("physical_device_index", int64_t{facts.physical_device_index});
   a.Set("logical_device_index", int64_t{facts.logical_device_index});
-  a.Set("external_memory_fd",
-        d.HasExtension(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME));
-  a.Set("external_memory_host",
-        d.HasExtension(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME));
+  a.Set("external_memory_fd", d.HasExtension(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME));
+  a.Set("external_memory_host", d.HasExtension(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME));
   a.Set("compute_copy", facts.compute_copy);
   a.Set("compute_copy_min_runs", facts.compute_copy_min_runs);
   a.Set("staging_chunk_bytes", facts.staging_chunk_bytes);

@@ -61,8 +61,8 @@ struct LogicalDeviceFacts {
 
 // Sets the device's attributes: the physical device's identity, driver,
 // limits and heaps, then `facts`.
-void SetDeviceAttributes(const PhysicalDeviceDescription& d,
-                         const LogicalDeviceFacts& facts, AttributeMap* a);
+void SetDeviceAttributes(const PhysicalDeviceDescription& d, const LogicalDeviceFacts& facts,
+                         AttributeMap* a);
 
 }  // namespace tessera::vulkan
 

@@ -32,8 +32,8 @@ struct StagingRing {
   // NOT_FOUND when the device has no HOST_VISIBLE|HOST_COHERENT memory; other
   // Vulkan failures as VkStatus (vulkan_status.h).
   static absl::StatusOr<std::unique_ptr<StagingRing>> Create(
-      VkDevice device, const VkPhysicalDeviceMemoryProperties& mp,
-      uint32_t queue_family, int64_t chunk_bytes, int chunks);
+      VkDevice device, const VkPhysicalDeviceMemoryProperties& mp, uint32_t queue_family,
+      int64_t chunk_bytes, int chunks);
 
   explicit StagingRing(VkDevice device) : device(device) {}
   StagingRing(const StagingRing&) = delete;

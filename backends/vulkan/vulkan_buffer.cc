@@ -7,8 +7,7 @@
 namespace tessera::vulkan {
 
 VulkanBuffer::VulkanBuffer(std::shared_ptr<VulkanDevice> dev, int memory,
-                           DeviceMemoryAllocator::Allocation alloc,
-                           int64_t size)
+                           DeviceMemoryAllocator::Allocation alloc, int64_t size)
     : dev_(std::move(dev)), memory_(memory), alloc_(alloc), size_(size) {
   if (memory_ == kPinnedHostMemory) {
     host_address_ = mapped();
@@ -19,8 +18,7 @@ VulkanBuffer::VulkanBuffer(std::shared_ptr<VulkanDevice> dev, int memory,
 }
 
 VulkanBuffer::VulkanBuffer(std::shared_ptr<VulkanDevice> dev, int memory,
-                           std::unique_ptr<MemoryBlock> block,
-                           std::function<void()> on_release)
+                           std::unique_ptr<MemoryBlock> block, std::function<void()> on_release)
     : dev_(std::move(dev)),
       memory_(memory),
       alloc_{block.get(), 0, block->size},

@@ -37,8 +37,7 @@ class VulkanBuffer : public PlatformBuffer {
   VulkanBuffer(std::shared_ptr<VulkanDevice> dev, int memory,
                DeviceMemoryAllocator::Allocation alloc, int64_t size);
   // A buffer over imported host memory (WrapHostMemory): owns `block`.
-  VulkanBuffer(std::shared_ptr<VulkanDevice> dev, int memory,
-               std::unique_ptr<MemoryBlock> block,
+  VulkanBuffer(std::shared_ptr<VulkanDevice> dev, int memory, std::unique_ptr<MemoryBlock> block,
                std::function<void()> on_release);
   VulkanBuffer(const VulkanBuffer&) = delete;
   VulkanBuffer& operator=(const VulkanBuffer&) = delete;
@@ -48,9 +47,7 @@ class VulkanBuffer : public PlatformBuffer {
   void* host_address() const override { return host_address_; }
 
   VulkanDevice* dev() const { return dev_.get(); }
-  VkBuffer vk_buffer() const {
-    return alloc_.block ? alloc_.block->buffer : VK_NULL_HANDLE;
-  }
+  VkBuffer vk_buffer() const { return alloc_.block ? alloc_.block->buffer : VK_NULL_HANDLE; }
   // The block holding the bytes (null for an empty buffer).
   MemoryBlock* block() const { return alloc_.block; }
   // Offset of the buffer's bytes in vk_buffer().

@@ -16,10 +16,8 @@
 
 namespace tessera::vulkan {
 
-VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance,
-                           VkPhysicalDevice physical,
-                           const VulkanPlatformOptions& options,
-                           PlatformCounters* counters)
+VulkanDevice::VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalDevice physical,
+                           const VulkanPlatformOptions& options, PlatformCounters* counters)
     : instance_(std::move(instance)),
       physical_(physical),
       options_(options),
@@ -45,15 +43,12 @@ namespace {
 // Buffers like the allocators' can be exported and imported as opaque fds,
 // without dedicated allocations.
 bool OpaqueFdBuffersSupported(VkPhysicalDevice physical) {
-  VkPhysicalDeviceExternalBufferInfo info{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO};
+  VkPhysicalDeviceExternalBufferInfo info{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO};
   info.usage = kBlockBufferUsage;
   info.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-  VkExternalBufferProperties props{
-      VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES};
+  VkExternalBufferProperties props{VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES};
   vkGetPhysicalDeviceExternalBufferProperties(physical, &info, &props);
-  const VkExternalMemoryFeatureFlags f =
-      props.externalMemoryProperties.externalMemoryFeatures;
+  const VkExternalMemoryFeatureFlags f = props.externalMemoryProperties.externalMemoryFeatures;
   return (f & VK_EXTERNAL_MEMORY_FEATURE_EXPORTABLE_BIT) &&
          (f & VK_EXTERNAL_MEMORY_FEATURE_IMPORTABLE_BIT) &&
          !(f & VK_EXTERNAL_MEMORY_FEATURE_DEDICATED_ONLY_BIT);
@@ -61,17 +56,14 @@ bool OpaqueFdBuffersSupported(VkPhysicalDevice physical) {
 
 }  // namespace
 
-absl::Status VulkanDevice::Init(int physical_index, int logical_index,
-                                bool same_gpu_peers) {
+absl::Status VulkanDevice::Init(int physical_index, int logical_index, bool same_gpu_peers) {
   const PhysicalDeviceDescription pd = DescribePhysicalDevice(physical_);
   const VkPhysicalDeviceProperties& props = pd.properties;
-  max_buffer_bytes_ = static_cast<int64_t>(
-      std::min<uint64_t>({pd.maintenance3.maxMemoryAllocationSize,
-                          pd.max_buffer_size, uint64_t{INT64_MAX}}));
+  max_buffer_bytes_ = static_cast<int64_t>(std::min<uint64_t>(
+      {pd.maintenance3.maxMemoryAllocationSize, pd.max_buffer_size, uint64_t{INT64_MAX}}));
   compute_min_runs_ = options_.compute_copy_min_runs;
   if (compute_min_runs_ < 0) {
-    compute_min_runs_ =
-        props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? INT64_MAX : 4096;
+    compute_min_runs_ = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? INT64_MAX : 4096;
   }
 
   const int family = PickComputeQueueFamily(physical_);
@@ -86,18 +78,16 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index,
     enabled.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
     VkPhysicalDeviceExternalMemoryHostPropertiesEXT hp{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
-    VkPhysicalDeviceProperties2 p2{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     p2.pNext = &hp;
     vkGetPhysicalDeviceProperties2(physical_, &p2);
-    host_import_alignment_ = std::max<int64_t>(
-        4096, static_cast<int64_t>(hp.minImportedHostPointerAlignment));
+    host_import_alignment_ =
+        std::max<int64_t>(4096, static_cast<int64_t>(hp.minImportedHostPointerAlignment));
   }
 
-  const bool peer_import =
-      options_.cross_device_peer_import && same_gpu_peers &&
-      pd.HasExtension(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME) &&
-      OpaqueFdBuffersSupported(physical_);
+  const bool peer_import = options_.cross_device_peer_import && same_gpu_peers &&
+                           pd.HasExtension(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME) &&
+                           OpaqueFdBuffersSupported(physical_);
   if (peer_import) enabled.push_back(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
 
   float priority = 1.0f;
@@ -105,8 +95,7 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index,
   qci.queueFamilyIndex = queue_family_;
   qci.queueCount = 1;
   qci.pQueuePriorities = &priority;
-  VkPhysicalDeviceVulkan12Features f12{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   f12.timelineSemaphore = VK_TRUE;
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   dci.pNext = &f12;
@@ -114,19 +103,16 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index,
   dci.pQueueCreateInfos = &qci;
   dci.enabledExtensionCount = static_cast<uint32_t>(enabled.size());
   dci.ppEnabledExtensionNames = enabled.data();
-  TESSERA_VK_RETURN_IF_ERROR(vkCreateDevice(physical_, &dci, nullptr, &device_),
-                             "vkCreateDevice");
+  TESSERA_VK_RETURN_IF_ERROR(vkCreateDevice(physical_, &dci, nullptr, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
   if (host_import_) {
-    host_pointer_props_ =
-        reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
-            vkGetDeviceProcAddr(device_,
-                                "vkGetMemoryHostPointerPropertiesEXT"));
+    host_pointer_props_ = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
+        vkGetDeviceProcAddr(device_, "vkGetMemoryHostPointerPropertiesEXT"));
     host_import_ = host_pointer_props_ != nullptr;
   }
   if (peer_import) {
-    auto get_fd = reinterpret_cast<PFN_vkGetMemoryFdKHR>(
-        vkGetDeviceProcAddr(device_, "vkGetMemoryFdKHR"));
+    auto get_fd =
+        reinterpret_cast<PFN_vkGetMemoryFdKHR>(vkGetDeviceProcAddr(device_, "vkGetMemoryFdKHR"));
     if (get_fd) {
       exporter_ = std::make_unique<BlockExporter>();
       exporter_->device = device_;
@@ -137,48 +123,44 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index,
                 exporter_->driver_uuid.begin());
     }
   }
-  peer_imports_ = std::make_shared<PeerMemoryImports>(
-      device_, exporter_.get(), &counters_->peer_imports_live);
+  peer_imports_ =
+      std::make_shared<PeerMemoryImports>(device_, exporter_.get(), &counters_->peer_imports_live);
 
   // Memories.
   const VkPhysicalDeviceMemoryProperties& mp = pd.memory;
-  const int device_type = PickMemoryType(
-      mp, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
-      VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
-  const int host_type = PickMemoryType(mp,
-                                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
-                                       VK_MEMORY_PROPERTY_HOST_CACHED_BIT,
-                                       VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  const int device_type =
+      PickMemoryType(mp, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
+                     VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
+  const int host_type =
+      PickMemoryType(mp, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                     VK_MEMORY_PROPERTY_HOST_CACHED_BIT, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   if (device_type < 0 || host_type < 0) {
-    return absl::NotFoundError(
-        "no DEVICE_LOCAL or no HOST_VISIBLE|HOST_COHERENT memory type");
+    return absl::NotFoundError("no DEVICE_LOCAL or no HOST_VISIBLE|HOST_COHERENT memory type");
   }
-  const int64_t alignment = std::max<int64_t>(
-      {256, static_cast<int64_t>(props.limits.minStorageBufferOffsetAlignment),
-       static_cast<int64_t>(props.limits.nonCoherentAtomSize)});
-  pools_[kDeviceMemory] = std::make_unique<DeviceMemoryAllocator>(
-      device_, static_cast<uint32_t>(device_type), false, options_.block_bytes,
-      alignment, exporter_.get());
-  pools_[kPinnedHostMemory] = std::make_unique<DeviceMemoryAllocator>(
-      device_, static_cast<uint32_t>(host_type), true, options_.block_bytes,
-      alignment, exporter_.get());
-  heap_bytes_[kDeviceMemory] = static_cast<int64_t>(
-      mp.memoryHeaps[mp.memoryTypes[device_type].heapIndex].size);
-  heap_bytes_[kPinnedHostMemory] = static_cast<int64_t>(
-      mp.memoryHeaps[mp.memoryTypes[host_type].heapIndex].size);
+  const int64_t alignment =
+      std::max<int64_t>({256, static_cast<int64_t>(props.limits.minStorageBufferOffsetAlignment),
+                         static_cast<int64_t>(props.limits.nonCoherentAtomSize)});
+  pools_[kDeviceMemory] =
+      std::make_unique<DeviceMemoryAllocator>(device_, static_cast<uint32_t>(device_type), false,
+                                              options_.block_bytes, alignment, exporter_.get());
+  pools_[kPinnedHostMemory] =
+      std::make_unique<DeviceMemoryAllocator>(device_, static_cast<uint32_t>(host_type), true,
+                                              options_.block_bytes, alignment, exporter_.get());
+  heap_bytes_[kDeviceMemory] =
+      static_cast<int64_t>(mp.memoryHeaps[mp.memoryTypes[device_type].heapIndex].size);
+  heap_bytes_[kPinnedHostMemory] =
+      static_cast<int64_t>(mp.memoryHeaps[mp.memoryTypes[host_type].heapIndex].size);
 
   // Stream.
-  stream_ =
-      std::make_unique<VulkanStream>(device_, queue_, queue_family_, counters_);
+  stream_ = std::make_unique<VulkanStream>(device_, queue_, queue_family_, counters_);
   if (absl::Status s = stream_->Init(); !s.ok()) return s;
   const int chunks = std::max(2, options_.staging_chunks);
-  auto staging = StagingRing::Create(device_, mp, queue_family_,
-                                     options_.staging_chunk_bytes, chunks);
+  auto staging =
+      StagingRing::Create(device_, mp, queue_family_, options_.staging_chunk_bytes, chunks);
   if (!staging.ok()) return staging.status();
   staging_ = std::move(*staging);
-  auto exported = StagingRing::Create(device_, mp, queue_family_,
-                                      options_.staging_chunk_bytes, chunks);
+  auto exported =
+      StagingRing::Create(device_, mp, queue_family_, options_.staging_chunk_bytes, chunks);
   if (!exported.ok()) return exported.status();
   export_ = std::move(*exported);
 
@@ -189,10 +171,9 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index,
         vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
   }
   if (push_descriptor) {
-    auto compute =
-        ComputeCopyPipeline::Create(device_, push_descriptor, compute_min_runs_,
-                                    props.limits.maxStorageBufferRange,
-                                    props.limits.maxComputeWorkGroupCount[0]);
+    auto compute = ComputeCopyPipeline::Create(device_, push_descriptor, compute_min_runs_,
+                                               props.limits.maxStorageBufferRange,
+                                               props.limits.maxComputeWorkGroupCount[0]);
     if (!compute.ok()) return compute.status();
     compute_ = std::move(*compute);
   }
@@ -212,17 +193,14 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index,
   facts.staging_chunks = chunks;
   facts.peer_memory_import = exporter_ != nullptr;
   SetDeviceAttributes(pd, facts, &info_.attributes);
-  info_.memories.push_back(
-      PlatformMemoryInfo{"device", false, heap_bytes_[kDeviceMemory]});
-  info_.memories.push_back(
-      PlatformMemoryInfo{"pinned_host", true, heap_bytes_[kPinnedHostMemory]});
+  info_.memories.push_back(PlatformMemoryInfo{"device", false, heap_bytes_[kDeviceMemory]});
+  info_.memories.push_back(PlatformMemoryInfo{"pinned_host", true, heap_bytes_[kPinnedHostMemory]});
   info_.default_memory = kDeviceMemory;
   return absl::OkStatus();
 }
 
 void VulkanDevice::Start() {
-  stream_->Start(
-      [this](StreamOp& op, StreamCompletion& c) { return Execute(op, c); });
+  stream_->Start([this](StreamOp& op, StreamCompletion& c) { return Execute(op, c); });
 }
 
 void VulkanDevice::CancelAndJoin() {
@@ -231,18 +209,16 @@ void VulkanDevice::CancelAndJoin() {
   cross_device_->ReleaseSharedStaging();
 }
 
-absl::StatusOr<PlatformBufferRef> VulkanDevice::Allocate(int memory,
-                                                         int64_t bytes) {
+absl::StatusOr<PlatformBufferRef> VulkanDevice::Allocate(int memory, int64_t bytes) {
   if (bytes > max_buffer_bytes_) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "cannot allocate ", bytes, " bytes on ", info_.name,
-        ": one buffer may hold at most ", max_buffer_bytes_,
-        " bytes (min of maxMemoryAllocationSize and maxBufferSize)"));
+        "cannot allocate ", bytes, " bytes on ", info_.name, ": one buffer may hold at most ",
+        max_buffer_bytes_, " bytes (min of maxMemoryAllocationSize and maxBufferSize)"));
   }
   if (bytes > heap_bytes_[memory]) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot allocate ", bytes, " bytes: the ", info_.memories[memory].kind,
-        " heap holds ", heap_bytes_[memory]));
+    return absl::InvalidArgumentError(absl::StrCat("cannot allocate ", bytes, " bytes: the ",
+                                                   info_.memories[memory].kind, " heap holds ",
+                                                   heap_bytes_[memory]));
   }
   DeviceMemoryAllocator::Allocation alloc;
   if (bytes > 0) {
@@ -254,30 +230,27 @@ absl::StatusOr<PlatformBufferRef> VulkanDevice::Allocate(int memory,
       std::make_shared<VulkanBuffer>(shared_from_this(), memory, alloc, bytes));
 }
 
-absl::StatusOr<PlatformBufferRef> VulkanDevice::WrapHost(
-    int memory, void* data, int64_t bytes, std::function<void()> on_release) {
+absl::StatusOr<PlatformBufferRef> VulkanDevice::WrapHost(int memory, void* data, int64_t bytes,
+                                                         std::function<void()> on_release) {
   if (memory != kPinnedHostMemory) {
-    return absl::UnimplementedError(
-        "only pinned_host memory can use host memory in place");
+    return absl::UnimplementedError("only pinned_host memory can use host memory in place");
   }
   if (!host_import_) {
-    return absl::UnimplementedError(
-        absl::StrCat(info_.name, " lacks VK_EXT_external_memory_host"));
+    return absl::UnimplementedError(absl::StrCat(info_.name, " lacks VK_EXT_external_memory_host"));
   }
   const int64_t align = host_import_alignment_;
-  if (bytes <= 0 || reinterpret_cast<uintptr_t>(data) % align != 0 ||
-      bytes % align != 0) {
-    return absl::UnimplementedError(absl::StrCat(
-        "importing host memory needs a non-empty range whose address and size "
-        "are multiples of ",
-        align, " bytes"));
+  if (bytes <= 0 || reinterpret_cast<uintptr_t>(data) % align != 0 || bytes % align != 0) {
+    return absl::UnimplementedError(
+        absl::StrCat("importing host memory needs a non-empty range whose address and size "
+                     "are multiples of ",
+                     align, " bytes"));
   }
   auto b = std::make_unique<MemoryBlock>();
   b->size = bytes;
   b->dedicated = true;
   b->mapped = data;
-  absl::Status s = ImportHostMemory(device_, host_pointer_props_, data, bytes,
-                                    kBlockBufferUsage, &b->buffer, &b->memory);
+  absl::Status s = ImportHostMemory(device_, host_pointer_props_, data, bytes, kBlockBufferUsage,
+                                    &b->buffer, &b->memory);
   if (!s.ok()) {
     DestroyImported(*b);
     if (s.code() == absl::StatusCode::kInternal) {
@@ -285,8 +258,8 @@ absl::StatusOr<PlatformBufferRef> VulkanDevice::WrapHost(
     }
     return s;
   }
-  return PlatformBufferRef(std::make_shared<VulkanBuffer>(
-      shared_from_this(), memory, std::move(b), std::move(on_release)));
+  return PlatformBufferRef(std::make_shared<VulkanBuffer>(shared_from_this(), memory, std::move(b),
+                                                          std::move(on_release)));
 }
 
 void VulkanDevice::DestroyImported(MemoryBlock& b) {
@@ -321,8 +294,7 @@ absl::Status VulkanDevice::Execute(StreamOp& op, StreamCompletion& c) {
   return absl::InternalError("unknown op");
 }
 
-absl::Status VulkanDevice::CopyBuffersToBuffers(StreamOp& op,
-                                                StreamCompletion& c) {
+absl::Status VulkanDevice::CopyBuffersToBuffers(StreamOp& op, StreamCompletion& c) {
   // Copies this device's queue runs as regions, with the VkBuffer to read:
   // its own buffers, and other devices' blocks imported into it.
   std::vector<std::pair<const BufferToBufferCopy*, VkBuffer>> local;
@@ -352,8 +324,7 @@ absl::Status VulkanDevice::CopyBuffersToBuffers(StreamOp& op,
     for (const auto& [cp, src_buffer] : local) {
       VulkanBuffer* src = AsVulkanBuffer(cp->src);
       VulkanBuffer* dst = AsVulkanBuffer(cp->dst);
-      if (src->dev() == this && compute_ &&
-          compute_->Accepts(cp->geometry, src, dst)) {
+      if (src->dev() == this && compute_ && compute_->Accepts(cp->geometry, src, dst)) {
         compute_->Record(*cb, cp->geometry, src, dst);
         counters_->compute_copies.fetch_add(1);
         continue;
@@ -361,15 +332,14 @@ absl::Status VulkanDevice::CopyBuffersToBuffers(StreamOp& op,
       regions.clear();
       auto flush = [&] {
         if (regions.empty()) return;
-        vkCmdCopyBuffer(*cb, src_buffer, dst->vk_buffer(),
-                        static_cast<uint32_t>(regions.size()), regions.data());
+        vkCmdCopyBuffer(*cb, src_buffer, dst->vk_buffer(), static_cast<uint32_t>(regions.size()),
+                        regions.data());
         regions.clear();
       };
       cp->geometry.ForEachRun([&](int64_t so, int64_t d, int64_t n) {
-        regions.push_back(
-            VkBufferCopy{static_cast<VkDeviceSize>(src->offset() + so),
-                         static_cast<VkDeviceSize>(dst->offset() + d),
-                         static_cast<VkDeviceSize>(n)});
+        regions.push_back(VkBufferCopy{static_cast<VkDeviceSize>(src->offset() + so),
+                                       static_cast<VkDeviceSize>(dst->offset() + d),
+                                       static_cast<VkDeviceSize>(n)});
         if (regions.size() >= kMaxRegionsPerChunk) flush();
       });
       flush();

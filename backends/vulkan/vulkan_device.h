@@ -52,9 +52,8 @@ namespace tessera::vulkan {
 
 class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
  public:
-  VulkanDevice(std::shared_ptr<VulkanInstance> instance,
-               VkPhysicalDevice physical, const VulkanPlatformOptions& options,
-               PlatformCounters* counters);
+  VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalDevice physical,
+               const VulkanPlatformOptions& options, PlatformCounters* counters);
   VulkanDevice(const VulkanDevice&) = delete;
   VulkanDevice& operator=(const VulkanDevice&) = delete;
   ~VulkanDevice();
@@ -64,8 +63,7 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   // VkStatus (vulkan_status.h). `same_gpu_peers`: another device of the
   // platform is the same GPU (then blocks are allocated exportable where
   // VulkanPlatformOptions::cross_device_peer_import and the driver allow).
-  absl::Status Init(int physical_index, int logical_index,
-                    bool same_gpu_peers = false);
+  absl::Status Init(int physical_index, int logical_index, bool same_gpu_peers = false);
   // Starts the stream's threads.
   void Start();
 
@@ -77,14 +75,12 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   absl::StatusOr<PlatformBufferRef> Allocate(int memory, int64_t bytes);
   // UNIMPLEMENTED unless pinned_host memory, VK_EXT_external_memory_host and
   // an aligned non-empty range (the caller then copies).
-  absl::StatusOr<PlatformBufferRef> WrapHost(int memory, void* data,
-                                             int64_t bytes,
+  absl::StatusOr<PlatformBufferRef> WrapHost(int memory, void* data, int64_t bytes,
                                              std::function<void()> on_release);
   // Destroys the Vulkan objects of a block made by WrapHost.
   void DestroyImported(MemoryBlock& b);
 
-  Future<> Enqueue(std::shared_ptr<StreamOp> op,
-                   absl::Span<const Future<>> after) {
+  Future<> Enqueue(std::shared_ptr<StreamOp> op, absl::Span<const Future<>> after) {
     return stream_->Enqueue(std::move(op), after);
   }
 

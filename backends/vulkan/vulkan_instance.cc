@@ -26,8 +26,7 @@ extern "C" const char* __lsan_default_suppressions() {
 namespace {
 void PinVulkanDriversForLeakSanitizer() {
   static const bool pinned = [] {
-    for (const char* lib :
-         {"libvulkan_lvp.so", "libVkLayer_khronos_validation.so"}) {
+    for (const char* lib : {"libvulkan_lvp.so", "libVkLayer_khronos_validation.so"}) {
       dlopen(lib, RTLD_NOW | RTLD_NODELETE | RTLD_GLOBAL);
     }
     return true;
@@ -43,18 +42,16 @@ namespace {
 
 std::atomic<int64_t> g_validation_messages{0};
 
-VKAPI_ATTR VkBool32 VKAPI_CALL
-DebugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-              VkDebugUtilsMessageTypeFlagsEXT types,
-              const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
-  const bool counted =
-      (types & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT)) != 0 &&
-      severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
+VKAPI_ATTR VkBool32 VKAPI_CALL DebugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                             VkDebugUtilsMessageTypeFlagsEXT types,
+                                             const VkDebugUtilsMessengerCallbackDataEXT* data,
+                                             void* user) {
+  const bool counted = (types & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                                 VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT)) != 0 &&
+                       severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
   if (counted) g_validation_messages.fetch_add(1);
   if (counted || severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
-    std::fprintf(stderr, "[tessera vulkan%s] %s\n",
-                 counted ? " validation" : "",
+    std::fprintf(stderr, "[tessera vulkan%s] %s\n", counted ? " validation" : "",
                  data && data->pMessage ? data->pMessage : "(no message)");
   }
   return VK_FALSE;
@@ -62,8 +59,7 @@ DebugCallback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
 
 bool HasLayer(const char* name) {
   uint32_t n = 0;
-  if (vkEnumerateInstanceLayerProperties(&n, nullptr) != VK_SUCCESS)
-    return false;
+  if (vkEnumerateInstanceLayerProperties(&n, nullptr) != VK_SUCCESS) return false;
   std::vector<VkLayerProperties> layers(n);
   vkEnumerateInstanceLayerProperties(&n, layers.data());
   for (auto& l : layers)
@@ -73,9 +69,7 @@ bool HasLayer(const char* name) {
 
 bool HasInstanceExtension(const char* name) {
   uint32_t n = 0;
-  if (vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr) !=
-      VK_SUCCESS)
-    return false;
+  if (vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr) != VK_SUCCESS) return false;
   std::vector<VkExtensionProperties> exts(n);
   vkEnumerateInstanceExtensionProperties(nullptr, &n, exts.data());
   for (auto& e : exts)
@@ -85,27 +79,22 @@ bool HasInstanceExtension(const char* name) {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<VulkanInstance>> VulkanInstance::Create(
-    bool enable_validation) {
+absl::StatusOr<std::shared_ptr<VulkanInstance>> VulkanInstance::Create(bool enable_validation) {
   uint32_t instance_version = VK_API_VERSION_1_0;
   vkEnumerateInstanceVersion(&instance_version);
   if (instance_version < VK_API_VERSION_1_2) {
-    return absl::NotFoundError(
-        absl::StrCat("the Vulkan loader supports only Vulkan ",
-                     VersionString(instance_version),
-                     "; Tessera needs 1.2 (timeline semaphores)"));
+    return absl::NotFoundError(absl::StrCat("the Vulkan loader supports only Vulkan ",
+                                            VersionString(instance_version),
+                                            "; Tessera needs 1.2 (timeline semaphores)"));
   }
   const char* kValidation = "VK_LAYER_KHRONOS_validation";
-  const bool validation =
-      enable_validation && HasLayer(kValidation) &&
-      HasInstanceExtension(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  const bool validation = enable_validation && HasLayer(kValidation) &&
+                          HasInstanceExtension(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "tessera";
   app.pEngineName = "tessera";
-  app.apiVersion = instance_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3
-                                                          : VK_API_VERSION_1_2;
-  VkDebugUtilsMessengerCreateInfoEXT dm{
-      VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  app.apiVersion = instance_version >= VK_API_VERSION_1_3 ? VK_API_VERSION_1_3 : VK_API_VERSION_1_2;
+  VkDebugUtilsMessengerCreateInfoEXT dm{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
   dm.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
                        VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
   dm.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
@@ -129,11 +118,10 @@ absl::StatusOr<std::shared_ptr<VulkanInstance>> VulkanInstance::Create(
   PinVulkanDriversForLeakSanitizer();
 #endif
   VkResult r = vkCreateInstance(&ci, nullptr, &instance->instance_);
-  if (r == VK_ERROR_INCOMPATIBLE_DRIVER ||
-      r == VK_ERROR_INITIALIZATION_FAILED) {
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER || r == VK_ERROR_INITIALIZATION_FAILED) {
     instance->instance_ = VK_NULL_HANDLE;
-    return absl::NotFoundError(absl::StrCat(
-        "no Vulkan driver (vkCreateInstance: ", VkResultName(r), ")"));
+    return absl::NotFoundError(
+        absl::StrCat("no Vulkan driver (vkCreateInstance: ", VkResultName(r), ")"));
   }
   if (r != VK_SUCCESS) {
     instance->instance_ = VK_NULL_HANDLE;
@@ -141,10 +129,8 @@ absl::StatusOr<std::shared_ptr<VulkanInstance>> VulkanInstance::Create(
   }
   if (validation) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
-        vkGetInstanceProcAddr(instance->instance_,
-                              "vkCreateDebugUtilsMessengerEXT"));
-    if (create)
-      create(instance->instance_, &dm, nullptr, &instance->messenger_);
+        vkGetInstanceProcAddr(instance->instance_, "vkCreateDebugUtilsMessengerEXT"));
+    if (create) create(instance->instance_, &dm, nullptr, &instance->messenger_);
   }
   return instance;
 }
@@ -169,8 +155,6 @@ std::vector<VkPhysicalDevice> VulkanInstance::PhysicalDevices() const {
 
 }  // namespace vulkan
 
-int64_t VulkanValidationMessageCount() {
-  return vulkan::g_validation_messages.load();
-}
+int64_t VulkanValidationMessageCount() { return vulkan::g_validation_messages.load(); }
 
 }  // namespace tessera

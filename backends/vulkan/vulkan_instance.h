@@ -30,8 +30,7 @@ class VulkanInstance {
   // (VK_ERROR_INCOMPATIBLE_DRIVER / VK_ERROR_INITIALIZATION_FAILED); other
   // vkCreateInstance failures as VkStatus (vulkan_status.h). A missing
   // validation layer is not an error: validation is then off.
-  static absl::StatusOr<std::shared_ptr<VulkanInstance>> Create(
-      bool enable_validation);
+  static absl::StatusOr<std::shared_ptr<VulkanInstance>> Create(bool enable_validation);
 
   VulkanInstance() = default;
   VulkanInstance(const VulkanInstance&) = delete;

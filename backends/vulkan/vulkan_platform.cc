@@ -74,21 +74,17 @@ class VulkanPlatformImpl : public VulkanPlatform {
   }
 
   std::string_view name() const override { return "vulkan"; }
-  int device_count() const override {
-    return static_cast<int>(devices_.size());
-  }
+  int device_count() const override { return static_cast<int>(devices_.size()); }
   const PlatformDeviceInfo& device_info(int device) const override {
     return devices_[device]->info();
   }
-  absl::StatusOr<PlatformBufferRef> Allocate(int device, int memory,
-                                             int64_t bytes) override {
+  absl::StatusOr<PlatformBufferRef> Allocate(int device, int memory, int64_t bytes) override {
     return devices_[device]->Allocate(memory, bytes);
   }
-  absl::StatusOr<PlatformBufferRef> WrapHostMemory(
-      int device, int memory, void* data, int64_t bytes,
-      std::function<void()> on_release) override {
-    return devices_[device]->WrapHost(memory, data, bytes,
-                                      std::move(on_release));
+  absl::StatusOr<PlatformBufferRef> WrapHostMemory(int device, int memory, void* data,
+                                                   int64_t bytes,
+                                                   std::function<void()> on_release) override {
+    return devices_[device]->WrapHost(memory, data, bytes, std::move(on_release));
   }
   Future<> CopyHostToBuffers(int device, std::vector<HostToBufferCopy> copies,
                              absl::Span<const Future<>> after) override {
@@ -104,8 +100,7 @@ class VulkanPlatformImpl : public VulkanPlatform {
     op->b2h = std::move(copies);
     return devices_[device]->Enqueue(std::move(op), after);
   }
-  Future<> CopyBuffersToBuffers(int device,
-                                std::vector<BufferToBufferCopy> copies,
+  Future<> CopyBuffersToBuffers(int device, std::vector<BufferToBufferCopy> copies,
                                 absl::Span<const Future<>> after) override {
     auto op = std::make_shared<StreamOp>();
     op->kind = StreamOp::Kind::kBufferToBuffer;
@@ -148,8 +143,8 @@ class VulkanPlatformImpl : public VulkanPlatform {
 
 absl::StatusOr<std::unique_ptr<VulkanPlatform>> CreateVulkanPlatform(
     const VulkanPlatformOptions& options) {
-  if (options.logical_devices_per_gpu < 1 ||
-      options.staging_chunk_bytes < 4096 || options.block_bytes < 4096) {
+  if (options.logical_devices_per_gpu < 1 || options.staging_chunk_bytes < 4096 ||
+      options.block_bytes < 4096) {
     return absl::InvalidArgumentError("bad VulkanPlatformOptions");
   }
   auto instance = VulkanInstance::Create(options.enable_validation);
@@ -167,11 +162,8 @@ absl::StatusOr<std::unique_ptr<VulkanPlatform>> CreateVulkanPlatform(
   std::vector<bool> same_gpu_peers(n, options.logical_devices_per_gpu > 1);
   for (uint32_t a = 0; a < n; ++a) {
     for (uint32_t b = 0; b < n; ++b) {
-      if (a != b &&
-          std::memcmp(ids[a].deviceUUID, ids[b].deviceUUID, VK_UUID_SIZE) ==
-              0 &&
-          std::memcmp(ids[a].driverUUID, ids[b].driverUUID, VK_UUID_SIZE) ==
-              0) {
+      if (a != b && std::memcmp(ids[a].deviceUUID, ids[b].deviceUUID, VK_UUID_SIZE) == 0 &&
+          std::memcmp(ids[a].driverUUID, ids[b].driverUUID, VK_UUID_SIZE) == 0) {
         same_gpu_peers[a] = true;
       }
     }
@@ -188,12 +180,11 @@ absl::StatusOr<std::unique_ptr<VulkanPlatform>> CreateVulkanPlatform(
       continue;
     }
     for (int l = 0; l < options.logical_devices_per_gpu; ++l) {
-      auto dev = std::make_shared<VulkanDevice>(*instance, physical[p], options,
-                                                &platform->counters_);
+      auto dev =
+          std::make_shared<VulkanDevice>(*instance, physical[p], options, &platform->counters_);
       absl::Status s = dev->Init(static_cast<int>(p), l, same_gpu_peers[p]);
       if (absl::IsNotFound(s)) {
-        absl::StrAppend(&skipped, " ", props.deviceName, " (", s.message(),
-                        ");");
+        absl::StrAppend(&skipped, " ", props.deviceName, " (", s.message(), ");");
         break;
       }
       if (!s.ok()) return s;
@@ -201,9 +192,8 @@ absl::StatusOr<std::unique_ptr<VulkanPlatform>> CreateVulkanPlatform(
     }
   }
   if (platform->devices_.empty()) {
-    return absl::NotFoundError(
-        absl::StrCat("no compute-capable Vulkan >= 1.2 device (", n,
-                     " physical devices;", skipped, ")"));
+    return absl::NotFoundError(absl::StrCat("no compute-capable Vulkan >= 1.2 device (", n,
+                                            " physical devices;", skipped, ")"));
   }
   for (auto& d : platform->devices_) d->Start();
   return std::unique_ptr<VulkanPlatform>(std::move(platform));

@@ -86,23 +86,15 @@ struct VulkanPlatformOptions {
 
 // Counters of what the platform did, for tests and benchmarks.
 struct VulkanPlatformStats {
-  int64_t submissions = 0;  // vkQueueSubmit calls (all devices)
-  int64_t staged_chunks =
-      0;  // staging chunks moved (host<->device and cross-device)
-  int64_t compute_copies =
-      0;  // buffer->buffer copies done by the compute shader
-  int64_t region_copies =
-      0;  // buffer->buffer copies done with vkCmdCopyBuffer regions
-  int64_t cross_device_copies =
-      0;  // buffer->buffer copies between different VkDevices
-  int64_t host_memcpy_copies =
-      0;  // copies done by a host memcpy (pinned_host buffers)
-  int64_t shared_staging_copies =
-      0;  // cross-device copies through imported host memory
-  int64_t peer_import_copies =
-      0;  // cross-device copies reading the source's imported memory
-  int64_t peer_imports_live =
-      0;  // source blocks imported into other devices now (not cumulative)
+  int64_t submissions = 0;            // vkQueueSubmit calls (all devices)
+  int64_t staged_chunks = 0;          // staging chunks moved (host<->device and cross-device)
+  int64_t compute_copies = 0;         // buffer->buffer copies done by the compute shader
+  int64_t region_copies = 0;          // buffer->buffer copies done with vkCmdCopyBuffer regions
+  int64_t cross_device_copies = 0;    // buffer->buffer copies between different VkDevices
+  int64_t host_memcpy_copies = 0;     // copies done by a host memcpy (pinned_host buffers)
+  int64_t shared_staging_copies = 0;  // cross-device copies through imported host memory
+  int64_t peer_import_copies = 0;     // cross-device copies reading the source's imported memory
+  int64_t peer_imports_live = 0;  // source blocks imported into other devices now (not cumulative)
 };
 
 // The Platform returned by CreateVulkanPlatform, with Vulkan-specific queries.

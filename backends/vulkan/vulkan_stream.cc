@@ -6,12 +6,9 @@
 
 namespace tessera::vulkan {
 
-VulkanStream::VulkanStream(VkDevice device, VkQueue queue,
-                           uint32_t queue_family, PlatformCounters* counters)
-    : device_(device),
-      queue_(queue),
-      queue_family_(queue_family),
-      counters_(counters) {}
+VulkanStream::VulkanStream(VkDevice device, VkQueue queue, uint32_t queue_family,
+                           PlatformCounters* counters)
+    : device_(device), queue_(queue), queue_family_(queue_family), counters_(counters) {}
 
 VulkanStream::~VulkanStream() {
   if (cmd_pool_) vkDestroyCommandPool(device_, cmd_pool_, nullptr);
@@ -24,18 +21,15 @@ absl::Status VulkanStream::Init() {
   sti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
   VkSemaphoreCreateInfo sci{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
   sci.pNext = &sti;
-  TESSERA_VK_RETURN_IF_ERROR(
-      vkCreateSemaphore(device_, &sci, nullptr, &timeline_),
-      "vkCreateSemaphore");
-  TESSERA_VK_RETURN_IF_ERROR(
-      vkCreateSemaphore(device_, &sci, nullptr, &export_timeline_),
-      "vkCreateSemaphore");
+  TESSERA_VK_RETURN_IF_ERROR(vkCreateSemaphore(device_, &sci, nullptr, &timeline_),
+                             "vkCreateSemaphore");
+  TESSERA_VK_RETURN_IF_ERROR(vkCreateSemaphore(device_, &sci, nullptr, &export_timeline_),
+                             "vkCreateSemaphore");
   VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pci.queueFamilyIndex = queue_family_;
-  TESSERA_VK_RETURN_IF_ERROR(
-      vkCreateCommandPool(device_, &pci, nullptr, &cmd_pool_),
-      "vkCreateCommandPool");
+  TESSERA_VK_RETURN_IF_ERROR(vkCreateCommandPool(device_, &pci, nullptr, &cmd_pool_),
+                             "vkCreateCommandPool");
   return absl::OkStatus();
 }
 
@@ -45,8 +39,7 @@ void VulkanStream::Start(Executor execute) {
   completer_ = std::thread([this] { CompletionLoop(); });
 }
 
-Future<> VulkanStream::Enqueue(std::shared_ptr<StreamOp> op,
-                               absl::Span<const Future<>> after) {
+Future<> VulkanStream::Enqueue(std::shared_ptr<StreamOp> op, absl::Span<const Future<>> after) {
   Future<> result = op->promise.future();
   op->after = JoinFutures(after);
   std::shared_ptr<Sync> sync = sync_;
@@ -109,8 +102,7 @@ absl::StatusOr<VkCommandBuffer> VulkanStream::AcquireCmd() {
     }
   }
   if (cb == VK_NULL_HANDLE) {
-    VkCommandBufferAllocateInfo cai{
-        VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     cai.commandPool = cmd_pool_;
     cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     cai.commandBufferCount = 1;
@@ -124,10 +116,9 @@ absl::StatusOr<VkCommandBuffer> VulkanStream::AcquireCmd() {
 
 // One command buffer on the queue, after this stream's timeline reaches
 // `wait_value`, signalling `signal` to `signal_value`.
-VkResult VulkanStream::QueueSubmit(VkCommandBuffer cb, uint64_t wait_value,
-                                   VkSemaphore signal, uint64_t signal_value) {
-  VkTimelineSemaphoreSubmitInfo ts{
-      VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+VkResult VulkanStream::QueueSubmit(VkCommandBuffer cb, uint64_t wait_value, VkSemaphore signal,
+                                   uint64_t signal_value) {
+  VkTimelineSemaphoreSubmitInfo ts{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
   ts.waitSemaphoreValueCount = 1;
   ts.pWaitSemaphoreValues = &wait_value;
   ts.signalSemaphoreValueCount = 1;
@@ -154,8 +145,7 @@ VkResult VulkanStream::QueueSubmit(VkCommandBuffer cb, uint64_t wait_value,
 absl::StatusOr<uint64_t> VulkanStream::Submit(VkCommandBuffer cb) {
   const uint64_t signal_value = last_value_ + 1;
   VkResult r;
-  if (inject_submit_failures_.load() > 0 &&
-      inject_submit_failures_.fetch_sub(1) > 0) {
+  if (inject_submit_failures_.load() > 0 && inject_submit_failures_.fetch_sub(1) > 0) {
     counters_->submissions.fetch_add(1);
     r = VK_ERROR_DEVICE_LOST;  // injected by a test
   } else {
@@ -172,9 +162,8 @@ absl::StatusOr<uint64_t> VulkanStream::SubmitExport(VkCommandBuffer cb) {
   uint64_t wait_value = 0;
   vkGetSemaphoreCounterValue(device_, timeline_, &wait_value);
   const uint64_t signal_value = export_value_ + 1;
-  TESSERA_VK_RETURN_IF_ERROR(
-      QueueSubmit(cb, wait_value, export_timeline_, signal_value),
-      "vkQueueSubmit(export)");
+  TESSERA_VK_RETURN_IF_ERROR(QueueSubmit(cb, wait_value, export_timeline_, signal_value),
+                             "vkQueueSubmit(export)");
   export_value_ = signal_value;
   return signal_value;
 }
@@ -196,8 +185,7 @@ absl::Status VulkanStream::HostSignal() {
   VkSemaphoreSignalInfo si{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
   si.semaphore = timeline_;
   si.value = last_value_ + 1;
-  TESSERA_VK_RETURN_IF_ERROR(vkSignalSemaphore(device_, &si),
-                             "vkSignalSemaphore");
+  TESSERA_VK_RETURN_IF_ERROR(vkSignalSemaphore(device_, &si), "vkSignalSemaphore");
   last_value_ = si.value;
   return absl::OkStatus();
 }
@@ -265,8 +253,7 @@ void VulkanStream::CompletionLoop() {
       wi.pValues = &target;
       r = vkWaitSemaphores(device_, &wi, uint64_t{100000000});  // 100 ms
       if (r == VK_TIMEOUT) continue;
-      if (r == VK_SUCCESS)
-        r = vkGetSemaphoreCounterValue(device_, timeline_, &reached);
+      if (r == VK_SUCCESS) r = vkGetSemaphoreCounterValue(device_, timeline_, &reached);
     }
     if (r != VK_SUCCESS) {
       lost = VkStatus(r, "waiting for the stream's timeline semaphore");

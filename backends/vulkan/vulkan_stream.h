@@ -82,8 +82,7 @@ class VulkanStream {
   // op's result.
   using Executor = std::function<absl::Status(StreamOp&, StreamCompletion&)>;
 
-  VulkanStream(VkDevice device, VkQueue queue, uint32_t queue_family,
-               PlatformCounters* counters);
+  VulkanStream(VkDevice device, VkQueue queue, uint32_t queue_family, PlatformCounters* counters);
   VulkanStream(const VulkanStream&) = delete;
   VulkanStream& operator=(const VulkanStream&) = delete;
   ~VulkanStream();
@@ -94,8 +93,7 @@ class VulkanStream {
   void Start(Executor execute);
 
   // Appends `op`, to run once `after` are all set; returns its future.
-  Future<> Enqueue(std::shared_ptr<StreamOp> op,
-                   absl::Span<const Future<>> after);
+  Future<> Enqueue(std::shared_ptr<StreamOp> op, absl::Span<const Future<>> after);
 
   // Drain protocol (see ~VulkanPlatformImpl): BeginShutdown, then poll Quiet
   // (nothing executing, no runnable head, no pending completion), then
@@ -130,8 +128,8 @@ class VulkanStream {
   absl::StatusOr<uint64_t> SubmitExport(VkCommandBuffer cb);
 
  private:
-  VkResult QueueSubmit(VkCommandBuffer cb, uint64_t wait_value,
-                       VkSemaphore signal, uint64_t signal_value);
+  VkResult QueueSubmit(VkCommandBuffer cb, uint64_t wait_value, VkSemaphore signal,
+                       uint64_t signal_value);
   // Stream state shared with OnReady callbacks (which may outlive the stream).
   struct Sync {
     std::mutex mu;

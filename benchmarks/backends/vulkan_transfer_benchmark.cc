@@ -34,8 +34,7 @@ double BestSeconds(int reps, const std::function<void()>& fn) {
   for (int i = 0; i < reps; ++i) {
     auto t0 = Clock::now();
     fn();
-    best = std::min(best,
-                    std::chrono::duration<double>(Clock::now() - t0).count());
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
   }
   return best;
 }
@@ -62,8 +61,7 @@ int main(int argc, char** argv) {
   int64_t bytes = int64_t{64} << 20;
   int reps = 3;
   int logical = 0;  // 0: auto
-  if (const char* env = std::getenv("TESSERA_BENCH_BYTES"))
-    bytes = std::atoll(env);
+  if (const char* env = std::getenv("TESSERA_BENCH_BYTES")) bytes = std::atoll(env);
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--bytes=", 0) == 0) bytes = std::atoll(a.c_str() + 8);
@@ -82,18 +80,15 @@ int main(int argc, char** argv) {
   Check(created.status(), "CreateVulkanPlatform");
   tessera::VulkanPlatform& p = **created;
   const int d0 = 0, d1 = p.device_count() > 1 ? 1 : 0;
-  const bool same_physical =
-      p.device_info(d0).attributes.GetInt("physical_device_index") ==
-      p.device_info(d1).attributes.GetInt("physical_device_index");
+  const bool same_physical = p.device_info(d0).attributes.GetInt("physical_device_index") ==
+                             p.device_info(d1).attributes.GetInt("physical_device_index");
   std::printf("device 0: %s (%s)\n", p.device_info(d0).name.c_str(),
               p.device_info(d0).attributes.DebugString().c_str());
   std::printf("device 1: %s%s\n", p.device_info(d1).name.c_str(),
               same_physical ? " (logical device of the same GPU)" : "");
-  std::printf("bytes per transfer: %lld, best of %d\n\n",
-              static_cast<long long>(bytes), reps);
+  std::printf("bytes per transfer: %lld, best of %d\n\n", static_cast<long long>(bytes), reps);
 
-  std::vector<char> pageable(bytes, 1), pageable_out(bytes, 0),
-      memcpy_dst(bytes, 0);
+  std::vector<char> pageable(bytes, 1), pageable_out(bytes, 0), memcpy_dst(bytes, 0);
   auto dev_a = p.Allocate(d0, 0, bytes);
   auto dev_b = p.Allocate(d0, 0, bytes);
   auto dev_c = p.Allocate(d1, 0, bytes);
@@ -105,8 +100,8 @@ int main(int argc, char** argv) {
   char* pinned_ptr = static_cast<char*>((*pinned)->host_address());
   std::memset(pinned_ptr, 2, bytes);
 
-  const double memcpy_s = BestSeconds(
-      reps, [&] { std::memcpy(memcpy_dst.data(), pageable.data(), bytes); });
+  const double memcpy_s =
+      BestSeconds(reps, [&] { std::memcpy(memcpy_dst.data(), pageable.data(), bytes); });
   auto gbps = [&](double s) { return static_cast<double>(bytes) / s / 1e9; };
 
   struct Row {
@@ -116,66 +111,48 @@ int main(int argc, char** argv) {
   std::vector<Row> rows = {
       {"host->device (pageable)",
        [&] {
-         return p
-             .CopyHostToBuffers(d0, {{pageable.data(), *dev_a, Dense(bytes)}},
-                                {})
-             .Await();
+         return p.CopyHostToBuffers(d0, {{pageable.data(), *dev_a, Dense(bytes)}}, {}).Await();
        }},
       {"device->host (pageable)",
        [&] {
-         return p
-             .CopyBuffersToHost(
-                 d0, {{*dev_a, pageable_out.data(), Dense(bytes)}}, {})
-             .Await();
+         return p.CopyBuffersToHost(d0, {{*dev_a, pageable_out.data(), Dense(bytes)}}, {}).Await();
        }},
       {"host->device (pinned src)",
        [&] {
-         return p
-             .CopyHostToBuffers(d0, {{pinned_ptr, *dev_a, Dense(bytes)}}, {})
-             .Await();
+         return p.CopyHostToBuffers(d0, {{pinned_ptr, *dev_a, Dense(bytes)}}, {}).Await();
        }},
       {"device->host (pinned dst)",
        [&] {
-         return p
-             .CopyBuffersToHost(d0, {{*dev_a, pinned_ptr, Dense(bytes)}}, {})
-             .Await();
+         return p.CopyBuffersToHost(d0, {{*dev_a, pinned_ptr, Dense(bytes)}}, {}).Await();
        }},
       {"pinned_host buffer <- host (memcpy path)",
        [&] {
-         return p
-             .CopyHostToBuffers(d0, {{pageable.data(), *pinned, Dense(bytes)}},
-                                {})
-             .Await();
+         return p.CopyHostToBuffers(d0, {{pageable.data(), *pinned, Dense(bytes)}}, {}).Await();
        }},
       {"pinned_host buffer -> device (GPU copy)",
        [&] {
-         return p
-             .CopyBuffersToBuffers(d0, {{*pinned, *dev_a, Dense(bytes)}}, {})
-             .Await();
+         return p.CopyBuffersToBuffers(d0, {{*pinned, *dev_a, Dense(bytes)}}, {}).Await();
        }},
       {"device->device (same VkDevice)",
        [&] {
-         return p.CopyBuffersToBuffers(d0, {{*dev_a, *dev_b, Dense(bytes)}}, {})
-             .Await();
+         return p.CopyBuffersToBuffers(d0, {{*dev_a, *dev_b, Dense(bytes)}}, {}).Await();
        }},
       {same_physical ? "device->device (2 logical VkDevices, default path)"
                      : "device->device (2 physical devices, default path)",
        [&] {
-         return p.CopyBuffersToBuffers(d1, {{*dev_a, *dev_c, Dense(bytes)}}, {})
-             .Await();
+         return p.CopyBuffersToBuffers(d1, {{*dev_a, *dev_c, Dense(bytes)}}, {}).Await();
        }},
   };
-  std::printf("%-52s %10s %10s %12s %8s\n", "transfer", "ms", "GB/s",
-              "memcpy GB/s", "ratio");
-  std::printf("%-52s %10.2f %10.2f %12.2f %8.2f\n", "host memcpy (floor)",
-              memcpy_s * 1e3, gbps(memcpy_s), gbps(memcpy_s), 1.0);
+  std::printf("%-52s %10s %10s %12s %8s\n", "transfer", "ms", "GB/s", "memcpy GB/s", "ratio");
+  std::printf("%-52s %10.2f %10.2f %12.2f %8.2f\n", "host memcpy (floor)", memcpy_s * 1e3,
+              gbps(memcpy_s), gbps(memcpy_s), 1.0);
   for (Row& r : rows) {
     Check(r.fn(), r.name);  // warm-up
     absl::Status status;
     const double s = BestSeconds(reps, [&] { status.Update(r.fn()); });
     Check(status, r.name);
-    std::printf("%-52s %10.2f %10.2f %12.2f %8.2f\n", r.name, s * 1e3, gbps(s),
-                gbps(memcpy_s), gbps(s) / gbps(memcpy_s));
+    std::printf("%-52s %10.2f %10.2f %12.2f %8.2f\n", r.name, s * 1e3, gbps(s), gbps(memcpy_s),
+                gbps(s) / gbps(memcpy_s));
   }
   // The three cross-device paths side by side, each on a platform of its own.
   enum Path { kHostMemcpy, kSharedStaging, kPeerImport };
@@ -190,11 +167,7 @@ int main(int argc, char** argv) {
     auto c = (*q)->Allocate(e1, 0, bytes);
     Check(a.status(), "Allocate");
     Check(c.status(), "Allocate");
-    auto run = [&] {
-      return (*q)
-          ->CopyBuffersToBuffers(e1, {{*a, *c, Dense(bytes)}}, {})
-          .Await();
-    };
+    auto run = [&] { return (*q)->CopyBuffersToBuffers(e1, {{*a, *c, Dense(bytes)}}, {}).Await(); };
     Check(run(), "cross-device warm-up");
     absl::Status status;
     const double s = BestSeconds(reps, [&] { status.Update(run()); });
@@ -202,16 +175,14 @@ int main(int argc, char** argv) {
     const tessera::VulkanPlatformStats st = (*q)->stats();
     const char* name = "device->device cross: host memcpy between rings";
     if (path == kSharedStaging) {
-      name = st.shared_staging_copies > 0
-                 ? "device->device cross: shared staging (ext host mem)"
-                 : "device->device cross: shared staging UNAVAILABLE";
+      name = st.shared_staging_copies > 0 ? "device->device cross: shared staging (ext host mem)"
+                                          : "device->device cross: shared staging UNAVAILABLE";
     } else if (path == kPeerImport) {
-      name = st.peer_import_copies > 0
-                 ? "device->device cross: peer import (ext memory fd)"
-                 : "device->device cross: peer import UNAVAILABLE";
+      name = st.peer_import_copies > 0 ? "device->device cross: peer import (ext memory fd)"
+                                       : "device->device cross: peer import UNAVAILABLE";
     }
-    std::printf("%-52s %10.2f %10.2f %12.2f %8.2f\n", name, s * 1e3, gbps(s),
-                gbps(memcpy_s), gbps(s) / gbps(memcpy_s));
+    std::printf("%-52s %10.2f %10.2f %12.2f %8.2f\n", name, s * 1e3, gbps(s), gbps(memcpy_s),
+                gbps(s) / gbps(memcpy_s));
   }
   // A box of short rows (64-byte rows of 4-byte elements, every other row)
   // within one VkDevice: the compute shader against vkCmdCopyBuffer regions.
@@ -230,9 +201,7 @@ int main(int argc, char** argv) {
     g.extent = {rows, row / 4};
     g.src_byte_strides = {2 * row, 4};
     g.dst_byte_strides = {row, 4};
-    auto run = [&] {
-      return (*q)->CopyBuffersToBuffers(0, {{*a, *c, g}}, {}).Await();
-    };
+    auto run = [&] { return (*q)->CopyBuffersToBuffers(0, {{*a, *c, g}}, {}).Await(); };
     Check(run(), "strided warm-up");
     absl::Status status;
     const double s = BestSeconds(reps, [&] { status.Update(run()); });
@@ -243,8 +212,7 @@ int main(int argc, char** argv) {
                 compute ? (used ? "strided box 64 B rows: compute shader"
                                 : "strided box 64 B rows: compute UNAVAILABLE")
                         : "strided box 64 B rows: vkCmdCopyBuffer regions",
-                s * 1e3, moved / s / 1e9, gbps(memcpy_s),
-                moved / s / 1e9 / gbps(memcpy_s));
+                s * 1e3, moved / s / 1e9, gbps(memcpy_s), moved / s / 1e9 / gbps(memcpy_s));
   }
   return 0;
 }

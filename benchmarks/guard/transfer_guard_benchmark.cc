@@ -40,8 +40,7 @@ void BM_Floor_Decide(benchmark::State& state) {
 BENCHMARK(BM_Floor_Decide)->ThreadRange(1, 2);
 
 void BM_Check_Allowed(benchmark::State& state) {
-  static TransferGuard* guard =
-      new TransferGuard(Policy::Uniform(Level::kDisallow));
+  static TransferGuard* guard = new TransferGuard(Policy::Uniform(Level::kDisallow));
   const TransferEvent event = Event(/*is_explicit=*/true);
   for (auto _ : state) benchmark::DoNotOptimize(guard->Check(event));
 }

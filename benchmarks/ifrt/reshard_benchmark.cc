@@ -27,9 +27,7 @@ namespace {
 using namespace tessera;
 using Clock = std::chrono::steady_clock;
 
-double Seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -46,16 +44,11 @@ double ParallelMemcpySeconds(int64_t bytes, int threads, int repeat) {
     std::vector<std::thread> workers;
     const int64_t slice = (bytes + threads - 1) / threads;
     for (int t = 0; t < threads; ++t) {
-      const int64_t begin = std::min(bytes, t * slice),
-                    end = std::min(bytes, begin + slice);
-      workers.emplace_back([&, begin, end] {
-        std::memcpy(&dst[begin], &src[begin], end - begin);
-      });
+      const int64_t begin = std::min(bytes, t * slice), end = std::min(bytes, begin + slice);
+      workers.emplace_back([&, begin, end] { std::memcpy(&dst[begin], &src[begin], end - begin); });
     }
     for (auto& w : workers) w.join();
-    if (r > 0)
-      times.push_back(
-          Seconds(Clock::now() - start));  // the first run warms the pages
+    if (r > 0) times.push_back(Seconds(Clock::now() - start));  // the first run warms the pages
   }
   return Median(times);
 }
@@ -81,13 +74,11 @@ int main(int argc, char** argv) {
     else if (flag == "--repeat")
       repeat = std::atoi(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: %s [--size N] [--devices D] [--repeat R]\n",
-                   argv[0]);
+      std::fprintf(stderr, "usage: %s [--size N] [--devices D] [--repeat R]\n", argv[0]);
       return 2;
     }
   }
-  auto client_or =
-      CreateClient({.cpu_devices = num_devices, .vulkan = VulkanMode::kOff});
+  auto client_or = CreateClient({.cpu_devices = num_devices, .vulkan = VulkanMode::kOff});
   if (!client_or.ok()) {
     std::fprintf(stderr, "%s\n", client_or.status().ToString().c_str());
     return 1;
@@ -101,17 +92,15 @@ int main(int argc, char** argv) {
   const DType f32(DType::kF32);
   const Shape shape({n, n});
   const int64_t array_bytes = n * n * 4;
-  auto named = [&](const std::string& mesh, const std::string& spec,
-                   DeviceListRef l) {
+  auto named = [&](const std::string& mesh, const std::string& spec, DeviceListRef l) {
     return *NamedSharding::Create(*sharding::Mesh::Parse(mesh),
-                                  *sharding::PartitionSpec::Parse(spec), l,
-                                  MemoryKind());
+                                  *sharding::PartitionSpec::Parse(spec), l, MemoryKind());
   };
   const std::string mesh1 = "mesh{x=" + std::to_string(num_devices) + "}";
   int mx = 1;
   while (mx * mx * 2 <= num_devices) mx *= 2;
-  const std::string mesh2 = "mesh{x=" + std::to_string(mx) +
-                            ",y=" + std::to_string(num_devices / mx) + "}";
+  const std::string mesh2 =
+      "mesh{x=" + std::to_string(mx) + ",y=" + std::to_string(num_devices / mx) + "}";
   ShardingRef rows = named(mesh1, "P(x,None)", list);
   ShardingRef cols = named(mesh1, "P(None,x)", list);
   ShardingRef repl = named(mesh1, "P()", list);
@@ -124,8 +113,8 @@ int main(int argc, char** argv) {
   std::printf(
       "Tessera reshard benchmark: f32[%lld,%lld] (%.0f MiB) over %d CPU "
       "devices, median of %d\n",
-      static_cast<long long>(n), static_cast<long long>(n),
-      array_bytes / 1048576.0, num_devices, repeat);
+      static_cast<long long>(n), static_cast<long long>(n), array_bytes / 1048576.0, num_devices,
+      repeat);
 
   std::vector<Row> rows_out;
   auto time_it = [&](const std::string& name, int64_t bytes_moved,
@@ -137,29 +126,25 @@ int main(int argc, char** argv) {
       fn();
       times.push_back(Seconds(Clock::now() - start));
     }
-    const double floor = ParallelMemcpySeconds(
-        std::max<int64_t>(bytes_moved, 1), num_devices, 3);
-    rows_out.push_back({name, bytes_moved, Median(times),
-                        *std::min_element(times.begin(), times.end()), floor});
+    const double floor = ParallelMemcpySeconds(std::max<int64_t>(bytes_moved, 1), num_devices, 3);
+    rows_out.push_back(
+        {name, bytes_moved, Median(times), *std::min_element(times.begin(), times.end()), floor});
   };
 
-  ArrayRef base = *client->MakeArrayFromHostBuffer(
-      host.data(), f32, shape, std::nullopt, rows,
-      HostBufferSemantics::kImmutableOnlyDuringCall, nullptr);
+  ArrayRef base =
+      *client->MakeArrayFromHostBuffer(host.data(), f32, shape, std::nullopt, rows,
+                                       HostBufferSemantics::kImmutableOnlyDuringCall, nullptr);
   if (!base->GetReadyFuture().Await().ok()) return 1;
 
-  auto reshard_case = [&](const std::string& name, ShardingRef from,
-                          ShardingRef to) {
+  auto reshard_case = [&](const std::string& name, ShardingRef from, ShardingRef to) {
     std::vector<ArrayRef> in = {*client->ReshardArrays(
-        absl::MakeSpan(&base, 1), {ArraySpec{f32, shape, from}},
-        ArrayCopySemantics::kAlwaysCopy)};
+        absl::MakeSpan(&base, 1), {ArraySpec{f32, shape, from}}, ArrayCopySemantics::kAlwaysCopy)};
     (void)in[0]->GetReadyFuture().Await();
     auto plan = *runtime->PlanReshard(*in[0], ArraySpec{f32, shape, to});
     const int64_t moved = plan->cross_device_bytes + plan->local_bytes;
     time_it(name, moved, [&] {
-      auto out =
-          client->ReshardArrays(absl::MakeSpan(in), {ArraySpec{f32, shape, to}},
-                                ArrayCopySemantics::kReuseInput);
+      auto out = client->ReshardArrays(absl::MakeSpan(in), {ArraySpec{f32, shape, to}},
+                                       ArrayCopySemantics::kReuseInput);
       if (!out.ok() || !(*out)[0]->GetReadyFuture().Await().ok()) std::abort();
     });
   };
@@ -168,15 +153,14 @@ int main(int argc, char** argv) {
   reshard_case("2D transpose P(x,y)->P(y,x)", xy, yx);
   reshard_case("rows, reversed device order", rows, rows_rev);
   time_it("host -> row shards", array_bytes, [&] {
-    auto a = client->MakeArrayFromHostBuffer(
-        host.data(), f32, shape, std::nullopt, rows,
-        HostBufferSemantics::kImmutableUntilTransferCompletes, nullptr);
+    auto a = client->MakeArrayFromHostBuffer(host.data(), f32, shape, std::nullopt, rows,
+                                             HostBufferSemantics::kImmutableUntilTransferCompletes,
+                                             nullptr);
     if (!a.ok() || !(*a)->GetReadyFuture().Await().ok()) std::abort();
   });
   std::vector<float> back(n * n);
   time_it("row shards -> host", array_bytes, [&] {
-    if (!base->CopyToHostBuffer(back.data(), std::nullopt,
-                                ArrayCopySemantics::kAlwaysCopy)
+    if (!base->CopyToHostBuffer(back.data(), std::nullopt, ArrayCopySemantics::kAlwaysCopy)
              .Await()
              .ok())
       std::abort();
@@ -188,31 +172,26 @@ int main(int argc, char** argv) {
   {
     std::vector<float> tiny(64);
     ArrayRef small = *client->MakeArrayFromHostBuffer(
-        tiny.data(), f32, Shape({8, 8}), std::nullopt,
-        named(mesh1, "P(x,None)", list),
+        tiny.data(), f32, Shape({8, 8}), std::nullopt, named(mesh1, "P(x,None)", list),
         HostBufferSemantics::kImmutableOnlyDuringCall, nullptr);
     std::vector<ArrayRef> in = {small};
     ShardingRef to = named(mesh1, "P(None,x)", list);
     time_it("8x8 rows -> columns (latency)", 8 * 8 * 4, [&] {
-      auto out = client->ReshardArrays(absl::MakeSpan(in),
-                                       {ArraySpec{f32, Shape({8, 8}), to}},
+      auto out = client->ReshardArrays(absl::MakeSpan(in), {ArraySpec{f32, Shape({8, 8}), to}},
                                        ArrayCopySemantics::kReuseInput);
       if (!out.ok() || !(*out)[0]->GetReadyFuture().Await().ok()) std::abort();
     });
   }
 
-  std::printf("\n%-32s %12s %11s %11s %10s %13s %8s\n", "case", "bytes moved",
-              "median ms", "best ms", "GiB/s", "memcpy ms", "x floor");
+  std::printf("\n%-32s %12s %11s %11s %10s %13s %8s\n", "case", "bytes moved", "median ms",
+              "best ms", "GiB/s", "memcpy ms", "x floor");
   for (const Row& r : rows_out) {
-    std::printf("%-32s %12lld %11.3f %11.3f %10.2f %13.3f %8.2f\n",
-                r.name.c_str(), static_cast<long long>(r.bytes_moved),
-                r.median_s * 1e3, r.best_s * 1e3,
-                r.bytes_moved / r.median_s / (1 << 30), r.floor_s * 1e3,
-                r.median_s / r.floor_s);
+    std::printf("%-32s %12lld %11.3f %11.3f %10.2f %13.3f %8.2f\n", r.name.c_str(),
+                static_cast<long long>(r.bytes_moved), r.median_s * 1e3, r.best_s * 1e3,
+                r.bytes_moved / r.median_s / (1 << 30), r.floor_s * 1e3, r.median_s / r.floor_s);
   }
   auto cache = runtime->plan_cache_stats();
-  std::printf("\nplan cache: %lld hits, %lld misses\n",
-              static_cast<long long>(cache.hits),
+  std::printf("\nplan cache: %lld hits, %lld misses\n", static_cast<long long>(cache.hits),
               static_cast<long long>(cache.misses));
   return 0;
 }

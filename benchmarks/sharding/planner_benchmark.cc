@@ -16,8 +16,7 @@ namespace {
 
 constexpr int kSlots = 4096;
 
-ShardLayout Named(const char* mesh, const char* spec,
-                  std::vector<int64_t> shape) {
+ShardLayout Named(const char* mesh, const char* spec, std::vector<int64_t> shape) {
   auto param = ToShardingParam(*Mesh::Parse(mesh), *PartitionSpec::Parse(spec),
                                static_cast<int>(shape.size()));
   return *ShardLayout::FromShardingParam(*param, shape);
@@ -43,8 +42,7 @@ std::vector<Box> Ragged1DBoxes() {
   std::vector<Box> boxes;
   int64_t at = 0;
   for (int i = 0; i < kSlots; ++i) {
-    int64_t size =
-        i + 1 == kSlots ? n - at : 500 + static_cast<int64_t>(rng() % 1001);
+    int64_t size = i + 1 == kSlots ? n - at : 500 + static_cast<int64_t>(rng() % 1001);
     size = std::min(size, n - at);
     boxes.emplace_back(Index{at}, Index{size});
     at += size;
@@ -59,10 +57,8 @@ ShardLayout Ragged1D() {
 
 void Report(benchmark::State& state, const ReshardPlan& plan) {
   state.counters["copies"] = static_cast<double>(plan.num_copies);
-  state.counters["cross_MiB"] =
-      static_cast<double>(plan.cross_device_bytes) / (1 << 20);
-  state.counters["fwd_MiB"] =
-      static_cast<double>(plan.forwarded_bytes) / (1 << 20);
+  state.counters["cross_MiB"] = static_cast<double>(plan.cross_device_bytes) / (1 << 20);
+  state.counters["fwd_MiB"] = static_cast<double>(plan.forwarded_bytes) / (1 << 20);
 }
 
 // P(x,y) -> P(y,x) on mesh{x=64,y=64}, a 4096x4096 f32 array.
@@ -110,18 +106,14 @@ void BM_OneDToReplicatedHalves(benchmark::State& state) {
   }
   Report(state, plan);
 }
-BENCHMARK(BM_OneDToReplicatedHalves)
-    ->Arg(0)
-    ->Arg(1)
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OneDToReplicatedHalves)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 // Building the layouts themselves (ShardingParam grid, FromBoxes + coverage).
 void BM_LayoutsFor4096Slots(benchmark::State& state) {
   const std::vector<Box> boxes = Ragged1DBoxes();
   for (auto _ : state) {
     ShardLayout xy = Named("mesh{x=64,y=64}", "P(x,y)", {4096, 4096});
-    ShardLayout ragged =
-        *ShardLayout::FromBoxes({int64_t{kSlots} * 1000}, boxes);
+    ShardLayout ragged = *ShardLayout::FromBoxes({int64_t{kSlots} * 1000}, boxes);
     benchmark::DoNotOptimize(&xy);
     benchmark::DoNotOptimize(&ragged);
   }
@@ -136,8 +128,8 @@ void BM_FloorEmit4096Copies(benchmark::State& state) {
     for (int s = 0; s < kSlots; ++s) {
       const Box& box = xy.slot_box(s);
       copies.push_back(BoxCopy{BoxCopy::Kind::kCrossDevice, false, s,
-                               ShiftOrigin(box, box.origin()), s,
-                               ShiftOrigin(box, box.origin()), s, s, 4});
+                               ShiftOrigin(box, box.origin()), s, ShiftOrigin(box, box.origin()), s,
+                               s, 4});
     }
     benchmark::DoNotOptimize(copies.data());
   }

@@ -4,11 +4,9 @@ namespace tessera {
 
 absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanCache::Get(
     const sharding::ShardLayout& src, std::vector<int64_t> src_locations,
-    const sharding::ShardLayout& dst, std::vector<int64_t> dst_locations,
-    int64_t element_bytes, bool fan_out) {
-  Key key{src,           std::move(src_locations),
-          dst,           std::move(dst_locations),
-          element_bytes, fan_out};
+    const sharding::ShardLayout& dst, std::vector<int64_t> dst_locations, int64_t element_bytes,
+    bool fan_out) {
+  Key key{src, std::move(src_locations), dst, std::move(dst_locations), element_bytes, fan_out};
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = plans_.find(key);
@@ -20,9 +18,9 @@ absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanCache::Get(
   }
   // Plan outside the lock: planning large meshes takes a while and other keys
   // need not wait.
-  absl::StatusOr<sharding::ReshardPlan> plan = sharding::PlanReshard(
-      key.src, key.src_locations, key.dst, key.dst_locations, element_bytes,
-      sharding::PlanOptions{.fan_out = fan_out});
+  absl::StatusOr<sharding::ReshardPlan> plan =
+      sharding::PlanReshard(key.src, key.src_locations, key.dst, key.dst_locations, element_bytes,
+                            sharding::PlanOptions{.fan_out = fan_out});
   if (!plan.ok()) return plan.status();
   auto shared = std::make_shared<const sharding::ReshardPlan>(*std::move(plan));
   std::lock_guard<std::mutex> lock(mu_);

@@ -32,8 +32,8 @@ class PlanCache {
   // returned).
   absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> Get(
       const sharding::ShardLayout& src, std::vector<int64_t> src_locations,
-      const sharding::ShardLayout& dst, std::vector<int64_t> dst_locations,
-      int64_t element_bytes, bool fan_out);
+      const sharding::ShardLayout& dst, std::vector<int64_t> dst_locations, int64_t element_bytes,
+      bool fan_out);
   Stats stats() const;
 
  private:
@@ -46,14 +46,13 @@ class PlanCache {
     bool fan_out;
     friend bool operator==(const Key& a, const Key& b) {
       return a.element_bytes == b.element_bytes && a.fan_out == b.fan_out &&
-             a.src_locations == b.src_locations &&
-             a.dst_locations == b.dst_locations && a.src == b.src &&
-             a.dst == b.dst;
+             a.src_locations == b.src_locations && a.dst_locations == b.dst_locations &&
+             a.src == b.src && a.dst == b.dst;
     }
     template <typename H>
     friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.src, k.src_locations, k.dst,
-                        k.dst_locations, k.element_bytes, k.fan_out);
+      return H::combine(std::move(h), k.src, k.src_locations, k.dst, k.dst_locations,
+                        k.element_bytes, k.fan_out);
     }
   };
 

@@ -26,8 +26,7 @@ struct Batch {
   std::vector<BufferToHostCopy> b2h;
   std::vector<BufferToBufferCopy> b2b;
   std::vector<Future<>> after;
-  std::vector<PlatformBufferRef>
-      keep_alive;  // buffers read through raw host pointers
+  std::vector<PlatformBufferRef> keep_alive;  // buffers read through raw host pointers
   std::vector<int> dst_slots;
   // (src device, dst device) -> (bytes, copies), recorded when the batch
   // succeeds.
@@ -45,14 +44,12 @@ int32_t DeviceIdOf(const PlanEndpoint& e) {
 }
 
 // Geometry of a box (origin `origin`, extent `extent`) inside an endpoint.
-void Place(const PlanEndpoint& e, int64_t element_bytes,
-           const sharding::Box& box, int64_t* offset, Index* strides) {
+void Place(const PlanEndpoint& e, int64_t element_bytes, const sharding::Box& box, int64_t* offset,
+           Index* strides) {
   *strides = e.is_host() ? e.host_byte_strides
-                         : StridedCopy::RowMajorByteStrides(e.shard_shape,
-                                                            element_bytes);
+                         : StridedCopy::RowMajorByteStrides(e.shard_shape, element_bytes);
   *offset = 0;
-  for (int d = 0; d < box.rank(); ++d)
-    *offset += box.inclusive_min(d) * (*strides)[d];
+  for (int d = 0; d < box.rank(); ++d) *offset += box.inclusive_min(d) * (*strides)[d];
 }
 
 Future<> Enqueue(Batch& b) {
@@ -62,24 +59,21 @@ Future<> Enqueue(Batch& b) {
     case OpKind::kBufferToHost:
       return b.platform->CopyBuffersToHost(b.device, std::move(b.b2h), b.after);
     case OpKind::kBufferToBuffer:
-      return b.platform->CopyBuffersToBuffers(b.device, std::move(b.b2b),
-                                              b.after);
+      return b.platform->CopyBuffersToBuffers(b.device, std::move(b.b2b), b.after);
   }
   return MakeReadyFuture(absl::InternalError("unknown copy kind"));
 }
 
 // A copy between two platforms neither of which can address the other's memory:
 // device -> host staging -> device, as one movement.
-Future<> StagedCopy(const PlanEndpoint& s, const PlanEndpoint& d,
-                    const StridedCopy& g) {
+Future<> StagedCopy(const PlanEndpoint& s, const PlanEndpoint& d, const StridedCopy& g) {
   auto staging = std::make_shared<std::vector<uint8_t>>(g.bytes());
   StridedCopy down;
   down.element_bytes = g.element_bytes;
   down.extent = g.extent;
   down.src_offset = g.src_offset;
   down.src_byte_strides = g.src_byte_strides;
-  down.dst_byte_strides =
-      StridedCopy::RowMajorByteStrides(g.extent, g.element_bytes);
+  down.dst_byte_strides = StridedCopy::RowMajorByteStrides(g.extent, g.element_bytes);
   StridedCopy up;
   up.element_bytes = g.element_bytes;
   up.extent = g.extent;
@@ -89,13 +83,10 @@ Future<> StagedCopy(const PlanEndpoint& s, const PlanEndpoint& d,
   RuntimeDevice* sd = s.memory->device();
   RuntimeDevice* dd = d.memory->device();
   Future<> down_done = sd->platform()->CopyBuffersToHost(
-      sd->platform_device(),
-      {BufferToHostCopy{s.buffer, staging->data(), down}}, {s.ready});
+      sd->platform_device(), {BufferToHostCopy{s.buffer, staging->data(), down}}, {s.ready});
   Future<> up_done = dd->platform()->CopyHostToBuffers(
-      dd->platform_device(), {HostToBufferCopy{staging->data(), d.buffer, up}},
-      {down_done});
-  up_done.OnReady(
-      [staging](const absl::Status&) {});  // keeps the staging buffer alive
+      dd->platform_device(), {HostToBufferCopy{staging->data(), d.buffer, up}}, {down_done});
+  up_done.OnReady([staging](const absl::Status&) {});  // keeps the staging buffer alive
   return up_done;
 }
 
@@ -119,11 +110,10 @@ const char* DirectionOf(int32_t src, int32_t dst) {
   return src == dst ? "local" : "device_to_device";
 }
 
-void FinishTracing(const PlanContext& context, int32_t exec_device,
-                   const std::map<std::pair<int32_t, int32_t>,
-                                  std::pair<int64_t, int64_t>>& traffic,
-                   std::string src_box, std::string dst_box,
-                   const TraceStart& start, const Future<>& done) {
+void FinishTracing(
+    const PlanContext& context, int32_t exec_device,
+    const std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>>& traffic,
+    std::string src_box, std::string dst_box, const TraceStart& start, const Future<>& done) {
   std::shared_ptr<TransferTrace> trace = context.trace;
   done.OnReady([trace, start, traffic, exec_device, op = context.operation,
                 action = context.guard_action, src_box = std::move(src_box),
@@ -151,11 +141,9 @@ void FinishTracing(const PlanContext& context, int32_t exec_device,
 
 }  // namespace
 
-PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
-                          int64_t element_bytes,
+PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_bytes,
                           absl::Span<const PlanEndpoint> sources,
-                          absl::Span<const PlanEndpoint> destinations,
-                          const PlanContext& context) {
+                          absl::Span<const PlanEndpoint> destinations, const PlanContext& context) {
   const TransferRecorder& record = context.record;
   const bool traced = context.trace != nullptr;
   const size_t num_dst = destinations.size();
@@ -180,8 +168,8 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
     std::map<BatchKey, Batch> batches;
     size_t copy_index = 0;  // of the copy being placed, for traced batches
     auto batch_for = [&](RuntimeDevice* device, OpKind kind) -> Batch& {
-      Batch& b = batches[BatchKey(device->platform(), device->platform_device(),
-                                  kind, traced ? copy_index : 0)];
+      Batch& b = batches[BatchKey(device->platform(), device->platform_device(), kind,
+                                  traced ? copy_index : 0)];
       b.platform = device->platform();
       b.device = device->platform_device();
       b.device_id = device->Id().value;
@@ -192,8 +180,7 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
       if (wave_of[i] != wave) continue;
       const sharding::BoxCopy& c = plan.copies[i];
       const PlanEndpoint& d = destinations[c.dst_slot];
-      PlanEndpoint s =
-          c.from_destination ? destinations[c.src_slot] : sources[c.src_slot];
+      PlanEndpoint s = c.from_destination ? destinations[c.src_slot] : sources[c.src_slot];
       if (c.from_destination) s.ready = dst_ready[c.src_slot];
       if (c.bytes == 0) continue;
       if (c.kind == sharding::BoxCopy::Kind::kAlias && s.buffer != nullptr &&
@@ -224,13 +211,11 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
         if (sd->platform() == dd->platform()) {
           b = &batch_for(dd, OpKind::kBufferToBuffer);
           b->b2b.push_back(BufferToBufferCopy{s.buffer, d.buffer, g});
-        } else if (void* src_host = s.buffer->host_address();
-                   src_host != nullptr) {
+        } else if (void* src_host = s.buffer->host_address(); src_host != nullptr) {
           b = &batch_for(dd, OpKind::kHostToBuffer);
           b->h2b.push_back(HostToBufferCopy{src_host, d.buffer, g});
           b->keep_alive.push_back(s.buffer);
-        } else if (void* dst_host = d.buffer->host_address();
-                   dst_host != nullptr) {
+        } else if (void* dst_host = d.buffer->host_address(); dst_host != nullptr) {
           b = &batch_for(sd, OpKind::kBufferToHost);
           b->b2h.push_back(BufferToHostCopy{s.buffer, dst_host, g});
           b->keep_alive.push_back(d.buffer);
@@ -242,16 +227,13 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
           const int64_t bytes = c.bytes;
           Future<> staged = StagedCopy(s, d, g);
           if (traced) {  // on two streams, neither in the trace's order
-            FinishTracing(context, DeviceIdOf(d), {{pair, {bytes, 1}}},
-                          c.src_box.ToString(), c.dst_box.ToString(),
-                          StartTracing(context.trace, {s.ready}), staged);
+            FinishTracing(context, DeviceIdOf(d), {{pair, {bytes, 1}}}, c.src_box.ToString(),
+                          c.dst_box.ToString(), StartTracing(context.trace, {s.ready}), staged);
           }
-          staged.OnReady(
-              [record, pair, bytes, counted](const absl::Status& st) {
-                if (st.ok() && record)
-                  record(pair.first, pair.second, bytes, 1);
-                counted.Set(st);
-              });
+          staged.OnReady([record, pair, bytes, counted](const absl::Status& st) {
+            if (st.ok() && record) record(pair.first, pair.second, bytes, 1);
+            counted.Set(st);
+          });
           Future<> f = counted.future();
           slot_writes[c.dst_slot].push_back(f);
           all.push_back(f);
@@ -281,36 +263,33 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
         // the stream has finished (taken before enqueueing: it may run at
         // once).
         std::vector<Future<>> start_after = b.after;
-        Future<> previous =
-            context.trace->ExchangeLastCopy(exec_device, traced_done->future());
+        Future<> previous = context.trace->ExchangeLastCopy(exec_device, traced_done->future());
         if (previous.valid()) start_after.push_back(std::move(previous));
         trace_start = StartTracing(context.trace, start_after);
       }
       Future<> enqueued = Enqueue(b);
       if (traced) {
-        FinishTracing(context, exec_device, traffic, std::move(b.src_box),
-                      std::move(b.dst_box), trace_start, enqueued);
-        enqueued.OnReady([done = *std::move(traced_done)](
-                             const absl::Status& st) { done.Set(st); });
+        FinishTracing(context, exec_device, traffic, std::move(b.src_box), std::move(b.dst_box),
+                      trace_start, enqueued);
+        enqueued.OnReady(
+            [done = *std::move(traced_done)](const absl::Status& st) { done.Set(st); });
       }
       // The batch's future is exposed only once its bytes are counted
       // (Future::Set wakes waiters before it runs callbacks), so that a caller
       // who awaits an array and then reads the client's statistics sees them.
       Promise<> counted;
-      enqueued.OnReady(
-          [record, counted, traffic = std::move(traffic),
-           keep_alive = std::move(keep_alive)](const absl::Status& st) {
-            if (st.ok() && record) {
-              for (const auto& [pair, amount] : traffic) {
-                record(pair.first, pair.second, amount.first, amount.second);
-              }
-            }
-            counted.Set(st);
-          });
+      enqueued.OnReady([record, counted, traffic = std::move(traffic),
+                        keep_alive = std::move(keep_alive)](const absl::Status& st) {
+        if (st.ok() && record) {
+          for (const auto& [pair, amount] : traffic) {
+            record(pair.first, pair.second, amount.first, amount.second);
+          }
+        }
+        counted.Set(st);
+      });
       Future<> f = counted.future();
       std::sort(dst_slots.begin(), dst_slots.end());
-      dst_slots.erase(std::unique(dst_slots.begin(), dst_slots.end()),
-                      dst_slots.end());
+      dst_slots.erase(std::unique(dst_slots.begin(), dst_slots.end()), dst_slots.end());
       for (int slot : dst_slots) slot_writes[slot].push_back(f);
       all.push_back(f);
     }

@@ -52,29 +52,24 @@ struct PlanEndpoint {
 
 struct PlanExecution {
   std::vector<Future<>> dst_ready;  // per destination slot
-  Future<>
-      all_done;  // every copy of the plan finished (all reads of sources done)
+  Future<> all_done;                // every copy of the plan finished (all reads of sources done)
 };
 
 // Called once per batch that succeeded: (source device id, destination device
 // id, bytes, copies), with -1 for the host side.
-using TransferRecorder =
-    std::function<void(int32_t, int32_t, int64_t, int64_t)>;
+using TransferRecorder = std::function<void(int32_t, int32_t, int64_t, int64_t)>;
 
 // What a call tells the executor besides the plan.
 struct PlanContext {
-  TransferRecorder record;  // may be empty
-  std::shared_ptr<TransferTrace>
-      trace;                 // null: nothing is traced and no time is taken
-  std::string operation;     // for the trace
-  std::string guard_action;  // the guard's action for the call, for the trace
+  TransferRecorder record;               // may be empty
+  std::shared_ptr<TransferTrace> trace;  // null: nothing is traced and no time is taken
+  std::string operation;                 // for the trace
+  std::string guard_action;              // the guard's action for the call, for the trace
 };
 
-PlanExecution ExecutePlan(const sharding::ReshardPlan& plan,
-                          int64_t element_bytes,
+PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_bytes,
                           absl::Span<const PlanEndpoint> sources,
-                          absl::Span<const PlanEndpoint> destinations,
-                          const PlanContext& context);
+                          absl::Span<const PlanEndpoint> destinations, const PlanContext& context);
 
 }  // namespace tessera
 

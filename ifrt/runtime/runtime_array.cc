@@ -5,9 +5,8 @@
 
 namespace tessera {
 
-RuntimeArray::RuntimeArray(RuntimeClient* client, DType dtype, Shape shape,
-                           ShardingRef sharding, sharding::ShardLayout layout,
-                           std::vector<RuntimeMemory*> memories,
+RuntimeArray::RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
+                           sharding::ShardLayout layout, std::vector<RuntimeMemory*> memories,
                            std::vector<Shard> shards)
     : client_(client),
       dtype_(dtype),
@@ -51,9 +50,9 @@ bool RuntimeArray::IsDeleted() const {
 
 absl::Status RuntimeArray::CheckNotDeleted() const {
   if (IsDeleted()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "Array has been deleted: ", dtype_.DebugString(), shape_.DebugString(),
-        " on ", sharding_->devices()->DebugString()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("Array has been deleted: ", dtype_.DebugString(), shape_.DebugString(), " on ",
+                     sharding_->devices()->DebugString()));
   }
   return absl::OkStatus();
 }
@@ -61,26 +60,25 @@ absl::Status RuntimeArray::CheckNotDeleted() const {
 absl::StatusOr<std::vector<Shard>> RuntimeArray::shards() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (deleted_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "Array has been deleted: ", dtype_.DebugString(), shape_.DebugString(),
-        " on ", sharding_->devices()->DebugString()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("Array has been deleted: ", dtype_.DebugString(), shape_.DebugString(), " on ",
+                     sharding_->devices()->DebugString()));
   }
   return shards_;
 }
 
-absl::StatusOr<std::vector<ArrayRef>>
-RuntimeArray::DisassembleIntoSingleDeviceArrays(ArrayCopySemantics semantics) {
+absl::StatusOr<std::vector<ArrayRef>> RuntimeArray::DisassembleIntoSingleDeviceArrays(
+    ArrayCopySemantics semantics) {
   return client_->Disassemble(*this, semantics);
 }
 
-absl::StatusOr<ArrayRef> RuntimeArray::FullyReplicatedShard(
-    ArrayCopySemantics semantics) {
+absl::StatusOr<ArrayRef> RuntimeArray::FullyReplicatedShard(ArrayCopySemantics semantics) {
   return client_->FullyReplicatedShard(*this, semantics);
 }
 
-Future<> RuntimeArray::CopyToHostBuffer(
-    void* data, std::optional<absl::Span<const int64_t>> byte_strides,
-    ArrayCopySemantics semantics, TransferOptions options) {
+Future<> RuntimeArray::CopyToHostBuffer(void* data,
+                                        std::optional<absl::Span<const int64_t>> byte_strides,
+                                        ArrayCopySemantics semantics, TransferOptions options) {
   return client_->CopyToHostBuffer(*this, data, byte_strides, options);
 }
 
@@ -94,8 +92,8 @@ std::string RuntimeArray::DebugString() const {
     absl::Status s = ready_.Await();
     state = s.ok() ? "ready" : absl::StrCat("error: ", s.ToString());
   }
-  return absl::StrCat("Array(", dtype_.DebugString(), shape_.DebugString(),
-                      ", ", sharding_->DebugString(), ", ", state, ")");
+  return absl::StrCat("Array(", dtype_.DebugString(), shape_.DebugString(), ", ",
+                      sharding_->DebugString(), ", ", state, ")");
 }
 
 }  // namespace tessera

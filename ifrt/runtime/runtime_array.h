@@ -34,9 +34,9 @@ class RuntimeArray final : public Array {
  public:
   // `memories` and `shards` have one entry per device of `sharding`; `layout`
   // is the sharding's layout for `shape`.
-  RuntimeArray(RuntimeClient* client, DType dtype, Shape shape,
-               ShardingRef sharding, sharding::ShardLayout layout,
-               std::vector<RuntimeMemory*> memories, std::vector<Shard> shards);
+  RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
+               sharding::ShardLayout layout, std::vector<RuntimeMemory*> memories,
+               std::vector<Shard> shards);
 
   Client* client() const override;
   DType dtype() const override { return dtype_; }
@@ -48,11 +48,9 @@ class RuntimeArray final : public Array {
   bool IsDeleted() const override;
   absl::StatusOr<std::vector<ArrayRef>> DisassembleIntoSingleDeviceArrays(
       ArrayCopySemantics semantics) override;
-  absl::StatusOr<ArrayRef> FullyReplicatedShard(
-      ArrayCopySemantics semantics) override;
-  Future<> CopyToHostBuffer(
-      void* data, std::optional<absl::Span<const int64_t>> byte_strides,
-      ArrayCopySemantics semantics, TransferOptions options) override;
+  absl::StatusOr<ArrayRef> FullyReplicatedShard(ArrayCopySemantics semantics) override;
+  Future<> CopyToHostBuffer(void* data, std::optional<absl::Span<const int64_t>> byte_strides,
+                            ArrayCopySemantics semantics, TransferOptions options) override;
   std::string DebugString() const override;
 
   RuntimeClient* runtime_client() const { return client_; }

@@ -37,38 +37,35 @@ class RuntimeClient final : public Client {
  public:
   // INVALID_ARGUMENT when there is no platform or no device at all.
   static absl::StatusOr<std::shared_ptr<RuntimeClient>> Create(
-      std::vector<std::unique_ptr<Platform>> platforms,
-      guard::Policy transfer_guard_policy);
+      std::vector<std::unique_ptr<Platform>> platforms, guard::Policy transfer_guard_policy);
   ~RuntimeClient() override;
 
   absl::StatusOr<ArrayRef> MakeArrayFromHostBuffer(
       const void* data, DType dtype, Shape shape,
-      std::optional<absl::Span<const int64_t>> byte_strides,
-      ShardingRef sharding, HostBufferSemantics semantics,
-      std::function<void()> on_done_with_host_buffer,
+      std::optional<absl::Span<const int64_t>> byte_strides, ShardingRef sharding,
+      HostBufferSemantics semantics, std::function<void()> on_done_with_host_buffer,
       TransferOptions options = {}) override;
   absl::StatusOr<ArrayRef> AssembleArrayFromSingleDeviceArrays(
-      DType dtype, Shape shape, ShardingRef sharding,
-      absl::Span<ArrayRef> arrays, ArrayCopySemantics semantics) override;
-  absl::StatusOr<std::vector<ArrayRef>> CopyArrays(
-      absl::Span<ArrayRef> arrays, std::optional<DeviceListRef> devices,
-      std::optional<MemoryKind> memory_kind, ArrayCopySemantics semantics,
-      TransferOptions options = {}) override;
-  absl::StatusOr<std::vector<ArrayRef>> ReshardArrays(
-      absl::Span<ArrayRef> arrays, absl::Span<const ArraySpec> specs,
-      ArrayCopySemantics semantics, TransferOptions options = {}) override;
-  absl::StatusOr<std::vector<ArrayRef>> RemapArrays(
-      const RemapPlan& plan, absl::Span<ArrayRef> arrays,
+      DType dtype, Shape shape, ShardingRef sharding, absl::Span<ArrayRef> arrays,
       ArrayCopySemantics semantics) override;
+  absl::StatusOr<std::vector<ArrayRef>> CopyArrays(absl::Span<ArrayRef> arrays,
+                                                   std::optional<DeviceListRef> devices,
+                                                   std::optional<MemoryKind> memory_kind,
+                                                   ArrayCopySemantics semantics,
+                                                   TransferOptions options = {}) override;
+  absl::StatusOr<std::vector<ArrayRef>> ReshardArrays(absl::Span<ArrayRef> arrays,
+                                                      absl::Span<const ArraySpec> specs,
+                                                      ArrayCopySemantics semantics,
+                                                      TransferOptions options = {}) override;
+  absl::StatusOr<std::vector<ArrayRef>> RemapArrays(const RemapPlan& plan,
+                                                    absl::Span<ArrayRef> arrays,
+                                                    ArrayCopySemantics semantics) override;
   Future<> GetReadyFuture(absl::Span<const ArrayRef> arrays) override;
 
   absl::Span<Device* const> devices() const override { return device_ptrs_; }
-  absl::Span<Device* const> addressable_devices() const override {
-    return device_ptrs_;
-  }
+  absl::Span<Device* const> addressable_devices() const override { return device_ptrs_; }
   absl::StatusOr<Device*> LookupDevice(DeviceId id) const override;
-  absl::StatusOr<DeviceListRef> MakeDeviceList(
-      absl::Span<Device* const> devices) const override;
+  absl::StatusOr<DeviceListRef> MakeDeviceList(absl::Span<Device* const> devices) const override;
   std::vector<std::string> platform_names() const override;
   guard::TransferGuard& transfer_guard() override { return guard_; }
   TransferStats transfer_stats() const override;
@@ -79,52 +76,45 @@ class RuntimeClient final : public Client {
   // two memories of one device (say Vulkan "device" -> "pinned_host") is
   // kCrossDevice with src_device == dst_device; the guard and transfer_stats()
   // count it as local (it crosses no device boundary).
-  absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanReshard(
-      const Array& array, const ArraySpec& spec);
+  absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanReshard(const Array& array,
+                                                                           const ArraySpec& spec);
   PlanCache::Stats plan_cache_stats() const { return plan_cache_.stats(); }
   // Records every copy while set (see transfer_trace.h); nullptr turns it off.
   void SetTransferTrace(std::shared_ptr<TransferTrace> trace);
 
   // Helpers of RuntimeArray.
-  absl::StatusOr<std::vector<ArrayRef>> Disassemble(
-      RuntimeArray& array, ArrayCopySemantics semantics);
-  absl::StatusOr<ArrayRef> FullyReplicatedShard(RuntimeArray& array,
-                                                ArrayCopySemantics semantics);
-  Future<> CopyToHostBuffer(
-      RuntimeArray& array, void* data,
-      std::optional<absl::Span<const int64_t>> byte_strides,
-      TransferOptions options);
+  absl::StatusOr<std::vector<ArrayRef>> Disassemble(RuntimeArray& array,
+                                                    ArrayCopySemantics semantics);
+  absl::StatusOr<ArrayRef> FullyReplicatedShard(RuntimeArray& array, ArrayCopySemantics semantics);
+  Future<> CopyToHostBuffer(RuntimeArray& array, void* data,
+                            std::optional<absl::Span<const int64_t>> byte_strides,
+                            TransferOptions options);
 
  private:
   explicit RuntimeClient(guard::Policy policy);
 
   // Validation shared by the entry points.
-  absl::Status CheckSharding(const ShardingRef& sharding,
-                             std::string_view what) const;
-  absl::StatusOr<std::vector<RuntimeMemory*>> ResolveMemories(
-      const Sharding& sharding) const;
-  absl::StatusOr<RuntimeArray*> CheckArray(const ArrayRef& array,
-                                           std::string_view op,
+  absl::Status CheckSharding(const ShardingRef& sharding, std::string_view what) const;
+  absl::StatusOr<std::vector<RuntimeMemory*>> ResolveMemories(const Sharding& sharding) const;
+  absl::StatusOr<RuntimeArray*> CheckArray(const ArrayRef& array, std::string_view op,
                                            size_t index) const;
 
   // Reshards after validation; `op` names the entry point for the guard and
   // errors.
-  absl::StatusOr<std::vector<ArrayRef>> ReshardValidated(
-      std::string_view op, absl::Span<RuntimeArray* const> arrays,
-      absl::Span<const ArraySpec> specs, ArrayCopySemantics semantics,
-      TransferOptions options);
+  absl::StatusOr<std::vector<ArrayRef>> ReshardValidated(std::string_view op,
+                                                         absl::Span<RuntimeArray* const> arrays,
+                                                         absl::Span<const ArraySpec> specs,
+                                                         ArrayCopySemantics semantics,
+                                                         TransferOptions options);
   // Memory ids as the planner's locations.
-  static std::vector<int64_t> Locations(
-      const std::vector<RuntimeMemory*>& memories);
+  static std::vector<int64_t> Locations(const std::vector<RuntimeMemory*>& memories);
   absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> GetPlan(
       const sharding::ShardLayout& src, std::vector<int64_t> src_locations,
-      const sharding::ShardLayout& dst, std::vector<int64_t> dst_locations,
-      int64_t element_bytes, bool fan_out);
+      const sharding::ShardLayout& dst, std::vector<int64_t> dst_locations, int64_t element_bytes,
+      bool fan_out);
   // A copy of one whole shard into a new buffer of the same memory.
-  absl::StatusOr<Shard> CopyShardLocally(const Shard& shard,
-                                         RuntimeMemory* memory);
-  void Record(int32_t src_device, int32_t dst_device, int64_t bytes,
-              int64_t copies);
+  absl::StatusOr<Shard> CopyShardLocally(const Shard& shard, RuntimeMemory* memory);
+  void Record(int32_t src_device, int32_t dst_device, int64_t bytes, int64_t copies);
   TransferRecorder Recorder();
 
   guard::TransferGuard guard_;

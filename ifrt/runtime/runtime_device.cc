@@ -5,8 +5,7 @@
 
 namespace tessera {
 
-RuntimeMemory::RuntimeMemory(MemoryId id, RuntimeDevice* device,
-                             int platform_memory,
+RuntimeMemory::RuntimeMemory(MemoryId id, RuntimeDevice* device, int platform_memory,
                              const PlatformMemoryInfo& info)
     : id_(id),
       device_(device),
@@ -16,8 +15,7 @@ RuntimeMemory::RuntimeMemory(MemoryId id, RuntimeDevice* device,
       host_addressable_(info.host_addressable) {}
 
 int64_t RuntimeMemory::BytesInUse() const {
-  return device_->platform()->BytesInUse(device_->platform_device(),
-                                         platform_memory_);
+  return device_->platform()->BytesInUse(device_->platform_device(), platform_memory_);
 }
 
 std::string RuntimeMemory::DebugString() const {
@@ -26,12 +24,10 @@ std::string RuntimeMemory::DebugString() const {
 }
 
 absl::StatusOr<PlatformBufferRef> RuntimeMemory::Allocate(int64_t bytes) const {
-  return device_->platform()->Allocate(device_->platform_device(),
-                                       platform_memory_, bytes);
+  return device_->platform()->Allocate(device_->platform_device(), platform_memory_, bytes);
 }
 
-RuntimeDevice::RuntimeDevice(Client* client, DeviceId id, Platform* platform,
-                             int platform_device)
+RuntimeDevice::RuntimeDevice(Client* client, DeviceId id, Platform* platform, int platform_device)
     : client_(client),
       id_(id),
       platform_(platform),
@@ -40,40 +36,33 @@ RuntimeDevice::RuntimeDevice(Client* client, DeviceId id, Platform* platform,
 
 void RuntimeDevice::CreateMemories(int32_t* next_memory_id) {
   for (size_t i = 0; i < info_.memories.size(); ++i) {
-    memories_.push_back(std::make_unique<RuntimeMemory>(
-        MemoryId{(*next_memory_id)++}, this, static_cast<int>(i),
-        info_.memories[i]));
+    memories_.push_back(std::make_unique<RuntimeMemory>(MemoryId{(*next_memory_id)++}, this,
+                                                        static_cast<int>(i), info_.memories[i]));
     memory_ptrs_.push_back(memories_.back().get());
   }
 }
 
 absl::StatusOr<Memory*> RuntimeDevice::DefaultMemory() const {
   if (memories_.empty()) {
-    return absl::NotFoundError(
-        absl::StrCat("device ", ToString(), " has no memory"));
+    return absl::NotFoundError(absl::StrCat("device ", ToString(), " has no memory"));
   }
   return memories_[info_.default_memory].get();
 }
 
-absl::StatusOr<RuntimeMemory*> RuntimeDevice::ResolveMemory(
-    const MemoryKind& kind) const {
+absl::StatusOr<RuntimeMemory*> RuntimeDevice::ResolveMemory(const MemoryKind& kind) const {
   if (memories_.empty()) {
-    return absl::NotFoundError(
-        absl::StrCat("device ", ToString(), " has no memory"));
+    return absl::NotFoundError(absl::StrCat("device ", ToString(), " has no memory"));
   }
-  if (!kind.memory_kind().has_value())
-    return memories_[info_.default_memory].get();
+  if (!kind.memory_kind().has_value()) return memories_[info_.default_memory].get();
   for (const auto& m : memories_) {
     if (m->Kind() == kind) return m.get();
   }
   return absl::NotFoundError(absl::StrCat(
-      "device ", ToString(), " has no memory of kind '", kind.DebugString(),
-      "' (it has: ",
-      absl::StrJoin(
-          memories_, ", ",
-          [](std::string* out, const std::unique_ptr<RuntimeMemory>& m) {
-            absl::StrAppend(out, m->Kind().DebugString());
-          }),
+      "device ", ToString(), " has no memory of kind '", kind.DebugString(), "' (it has: ",
+      absl::StrJoin(memories_, ", ",
+                    [](std::string* out, const std::unique_ptr<RuntimeMemory>& m) {
+                      absl::StrAppend(out, m->Kind().DebugString());
+                    }),
       ")"));
 }
 
@@ -82,8 +71,7 @@ std::string RuntimeDevice::ToString() const {
 }
 
 std::string RuntimeDevice::DebugString() const {
-  return absl::StrCat("Device(id=", id_.value,
-                      ", kind=", std::string(platform_->name()),
+  return absl::StrCat("Device(id=", id_.value, ", kind=", std::string(platform_->name()),
                       ", name=", info_.name, ")");
 }
 

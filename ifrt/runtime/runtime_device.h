@@ -46,8 +46,7 @@ class RuntimeMemory final : public Memory {
 
 class RuntimeDevice final : public Device {
  public:
-  RuntimeDevice(Client* client, DeviceId id, Platform* platform,
-                int platform_device);
+  RuntimeDevice(Client* client, DeviceId id, Platform* platform, int platform_device);
 
   Client* client() const override { return client_; }
   DeviceId Id() const override { return id_; }

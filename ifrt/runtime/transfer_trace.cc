@@ -15,18 +15,14 @@ int64_t SteadyNs() {
       .count();
 }
 
-std::string DeviceName(int32_t id) {
-  return id < 0 ? "host" : absl::StrCat("device ", id);
-}
+std::string DeviceName(int32_t id) { return id < 0 ? "host" : absl::StrCat("device ", id); }
 
 // Box strings hold digits, brackets, colons, commas and spaces only: no
 // escaping.
 std::string BoxArgs(const TransferTraceEvent& e) {
   std::string out;
-  if (!e.src_box.empty())
-    absl::StrAppend(&out, "\"src_box\":\"", e.src_box, "\",");
-  if (!e.dst_box.empty())
-    absl::StrAppend(&out, "\"dst_box\":\"", e.dst_box, "\",");
+  if (!e.src_box.empty()) absl::StrAppend(&out, "\"src_box\":\"", e.src_box, "\",");
+  if (!e.dst_box.empty()) absl::StrAppend(&out, "\"dst_box\":\"", e.dst_box, "\",");
   return out;
 }
 
@@ -61,17 +57,16 @@ std::string TransferTrace::ToChromeTraceJson() const {
     // no escaping needed beyond what they contain, which is none.
     absl::StrAppend(
         &out, first ? "" : ",\n",
-        absl::StrFormat(
-            "{\"name\":\"%s %s -> %s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":0,"
-            "\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"operation\":\"%"
-            "s\","
-            "\"bytes\":%d,\"copies\":%d,\"direction\":\"%s\",\"src_device\":%d,"
-            "\"dst_device\":%d,%s\"guard_action\":\"%s\",\"ok\":%s}}",
-            e.operation, DeviceName(e.src_device), DeviceName(e.dst_device),
-            e.direction, e.device, e.start_ns / 1000.0,
-            (e.end_ns - e.start_ns) / 1000.0, e.operation, e.bytes, e.copies,
-            e.direction, e.src_device, e.dst_device, BoxArgs(e), e.guard_action,
-            e.ok ? "true" : "false"));
+        absl::StrFormat("{\"name\":\"%s %s -> %s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":0,"
+                        "\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"operation\":\"%"
+                        "s\","
+                        "\"bytes\":%d,\"copies\":%d,\"direction\":\"%s\",\"src_device\":%d,"
+                        "\"dst_device\":%d,%s\"guard_action\":\"%s\",\"ok\":%s}}",
+                        e.operation, DeviceName(e.src_device), DeviceName(e.dst_device),
+                        e.direction, e.device, e.start_ns / 1000.0,
+                        (e.end_ns - e.start_ns) / 1000.0, e.operation, e.bytes, e.copies,
+                        e.direction, e.src_device, e.dst_device, BoxArgs(e), e.guard_action,
+                        e.ok ? "true" : "false"));
     first = false;
   }
   // Name the rows after the devices.

@@ -26,8 +26,7 @@ using testing::MakeEvent;
 class CountingSink : public TransferSink {
  public:
   void OnTransfer(const TransferEvent& event, Action action) override {
-    (action == Action::kLog ? logged_ : refused_)
-        .fetch_add(1, std::memory_order_relaxed);
+    (action == Action::kLog ? logged_ : refused_).fetch_add(1, std::memory_order_relaxed);
   }
   std::atomic<int64_t> logged_{0}, refused_{0};
 };

@@ -45,10 +45,8 @@ class RefusedBytesSink : public TransferSink {
 
 TEST(DocsExamplesTest, Decide) {
   // docs: levels
-  Action implicit_action =
-      Decide(Level::kDisallow, /*is_explicit=*/false);  // Action::kDisallow
-  Action explicit_action =
-      Decide(Level::kDisallow, /*is_explicit=*/true);  // Action::kAllow
+  Action implicit_action = Decide(Level::kDisallow, /*is_explicit=*/false);  // Action::kDisallow
+  Action explicit_action = Decide(Level::kDisallow, /*is_explicit=*/true);   // Action::kAllow
   // end docs
   EXPECT_EQ(implicit_action, Action::kDisallow);
   EXPECT_EQ(explicit_action, Action::kAllow);
@@ -61,8 +59,7 @@ TEST(DocsExamplesTest, Policy) {
   policy.device_to_host = Level::kLog;  // the fields are public too
   policy.allow_below_bytes = 64;        // smaller movements pass silently
   TransferGuard guard(policy);
-  guard.SetPolicy(
-      Policy::Uniform(Level::kLogExplicit));  // replaceable, from any thread
+  guard.SetPolicy(Policy::Uniform(Level::kLogExplicit));  // replaceable, from any thread
   // end docs
   EXPECT_EQ(policy, (Policy{.host_to_device = Level::kDisallow,
                             .device_to_host = Level::kLog,
@@ -72,8 +69,7 @@ TEST(DocsExamplesTest, Policy) {
 
 absl::Status ParseExample() {
   // docs: parse
-  absl::StatusOr<Policy> parsed =
-      Policy::Parse("h2d=disallow,d2h=log,allow_below_bytes=4096");
+  absl::StatusOr<Policy> parsed = Policy::Parse("h2d=disallow,d2h=log,allow_below_bytes=4096");
   if (!parsed.ok()) return parsed.status();
   std::string canonical = parsed->ToString();
   // canonical == "h2d=disallow,d2d=allow,d2h=log,allow_below_bytes=4096"
@@ -98,12 +94,10 @@ TEST(DocsExamplesTest, Parse) { EXPECT_THAT(ParseExample(), IsOk()); }
 absl::Status EnvironmentExample() {
   // docs: environment
   absl::StatusOr<Policy> from_env = Policy::FromEnvironment();
-  if (!from_env.ok())
-    return from_env.status();  // e.g. TESSERA_TRANSFER_GUARD=h2d=never
+  if (!from_env.ok()) return from_env.status();  // e.g. TESSERA_TRANSFER_GUARD=h2d=never
   TransferGuard env_guard(*from_env);
   // end docs
-  EXPECT_EQ(env_guard.policy(),
-            Policy::Parse("h2d=log_explicit,below=1024").value());
+  EXPECT_EQ(env_guard.policy(), Policy::Parse("h2d=log_explicit,below=1024").value());
   return absl::OkStatus();
 }
 
@@ -112,8 +106,7 @@ TEST(DocsExamplesTest, Environment) {
   EXPECT_THAT(EnvironmentExample(), IsOk());
   setenv(kTransferGuardEnvVar, "h2d=never", 1);
   EXPECT_THAT(EnvironmentExample(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("TESSERA_TRANSFER_GUARD")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("TESSERA_TRANSFER_GUARD")));
   unsetenv(kTransferGuardEnvVar);
 }
 
@@ -121,8 +114,7 @@ TEST(DocsExamplesTest, Scopes) {
   // docs: scopes
   TransferGuard guard(Policy::Uniform(Level::kLog));
   {
-    ScopedTransferGuard strict(
-        Level::kDisallow);  // every direction, every guard of the process
+    ScopedTransferGuard strict(Level::kDisallow);  // every direction, every guard of the process
     {
       ScopedTransferGuard but(Direction::kDeviceToHost,
                               Level::kAllow);  // one direction
@@ -164,17 +156,14 @@ TEST(DocsExamplesTest, Sinks) {
   sink_guard.SetDefaultLogSinkEnabled(false);
   auto refused = std::make_shared<RefusedBytesSink>();
   int id = sink_guard.AddSink(refused);
-  auto recorder =
-      std::make_shared<RecordingTransferSink>();  // keeps every (event, action)
+  auto recorder = std::make_shared<RecordingTransferSink>();  // keeps every (event, action)
   sink_guard.AddSink(recorder);
   // ... run ...
   sink_guard.RemoveSink(id);
   // end docs
-  EXPECT_FALSE(sink_guard
-                   .Check({.direction = Direction::kDeviceToDevice,
-                           .is_explicit = false,
-                           .bytes = 10})
-                   .ok());
+  EXPECT_FALSE(
+      sink_guard.Check({.direction = Direction::kDeviceToDevice, .is_explicit = false, .bytes = 10})
+          .ok());
   EXPECT_EQ(refused->refused_bytes[1].load(), 0);  // removed
   EXPECT_EQ(recorder->records().size(), 1u);
 }
@@ -190,16 +179,13 @@ TEST(DocsExamplesTest, Counters) {
                          .bytes = 1024,
                          .src_devices = {0}};
   absl::Status logged = counting_guard.Check(download);  // OK, logged
-  TransferGuard::DirectionCounters c =
-      counting_guard.counters(Direction::kDeviceToHost);
+  TransferGuard::DirectionCounters c = counting_guard.counters(Direction::kDeviceToHost);
   // c.logged_events == 1, c.logged_bytes == 1024, everything else 0
   counting_guard.ResetCounters();
   // end docs
   EXPECT_THAT(logged, IsOk());
-  EXPECT_EQ(c, (TransferGuard::DirectionCounters{.logged_events = 1,
-                                                 .logged_bytes = 1024}));
-  EXPECT_EQ(counting_guard.counters(Direction::kDeviceToHost),
-            TransferGuard::DirectionCounters{});
+  EXPECT_EQ(c, (TransferGuard::DirectionCounters{.logged_events = 1, .logged_bytes = 1024}));
+  EXPECT_EQ(counting_guard.counters(Direction::kDeviceToHost), TransferGuard::DirectionCounters{});
 }
 
 std::string ReadFile(const std::string& path) {
@@ -219,8 +205,7 @@ std::string WithoutWhitespace(std::string_view text) {
 
 TEST(DocsExamplesTest, EveryExampleIsHere) {
   const std::string doc = ReadFile(TESSERA_GUARD_DOC_PATH);
-  const std::string self =
-      WithoutWhitespace(ReadFile(TESSERA_GUARD_DOCS_TEST_PATH));
+  const std::string self = WithoutWhitespace(ReadFile(TESSERA_GUARD_DOCS_TEST_PATH));
   ASSERT_FALSE(doc.empty());
   ASSERT_FALSE(self.empty());
   std::vector<std::string> blocks;

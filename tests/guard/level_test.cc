@@ -64,13 +64,11 @@ TEST(LevelTest, ParseLevelIgnoresCaseAndBlanks) {
 }
 
 TEST(LevelTest, ParseLevelRejectsUnknown) {
-  EXPECT_THAT(ParseLevel("forbid"), StatusIs(absl::StatusCode::kInvalidArgument,
-                                             HasSubstr("'forbid'")));
-  EXPECT_THAT(ParseLevel(""),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("''")));
-  EXPECT_THAT(
-      ParseLevel("log-explicit"),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("log_explicit")));
+  EXPECT_THAT(ParseLevel("forbid"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'forbid'")));
+  EXPECT_THAT(ParseLevel(""), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("''")));
+  EXPECT_THAT(ParseLevel("log-explicit"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("log_explicit")));
 }
 
 }  // namespace

@@ -41,10 +41,9 @@ TEST(PolicyTest, LevelAndSetLevel) {
   EXPECT_EQ(policy.device_to_device, Level::kDisallow);
   EXPECT_EQ(policy.device_to_host, Level::kLogExplicit);
   EXPECT_EQ(policy.level(Direction::kDeviceToDevice), Level::kDisallow);
-  EXPECT_EQ(Policy::Uniform(Level::kLog),
-            (Policy{.host_to_device = Level::kLog,
-                    .device_to_device = Level::kLog,
-                    .device_to_host = Level::kLog}));
+  EXPECT_EQ(Policy::Uniform(Level::kLog), (Policy{.host_to_device = Level::kLog,
+                                                  .device_to_device = Level::kLog,
+                                                  .device_to_host = Level::kLog}));
 }
 
 TEST(PolicyTest, ParsesBareLevel) {
@@ -57,24 +56,19 @@ TEST(PolicyTest, ParsesShortAndLongNames) {
                         .device_to_device = Level::kLog,
                         .device_to_host = Level::kAllow};
   EXPECT_EQ(MustParse("h2d=disallow,d2d=log,d2h=allow"), expected);
-  EXPECT_EQ(
-      MustParse(
-          "host_to_device=disallow,device_to_device=log,device_to_host=allow"),
-      expected);
-  EXPECT_EQ(MustParse("host-to-device=disallow, device-to-device = log"),
+  EXPECT_EQ(MustParse("host_to_device=disallow,device_to_device=log,device_to_host=allow"),
             expected);
+  EXPECT_EQ(MustParse("host-to-device=disallow, device-to-device = log"), expected);
 }
 
 TEST(PolicyTest, LaterEntriesWin) {
-  EXPECT_EQ(MustParse("disallow,d2h=allow"),
-            (Policy{.host_to_device = Level::kDisallow,
-                    .device_to_device = Level::kDisallow,
-                    .device_to_host = Level::kAllow}));
+  EXPECT_EQ(MustParse("disallow,d2h=allow"), (Policy{.host_to_device = Level::kDisallow,
+                                                     .device_to_device = Level::kDisallow,
+                                                     .device_to_host = Level::kAllow}));
   EXPECT_EQ(MustParse("d2h=allow,disallow"), Policy::Uniform(Level::kDisallow));
-  EXPECT_EQ(MustParse("all=log,h2d=disallow"),
-            (Policy{.host_to_device = Level::kDisallow,
-                    .device_to_device = Level::kLog,
-                    .device_to_host = Level::kLog}));
+  EXPECT_EQ(MustParse("all=log,h2d=disallow"), (Policy{.host_to_device = Level::kDisallow,
+                                                       .device_to_device = Level::kLog,
+                                                       .device_to_host = Level::kLog}));
 }
 
 TEST(PolicyTest, ParsesAllowBelowBytes) {
@@ -107,19 +101,15 @@ TEST(PolicyTest, ErrorsNameTheBadTokenAndItsPosition) {
   };
   for (const BadPolicy& bad : kBad) {
     SCOPED_TRACE(bad.text);
-    EXPECT_THAT(
-        Policy::Parse(bad.text),
-        StatusIs(
-            absl::StatusCode::kInvalidArgument,
-            AllOf(HasSubstr(bad.token), HasSubstr("\"" + bad.text + "\""),
-                  HasSubstr("at position " + std::to_string(bad.position)))));
+    EXPECT_THAT(Policy::Parse(bad.text),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr(bad.token), HasSubstr("\"" + bad.text + "\""),
+                               HasSubstr("at position " + std::to_string(bad.position)))));
   }
-  EXPECT_THAT(
-      Policy::Parse("d2d=nope"),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown level")));
-  EXPECT_THAT(
-      Policy::Parse("x=log"),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown key")));
+  EXPECT_THAT(Policy::Parse("d2d=nope"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown level")));
+  EXPECT_THAT(Policy::Parse("x=log"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown key")));
 }
 
 std::vector<Policy> AllPolicies() {
@@ -127,8 +117,7 @@ std::vector<Policy> AllPolicies() {
   for (Level a : kAllLevels) {
     for (Level b : kAllLevels) {
       for (Level c : kAllLevels) {
-        for (int64_t below :
-             {int64_t{0}, int64_t{1}, int64_t{64}, int64_t{1} << 40}) {
+        for (int64_t below : {int64_t{0}, int64_t{1}, int64_t{64}, int64_t{1} << 40}) {
           all.push_back(Policy{.host_to_device = a,
                                .device_to_device = b,
                                .device_to_host = c,
@@ -152,21 +141,17 @@ TEST(PolicyTest, ToStringRoundTripsEveryPolicy) {
 TEST(PolicyTest, ToStringIsCanonical) {
   EXPECT_EQ(Policy{}.ToString(), "allow");
   EXPECT_EQ(Policy::Uniform(Level::kDisallow).ToString(), "disallow");
-  EXPECT_EQ((Policy{.host_to_device = Level::kDisallow,
-                    .device_to_device = Level::kLog})
-                .ToString(),
-            "h2d=disallow,d2d=log,d2h=allow");
-  EXPECT_EQ((Policy{.allow_below_bytes = 64}).ToString(),
-            "allow,allow_below_bytes=64");
+  EXPECT_EQ(
+      (Policy{.host_to_device = Level::kDisallow, .device_to_device = Level::kLog}).ToString(),
+      "h2d=disallow,d2d=log,d2h=allow");
+  EXPECT_EQ((Policy{.allow_below_bytes = 64}).ToString(), "allow,allow_below_bytes=64");
 }
 
 // Random spellings of random policies (names, case, blanks, redundant entries)
 // parse to the policy they spell.
 TEST(PolicyTest, RandomSpellingsParse) {
   std::mt19937 rng(20240611);
-  auto pick = [&](int n) {
-    return std::uniform_int_distribution<int>(0, n - 1)(rng);
-  };
+  auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
   const char* kNames[3][3] = {{"h2d", "host_to_device", "host-to-device"},
                               {"d2d", "device_to_device", "device-to-device"},
                               {"d2h", "device_to_host", "device-to-host"}};
@@ -174,23 +159,18 @@ TEST(PolicyTest, RandomSpellingsParse) {
   for (int i = 0; i < 2000; ++i) {
     const Policy policy = all[pick(static_cast<int>(all.size()))];
     auto blanks = [&] { return std::string(pick(3), ' '); };
-    auto cased = [&](std::string s) {
-      return pick(2) ? absl::AsciiStrToUpper(s) : s;
-    };
+    auto cased = [&](std::string s) { return pick(2) ? absl::AsciiStrToUpper(s) : s; };
     std::vector<std::string> entries;
     // Start from a random level for all directions, then set each one.
     entries.push_back(cased(std::string(LevelName(kAllLevels[pick(5)]))));
     for (int d = 0; d < 3; ++d) {
-      entries.push_back(
-          blanks() + cased(kNames[d][pick(3)]) + blanks() + "=" + blanks() +
-          cased(std::string(LevelName(policy.level(kAllDirections[d])))) +
-          blanks());
+      entries.push_back(blanks() + cased(kNames[d][pick(3)]) + blanks() + "=" + blanks() +
+                        cased(std::string(LevelName(policy.level(kAllDirections[d])))) + blanks());
     }
-    entries.push_back(std::string(pick(2) ? "below" : "allow_below_bytes") +
-                      "=" + std::to_string(policy.allow_below_bytes));
+    entries.push_back(std::string(pick(2) ? "below" : "allow_below_bytes") + "=" +
+                      std::to_string(policy.allow_below_bytes));
     std::string text;
-    for (const std::string& entry : entries)
-      text += (text.empty() ? "" : ",") + entry;
+    for (const std::string& entry : entries) text += (text.empty() ? "" : ",") + entry;
     absl::StatusOr<Policy> parsed = Policy::Parse(text);
     ASSERT_THAT(parsed, IsOk()) << text;
     EXPECT_EQ(*parsed, policy) << text;
@@ -214,16 +194,14 @@ TEST_F(PolicyEnvironmentTest, ReadsThePolicy) {
   setenv(kTransferGuardEnvVar, "h2d=disallow,below=128", 1);
   absl::StatusOr<Policy> policy = Policy::FromEnvironment();
   ASSERT_THAT(policy, IsOk());
-  EXPECT_EQ(*policy, (Policy{.host_to_device = Level::kDisallow,
-                             .allow_below_bytes = 128}));
+  EXPECT_EQ(*policy, (Policy{.host_to_device = Level::kDisallow, .allow_below_bytes = 128}));
 }
 
 TEST_F(PolicyEnvironmentTest, MalformedIsAnError) {
   setenv(kTransferGuardEnvVar, "h2d=never", 1);
   EXPECT_THAT(Policy::FromEnvironment(),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("TESSERA_TRANSFER_GUARD"),
-                             HasSubstr("'never'"))));
+                       AllOf(HasSubstr("TESSERA_TRANSFER_GUARD"), HasSubstr("'never'"))));
 }
 
 }  // namespace

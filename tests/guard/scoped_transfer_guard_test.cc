@@ -25,15 +25,12 @@ TEST(ScopedTransferGuardTest, RestoresOnExit) {
     EXPECT_EQ(guard.EffectiveLevel(Direction::kHostToDevice), Level::kDisallow);
     {
       ScopedTransferGuard inner(Level::kLogExplicit);
-      EXPECT_EQ(guard.EffectiveLevel(Direction::kHostToDevice),
-                Level::kLogExplicit);
+      EXPECT_EQ(guard.EffectiveLevel(Direction::kHostToDevice), Level::kLogExplicit);
     }
     EXPECT_EQ(guard.EffectiveLevel(Direction::kHostToDevice), Level::kDisallow);
   }
   EXPECT_EQ(guard.EffectiveLevel(Direction::kHostToDevice), Level::kLog);
-  EXPECT_EQ(
-      internal::InnermostScopedLevel(guard.id(), Direction::kHostToDevice),
-      std::nullopt);
+  EXPECT_EQ(internal::InnermostScopedLevel(guard.id(), Direction::kHostToDevice), std::nullopt);
 }
 
 TEST(ScopedTransferGuardTest, InnermostPerDirection) {
@@ -45,8 +42,7 @@ TEST(ScopedTransferGuardTest, InnermostPerDirection) {
     ScopedTransferGuard h2d(Direction::kHostToDevice,
                             Level::kAllow);  // overrides only h2d
     EXPECT_EQ(guard.EffectiveLevel(Direction::kHostToDevice), Level::kAllow);
-    EXPECT_EQ(guard.EffectiveLevel(Direction::kDeviceToDevice),
-              Level::kDisallow);
+    EXPECT_EQ(guard.EffectiveLevel(Direction::kDeviceToDevice), Level::kDisallow);
     EXPECT_EQ(guard.EffectiveLevel(Direction::kDeviceToHost), Level::kDisallow);
   }
   EXPECT_EQ(guard.EffectiveLevel(Direction::kHostToDevice), Level::kDisallow);
@@ -71,22 +67,19 @@ TEST(ScopedTransferGuardTest, DoesNotReachAnotherThread) {
   Level other_thread_level = Level::kDisallow;
   std::thread thread([&] {
     other_thread_level = guard.EffectiveLevel(Direction::kHostToDevice);
-    other_thread_status =
-        guard.Check(MakeEvent(Direction::kHostToDevice, true));
+    other_thread_status = guard.Check(MakeEvent(Direction::kHostToDevice, true));
   });
   thread.join();
   EXPECT_EQ(other_thread_level, Level::kAllow);
   EXPECT_THAT(other_thread_status, IsOk());
 }
 
-TEST(ScopedTransferGuardTest,
-     NewThreadStartsWithoutOverrideEvenInsideThreadScope) {
+TEST(ScopedTransferGuardTest, NewThreadStartsWithoutOverrideEvenInsideThreadScope) {
   TransferGuard guard(Policy::Uniform(Level::kLog));
   std::thread thread([&] {
     ScopedTransferGuard allow(Level::kAllow);
-    std::thread inner([&] {
-      EXPECT_EQ(guard.EffectiveLevel(Direction::kDeviceToHost), Level::kLog);
-    });
+    std::thread inner(
+        [&] { EXPECT_EQ(guard.EffectiveLevel(Direction::kDeviceToHost), Level::kLog); });
     inner.join();
     EXPECT_EQ(guard.EffectiveLevel(Direction::kDeviceToHost), Level::kAllow);
   });
@@ -101,8 +94,7 @@ TEST(ScopedTransferGuardTest, GuardLimitedScopes) {
     EXPECT_EQ(a.EffectiveLevel(Direction::kHostToDevice), Level::kDisallow);
     EXPECT_EQ(b.EffectiveLevel(Direction::kHostToDevice), Level::kLog);
     {
-      ScopedTransferGuard only_b_d2d(b, Direction::kDeviceToDevice,
-                                     Level::kAllow);
+      ScopedTransferGuard only_b_d2d(b, Direction::kDeviceToDevice, Level::kAllow);
       EXPECT_EQ(b.EffectiveLevel(Direction::kDeviceToDevice), Level::kAllow);
       EXPECT_EQ(b.EffectiveLevel(Direction::kHostToDevice), Level::kLog);
       EXPECT_EQ(a.EffectiveLevel(Direction::kDeviceToDevice), Level::kDisallow);
@@ -111,13 +103,10 @@ TEST(ScopedTransferGuardTest, GuardLimitedScopes) {
       // A process-wide scope inside a guard-limited one overrides it; and vice
       // versa.
       ScopedTransferGuard everyone(Level::kLogExplicit);
-      EXPECT_EQ(a.EffectiveLevel(Direction::kHostToDevice),
-                Level::kLogExplicit);
-      ScopedTransferGuard only_a_again(a, Direction::kHostToDevice,
-                                       Level::kAllow);
+      EXPECT_EQ(a.EffectiveLevel(Direction::kHostToDevice), Level::kLogExplicit);
+      ScopedTransferGuard only_a_again(a, Direction::kHostToDevice, Level::kAllow);
       EXPECT_EQ(a.EffectiveLevel(Direction::kHostToDevice), Level::kAllow);
-      EXPECT_EQ(b.EffectiveLevel(Direction::kHostToDevice),
-                Level::kLogExplicit);
+      EXPECT_EQ(b.EffectiveLevel(Direction::kHostToDevice), Level::kLogExplicit);
     }
   }
   EXPECT_EQ(a.EffectiveLevel(Direction::kHostToDevice), Level::kAllow);

@@ -12,8 +12,7 @@ namespace tessera::guard::testing {
 
 // A 1 KiB f32 movement in `direction`, on devices 0 and 1 as the direction
 // needs.
-inline TransferEvent MakeEvent(Direction direction, bool is_explicit,
-                               int64_t bytes = 1024) {
+inline TransferEvent MakeEvent(Direction direction, bool is_explicit, int64_t bytes = 1024) {
   TransferEvent event{.direction = direction,
                       .is_explicit = is_explicit,
                       .dtype = "f32",

@@ -46,8 +46,7 @@ TEST(TransferEventTest, DescriptionOfHostSides) {
 }
 
 TEST(TransferEventTest, DescriptionOfEmptyEvent) {
-  EXPECT_EQ(TransferEvent{}.Description(),
-            "transfer of [] (0 bytes, explicit) from host to host");
+  EXPECT_EQ(TransferEvent{}.Description(), "transfer of [] (0 bytes, explicit) from host to host");
 }
 
 TEST(TransferEventTest, DescriptionCountsItsCalls) {

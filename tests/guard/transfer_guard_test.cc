@@ -39,8 +39,7 @@ class GuardFixture {
     guard_.AddSink(recorder_);
   }
   TransferGuard guard_;
-  std::shared_ptr<RecordingTransferSink> recorder_ =
-      std::make_shared<RecordingTransferSink>();
+  std::shared_ptr<RecordingTransferSink> recorder_ = std::make_shared<RecordingTransferSink>();
 };
 
 // --- JAX's transfer_guard_test.py ---
@@ -54,15 +53,13 @@ struct JaxCase {
 };
 
 std::string JaxCaseName(const ::testing::TestParamInfo<JaxCase>& info) {
-  std::string name =
-      info.param.direction.has_value()
-          ? std::string(DirectionShortName(*info.param.direction))
-          : "all";
+  std::string name = info.param.direction.has_value()
+                         ? std::string(DirectionShortName(*info.param.direction))
+                         : "all";
   return name + (info.param.from_policy ? "_policy" : "_scope");
 }
 
-class JaxTransferGuardTest : public GuardFixture,
-                             public ::testing::TestWithParam<JaxCase> {
+class JaxTransferGuardTest : public GuardFixture, public ::testing::TestWithParam<JaxCase> {
  protected:
   // The directions the case's level applies to.
   std::vector<Direction> Directions() const {
@@ -77,8 +74,7 @@ class JaxTransferGuardTest : public GuardFixture,
       for (Direction d : Directions()) policy.set_level(d, level);
       guard_.SetPolicy(policy);
     } else if (GetParam().direction.has_value()) {
-      scope_ =
-          std::make_unique<ScopedTransferGuard>(*GetParam().direction, level);
+      scope_ = std::make_unique<ScopedTransferGuard>(*GetParam().direction, level);
     } else {
       scope_ = std::make_unique<ScopedTransferGuard>(level);
     }
@@ -100,11 +96,9 @@ class JaxTransferGuardTest : public GuardFixture,
         if (ok) {
           EXPECT_THAT(status, IsOk());
         } else {
-          EXPECT_THAT(status,
-                      StatusIs(absl::StatusCode::kInvalidArgument,
-                               StartsWith("Disallowed " +
-                                          std::string(DirectionName(d)) +
-                                          " transfer: ")));
+          EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument,
+                                       StartsWith("Disallowed " + std::string(DirectionName(d)) +
+                                                  " transfer: ")));
         }
         std::vector<RecordingTransferSink::Record> expected;
         if (logged) expected.push_back({event, Action::kLog});
@@ -159,63 +153,54 @@ TEST_P(JaxTransferGuardTest, OtherDirectionsUnaffected) {
   EXPECT_THAT(recorder_->records(), IsEmpty());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllConfigs, JaxTransferGuardTest,
-    ::testing::Values(JaxCase{Direction::kHostToDevice, false},
-                      JaxCase{Direction::kDeviceToDevice, false},
-                      JaxCase{Direction::kDeviceToHost, false},
-                      JaxCase{std::nullopt, false},
-                      JaxCase{Direction::kHostToDevice, true},
-                      JaxCase{Direction::kDeviceToDevice, true},
-                      JaxCase{Direction::kDeviceToHost, true},
-                      JaxCase{std::nullopt, true}),
-    JaxCaseName);
+INSTANTIATE_TEST_SUITE_P(AllConfigs, JaxTransferGuardTest,
+                         ::testing::Values(JaxCase{Direction::kHostToDevice, false},
+                                           JaxCase{Direction::kDeviceToDevice, false},
+                                           JaxCase{Direction::kDeviceToHost, false},
+                                           JaxCase{std::nullopt, false},
+                                           JaxCase{Direction::kHostToDevice, true},
+                                           JaxCase{Direction::kDeviceToDevice, true},
+                                           JaxCase{Direction::kDeviceToHost, true},
+                                           JaxCase{std::nullopt, true}),
+                         JaxCaseName);
 
 class TransferGuardTest : public GuardFixture, public ::testing::Test {};
 
 TEST_F(TransferGuardTest, Simple) {
   ScopedTransferGuard allow(Level::kAllow);
-  for (Direction d : kAllDirections)
-    EXPECT_THAT(guard_.Check(MakeEvent(d, false)), IsOk());
+  for (Direction d : kAllDirections) EXPECT_THAT(guard_.Check(MakeEvent(d, false)), IsOk());
 }
 
 TEST_F(TransferGuardTest, Nesting) {
   ScopedTransferGuard disallow(Level::kDisallow);
   {
     ScopedTransferGuard allow(Level::kAllow);
-    EXPECT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, false)),
-                IsOk());
+    EXPECT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, false)), IsOk());
   }
-  EXPECT_THAT(
-      guard_.Check(MakeEvent(Direction::kHostToDevice, false)),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("Disallowed")));
+  EXPECT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, false)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("Disallowed")));
 }
 
 TEST_F(TransferGuardTest, MixedNestingPerDirectionThenAll) {
   ScopedTransferGuard h2d(Direction::kHostToDevice, Level::kDisallow);
   {
     ScopedTransferGuard all(Level::kAllow);
-    EXPECT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, false)),
-                IsOk());
+    EXPECT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, false)), IsOk());
   }
   EXPECT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, false)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("host-to-device")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("host-to-device")));
 }
 
 TEST_F(TransferGuardTest, MixedNestingAllThenPerDirection) {
   ScopedTransferGuard all(Level::kDisallow);
   {
     ScopedTransferGuard h2d(Direction::kHostToDevice, Level::kAllow);
-    EXPECT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, false)),
-                IsOk());
+    EXPECT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, false)), IsOk());
     EXPECT_THAT(guard_.Check(MakeEvent(Direction::kDeviceToHost, false)),
-                StatusIs(absl::StatusCode::kInvalidArgument,
-                         HasSubstr("device-to-host")));
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("device-to-host")));
   }
   EXPECT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, false)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("host-to-device")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("host-to-device")));
 }
 
 // --- The guard's own contract ---
@@ -254,13 +239,10 @@ TEST_F(TransferGuardTest, ScopeOverridesPolicy) {
   {
     ScopedTransferGuard allow(Direction::kDeviceToHost, Level::kAllow);
     EXPECT_EQ(guard_.EffectiveLevel(Direction::kDeviceToHost), Level::kAllow);
-    EXPECT_EQ(guard_.EffectiveLevel(Direction::kHostToDevice),
-              Level::kDisallowExplicit);
-    EXPECT_THAT(guard_.Check(MakeEvent(Direction::kDeviceToHost, true)),
-                IsOk());
+    EXPECT_EQ(guard_.EffectiveLevel(Direction::kHostToDevice), Level::kDisallowExplicit);
+    EXPECT_THAT(guard_.Check(MakeEvent(Direction::kDeviceToHost, true)), IsOk());
   }
-  EXPECT_EQ(guard_.EffectiveLevel(Direction::kDeviceToHost),
-            Level::kDisallowExplicit);
+  EXPECT_EQ(guard_.EffectiveLevel(Direction::kDeviceToHost), Level::kDisallowExplicit);
 }
 
 TEST_F(TransferGuardTest, TwoGuardsWithDifferentPolicies) {
@@ -269,9 +251,8 @@ TEST_F(TransferGuardTest, TwoGuardsWithDifferentPolicies) {
   strict.SetDefaultLogSinkEnabled(false);
   lax.SetDefaultLogSinkEnabled(false);
   const TransferEvent implicit = MakeEvent(Direction::kHostToDevice, false);
-  EXPECT_THAT(
-      strict.Check(implicit),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("implicit")));
+  EXPECT_THAT(strict.Check(implicit),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("implicit")));
   EXPECT_THAT(lax.Check(implicit), IsOk());
   EXPECT_NE(strict.id(), lax.id());
 }
@@ -289,31 +270,24 @@ TEST_F(TransferGuardTest, AllowBelowBytes) {
   guard_.SetPolicy(Policy{.host_to_device = Level::kDisallowExplicit,
                           .device_to_host = Level::kLogExplicit,
                           .allow_below_bytes = 64});
-  EXPECT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, true, 60)),
-              IsOk());
-  EXPECT_THAT(guard_.Check(MakeEvent(Direction::kDeviceToHost, true, 60)),
-              IsOk());
+  EXPECT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, true, 60)), IsOk());
+  EXPECT_THAT(guard_.Check(MakeEvent(Direction::kDeviceToHost, true, 60)), IsOk());
   EXPECT_THAT(recorder_->records(), IsEmpty());
   EXPECT_EQ(guard_.counters(Direction::kHostToDevice).allowed_events, 1);
   EXPECT_EQ(guard_.counters(Direction::kHostToDevice).allowed_bytes, 60);
   // At the threshold the level applies.
-  EXPECT_THAT(
-      guard_.Check(MakeEvent(Direction::kHostToDevice, true, 64)),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("64 bytes")));
-  EXPECT_THAT(guard_.Check(MakeEvent(Direction::kDeviceToHost, true, 64)),
-              IsOk());
+  EXPECT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, true, 64)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("64 bytes")));
+  EXPECT_THAT(guard_.Check(MakeEvent(Direction::kDeviceToHost, true, 64)), IsOk());
   EXPECT_EQ(recorder_->records().size(), 2u);
   // The threshold applies under a scope too.
   ScopedTransferGuard all(Level::kDisallowExplicit);
-  EXPECT_THAT(guard_.Check(MakeEvent(Direction::kDeviceToDevice, true, 4)),
-              IsOk());
-  EXPECT_FALSE(
-      guard_.Check(MakeEvent(Direction::kDeviceToDevice, true, 64)).ok());
+  EXPECT_THAT(guard_.Check(MakeEvent(Direction::kDeviceToDevice, true, 4)), IsOk());
+  EXPECT_FALSE(guard_.Check(MakeEvent(Direction::kDeviceToDevice, true, 64)).ok());
 }
 
 TEST_F(TransferGuardTest, SinkReceivesTheExactEvents) {
-  guard_.SetPolicy(Policy{.host_to_device = Level::kLog,
-                          .device_to_device = Level::kDisallow});
+  guard_.SetPolicy(Policy{.host_to_device = Level::kLog, .device_to_device = Level::kDisallow});
   const TransferEvent logged{.direction = Direction::kHostToDevice,
                              .is_explicit = false,
                              .operation = "MakeArrayFromHostBuffer",
@@ -336,10 +310,9 @@ TEST_F(TransferGuardTest, SinkReceivesTheExactEvents) {
   EXPECT_THAT(guard_.Check(logged), IsOk());
   EXPECT_FALSE(guard_.Check(refused).ok());
   EXPECT_THAT(guard_.Check(allowed), IsOk());
-  EXPECT_THAT(
-      recorder_->records(),
-      ElementsAre(RecordingTransferSink::Record{logged, Action::kLog},
-                  RecordingTransferSink::Record{refused, Action::kDisallow}));
+  EXPECT_THAT(recorder_->records(),
+              ElementsAre(RecordingTransferSink::Record{logged, Action::kLog},
+                          RecordingTransferSink::Record{refused, Action::kDisallow}));
 }
 
 TEST_F(TransferGuardTest, SinksInOrderAndRemovable) {
@@ -380,13 +353,11 @@ TEST_F(TransferGuardTest, SinkMayCallBackIntoTheGuard) {
 }
 
 TEST_F(TransferGuardTest, DescriptionIsBuiltOnlyForLoggedOrRefusedEvents) {
-  guard_.SetPolicy(
-      Policy::Uniform(Level::kDisallow));  // explicit allowed, implicit refused
+  guard_.SetPolicy(Policy::Uniform(Level::kDisallow));  // explicit allowed, implicit refused
   guard_.SetDefaultLogSinkEnabled(true);
   const int64_t before = internal::DescriptionCallCountForTesting();
   for (int i = 0; i < 100; ++i) {
-    ASSERT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, true)),
-                IsOk());
+    ASSERT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, true)), IsOk());
   }
   EXPECT_EQ(internal::DescriptionCallCountForTesting(), before);
   EXPECT_FALSE(guard_.Check(MakeEvent(Direction::kHostToDevice, false)).ok());
@@ -395,18 +366,15 @@ TEST_F(TransferGuardTest, DescriptionIsBuiltOnlyForLoggedOrRefusedEvents) {
 }
 
 TEST_F(TransferGuardTest, DefaultLogSinkWritesWarnings) {
-  guard_.SetPolicy(Policy{.host_to_device = Level::kDisallow,
-                          .device_to_host = Level::kLog});
+  guard_.SetPolicy(Policy{.host_to_device = Level::kDisallow, .device_to_host = Level::kLog});
   guard_.SetDefaultLogSinkEnabled(true);
   EXPECT_TRUE(guard_.default_log_sink_enabled());
   const TransferEvent event = MakeEvent(Direction::kDeviceToHost, false);
   ::testing::internal::CaptureStderr();
   EXPECT_THAT(guard_.Check(event), IsOk());
-  EXPECT_FALSE(guard_.Check(MakeEvent(Direction::kHostToDevice, false))
-                   .ok());  // not written
+  EXPECT_FALSE(guard_.Check(MakeEvent(Direction::kHostToDevice, false)).ok());  // not written
   const std::string written = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(written, "WARNING: tessera: device-to-host transfer: " +
-                         event.Description() + "\n");
+  EXPECT_EQ(written, "WARNING: tessera: device-to-host transfer: " + event.Description() + "\n");
 
   guard_.SetDefaultLogSinkEnabled(false);
   ::testing::internal::CaptureStderr();
@@ -416,13 +384,12 @@ TEST_F(TransferGuardTest, DefaultLogSinkWritesWarnings) {
 
 TEST(LogTransferSinkTest, CustomWriter) {
   std::vector<std::string> lines;
-  LogTransferSink sink(
-      [&](std::string_view line) { lines.emplace_back(line); });
+  LogTransferSink sink([&](std::string_view line) { lines.emplace_back(line); });
   const TransferEvent event = MakeEvent(Direction::kHostToDevice, false);
   sink.OnTransfer(event, Action::kLog);
   sink.OnTransfer(event, Action::kDisallow);
-  EXPECT_THAT(lines, ElementsAre("WARNING: tessera: host-to-device transfer: " +
-                                 event.Description()));
+  EXPECT_THAT(lines,
+              ElementsAre("WARNING: tessera: host-to-device transfer: " + event.Description()));
   EXPECT_EQ(LogTransferSink::FormatLine(event), lines[0]);
 }
 
@@ -430,18 +397,12 @@ TEST_F(TransferGuardTest, Counters) {
   guard_.SetPolicy(Policy{.host_to_device = Level::kLog,
                           .device_to_device = Level::kDisallow,
                           .allow_below_bytes = 10});
-  ASSERT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, true, 100)),
-              IsOk());
-  ASSERT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, false, 200)),
-              IsOk());
-  ASSERT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, false, 300)),
-              IsOk());
-  ASSERT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, false, 4)),
-              IsOk());
-  ASSERT_FALSE(
-      guard_.Check(MakeEvent(Direction::kDeviceToDevice, false, 40)).ok());
-  ASSERT_THAT(guard_.Check(MakeEvent(Direction::kDeviceToDevice, true, 80)),
-              IsOk());
+  ASSERT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, true, 100)), IsOk());
+  ASSERT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, false, 200)), IsOk());
+  ASSERT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, false, 300)), IsOk());
+  ASSERT_THAT(guard_.Check(MakeEvent(Direction::kHostToDevice, false, 4)), IsOk());
+  ASSERT_FALSE(guard_.Check(MakeEvent(Direction::kDeviceToDevice, false, 40)).ok());
+  ASSERT_THAT(guard_.Check(MakeEvent(Direction::kDeviceToDevice, true, 80)), IsOk());
   EXPECT_EQ(guard_.counters(Direction::kHostToDevice),
             (TransferGuard::DirectionCounters{.allowed_events = 2,
                                               .logged_events = 2,
@@ -449,13 +410,11 @@ TEST_F(TransferGuardTest, Counters) {
                                               .allowed_bytes = 104,
                                               .logged_bytes = 500,
                                               .refused_bytes = 0}));
-  EXPECT_EQ(guard_.counters(Direction::kDeviceToDevice),
-            (TransferGuard::DirectionCounters{.allowed_events = 1,
-                                              .refused_events = 1,
-                                              .allowed_bytes = 80,
-                                              .refused_bytes = 40}));
-  EXPECT_EQ(guard_.counters(Direction::kDeviceToHost),
-            TransferGuard::DirectionCounters{});
+  EXPECT_EQ(
+      guard_.counters(Direction::kDeviceToDevice),
+      (TransferGuard::DirectionCounters{
+          .allowed_events = 1, .refused_events = 1, .allowed_bytes = 80, .refused_bytes = 40}));
+  EXPECT_EQ(guard_.counters(Direction::kDeviceToHost), TransferGuard::DirectionCounters{});
   guard_.ResetCounters();
   for (Direction d : kAllDirections) {
     EXPECT_EQ(guard_.counters(d), TransferGuard::DirectionCounters{});
@@ -464,16 +423,12 @@ TEST_F(TransferGuardTest, Counters) {
 
 TEST_F(TransferGuardTest, DecideHasNoSideEffects) {
   guard_.SetPolicy(Policy::Uniform(Level::kDisallow));
-  absl::StatusOr<Action> action =
-      guard_.Decide(MakeEvent(Direction::kDeviceToHost, false));
+  absl::StatusOr<Action> action = guard_.Decide(MakeEvent(Direction::kDeviceToHost, false));
   ASSERT_THAT(action, IsOk());
   EXPECT_EQ(*action, Action::kDisallow);
-  EXPECT_EQ(*guard_.Decide(MakeEvent(Direction::kDeviceToHost, true)),
-            Action::kAllow);
-  EXPECT_EQ(*guard_.Decide(MakeEvent(Direction::kDeviceToHost, false, 0)),
-            Action::kAllow);
-  EXPECT_EQ(guard_.counters(Direction::kDeviceToHost),
-            TransferGuard::DirectionCounters{});
+  EXPECT_EQ(*guard_.Decide(MakeEvent(Direction::kDeviceToHost, true)), Action::kAllow);
+  EXPECT_EQ(*guard_.Decide(MakeEvent(Direction::kDeviceToHost, false, 0)), Action::kAllow);
+  EXPECT_EQ(guard_.counters(Direction::kDeviceToHost), TransferGuard::DirectionCounters{});
   EXPECT_THAT(recorder_->records(), IsEmpty());
 }
 
@@ -481,18 +436,14 @@ TEST_F(TransferGuardTest, InvalidEvents) {
   TransferEvent negative = MakeEvent(Direction::kHostToDevice, true);
   negative.bytes = -1;
   EXPECT_THAT(guard_.Check(negative),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("negative byte count")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("negative byte count")));
   EXPECT_THAT(guard_.Decide(negative),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("negative byte count")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("negative byte count")));
   TransferEvent bad_direction = MakeEvent(Direction::kHostToDevice, true);
   bad_direction.direction = static_cast<Direction>(7);
-  EXPECT_THAT(
-      guard_.Check(bad_direction),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("direction 7")));
-  EXPECT_EQ(guard_.counters(Direction::kHostToDevice),
-            TransferGuard::DirectionCounters{});
+  EXPECT_THAT(guard_.Check(bad_direction),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("direction 7")));
+  EXPECT_EQ(guard_.counters(Direction::kHostToDevice), TransferGuard::DirectionCounters{});
 }
 
 }  // namespace

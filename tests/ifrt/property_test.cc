@@ -38,17 +38,14 @@ constexpr int kDevices = 8;
 class PropertyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::shared_ptr<Client>> c =
-        testing::CreateCpuTestClient(kDevices);
+    absl::StatusOr<std::shared_ptr<Client>> c = testing::CreateCpuTestClient(kDevices);
     ASSERT_THAT(c, IsOk());
     client_ = *std::move(c);
     runtime_ = dynamic_cast<RuntimeClient*>(client_.get());
     ASSERT_NE(runtime_, nullptr);
   }
 
-  int Uniform(int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng_);
-  }
+  int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   template <typename T>
   const T& Pick(const std::vector<T>& v) {
     return v[Uniform(0, static_cast<int>(v.size()) - 1)];
@@ -56,8 +53,7 @@ class PropertyTest : public ::testing::Test {
 
   // `k` distinct devices in a random order.
   DeviceListRef RandomDevices(int k) {
-    std::vector<Device*> all(client_->devices().begin(),
-                             client_->devices().end());
+    std::vector<Device*> all(client_->devices().begin(), client_->devices().end());
     std::shuffle(all.begin(), all.end(), rng_);
     all.resize(k);
     return *client_->MakeDeviceList(all);
@@ -97,14 +93,11 @@ class PropertyTest : public ::testing::Test {
         std::shuffle(names.begin(), names.end(), rng_);
         std::vector<sharding::PartitionSpec::Dim> dims(rank);
         for (const std::string& name : names) {
-          if (rank > 0 && Uniform(0, 3) > 0)
-            dims[Uniform(0, rank - 1)].push_back(name);
+          if (rank > 0 && Uniform(0, 3) > 0) dims[Uniform(0, rank - 1)].push_back(name);
         }
-        absl::StatusOr<sharding::PartitionSpec> spec =
-            sharding::PartitionSpec::Create(dims);
+        absl::StatusOr<sharding::PartitionSpec> spec = sharding::PartitionSpec::Create(dims);
         if (spec.ok()) {
-          absl::StatusOr<ShardingRef> s =
-              NamedSharding::Create(*mesh, *spec, devices, {});
+          absl::StatusOr<ShardingRef> s = NamedSharding::Create(*mesh, *spec, devices, {});
           if (s.ok()) {
             *how = (*s)->DebugString();
             return *s;
@@ -136,8 +129,7 @@ class PropertyTest : public ::testing::Test {
       absl::StatusOr<sharding::ShardingParam> param =
           sharding::ShardingParam::Create(dim_shards, {perm, sizes});
       if (param.ok()) {
-        absl::StatusOr<ShardingRef> s =
-            ShardingParamSharding::Create(*param, devices, {});
+        absl::StatusOr<ShardingRef> s = ShardingParamSharding::Create(*param, devices, {});
         if (s.ok()) {
           *how = (*s)->DebugString();
           return *s;
@@ -153,8 +145,7 @@ class PropertyTest : public ::testing::Test {
           left /= f;
         }
       }
-      absl::StatusOr<ShardingRef> s =
-          ConcreteEvenSharding::Create(devices, {}, shape, Shape(tile));
+      absl::StatusOr<ShardingRef> s = ConcreteEvenSharding::Create(devices, {}, shape, Shape(tile));
       if (s.ok()) {
         *how = (*s)->DebugString();
         return *s;
@@ -184,13 +175,12 @@ class PropertyTest : public ::testing::Test {
 };
 
 TEST_F(PropertyTest, RandomChainsPreserveDataAndCountBytes) {
-  const std::vector<DType> dtypes = {DType(DType::kPred), DType(DType::kS8),
-                                     DType(DType::kS16),  DType(DType::kF32),
-                                     DType(DType::kS64),  DType(DType::kBF16),
+  const std::vector<DType> dtypes = {DType(DType::kPred), DType(DType::kS8),  DType(DType::kS16),
+                                     DType(DType::kF32),  DType(DType::kS64), DType(DType::kBF16),
                                      DType(DType::kU32),  DType(DType::kF64)};
-  const std::vector<ArrayCopySemantics> semantics = {
-      ArrayCopySemantics::kAlwaysCopy, ArrayCopySemantics::kReuseInput,
-      ArrayCopySemantics::kDonateInput};
+  const std::vector<ArrayCopySemantics> semantics = {ArrayCopySemantics::kAlwaysCopy,
+                                                     ArrayCopySemantics::kReuseInput,
+                                                     ArrayCopySemantics::kDonateInput};
   constexpr int kSeeds = 10;
   constexpr int kStepsPerSeed = 20;
   int steps = 0;
@@ -202,14 +192,11 @@ TEST_F(PropertyTest, RandomChainsPreserveDataAndCountBytes) {
     const DType dtype = Pick(dtypes);
     const Shape shape = RandomShape();
     const int64_t element_bytes = *dtype.byte_size();
-    const std::vector<uint8_t> data =
-        testing::Pattern(shape.num_elements() * element_bytes, seed);
+    const std::vector<uint8_t> data = testing::Pattern(shape.num_elements() * element_bytes, seed);
     std::string how;
     ShardingRef sharding = RandomSharding(shape, &how);
-    SCOPED_TRACE(absl::StrCat(dtype.DebugString(), shape.DebugString(),
-                              " made with ", how));
-    absl::StatusOr<ArrayRef> made =
-        testing::MakeArray(*client_, data, dtype, shape, sharding);
+    SCOPED_TRACE(absl::StrCat(dtype.DebugString(), shape.DebugString(), " made with ", how));
+    absl::StatusOr<ArrayRef> made = testing::MakeArray(*client_, data, dtype, shape, sharding);
     ASSERT_THAT(made, IsOk());
     ArrayRef a = *made;
 
@@ -222,8 +209,7 @@ TEST_F(PropertyTest, RandomChainsPreserveDataAndCountBytes) {
       ArrayRef next;
       if (op <= 4) {  // reshard
         ShardingRef target = RandomSharding(shape, &how);
-        what = absl::StrCat("reshard (", ArrayCopySemanticsName(sem), ") to ",
-                            how);
+        what = absl::StrCat("reshard (", ArrayCopySemanticsName(sem), ") to ", how);
         ArraySpec spec{dtype, shape, target};
         absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> plan =
             runtime_->PlanReshard(*a, spec);
@@ -239,10 +225,8 @@ TEST_F(PropertyTest, RandomChainsPreserveDataAndCountBytes) {
       } else if (op <= 6) {  // copy to a random device list of the same size
         const int k = a->sharding().devices()->size();
         DeviceListRef devices = RandomDevices(k);
-        what = absl::StrCat("copy (", ArrayCopySemanticsName(sem), ") to ",
-                            devices->DebugString());
-        absl::StatusOr<ShardingRef> moved =
-            a->sharding().WithDeviceAssignment(devices, {});
+        what = absl::StrCat("copy (", ArrayCopySemanticsName(sem), ") to ", devices->DebugString());
+        absl::StatusOr<ShardingRef> moved = a->sharding().WithDeviceAssignment(devices, {});
         ASSERT_THAT(moved, IsOk()) << what;
         absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> plan =
             runtime_->PlanReshard(*a, ArraySpec{dtype, shape, *moved});
@@ -259,9 +243,8 @@ TEST_F(PropertyTest, RandomChainsPreserveDataAndCountBytes) {
         const int k = a->sharding().devices()->size();
         what = "remap";
         std::vector<ArrayRef> in = {a};
-        absl::StatusOr<std::vector<ArrayRef>> alias =
-            client_->CopyArrays(absl::MakeSpan(in), std::nullopt, std::nullopt,
-                                ArrayCopySemantics::kReuseInput);
+        absl::StatusOr<std::vector<ArrayRef>> alias = client_->CopyArrays(
+            absl::MakeSpan(in), std::nullopt, std::nullopt, ArrayCopySemantics::kReuseInput);
         ASSERT_THAT(alias, IsOk());
         RemapPlan plan;
         plan.input_specs = {{dtype, shape, a->shared_ptr_sharding()}};
@@ -274,23 +257,19 @@ TEST_F(PropertyTest, RandomChainsPreserveDataAndCountBytes) {
           start = end;
         }
         plan.mappings = {m};
-        absl::StatusOr<std::vector<ArrayRef>> out = client_->RemapArrays(
-            plan, absl::MakeSpan(*alias), ArrayCopySemantics::kDonateInput);
+        absl::StatusOr<std::vector<ArrayRef>> out =
+            client_->RemapArrays(plan, absl::MakeSpan(*alias), ArrayCopySemantics::kDonateInput);
         ASSERT_THAT(out, IsOk()) << plan.DebugString();
         EXPECT_TRUE((*alias)[0]->IsDeleted());
         EXPECT_FALSE(a->IsDeleted());
         if (sem == ArrayCopySemantics::kDonateInput) a->Delete();
         next = (*out)[0];
       } else {  // disassemble and assemble
-        what = absl::StrCat("disassemble/assemble (",
-                            ArrayCopySemanticsName(sem), ")");
-        absl::StatusOr<std::vector<ArrayRef>> parts =
-            a->DisassembleIntoSingleDeviceArrays(sem);
+        what = absl::StrCat("disassemble/assemble (", ArrayCopySemanticsName(sem), ")");
+        absl::StatusOr<std::vector<ArrayRef>> parts = a->DisassembleIntoSingleDeviceArrays(sem);
         ASSERT_THAT(parts, IsOk()) << what;
-        absl::StatusOr<ArrayRef> whole =
-            client_->AssembleArrayFromSingleDeviceArrays(
-                dtype, shape, a->shared_ptr_sharding(), absl::MakeSpan(*parts),
-                sem);
+        absl::StatusOr<ArrayRef> whole = client_->AssembleArrayFromSingleDeviceArrays(
+            dtype, shape, a->shared_ptr_sharding(), absl::MakeSpan(*parts), sem);
         ASSERT_THAT(whole, IsOk()) << what;
         next = *whole;
       }
@@ -303,8 +282,7 @@ TEST_F(PropertyTest, RandomChainsPreserveDataAndCountBytes) {
       ASSERT_THAT(back, IsOk());
       ASSERT_TRUE(*back == data) << "read-back differs";
       const TransferStats after = client_->transfer_stats();
-      EXPECT_EQ(after.device_to_device.bytes - before.device_to_device.bytes,
-                expected_d2d);
+      EXPECT_EQ(after.device_to_device.bytes - before.device_to_device.bytes, expected_d2d);
       EXPECT_EQ(after.host_to_device, before.host_to_device);
       a = next;
     }
@@ -312,8 +290,8 @@ TEST_F(PropertyTest, RandomChainsPreserveDataAndCountBytes) {
   EXPECT_EQ(steps, kSeeds * kStepsPerSeed);
   // The chains moved bytes across devices and reached every sharding class.
   EXPECT_GT(total_d2d, 0);
-  for (const char* name : {"NamedSharding", "ShardingParamSharding",
-                           "ConcreteEvenSharding", "SingleDeviceSharding"}) {
+  for (const char* name :
+       {"NamedSharding", "ShardingParamSharding", "ConcreteEvenSharding", "SingleDeviceSharding"}) {
     EXPECT_GT(classes[name], 0) << name;
   }
 }

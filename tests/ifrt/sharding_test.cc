@@ -63,16 +63,14 @@ class ShardingTest : public ::testing::Test {
     absl::StatusOr<std::vector<IndexDomain>> domains = s->IndexDomains(shape);
     ASSERT_THAT(domains, IsOk());
     EXPECT_EQ(*domains, expected_domains);
-    absl::StatusOr<std::vector<std::pair<Shape, ShardingRef>>> parts =
-        s->Disassemble(shape);
+    absl::StatusOr<std::vector<std::pair<Shape, ShardingRef>>> parts = s->Disassemble(shape);
     ASSERT_THAT(parts, IsOk());
     ASSERT_EQ(parts->size(), expected_domains.size());
     bool even = true;
     for (size_t i = 0; i < parts->size(); ++i) {
       EXPECT_EQ((*parts)[i].first, expected_domains[i].shape());
       EXPECT_EQ(*(*parts)[i].second,
-                *SingleDeviceSharding::Create(s->devices()->devices()[i],
-                                              s->memory_kind()));
+                *SingleDeviceSharding::Create(s->devices()->devices()[i], s->memory_kind()));
       even = even && expected_domains[i].shape() == expected_domains[0].shape();
     }
     if (even) {
@@ -80,16 +78,13 @@ class ShardingTest : public ::testing::Test {
       EXPECT_EQ(*s->GetShardShape(shape), expected_domains[0].shape());
     } else {
       EXPECT_THAT(s->GetShardShape(shape),
-                  StatusIs(absl::StatusCode::kInvalidArgument,
-                           HasSubstr("differ in shape")));
+                  StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("differ in shape")));
     }
 
     // A reversed device list (the same count): same partitioning, new devices.
-    std::vector<Device*> reversed(s->devices()->devices().rbegin(),
-                                  s->devices()->devices().rend());
+    std::vector<Device*> reversed(s->devices()->devices().rbegin(), s->devices()->devices().rend());
     DeviceListRef rev = testing::MustDeviceList(client(), reversed);
-    absl::StatusOr<ShardingRef> moved =
-        s->WithDeviceAssignment(rev, std::nullopt);
+    absl::StatusOr<ShardingRef> moved = s->WithDeviceAssignment(rev, std::nullopt);
     ASSERT_THAT(moved, IsOk());
     EXPECT_TRUE((*moved)->HasSamePartitioning(*s));
     EXPECT_TRUE(s->HasSamePartitioning(**moved));
@@ -97,8 +92,7 @@ class ShardingTest : public ::testing::Test {
     EXPECT_EQ((*moved)->memory_kind(), s->memory_kind());
     EXPECT_EQ((*moved)->IsFullyReplicated(), s->IsFullyReplicated());
     EXPECT_EQ(*(*moved)->IndexDomains(shape), *domains);
-    absl::StatusOr<ShardingRef> moved_again =
-        s->WithDeviceAssignment(rev, std::nullopt);
+    absl::StatusOr<ShardingRef> moved_again = s->WithDeviceAssignment(rev, std::nullopt);
     ASSERT_THAT(moved_again, IsOk());
     EXPECT_EQ(**moved, **moved_again);
     EXPECT_EQ(absl::HashOf(**moved), absl::HashOf(**moved_again));
@@ -107,8 +101,7 @@ class ShardingTest : public ::testing::Test {
     }
 
     // Only the memory kind.
-    absl::StatusOr<ShardingRef> pinned =
-        s->WithDeviceAssignment(std::nullopt, MemoryKind("x"));
+    absl::StatusOr<ShardingRef> pinned = s->WithDeviceAssignment(std::nullopt, MemoryKind("x"));
     ASSERT_THAT(pinned, IsOk());
     EXPECT_EQ((*pinned)->memory_kind(), MemoryKind("x"));
     EXPECT_EQ(*(*pinned)->devices(), *s->devices());
@@ -116,8 +109,7 @@ class ShardingTest : public ::testing::Test {
     EXPECT_TRUE((*pinned)->HasSamePartitioning(*s));
 
     // Nothing changed: equal to the original.
-    absl::StatusOr<ShardingRef> same =
-        s->WithDeviceAssignment(std::nullopt, std::nullopt);
+    absl::StatusOr<ShardingRef> same = s->WithDeviceAssignment(std::nullopt, std::nullopt);
     ASSERT_THAT(same, IsOk());
     EXPECT_EQ(**same, *s);
     EXPECT_EQ(absl::HashOf(**same), absl::HashOf(*s));
@@ -126,9 +118,8 @@ class ShardingTest : public ::testing::Test {
     const int n = s->devices()->size();
     std::vector<int> wrong_count;
     for (int i = 0; i < (n == 4 ? 3 : n + 1); ++i) wrong_count.push_back(i);
-    EXPECT_THAT(
-        s->WithDeviceAssignment(Devices(wrong_count), std::nullopt),
-        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("devices")));
+    EXPECT_THAT(s->WithDeviceAssignment(Devices(wrong_count), std::nullopt),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("devices")));
   }
 
   static std::shared_ptr<Client>* client_;
@@ -179,12 +170,10 @@ TEST_F(ShardingTest, DeviceListErrors) {
   Device* foreign = (*other_client_)->devices()[0];
   std::vector<Device*> mixed = {device(0), foreign};
   EXPECT_THAT(DeviceList::Create(mixed),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("another client")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("another client")));
   std::vector<Device*> only_foreign = {foreign};
   EXPECT_THAT(client().MakeDeviceList(only_foreign),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("another client")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("another client")));
 }
 
 TEST_F(ShardingTest, ClientDevices) {
@@ -206,9 +195,8 @@ TEST_F(ShardingTest, ClientDevices) {
     EXPECT_THAT((*m)->Devices(), ElementsAre(d));
     EXPECT_THAT(d->Memories(), ::testing::Contains(*m));
   }
-  EXPECT_THAT(
-      client().LookupDevice(DeviceId{4}),
-      StatusIs(absl::StatusCode::kNotFound, HasSubstr("no device with id 4")));
+  EXPECT_THAT(client().LookupDevice(DeviceId{4}),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("no device with id 4")));
   EXPECT_THAT(client().LookupDevice(DeviceId{-1}),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("-1")));
   EXPECT_THAT(client().platform_names(), ElementsAre("cpu"));
@@ -241,27 +229,22 @@ TEST_F(ShardingTest, SingleDevice) {
 TEST_F(ShardingTest, Opaque) {
   ShardingRef s = OpaqueSharding::Create(All(), MemoryKind());
   EXPECT_FALSE(s->IsFullyReplicated());
-  EXPECT_THAT(
-      s->IndexDomains(Shape({4, 4})),
-      StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("no geometry")));
-  EXPECT_THAT(s->Disassemble(Shape({4, 4})),
-              StatusIs(absl::StatusCode::kUnimplemented, _));
-  EXPECT_THAT(s->GetShardShape(Shape({4, 4})),
-              StatusIs(absl::StatusCode::kUnimplemented, _));
+  EXPECT_THAT(s->IndexDomains(Shape({4, 4})),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("no geometry")));
+  EXPECT_THAT(s->Disassemble(Shape({4, 4})), StatusIs(absl::StatusCode::kUnimplemented, _));
+  EXPECT_THAT(s->GetShardShape(Shape({4, 4})), StatusIs(absl::StatusCode::kUnimplemented, _));
   // Only the same object partitions alike.
   ShardingRef other = OpaqueSharding::Create(All(), MemoryKind());
   EXPECT_TRUE(s->HasSamePartitioning(*s));
   EXPECT_FALSE(s->HasSamePartitioning(*other));
   EXPECT_EQ(*s, *s);
   EXPECT_NE(*s, *other);
-  absl::StatusOr<ShardingRef> moved =
-      s->WithDeviceAssignment(Reversed(), std::nullopt);
+  absl::StatusOr<ShardingRef> moved = s->WithDeviceAssignment(Reversed(), std::nullopt);
   ASSERT_THAT(moved, IsOk());
   EXPECT_EQ(*(*moved)->devices(), *Reversed());
   EXPECT_NE(dynamic_cast<const OpaqueSharding*>(moved->get()), nullptr);
-  EXPECT_THAT(
-      s->WithDeviceAssignment(Devices({0}), std::nullopt),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("devices")));
+  EXPECT_THAT(s->WithDeviceAssignment(Devices({0}), std::nullopt),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("devices")));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -271,30 +254,28 @@ TEST_F(ShardingTest, ConcreteIrregular) {
   // [10,4] as rows 0..1, 2..6, 7..9 and one replica of rows 2..6 (irregular,
   // overlapping).
   const Shape shape({10, 4});
-  std::vector<IndexDomain> domains = {IndexDomain(Index{0, 0}, Shape({2, 4})),
-                                      IndexDomain(Index{2, 0}, Shape({5, 4})),
-                                      IndexDomain(Index{7, 0}, Shape({3, 4})),
-                                      IndexDomain(Index{2, 0}, Shape({5, 4}))};
+  std::vector<IndexDomain> domains = {
+      IndexDomain(Index{0, 0}, Shape({2, 4})), IndexDomain(Index{2, 0}, Shape({5, 4})),
+      IndexDomain(Index{7, 0}, Shape({3, 4})), IndexDomain(Index{2, 0}, Shape({5, 4}))};
   std::vector<Shape> shard_shapes;
   for (const IndexDomain& d : domains) shard_shapes.push_back(d.shape());
-  absl::StatusOr<ShardingRef> s = ConcreteSharding::Create(
-      All(), MemoryKind(), shape, shard_shapes, domains);
+  absl::StatusOr<ShardingRef> s =
+      ConcreteSharding::Create(All(), MemoryKind(), shape, shard_shapes, domains);
   ASSERT_THAT(s, IsOk());
   EXPECT_FALSE((*s)->IsFullyReplicated());
   CheckCommon(*s, shape, domains);
   // Another shape than the one it was made for.
-  EXPECT_THAT(
-      (*s)->IndexDomains(Shape({10, 5})),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("[10,4]")));
-  absl::StatusOr<ShardingRef> again = ConcreteSharding::Create(
-      All(), MemoryKind(), shape, shard_shapes, domains);
+  EXPECT_THAT((*s)->IndexDomains(Shape({10, 5})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("[10,4]")));
+  absl::StatusOr<ShardingRef> again =
+      ConcreteSharding::Create(All(), MemoryKind(), shape, shard_shapes, domains);
   ASSERT_THAT(again, IsOk());
   EXPECT_EQ(**s, **again);
   EXPECT_EQ(absl::HashOf(**s), absl::HashOf(**again));
   std::swap(domains[0], domains[3]);
   std::swap(shard_shapes[0], shard_shapes[3]);
-  absl::StatusOr<ShardingRef> permuted = ConcreteSharding::Create(
-      All(), MemoryKind(), shape, shard_shapes, domains);
+  absl::StatusOr<ShardingRef> permuted =
+      ConcreteSharding::Create(All(), MemoryKind(), shape, shard_shapes, domains);
   ASSERT_THAT(permuted, IsOk());
   EXPECT_FALSE((*s)->HasSamePartitioning(**permuted));
   EXPECT_NE(**s, **permuted);
@@ -302,41 +283,32 @@ TEST_F(ShardingTest, ConcreteIrregular) {
 
 TEST_F(ShardingTest, ConcreteErrors) {
   const Shape shape({4, 4});
-  auto dom = [](int64_t r0, int64_t rows) {
-    return IndexDomain(Index{r0, 0}, Shape({rows, 4}));
-  };
+  auto dom = [](int64_t r0, int64_t rows) { return IndexDomain(Index{r0, 0}, Shape({rows, 4})); };
   // Wrong counts.
   EXPECT_THAT(
-      ConcreteSharding::Create(Devices({0, 1}), MemoryKind(), shape,
-                               {Shape({4, 4})}, {dom(0, 4)}),
+      ConcreteSharding::Create(Devices({0, 1}), MemoryKind(), shape, {Shape({4, 4})}, {dom(0, 4)}),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("2 devices")));
   // Shard shape disagrees with its domain.
-  EXPECT_THAT(
-      ConcreteSharding::Create(Devices({0, 1}), MemoryKind(), shape,
-                               {Shape({2, 4}), Shape({3, 4})},
-                               {dom(0, 2), dom(2, 2)}),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("shard 1")));
+  EXPECT_THAT(ConcreteSharding::Create(Devices({0, 1}), MemoryKind(), shape,
+                                       {Shape({2, 4}), Shape({3, 4})}, {dom(0, 2), dom(2, 2)}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("shard 1")));
   // Rank mismatch.
-  EXPECT_THAT(
-      ConcreteSharding::Create(Devices({0}), MemoryKind(), shape, {Shape({16})},
-                               {IndexDomain(Index{0}, Shape({16}))}),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank")));
+  EXPECT_THAT(ConcreteSharding::Create(Devices({0}), MemoryKind(), shape, {Shape({16})},
+                                       {IndexDomain(Index{0}, Shape({16}))}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank")));
   // Outside the array.
   EXPECT_THAT(ConcreteSharding::Create(Devices({0, 1}), MemoryKind(), shape,
-                                       {Shape({2, 4}), Shape({3, 4})},
-                                       {dom(0, 2), dom(2, 3)}),
+                                       {Shape({2, 4}), Shape({3, 4})}, {dom(0, 2), dom(2, 3)}),
               StatusIs(absl::StatusCode::kInvalidArgument, _));
   // Not covering it.
   EXPECT_THAT(ConcreteSharding::Create(Devices({0, 1}), MemoryKind(), shape,
-                                       {Shape({1, 4}), Shape({2, 4})},
-                                       {dom(0, 1), dom(2, 2)}),
+                                       {Shape({1, 4}), Shape({2, 4})}, {dom(0, 1), dom(2, 2)}),
               StatusIs(absl::StatusCode::kInvalidArgument, _));
   EXPECT_THAT(ConcreteSharding::Create(nullptr, MemoryKind(), shape, {}, {}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("null")));
-  EXPECT_THAT(
-      ConcreteSharding::Create(Devices({0}), MemoryKind(), Shape({-4, 4}),
-                               {Shape({4, 4})}, {dom(0, 4)}),
-      StatusIs(absl::StatusCode::kInvalidArgument, _));
+  EXPECT_THAT(ConcreteSharding::Create(Devices({0}), MemoryKind(), Shape({-4, 4}), {Shape({4, 4})},
+                                       {dom(0, 4)}),
+              StatusIs(absl::StatusCode::kInvalidArgument, _));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -344,42 +316,36 @@ TEST_F(ShardingTest, ConcreteErrors) {
 
 TEST_F(ShardingTest, ConcreteEven) {
   // [8,6] in tiles of [4,3]: 4 tiles, one per device, row-major.
-  absl::StatusOr<ShardingRef> s = ConcreteEvenSharding::Create(
-      All(), MemoryKind(), Shape({8, 6}), Shape({4, 3}));
+  absl::StatusOr<ShardingRef> s =
+      ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({8, 6}), Shape({4, 3}));
   ASSERT_THAT(s, IsOk());
   EXPECT_FALSE((*s)->IsFullyReplicated());
   CheckCommon(*s, Shape({8, 6}),
-              {IndexDomain(Index{0, 0}, Shape({4, 3})),
-               IndexDomain(Index{0, 3}, Shape({4, 3})),
-               IndexDomain(Index{4, 0}, Shape({4, 3})),
-               IndexDomain(Index{4, 3}, Shape({4, 3}))});
+              {IndexDomain(Index{0, 0}, Shape({4, 3})), IndexDomain(Index{0, 3}, Shape({4, 3})),
+               IndexDomain(Index{4, 0}, Shape({4, 3})), IndexDomain(Index{4, 3}, Shape({4, 3}))});
 
   // Ragged: [7,6] in tiles of [4,6] over 2 tiles, each held by 2 consecutive
   // devices.
-  absl::StatusOr<ShardingRef> ragged = ConcreteEvenSharding::Create(
-      All(), MemoryKind(), Shape({7, 6}), Shape({4, 6}));
+  absl::StatusOr<ShardingRef> ragged =
+      ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({7, 6}), Shape({4, 6}));
   ASSERT_THAT(ragged, IsOk());
   CheckCommon(*ragged, Shape({7, 6}),
-              {IndexDomain(Index{0, 0}, Shape({4, 6})),
-               IndexDomain(Index{0, 0}, Shape({4, 6})),
-               IndexDomain(Index{4, 0}, Shape({3, 6})),
-               IndexDomain(Index{4, 0}, Shape({3, 6}))});
+              {IndexDomain(Index{0, 0}, Shape({4, 6})), IndexDomain(Index{0, 0}, Shape({4, 6})),
+               IndexDomain(Index{4, 0}, Shape({3, 6})), IndexDomain(Index{4, 0}, Shape({3, 6}))});
 
   // Fully replicated.
-  absl::StatusOr<ShardingRef> replicated = ConcreteEvenSharding::Create(
-      All(), MemoryKind(), Shape({3, 5}), Shape({3, 5}), true);
+  absl::StatusOr<ShardingRef> replicated =
+      ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({3, 5}), Shape({3, 5}), true);
   ASSERT_THAT(replicated, IsOk());
   EXPECT_TRUE((*replicated)->IsFullyReplicated());
-  CheckCommon(*replicated, Shape({3, 5}),
-              std::vector<IndexDomain>(4, IndexDomain(Shape({3, 5}))));
+  CheckCommon(*replicated, Shape({3, 5}), std::vector<IndexDomain>(4, IndexDomain(Shape({3, 5}))));
   EXPECT_FALSE((*replicated)->HasSamePartitioning(**s));
 
   // Zero-sized.
-  absl::StatusOr<ShardingRef> empty = ConcreteEvenSharding::Create(
-      Devices({0, 1}), MemoryKind(), Shape({0, 5}), Shape({0, 5}));
+  absl::StatusOr<ShardingRef> empty =
+      ConcreteEvenSharding::Create(Devices({0, 1}), MemoryKind(), Shape({0, 5}), Shape({0, 5}));
   ASSERT_THAT(empty, IsOk());
-  absl::StatusOr<std::vector<IndexDomain>> empty_domains =
-      (*empty)->IndexDomains(Shape({0, 5}));
+  absl::StatusOr<std::vector<IndexDomain>> empty_domains = (*empty)->IndexDomains(Shape({0, 5}));
   ASSERT_THAT(empty_domains, IsOk());
   for (const IndexDomain& d : *empty_domains) {
     EXPECT_EQ(d.shape().num_elements(), 0);
@@ -390,33 +356,23 @@ TEST_F(ShardingTest, ConcreteEven) {
 }
 
 TEST_F(ShardingTest, ConcreteEvenErrors) {
-  EXPECT_THAT(ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({8, 6}),
-                                           Shape({4})),
+  EXPECT_THAT(ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({8, 6}), Shape({4})),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank")));
   // 3 tiles over 4 devices.
-  EXPECT_THAT(
-      ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({9}), Shape({3})),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("3 tiles")));
+  EXPECT_THAT(ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({9}), Shape({3})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("3 tiles")));
   // 8 tiles over 4 devices.
-  EXPECT_THAT(
-      ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({8}), Shape({1})),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("8 tiles")));
-  EXPECT_THAT(ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({8}),
-                                           Shape({4}), true),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("fully replicated")));
-  EXPECT_THAT(ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({-8}),
-                                           Shape({4})),
+  EXPECT_THAT(ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({8}), Shape({1})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("8 tiles")));
+  EXPECT_THAT(ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({8}), Shape({4}), true),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("fully replicated")));
+  EXPECT_THAT(ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({-8}), Shape({4})),
               StatusIs(absl::StatusCode::kInvalidArgument, _));
-  EXPECT_THAT(ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({8}),
-                                           Shape({-4})),
+  EXPECT_THAT(ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({8}), Shape({-4})),
               StatusIs(absl::StatusCode::kInvalidArgument, _));
-  EXPECT_THAT(
-      ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({8}), Shape({0})),
-      StatusIs(absl::StatusCode::kInvalidArgument,
-               HasSubstr("empty dimension")));
-  EXPECT_THAT(ConcreteEvenSharding::Create(nullptr, MemoryKind(), Shape({8}),
-                                           Shape({4})),
+  EXPECT_THAT(ConcreteEvenSharding::Create(All(), MemoryKind(), Shape({8}), Shape({0})),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty dimension")));
+  EXPECT_THAT(ConcreteEvenSharding::Create(nullptr, MemoryKind(), Shape({8}), Shape({4})),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("null")));
 }
 
@@ -428,8 +384,7 @@ TEST_F(ShardingTest, ShardingParam) {
   ShardingRef s = ParamSharding("2x1 to [0,1] on 2x2", All());
   ASSERT_NE(s, nullptr);
   EXPECT_FALSE(s->IsFullyReplicated());
-  absl::StatusOr<std::vector<IndexDomain>> domains =
-      s->IndexDomains(Shape({6, 4}));
+  absl::StatusOr<std::vector<IndexDomain>> domains = s->IndexDomains(Shape({6, 4}));
   ASSERT_THAT(domains, IsOk());
   int top = 0;
   for (const IndexDomain& d : *domains) {
@@ -441,36 +396,28 @@ TEST_F(ShardingTest, ShardingParam) {
   // Ragged rows.
   ShardingRef rows = ParamSharding("4x1 to [0] on 4", All());
   CheckCommon(rows, Shape({7, 3}),
-              {IndexDomain(Index{0, 0}, Shape({2, 3})),
-               IndexDomain(Index{2, 0}, Shape({2, 3})),
-               IndexDomain(Index{4, 0}, Shape({2, 3})),
-               IndexDomain(Index{6, 0}, Shape({1, 3}))});
+              {IndexDomain(Index{0, 0}, Shape({2, 3})), IndexDomain(Index{2, 0}, Shape({2, 3})),
+               IndexDomain(Index{4, 0}, Shape({2, 3})), IndexDomain(Index{6, 0}, Shape({1, 3}))});
   // Replicated.
   ShardingRef replicated = ParamSharding("1x1 to [0] on 4", All());
   EXPECT_TRUE(replicated->IsFullyReplicated());
-  CheckCommon(replicated, Shape({2, 2}),
-              std::vector<IndexDomain>(4, IndexDomain(Shape({2, 2}))));
+  CheckCommon(replicated, Shape({2, 2}), std::vector<IndexDomain>(4, IndexDomain(Shape({2, 2}))));
   EXPECT_FALSE(replicated->HasSamePartitioning(*rows));
   EXPECT_EQ(*rows, *ParamSharding("4x1 to [0] on 4", All()));
-  EXPECT_EQ(absl::HashOf(*rows),
-            absl::HashOf(*ParamSharding("4x1 to [0] on 4", All())));
+  EXPECT_EQ(absl::HashOf(*rows), absl::HashOf(*ParamSharding("4x1 to [0] on 4", All())));
 
   // Errors: the device count; the rank of the array.
-  absl::StatusOr<sharding::ShardingParam> param =
-      sharding::ShardingParam::Parse("2x1 to [0] on 2");
+  absl::StatusOr<sharding::ShardingParam> param = sharding::ShardingParam::Parse("2x1 to [0] on 2");
   ASSERT_THAT(param, IsOk());
   EXPECT_THAT(ShardingParamSharding::Create(*param, All(), MemoryKind()),
               StatusIs(absl::StatusCode::kInvalidArgument, _));
   EXPECT_THAT(ShardingParamSharding::Create(*param, nullptr, MemoryKind()),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("null")));
-  EXPECT_THAT(rows->IndexDomains(Shape({7})),
-              StatusIs(absl::StatusCode::kInvalidArgument, _));
-  EXPECT_THAT(rows->IndexDomains(Shape({7, -3})),
-              StatusIs(absl::StatusCode::kInvalidArgument, _));
+  EXPECT_THAT(rows->IndexDomains(Shape({7})), StatusIs(absl::StatusCode::kInvalidArgument, _));
+  EXPECT_THAT(rows->IndexDomains(Shape({7, -3})), StatusIs(absl::StatusCode::kInvalidArgument, _));
   sharding::ShardingParam invalid({2, 2}, {{0}, {2}});  // 4 tiles on 2 slots
-  EXPECT_THAT(
-      ShardingParamSharding::Create(invalid, Devices({0, 1}), MemoryKind()),
-      StatusIs(absl::StatusCode::kInvalidArgument, _));
+  EXPECT_THAT(ShardingParamSharding::Create(invalid, Devices({0, 1}), MemoryKind()),
+              StatusIs(absl::StatusCode::kInvalidArgument, _));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -482,44 +429,33 @@ TEST_F(ShardingTest, Named) {
   EXPECT_FALSE(rows->IsFullyReplicated());
   // Mesh slots row-major: (x=0,y=0), (0,1), (1,0), (1,1); rows split over x.
   CheckCommon(rows, Shape({6, 5}),
-              {IndexDomain(Index{0, 0}, Shape({3, 5})),
-               IndexDomain(Index{0, 0}, Shape({3, 5})),
-               IndexDomain(Index{3, 0}, Shape({3, 5})),
-               IndexDomain(Index{3, 0}, Shape({3, 5}))});
+              {IndexDomain(Index{0, 0}, Shape({3, 5})), IndexDomain(Index{0, 0}, Shape({3, 5})),
+               IndexDomain(Index{3, 0}, Shape({3, 5})), IndexDomain(Index{3, 0}, Shape({3, 5}))});
   ShardingRef grid = Named("mesh{x=2,y=2}", "P(x,y)", All());
   CheckCommon(grid, Shape({4, 6}),
-              {IndexDomain(Index{0, 0}, Shape({2, 3})),
-               IndexDomain(Index{0, 3}, Shape({2, 3})),
-               IndexDomain(Index{2, 0}, Shape({2, 3})),
-               IndexDomain(Index{2, 3}, Shape({2, 3}))});
+              {IndexDomain(Index{0, 0}, Shape({2, 3})), IndexDomain(Index{0, 3}, Shape({2, 3})),
+               IndexDomain(Index{2, 0}, Shape({2, 3})), IndexDomain(Index{2, 3}, Shape({2, 3}))});
   ShardingRef both = Named("mesh{x=2,y=2}", "P((x,y),None)", All());
   CheckCommon(both, Shape({13, 2}),
-              {IndexDomain(Index{0, 0}, Shape({4, 2})),
-               IndexDomain(Index{4, 0}, Shape({4, 2})),
-               IndexDomain(Index{8, 0}, Shape({4, 2})),
-               IndexDomain(Index{12, 0}, Shape({1, 2}))});
+              {IndexDomain(Index{0, 0}, Shape({4, 2})), IndexDomain(Index{4, 0}, Shape({4, 2})),
+               IndexDomain(Index{8, 0}, Shape({4, 2})), IndexDomain(Index{12, 0}, Shape({1, 2}))});
   ShardingRef replicated = Named("mesh{x=4}", "P()", All());
   EXPECT_TRUE(replicated->IsFullyReplicated());
-  CheckCommon(replicated, Shape({3}),
-              std::vector<IndexDomain>(4, IndexDomain(Shape({3}))));
+  CheckCommon(replicated, Shape({3}), std::vector<IndexDomain>(4, IndexDomain(Shape({3}))));
   // A size-1 axis splits nothing.
   EXPECT_TRUE(Named("mesh{x=1,y=4}", "P(x)", All())->IsFullyReplicated());
 
   EXPECT_EQ(*rows, *Named("mesh{x=2,y=2}", "P(x,None)", All()));
-  EXPECT_EQ(absl::HashOf(*rows),
-            absl::HashOf(*Named("mesh{x=2,y=2}", "P(x,None)", All())));
+  EXPECT_EQ(absl::HashOf(*rows), absl::HashOf(*Named("mesh{x=2,y=2}", "P(x,None)", All())));
   EXPECT_NE(*rows, *grid);
   EXPECT_NE(*rows, *Named("mesh{x=2,y=2}", "P(x,None)", Reversed()));
-  EXPECT_TRUE(rows->HasSamePartitioning(
-      *Named("mesh{x=2,y=2}", "P(x,None)", Reversed())));
+  EXPECT_TRUE(rows->HasSamePartitioning(*Named("mesh{x=2,y=2}", "P(x,None)", Reversed())));
 
   absl::StatusOr<sharding::ShardingParam> param =
       static_cast<const NamedSharding&>(*grid).ToShardingParam(2);
   ASSERT_THAT(param, IsOk());
-  ShardingRef as_param =
-      *ShardingParamSharding::Create(*param, All(), MemoryKind());
-  EXPECT_EQ(*as_param->IndexDomains(Shape({4, 6})),
-            *grid->IndexDomains(Shape({4, 6})));
+  ShardingRef as_param = *ShardingParamSharding::Create(*param, All(), MemoryKind());
+  EXPECT_EQ(*as_param->IndexDomains(Shape({4, 6})), *grid->IndexDomains(Shape({4, 6})));
 
   // Equal shardings hash alike; these differ pairwise and (almost surely) hash
   // apart.
@@ -535,26 +471,21 @@ TEST_F(ShardingTest, Named) {
 TEST_F(ShardingTest, NamedErrors) {
   absl::StatusOr<sharding::Mesh> mesh = sharding::Mesh::Parse("mesh{x=2,y=2}");
   ASSERT_THAT(mesh, IsOk());
+  EXPECT_THAT(NamedSharding::Create(*mesh, *sharding::PartitionSpec::Parse("P(x)"), Devices({0, 1}),
+                                    MemoryKind()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("4 devices")));
   EXPECT_THAT(
-      NamedSharding::Create(*mesh, *sharding::PartitionSpec::Parse("P(x)"),
-                            Devices({0, 1}), MemoryKind()),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("4 devices")));
-  EXPECT_THAT(
-      NamedSharding::Create(*mesh, *sharding::PartitionSpec::Parse("P(z)"),
-                            All(), MemoryKind()),
+      NamedSharding::Create(*mesh, *sharding::PartitionSpec::Parse("P(z)"), All(), MemoryKind()),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("z")));
   EXPECT_THAT(
-      NamedSharding::Create(*mesh, *sharding::PartitionSpec::Parse("P(x,x)"),
-                            All(), MemoryKind()),
+      NamedSharding::Create(*mesh, *sharding::PartitionSpec::Parse("P(x,x)"), All(), MemoryKind()),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("x")));
   EXPECT_THAT(
-      NamedSharding::Create(*mesh, *sharding::PartitionSpec::Parse("P(x)"),
-                            nullptr, MemoryKind()),
+      NamedSharding::Create(*mesh, *sharding::PartitionSpec::Parse("P(x)"), nullptr, MemoryKind()),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("null")));
   // A spec longer than the array's rank.
   ShardingRef s = Named("mesh{x=2,y=2}", "P(x,y)", All());
-  EXPECT_THAT(s->IndexDomains(Shape({4})),
-              StatusIs(absl::StatusCode::kInvalidArgument, _));
+  EXPECT_THAT(s->IndexDomains(Shape({4})), StatusIs(absl::StatusCode::kInvalidArgument, _));
 }
 
 // Shardings of different classes with the same devices never compare equal, and
@@ -571,11 +502,9 @@ TEST_F(ShardingTest, CrossClassEquality) {
     for (size_t j = 0; j < all.size(); ++j) {
       EXPECT_EQ(*all[i] == *all[j], i == j) << i << " vs " << j;
     }
-    absl::StatusOr<ShardingRef> there =
-        all[i]->WithDeviceAssignment(Reversed(), std::nullopt);
+    absl::StatusOr<ShardingRef> there = all[i]->WithDeviceAssignment(Reversed(), std::nullopt);
     ASSERT_THAT(there, IsOk());
-    absl::StatusOr<ShardingRef> back =
-        (*there)->WithDeviceAssignment(All(), std::nullopt);
+    absl::StatusOr<ShardingRef> back = (*there)->WithDeviceAssignment(All(), std::nullopt);
     ASSERT_THAT(back, IsOk());
     if (i != 3) {  // opaque: only identity partitions alike
       EXPECT_EQ(**back, *all[i]);

@@ -61,16 +61,12 @@ class Failures {
 class StressTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::shared_ptr<Client>> c =
-        CreateClient({.cpu_devices = 4,
-                      .vulkan = VulkanMode::kOff,
-                      .transfer_guard = guard::Policy()});
+    absl::StatusOr<std::shared_ptr<Client>> c = CreateClient(
+        {.cpu_devices = 4, .vulkan = VulkanMode::kOff, .transfer_guard = guard::Policy()});
     ASSERT_THAT(c, IsOk());
     client_ = *std::move(c);
   }
-  DeviceListRef At(const std::vector<int>& p) {
-    return testing::DevicesAt(*client_, p);
-  }
+  DeviceListRef At(const std::vector<int>& p) { return testing::DevicesAt(*client_, p); }
 
   std::shared_ptr<Client> client_;
 };
@@ -89,19 +85,17 @@ TEST_F(StressTest, ConcurrentReshardsReadsAndDeletes) {
   };
   for (const ShardingRef& s : shardings) ASSERT_NE(s, nullptr);
   const std::vector<uint8_t> shared_data = Pattern(bytes, 999);
-  absl::StatusOr<ArrayRef> shared = testing::MakeArray(
-      *client_, shared_data, DType(DType::kS32), shape, shardings[0]);
+  absl::StatusOr<ArrayRef> shared =
+      testing::MakeArray(*client_, shared_data, DType(DType::kS32), shape, shardings[0]);
   ASSERT_THAT(shared, IsOk());
 
   Failures failures;
   std::atomic<int64_t> iterations{0};
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      for (int i = 0; i < 3 || std::chrono::steady_clock::now() < deadline;
-           ++i) {
+      for (int i = 0; i < 3 || std::chrono::steady_clock::now() < deadline; ++i) {
         const std::vector<uint8_t> data = Pattern(bytes, t * 1000 + i);
         const ShardingRef& from = shardings[(t + i) % shardings.size()];
         const ShardingRef& to = shardings[(t + 2 * i + 1) % shardings.size()];
@@ -126,8 +120,7 @@ TEST_F(StressTest, ConcurrentReshardsReadsAndDeletes) {
         a->reset();
         absl::StatusOr<std::vector<uint8_t>> back = ReadBack((*out)[0]);
         failures.Check(back.status(), "read back");
-        if (back.ok() && *back != data)
-          failures.Add(absl::StrCat("thread ", t, ": wrong data"));
+        if (back.ok() && *back != data) failures.Add(absl::StrCat("thread ", t, ": wrong data"));
 
         // The shared array, resharded (aliasing or copying) and read by
         // everyone at once.
@@ -135,14 +128,12 @@ TEST_F(StressTest, ConcurrentReshardsReadsAndDeletes) {
         std::vector<ArraySpec> shared_specs = {{DType(DType::kS32), shape, to}};
         absl::StatusOr<std::vector<ArrayRef>> view = client_->ReshardArrays(
             absl::MakeSpan(shared_in), shared_specs,
-            i % 2 == 0 ? ArrayCopySemantics::kReuseInput
-                       : ArrayCopySemantics::kAlwaysCopy);
+            i % 2 == 0 ? ArrayCopySemantics::kReuseInput : ArrayCopySemantics::kAlwaysCopy);
         failures.Check(view.status(), "reshard shared");
         if (view.ok()) {
           absl::StatusOr<std::vector<uint8_t>> v = ReadBack((*view)[0]);
           failures.Check(v.status(), "read shared view");
-          if (v.ok() && *v != shared_data)
-            failures.Add("shared view: wrong data");
+          if (v.ok() && *v != shared_data) failures.Add("shared view: wrong data");
           (*view)[0]->Delete();
         }
         absl::StatusOr<std::vector<uint8_t>> s = ReadBack(*shared);
@@ -171,15 +162,13 @@ TEST_F(StressTest, ManyThreadsMakeReadDelete) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 40; ++i) {
         const ShardingRef& s = shardings[(t + i) % shardings.size()];
-        const Shape shape =
-            s->devices()->size() == 2 ? Shape({13, 7}) : Shape({16, 7});
-        const std::vector<uint8_t> data =
-            Pattern(shape.num_elements() * 4, t * 100 + i);
+        const Shape shape = s->devices()->size() == 2 ? Shape({13, 7}) : Shape({16, 7});
+        const std::vector<uint8_t> data = Pattern(shape.num_elements() * 4, t * 100 + i);
         const auto semantics = static_cast<HostBufferSemantics>(i % 3);
         auto calls = std::make_shared<std::atomic<int>>(0);
-        absl::StatusOr<ArrayRef> a = client_->MakeArrayFromHostBuffer(
-            data.data(), DType(DType::kF32), shape, std::nullopt, s, semantics,
-            [calls] { ++*calls; });
+        absl::StatusOr<ArrayRef> a =
+            client_->MakeArrayFromHostBuffer(data.data(), DType(DType::kF32), shape, std::nullopt,
+                                             s, semantics, [calls] { ++*calls; });
         if (!a.ok()) {
           failures.Check(a.status(), "make");
           continue;
@@ -190,10 +179,8 @@ TEST_F(StressTest, ManyThreadsMakeReadDelete) {
         failures.Check((*a)->Delete().Await(), "delete");
         if (!(*a)->IsDeleted()) failures.Add("not deleted");
         absl::StatusOr<std::vector<uint8_t>> after = ReadBack(*a);
-        if (after.ok() ||
-            after.status().code() != absl::StatusCode::kFailedPrecondition) {
-          failures.Add(
-              absl::StrCat("read after delete: ", after.status().ToString()));
+        if (after.ok() || after.status().code() != absl::StatusCode::kFailedPrecondition) {
+          failures.Add(absl::StrCat("read after delete: ", after.status().ToString()));
         }
         a->reset();
         // `data` dies at the end of this iteration: on_done must have run by
@@ -201,8 +188,7 @@ TEST_F(StressTest, ManyThreadsMakeReadDelete) {
         for (int w = 0; w < 2000 && calls->load() == 0; ++w) {
           std::this_thread::sleep_for(std::chrono::microseconds(100));
         }
-        if (calls->load() != 1)
-          failures.Add(absl::StrCat("on_done ran ", calls->load(), " times"));
+        if (calls->load() != 1) failures.Add(absl::StrCat("on_done ran ", calls->load(), " times"));
       }
     });
   }

@@ -46,8 +46,7 @@ inline int64_t NumElements(absl::Span<const int64_t> dims) {
 // The box (origin, size) of a dense row-major array, as dense row-major bytes.
 // Written with plain loops, independently of StridedCopy.
 inline std::vector<uint8_t> SliceBox(const std::vector<uint8_t>& full,
-                                     absl::Span<const int64_t> dims,
-                                     int64_t element_bytes,
+                                     absl::Span<const int64_t> dims, int64_t element_bytes,
                                      absl::Span<const int64_t> origin,
                                      absl::Span<const int64_t> size) {
   const int64_t n = NumElements(size);
@@ -56,10 +55,9 @@ inline std::vector<uint8_t> SliceBox(const std::vector<uint8_t>& full,
   std::vector<int64_t> idx(rank, 0);
   for (int64_t e = 0; e < n; ++e) {
     int64_t offset = 0;
-    for (int d = 0; d < rank; ++d)
-      offset = offset * dims[d] + origin[d] + idx[d];
-    std::memcpy(out.data() + e * element_bytes,
-                full.data() + offset * element_bytes, element_bytes);
+    for (int d = 0; d < rank; ++d) offset = offset * dims[d] + origin[d] + idx[d];
+    std::memcpy(out.data() + e * element_bytes, full.data() + offset * element_bytes,
+                element_bytes);
     for (int d = rank - 1; d >= 0; --d) {
       if (++idx[d] < size[d]) break;
       idx[d] = 0;
@@ -68,19 +66,15 @@ inline std::vector<uint8_t> SliceBox(const std::vector<uint8_t>& full,
   return out;
 }
 
-inline std::vector<uint8_t> SliceDomain(const std::vector<uint8_t>& full,
-                                        const Shape& shape,
-                                        int64_t element_bytes,
-                                        const IndexDomain& domain) {
-  return SliceBox(full, shape.dims(), element_bytes, domain.origin(),
-                  domain.shape().dims());
+inline std::vector<uint8_t> SliceDomain(const std::vector<uint8_t>& full, const Shape& shape,
+                                        int64_t element_bytes, const IndexDomain& domain) {
+  return SliceBox(full, shape.dims(), element_bytes, domain.origin(), domain.shape().dims());
 }
 
 // A client of `devices` CPU devices of one thread each, without Vulkan, whose
 // guard allows everything (whatever TESSERA_TRANSFER_GUARD says): for tests
 // of the runtime itself.
-inline absl::StatusOr<std::shared_ptr<Client>> CreateCpuTestClient(
-    int devices) {
+inline absl::StatusOr<std::shared_ptr<Client>> CreateCpuTestClient(int devices) {
   return CreateClient({.cpu_devices = devices,
                        .cpu_threads_per_device = 1,
                        .vulkan = VulkanMode::kOff,
@@ -92,64 +86,53 @@ inline int64_t ByteSize(DType dtype, const Shape& shape) {
 }
 
 // Reads the whole array back row-major.
-inline absl::StatusOr<std::vector<uint8_t>> ReadBack(
-    const ArrayRef& array, TransferOptions options = {}) {
+inline absl::StatusOr<std::vector<uint8_t>> ReadBack(const ArrayRef& array,
+                                                     TransferOptions options = {}) {
   std::vector<uint8_t> out(ByteSize(array->dtype(), array->shape()));
-  absl::Status s =
-      array
-          ->CopyToHostBuffer(out.empty() ? nullptr : out.data(), std::nullopt,
-                             ArrayCopySemantics::kAlwaysCopy, options)
-          .Await();
+  absl::Status s = array
+                       ->CopyToHostBuffer(out.empty() ? nullptr : out.data(), std::nullopt,
+                                          ArrayCopySemantics::kAlwaysCopy, options)
+                       .Await();
   if (!s.ok()) return s;
   return out;
 }
 
 // Makes an array from row-major `data` (kImmutableOnlyDuringCall).
-inline absl::StatusOr<ArrayRef> MakeArray(Client& client,
-                                          const std::vector<uint8_t>& data,
-                                          DType dtype, const Shape& shape,
-                                          ShardingRef sharding,
+inline absl::StatusOr<ArrayRef> MakeArray(Client& client, const std::vector<uint8_t>& data,
+                                          DType dtype, const Shape& shape, ShardingRef sharding,
                                           TransferOptions options = {}) {
   return client.MakeArrayFromHostBuffer(
-      data.empty() ? nullptr : data.data(), dtype, shape, std::nullopt,
-      std::move(sharding), HostBufferSemantics::kImmutableOnlyDuringCall,
-      nullptr, options);
+      data.empty() ? nullptr : data.data(), dtype, shape, std::nullopt, std::move(sharding),
+      HostBufferSemantics::kImmutableOnlyDuringCall, nullptr, options);
 }
 
-inline DeviceListRef MustDeviceList(Client& client,
-                                    const std::vector<Device*>& devices) {
+inline DeviceListRef MustDeviceList(Client& client, const std::vector<Device*>& devices) {
   absl::StatusOr<DeviceListRef> list = client.MakeDeviceList(devices);
   EXPECT_TRUE(list.ok()) << list.status();
   return list.ok() ? *list : nullptr;
 }
 
 // The devices of `client` at positions `positions` of client.devices().
-inline DeviceListRef DevicesAt(Client& client,
-                               const std::vector<int>& positions) {
+inline DeviceListRef DevicesAt(Client& client, const std::vector<int>& positions) {
   std::vector<Device*> devices;
   for (int p : positions) devices.push_back(client.devices()[p]);
   return MustDeviceList(client, devices);
 }
 
-inline ShardingRef ReplicatedSharding(const DeviceListRef& devices,
-                                      const Shape& shape,
+inline ShardingRef ReplicatedSharding(const DeviceListRef& devices, const Shape& shape,
                                       MemoryKind kind = MemoryKind()) {
-  absl::StatusOr<ShardingRef> s =
-      ConcreteEvenSharding::Create(devices, kind, shape, shape, true);
+  absl::StatusOr<ShardingRef> s = ConcreteEvenSharding::Create(devices, kind, shape, shape, true);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *s : nullptr;
 }
 
 // A ShardingParam sharding from its text form ("2x1 to [0] on 2").
-inline ShardingRef ParamSharding(const std::string& text,
-                                 const DeviceListRef& devices,
+inline ShardingRef ParamSharding(const std::string& text, const DeviceListRef& devices,
                                  MemoryKind kind = MemoryKind()) {
-  absl::StatusOr<sharding::ShardingParam> param =
-      sharding::ShardingParam::Parse(text);
+  absl::StatusOr<sharding::ShardingParam> param = sharding::ShardingParam::Parse(text);
   EXPECT_TRUE(param.ok()) << param.status();
   if (!param.ok()) return nullptr;
-  absl::StatusOr<ShardingRef> s =
-      ShardingParamSharding::Create(*param, devices, kind);
+  absl::StatusOr<ShardingRef> s = ShardingParamSharding::Create(*param, devices, kind);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *s : nullptr;
 }
@@ -157,12 +140,10 @@ inline ShardingRef ParamSharding(const std::string& text,
 // A NamedSharding from the text of a mesh and a spec ("mesh{x=2,y=2}",
 // "P(x,None)").
 inline ShardingRef Named(const std::string& mesh, const std::string& spec,
-                         const DeviceListRef& devices,
-                         MemoryKind kind = MemoryKind()) {
+                         const DeviceListRef& devices, MemoryKind kind = MemoryKind()) {
   absl::StatusOr<sharding::Mesh> m = sharding::Mesh::Parse(mesh);
   EXPECT_TRUE(m.ok()) << m.status();
-  absl::StatusOr<sharding::PartitionSpec> p =
-      sharding::PartitionSpec::Parse(spec);
+  absl::StatusOr<sharding::PartitionSpec> p = sharding::PartitionSpec::Parse(spec);
   EXPECT_TRUE(p.ok()) << p.status();
   if (!m.ok() || !p.ok()) return nullptr;
   absl::StatusOr<ShardingRef> s = NamedSharding::Create(*m, *p, devices, kind);
@@ -171,11 +152,9 @@ inline ShardingRef Named(const std::string& mesh, const std::string& spec,
 }
 
 // Rows of a rank-2 array split over all of `devices` ("Nx1 to [0] on N").
-inline ShardingRef RowSharding(const DeviceListRef& devices,
-                               MemoryKind kind = MemoryKind()) {
+inline ShardingRef RowSharding(const DeviceListRef& devices, MemoryKind kind = MemoryKind()) {
   const int n = devices->size();
-  return ParamSharding(std::to_string(n) + "x1 to [0] on " + std::to_string(n),
-                       devices, kind);
+  return ParamSharding(std::to_string(n) + "x1 to [0] on " + std::to_string(n), devices, kind);
 }
 
 }  // namespace tessera::testing

@@ -39,8 +39,7 @@ class TransferTraceTest : public ::testing::Test {
 
   ShardingRef Named(const std::string& spec) {
     return *NamedSharding::Create(*sharding::Mesh::Parse("mesh{x=2,y=2}"),
-                                  *sharding::PartitionSpec::Parse(spec),
-                                  devices_, MemoryKind());
+                                  *sharding::PartitionSpec::Parse(spec), devices_, MemoryKind());
   }
 
   std::shared_ptr<Client> client_;
@@ -52,9 +51,9 @@ class TransferTraceTest : public ::testing::Test {
 
 TEST_F(TransferTraceTest, RecordsEveryCopyOfThePlanInStreamOrder) {
   std::vector<uint8_t> data = testing::Pattern(96 * 64 * 4, 3);
-  auto made = client_->MakeArrayFromHostBuffer(
-      data.data(), f32_, shape_, std::nullopt, Named("P((x,y),None)"),
-      HostBufferSemantics::kImmutableOnlyDuringCall, {});
+  auto made = client_->MakeArrayFromHostBuffer(data.data(), f32_, shape_, std::nullopt,
+                                               Named("P((x,y),None)"),
+                                               HostBufferSemantics::kImmutableOnlyDuringCall, {});
   ASSERT_THAT(made, IsOk());
   ASSERT_THAT((*made)->GetReadyFuture().Await(), IsOk());
   const ArraySpec spec{f32_, shape_, Named("P(None,(x,y))")};
@@ -63,16 +62,15 @@ TEST_F(TransferTraceTest, RecordsEveryCopyOfThePlanInStreamOrder) {
   std::vector<CopyKey> expected;
   for (const sharding::BoxCopy& c : (*plan)->copies) {
     if (c.kind == sharding::BoxCopy::Kind::kAlias || c.bytes == 0) continue;
-    expected.emplace_back(c.src_device, c.dst_device, c.bytes,
-                          c.src_box.ToString(), c.dst_box.ToString());
+    expected.emplace_back(c.src_device, c.dst_device, c.bytes, c.src_box.ToString(),
+                          c.dst_box.ToString());
   }
   ASSERT_EQ(expected.size(), 16u);  // 4 local + 12 cross-device
 
   auto trace = std::make_shared<TransferTrace>();
   runtime_->SetTransferTrace(trace);
   std::vector<ArrayRef> in = {*made};
-  auto out = client_->ReshardArrays(absl::MakeSpan(in), {spec},
-                                    ArrayCopySemantics::kAlwaysCopy);
+  auto out = client_->ReshardArrays(absl::MakeSpan(in), {spec}, ArrayCopySemantics::kAlwaysCopy);
   ASSERT_THAT(out, IsOk());
   ASSERT_THAT((*out)[0]->GetReadyFuture().Await(), IsOk());
   runtime_->SetTransferTrace(nullptr);
@@ -87,8 +85,7 @@ TEST_F(TransferTraceTest, RecordsEveryCopyOfThePlanInStreamOrder) {
     EXPECT_TRUE(e.ok);
     EXPECT_EQ(e.device,
               e.dst_device);  // device-to-device: the receiver runs it
-    EXPECT_EQ(e.direction,
-              e.src_device == e.dst_device ? "local" : "device_to_device");
+    EXPECT_EQ(e.direction, e.src_device == e.dst_device ? "local" : "device_to_device");
     EXPECT_EQ(e.guard_action, e.direction == "local" ? "" : "allow");
     EXPECT_LE(e.start_ns, e.end_ns);
     got.emplace_back(e.src_device, e.dst_device, e.bytes, e.src_box, e.dst_box);
@@ -96,9 +93,8 @@ TEST_F(TransferTraceTest, RecordsEveryCopyOfThePlanInStreamOrder) {
   }
   EXPECT_THAT(got, UnorderedElementsAreArray(expected));
   for (auto& [device, stream] : by_stream) {
-    std::sort(stream.begin(), stream.end(), [](const auto* a, const auto* b) {
-      return a->start_ns < b->start_ns;
-    });
+    std::sort(stream.begin(), stream.end(),
+              [](const auto* a, const auto* b) { return a->start_ns < b->start_ns; });
     for (size_t i = 1; i < stream.size(); ++i) {
       EXPECT_GE(stream[i]->start_ns, stream[i - 1]->end_ns)
           << "copies overlap on device " << device << "'s stream";
@@ -114,8 +110,7 @@ TEST_F(TransferTraceTest, RecordsEveryCopyOfThePlanInStreamOrder) {
   EXPECT_NE(json.find("\"src_box\":\"["), std::string::npos);
 
   // Detached: the next reshard records nothing.
-  auto again = client_->ReshardArrays(absl::MakeSpan(in), {spec},
-                                      ArrayCopySemantics::kAlwaysCopy);
+  auto again = client_->ReshardArrays(absl::MakeSpan(in), {spec}, ArrayCopySemantics::kAlwaysCopy);
   ASSERT_THAT(again, IsOk());
   ASSERT_THAT((*again)[0]->GetReadyFuture().Await(), IsOk());
   EXPECT_EQ(trace->events().size(), events.size());

@@ -35,12 +35,10 @@ using ::testing::HasSubstr;
 
 TEST(DTypeTest, ByteSizesAndNames) {
   const std::vector<std::tuple<DType::Kind, int, const char*>> expected = {
-      {DType::kPred, 1, "pred"}, {DType::kS8, 1, "s8"},
-      {DType::kS16, 2, "s16"},   {DType::kS32, 4, "s32"},
-      {DType::kS64, 8, "s64"},   {DType::kU8, 1, "u8"},
-      {DType::kU16, 2, "u16"},   {DType::kU32, 4, "u32"},
-      {DType::kU64, 8, "u64"},   {DType::kF16, 2, "f16"},
-      {DType::kBF16, 2, "bf16"}, {DType::kF32, 4, "f32"},
+      {DType::kPred, 1, "pred"}, {DType::kS8, 1, "s8"},     {DType::kS16, 2, "s16"},
+      {DType::kS32, 4, "s32"},   {DType::kS64, 8, "s64"},   {DType::kU8, 1, "u8"},
+      {DType::kU16, 2, "u16"},   {DType::kU32, 4, "u32"},   {DType::kU64, 8, "u64"},
+      {DType::kF16, 2, "f16"},   {DType::kBF16, 2, "bf16"}, {DType::kF32, 4, "f32"},
       {DType::kF64, 8, "f64"},
   };
   for (const auto& [kind, size, name] : expected) {
@@ -59,21 +57,19 @@ TEST(DTypeTest, ByteSizesAndNames) {
 
 TEST(DTypeTest, ParseRejectsUnknownNames) {
   for (const char* bad : {"", "F32", "float32", "invalid", "f32 ", "i32"}) {
-    EXPECT_THAT(DType::Parse(bad), StatusIs(absl::StatusCode::kInvalidArgument,
-                                            HasSubstr("unknown dtype")))
+    EXPECT_THAT(DType::Parse(bad),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown dtype")))
         << bad;
   }
-  EXPECT_THAT(
-      DType::Parse("float32"),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'float32'")));
+  EXPECT_THAT(DType::Parse("float32"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'float32'")));
 }
 
 TEST(DTypeTest, EqualityAndHash) {
   EXPECT_EQ(DType(DType::kF32), DType(DType::kF32));
   EXPECT_NE(DType(DType::kF32), DType(DType::kS32));
   EXPECT_TRUE(absl::VerifyTypeImplementsAbslHashCorrectly(
-      {DType(DType::kF32), DType(DType::kS32), DType(DType::kInvalid),
-       DType(DType::kBF16)}));
+      {DType(DType::kF32), DType(DType::kS32), DType(DType::kInvalid), DType(DType::kBF16)}));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -94,8 +90,7 @@ TEST(ShapeTest, Basics) {
   EXPECT_NE(Shape({7, 13}), Shape({13, 7}));
   EXPECT_NE(Shape({7}), Shape({7, 1}));
   EXPECT_TRUE(absl::VerifyTypeImplementsAbslHashCorrectly(
-      {Shape(), Shape({0}), Shape({1}), Shape({7, 13}), Shape({13, 7}),
-       Shape({1, 7, 13})}));
+      {Shape(), Shape({0}), Shape({1}), Shape({7, 13}), Shape({13, 7}), Shape({1, 7, 13})}));
 }
 
 TEST(ShapeTest, ValidateShape) {
@@ -136,8 +131,7 @@ TEST(MemoryKindTest, Basics) {
   // An explicit "" is a kind, different from the unspecified one.
   EXPECT_NE(MemoryKind(""), unspecified);
   EXPECT_TRUE(absl::VerifyTypeImplementsAbslHashCorrectly(
-      {unspecified, pinned, MemoryKind("device"), MemoryKind("host"),
-       MemoryKind("")}));
+      {unspecified, pinned, MemoryKind("device"), MemoryKind("host"), MemoryKind("")}));
 }
 
 TEST(AttributeMapTest, SetGetAndPrint) {
@@ -157,9 +151,8 @@ TEST(AttributeMapTest, SetGetAndPrint) {
   EXPECT_EQ(attrs.GetString("subgroup_size"), std::nullopt);
   EXPECT_EQ(attrs.GetInt("vendor"), std::nullopt);
   EXPECT_EQ(attrs.GetInt("missing"), std::nullopt);
-  EXPECT_EQ(
-      attrs.DebugString(),
-      "{dims=[1,2], ratio=0.5, subgroup_size=32, unified=true, vendor=Mesa}");
+  EXPECT_EQ(attrs.DebugString(),
+            "{dims=[1,2], ratio=0.5, subgroup_size=32, unified=true, vendor=Mesa}");
   attrs.Set("vendor", std::string("NVIDIA"));  // overwrites
   EXPECT_EQ(attrs.GetString("vendor"), "NVIDIA");
   EXPECT_EQ(attrs.size(), 5u);
@@ -176,8 +169,7 @@ TEST(AttributeMapTest, SetGetAndPrint) {
 
 std::vector<std::tuple<int64_t, int64_t, int64_t>> Runs(const StridedCopy& c) {
   std::vector<std::tuple<int64_t, int64_t, int64_t>> runs;
-  c.ForEachRun(
-      [&](int64_t s, int64_t d, int64_t n) { runs.emplace_back(s, d, n); });
+  c.ForEachRun([&](int64_t s, int64_t d, int64_t n) { runs.emplace_back(s, d, n); });
   return runs;
 }
 
@@ -202,16 +194,14 @@ void ReferenceCopy(const StridedCopy& c, const uint8_t* src, uint8_t* dst) {
 
 TEST(StridedCopyTest, RowMajorByteStrides) {
   EXPECT_THAT(StridedCopy::RowMajorByteStrides({8, 16}, 4), ElementsAre(64, 4));
-  EXPECT_THAT(StridedCopy::RowMajorByteStrides({2, 3, 5}, 2),
-              ElementsAre(30, 10, 2));
+  EXPECT_THAT(StridedCopy::RowMajorByteStrides({2, 3, 5}, 2), ElementsAre(30, 10, 2));
   EXPECT_TRUE(StridedCopy::RowMajorByteStrides({}, 4).empty());
 }
 
 TEST(StridedCopyTest, DenseBoxNormalizesToRowRuns) {
   // Rows 2..5 of an 8x16 f32 array into rows 0..3 of a 4x16 one: one contiguous
   // run.
-  StridedCopy c = StridedCopy::BetweenDenseArrays(4, {8, 16}, {2, 0}, {4, 16},
-                                                  {0, 0}, {4, 16});
+  StridedCopy c = StridedCopy::BetweenDenseArrays(4, {8, 16}, {2, 0}, {4, 16}, {0, 0}, {4, 16});
   EXPECT_EQ(c.num_elements(), 64);
   EXPECT_EQ(c.bytes(), 256);
   StridedCopy n = c.Normalized();
@@ -220,10 +210,8 @@ TEST(StridedCopyTest, DenseBoxNormalizesToRowRuns) {
   EXPECT_THAT(Runs(c), ElementsAre(std::make_tuple(2 * 64, 0, 256)));
 
   // Columns 4..11 of every row: one run per row.
-  StridedCopy cols = StridedCopy::BetweenDenseArrays(4, {3, 16}, {0, 4}, {3, 8},
-                                                     {0, 0}, {3, 8});
-  EXPECT_THAT(Runs(cols), ElementsAre(std::make_tuple(16, 0, 32),
-                                      std::make_tuple(80, 32, 32),
+  StridedCopy cols = StridedCopy::BetweenDenseArrays(4, {3, 16}, {0, 4}, {3, 8}, {0, 0}, {3, 8});
+  EXPECT_THAT(Runs(cols), ElementsAre(std::make_tuple(16, 0, 32), std::make_tuple(80, 32, 32),
                                       std::make_tuple(144, 64, 32)));
 }
 
@@ -239,9 +227,8 @@ TEST(StridedCopyTest, NormalizedDropsUnitDimsAndHandlesEmpty) {
   EXPECT_THAT(n.dst_byte_strides, ElementsAre(4));
   EXPECT_FALSE(n.inner_contiguous());
   // Strided inner dimension: one element per run.
-  EXPECT_THAT(Runs(c),
-              ElementsAre(std::make_tuple(0, 0, 2), std::make_tuple(2, 4, 2),
-                          std::make_tuple(4, 8, 2)));
+  EXPECT_THAT(Runs(c), ElementsAre(std::make_tuple(0, 0, 2), std::make_tuple(2, 4, 2),
+                                   std::make_tuple(4, 8, 2)));
 
   StridedCopy empty = c;
   empty.extent = {4, 0, 1};
@@ -338,8 +325,7 @@ TEST(FutureTest, OnReadyBeforeAndAfterSet) {
 TEST(FutureTest, CallbacksRunExactlyOnce) {
   Promise<> promise;
   std::atomic<int> calls{0};
-  for (int i = 0; i < 10; ++i)
-    promise.future().OnReady([&](const absl::Status&) { ++calls; });
+  for (int i = 0; i < 10; ++i) promise.future().OnReady([&](const absl::Status&) { ++calls; });
   promise.Set(absl::OkStatus());
   promise.Set(absl::InternalError("again"));
   EXPECT_EQ(calls.load(), 10);
@@ -371,13 +357,10 @@ TEST(FutureTest, AbandonedPromiseIsInternalError) {
     Promise<int> int_promise;
     future = promise.future();
     int_future = int_promise.future();
-    Promise<> copy =
-        promise;  // copies share the state: abandoned when the last one goes
+    Promise<> copy = promise;  // copies share the state: abandoned when the last one goes
   }
-  EXPECT_THAT(future.Await(),
-              StatusIs(absl::StatusCode::kInternal, HasSubstr("abandoned")));
-  EXPECT_THAT(int_future.Await(),
-              StatusIs(absl::StatusCode::kInternal, HasSubstr("abandoned")));
+  EXPECT_THAT(future.Await(), StatusIs(absl::StatusCode::kInternal, HasSubstr("abandoned")));
+  EXPECT_THAT(int_future.Await(), StatusIs(absl::StatusCode::kInternal, HasSubstr("abandoned")));
 }
 
 TEST(FutureTest, PromiseCopyKeepsStateAlive) {
@@ -424,8 +407,7 @@ TEST(JoinFuturesTest, AbandonedInputFailsTheJoin) {
     Promise<> p;
     joined = JoinFutures({p.future(), MakeReadyFuture()});
   }
-  EXPECT_THAT(joined.Await(),
-              StatusIs(absl::StatusCode::kInternal, HasSubstr("abandoned")));
+  EXPECT_THAT(joined.Await(), StatusIs(absl::StatusCode::kInternal, HasSubstr("abandoned")));
 }
 
 TEST(FutureTest, ManyThreadsSetAndWait) {
@@ -440,13 +422,11 @@ TEST(FutureTest, ManyThreadsSetAndWait) {
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
       for (int i = t; i < kFutures; i += 8) {
-        promises[i].future().OnReady(
-            [&](const absl::StatusOr<int>& v) { sum += *v; });
+        promises[i].future().OnReady([&](const absl::StatusOr<int>& v) { sum += *v; });
         promises[i].Set(i);
         // Racing setters: only one wins.
         void_promises[i].Set(absl::OkStatus());
-        void_promises[(i + 1) % kFutures].future().OnReady(
-            [](const absl::Status&) {});
+        void_promises[(i + 1) % kFutures].future().OnReady([](const absl::Status&) {});
       }
     });
   }

@@ -46,9 +46,8 @@ TEST(BoxTest, CreateChecks) {
   EXPECT_THAT(Box::Create({0}, {1, 2}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("origin has rank 1 but shape has rank 2")));
-  EXPECT_THAT(Box::Create({0, 0}, {1, -2}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("negative size -2 in dimension 1")));
+  EXPECT_THAT(Box::Create({0, 0}, {1, -2}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                     HasSubstr("negative size -2 in dimension 1")));
   auto ok = Box::Create({-1, 0}, {2, 0});
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(*ok, Box({-1, 0}, {2, 0}));
@@ -65,9 +64,9 @@ TEST(BoxTest, EqualityAndHash) {
   EXPECT_NE(Box({1}, {2}), Box({0}, {2}));
   EXPECT_NE(Box({1}, {0}), Box({0}, {0}));  // empty boxes keep their origin
   EXPECT_NE(Box({1}, {2}), Box({1, 0}, {2, 1}));
-  EXPECT_TRUE(absl::VerifyTypeImplementsAbslHashCorrectly(
-      {Box(), Box({0}, {0}), Box({1}, {2}), Box({0, 0}, {1, 2}),
-       Box({0, 0}, {2, 1}), Box({1, 2, 3}, {4, 5, 6})}));
+  EXPECT_TRUE(absl::VerifyTypeImplementsAbslHashCorrectly({Box(), Box({0}, {0}), Box({1}, {2}),
+                                                           Box({0, 0}, {1, 2}), Box({0, 0}, {2, 1}),
+                                                           Box({1, 2, 3}, {4, 5, 6})}));
 }
 
 TEST(IntersectTest, Cases) {
@@ -115,12 +114,9 @@ TEST(RowMajorOffsetTest, Cases) {
   EXPECT_EQ(RowMajorOffset({2, 3}, {2, 0}), 6);  // one past the end
 }
 
-std::vector<std::pair<int64_t, int64_t>> Runs(std::vector<int64_t> shape,
-                                              const Box& box) {
+std::vector<std::pair<int64_t, int64_t>> Runs(std::vector<int64_t> shape, const Box& box) {
   std::vector<std::pair<int64_t, int64_t>> runs;
-  ForEachContiguousRun(shape, box, [&](int64_t o, int64_t n) {
-    runs.push_back({o, n});
-  });
+  ForEachContiguousRun(shape, box, [&](int64_t o, int64_t n) { runs.push_back({o, n}); });
   return runs;
 }
 
@@ -128,19 +124,15 @@ TEST(ForEachContiguousRunTest, Cases) {
   EXPECT_THAT(Runs({}, Box()), ElementsAre(Pair(0, 1)));
   EXPECT_THAT(Runs({4, 4}, Box({0, 0}, {4, 4})), ElementsAre(Pair(0, 16)));
   EXPECT_THAT(Runs({4, 4}, Box({1, 0}, {2, 4})), ElementsAre(Pair(4, 8)));
-  EXPECT_THAT(Runs({4, 4}, Box({1, 1}, {2, 2})),
-              ElementsAre(Pair(5, 2), Pair(9, 2)));
+  EXPECT_THAT(Runs({4, 4}, Box({1, 1}, {2, 2})), ElementsAre(Pair(5, 2), Pair(9, 2)));
   EXPECT_THAT(Runs({4, 4}, Box({1, 1}, {0, 2})), ElementsAre());
   EXPECT_THAT(Runs({0, 4}, Box({0, 0}, {0, 4})), ElementsAre());
   EXPECT_THAT(Runs({6}, Box({2}, {3})), ElementsAre(Pair(2, 3)));
   // Full trailing dims merge into the partial dim before them.
-  EXPECT_THAT(Runs({3, 2, 2}, Box({0, 1, 0}, {2, 1, 2})),
-              ElementsAre(Pair(2, 2), Pair(6, 2)));
-  EXPECT_THAT(Runs({2, 3, 2}, Box({1, 1, 0}, {1, 2, 2})),
-              ElementsAre(Pair(8, 4)));
+  EXPECT_THAT(Runs({3, 2, 2}, Box({0, 1, 0}, {2, 1, 2})), ElementsAre(Pair(2, 2), Pair(6, 2)));
+  EXPECT_THAT(Runs({2, 3, 2}, Box({1, 1, 0}, {1, 2, 2})), ElementsAre(Pair(8, 4)));
   // A partial inner dim stops merging even if outer dims are full.
-  EXPECT_THAT(Runs({2, 3}, Box({0, 0}, {2, 2})),
-              ElementsAre(Pair(0, 2), Pair(3, 2)));
+  EXPECT_THAT(Runs({2, 3}, Box({0, 0}, {2, 2})), ElementsAre(Pair(0, 2), Pair(3, 2)));
 }
 
 TEST(ForEachContiguousRunTest, MatchesBruteForce) {

@@ -41,35 +41,29 @@ TEST(MeshTest, ParseAndPrint) {
   EXPECT_EQ(m.FindAxis("y"), 1);
   EXPECT_EQ(m.FindAxis("z"), std::nullopt);
   EXPECT_EQ(m.ToString(), "mesh{x=2,y=4}");
-  EXPECT_EQ(MustMesh(" mesh { data = 2 , model_1 = 1 } ").ToString(),
-            "mesh{data=2,model_1=1}");
+  EXPECT_EQ(MustMesh(" mesh { data = 2 , model_1 = 1 } ").ToString(), "mesh{data=2,model_1=1}");
   EXPECT_EQ(MustMesh(m.ToString()), m);
 }
 
 TEST(MeshTest, BadInputs) {
-  EXPECT_THAT(Mesh::Parse("mesh{}"),
-              StatusIs(kInvalid, HasSubstr("at least one axis")));
+  EXPECT_THAT(Mesh::Parse("mesh{}"), StatusIs(kInvalid, HasSubstr("at least one axis")));
   EXPECT_THAT(Mesh::Parse("mesh{x=2,x=4}"),
               StatusIs(kInvalid, HasSubstr("Repeated mesh axis name \"x\"")));
-  EXPECT_THAT(Mesh::Parse("mesh{x=0}"),
-              StatusIs(kInvalid, HasSubstr("non-positive size 0")));
-  EXPECT_THAT(Mesh::Parse("mesh{x=-1}"),
-              StatusIs(kInvalid, HasSubstr("expected an axis size")));
-  EXPECT_THAT(Mesh::Parse("mesh{None=2}"),
-              StatusIs(kInvalid, HasSubstr("Invalid mesh axis name")));
+  EXPECT_THAT(Mesh::Parse("mesh{x=0}"), StatusIs(kInvalid, HasSubstr("non-positive size 0")));
+  EXPECT_THAT(Mesh::Parse("mesh{x=-1}"), StatusIs(kInvalid, HasSubstr("expected an axis size")));
+  EXPECT_THAT(Mesh::Parse("mesh{None=2}"), StatusIs(kInvalid, HasSubstr("Invalid mesh axis name")));
   EXPECT_THAT(Mesh::Parse("mesh{x=2"), StatusIs(kInvalid, HasSubstr("'}'")));
   EXPECT_THAT(Mesh::Parse("grid{x=2}"),
               StatusIs(kInvalid, HasSubstr("expected 'mesh' at offset 0")));
-  EXPECT_THAT(Mesh::Parse("mesh{a=4096,b=8192}"),
-              StatusIs(kInvalid, HasSubstr("more than")));
+  EXPECT_THAT(Mesh::Parse("mesh{a=4096,b=8192}"), StatusIs(kInvalid, HasSubstr("more than")));
   EXPECT_THAT(Mesh::Create({{"1x", 2}}),
               StatusIs(kInvalid, HasSubstr("Invalid mesh axis name \"1x\"")));
 }
 
 TEST(MeshTest, Hash) {
   EXPECT_TRUE(absl::VerifyTypeImplementsAbslHashCorrectly(
-      {MustMesh("mesh{x=2}"), MustMesh("mesh{x=2,y=4}"),
-       MustMesh("mesh{y=2,x=4}"), MustMesh("mesh{x=8}")}));
+      {MustMesh("mesh{x=2}"), MustMesh("mesh{x=2,y=4}"), MustMesh("mesh{y=2,x=4}"),
+       MustMesh("mesh{x=8}")}));
 }
 
 TEST(PartitionSpecTest, ParseAndPrint) {
@@ -79,8 +73,7 @@ TEST(PartitionSpecTest, ParseAndPrint) {
   EXPECT_EQ(p.dims()[0], (std::vector<std::string>{"x", "y"}));
   EXPECT_TRUE(p.dims()[1].empty());
   for (const std::string text :
-       {"P()", "P(x,None)", "P((x,y),None)", "P(None,x)", "P(None)", "P(x,y,z)",
-        "P((a,b,c))"}) {
+       {"P()", "P(x,None)", "P((x,y),None)", "P(None,x)", "P(None)", "P(x,y,z)", "P((a,b,c))"}) {
     PartitionSpec spec = MustSpec(text);
     EXPECT_EQ(spec.ToString(), text);
     EXPECT_EQ(MustSpec(spec.ToString()), spec);
@@ -92,33 +85,28 @@ TEST(PartitionSpecTest, ParseAndPrint) {
 }
 
 TEST(PartitionSpecTest, BadInputs) {
-  EXPECT_THAT(PartitionSpec::Parse("Q(x)"),
-              StatusIs(kInvalid, HasSubstr("expected 'P'")));
-  EXPECT_THAT(PartitionSpec::Parse("P(x"),
-              StatusIs(kInvalid, HasSubstr("expected ')'")));
+  EXPECT_THAT(PartitionSpec::Parse("Q(x)"), StatusIs(kInvalid, HasSubstr("expected 'P'")));
+  EXPECT_THAT(PartitionSpec::Parse("P(x"), StatusIs(kInvalid, HasSubstr("expected ')'")));
   EXPECT_THAT(PartitionSpec::Parse("P(x,)"),
               StatusIs(kInvalid, HasSubstr("expected None, an axis name")));
   EXPECT_THAT(PartitionSpec::Parse("P((x,None))"),
               StatusIs(kInvalid, HasSubstr("expected an axis name")));
-  EXPECT_THAT(PartitionSpec::Parse("P(1)"),
-              StatusIs(kInvalid, HasSubstr("expected None")));
-  EXPECT_THAT(PartitionSpec::Parse("P(x) y"),
-              StatusIs(kInvalid, HasSubstr("end of input")));
+  EXPECT_THAT(PartitionSpec::Parse("P(1)"), StatusIs(kInvalid, HasSubstr("expected None")));
+  EXPECT_THAT(PartitionSpec::Parse("P(x) y"), StatusIs(kInvalid, HasSubstr("end of input")));
   EXPECT_THAT(PartitionSpec::Create({{"x-y"}}),
               StatusIs(kInvalid, HasSubstr("Invalid axis name \"x-y\"")));
 }
 
 TEST(PartitionSpecTest, Hash) {
   EXPECT_TRUE(absl::VerifyTypeImplementsAbslHashCorrectly(
-      {MustSpec("P()"), MustSpec("P(x)"), MustSpec("P(x,None)"),
-       MustSpec("P(None,x)"), MustSpec("P((x,y))")}));
+      {MustSpec("P()"), MustSpec("P(x)"), MustSpec("P(x,None)"), MustSpec("P(None,x)"),
+       MustSpec("P((x,y))")}));
 }
 
 // JAX's NamedSharding: the box of mesh device (row-major) i.
 std::vector<Box> JaxBoxes(const std::string& mesh, const std::string& spec,
                           std::vector<int64_t> shape) {
-  auto param = ToShardingParam(MustMesh(mesh), MustSpec(spec),
-                               static_cast<int>(shape.size()));
+  auto param = ToShardingParam(MustMesh(mesh), MustSpec(spec), static_cast<int>(shape.size()));
   EXPECT_TRUE(param.ok()) << param.status();
   auto layout = ShardLayout::FromShardingParam(*param, shape);
   EXPECT_TRUE(layout.ok()) << layout.status();
@@ -191,8 +179,7 @@ TEST(ToShardingParamTest, MatchesJaxSemanticsOnRandomMeshes) {
     const int rank = rng() % 4;
     std::vector<Mesh::Axis> axes;
     for (int a = 0; a < num_axes; ++a) {
-      axes.push_back(
-          {absl::StrCat("a", a), 1 + static_cast<int64_t>(rng() % 4)});
+      axes.push_back({absl::StrCat("a", a), 1 + static_cast<int64_t>(rng() % 4)});
     }
     Mesh mesh = *Mesh::Create(axes);
     // Each axis goes to a random dim (or is unused), in random order.
@@ -213,8 +200,7 @@ TEST(ToShardingParamTest, MatchesJaxSemanticsOnRandomMeshes) {
     PartitionSpec spec = *PartitionSpec::Create(dims);
     std::vector<int64_t> shape(rank);
     for (int d = 0; d < rank; ++d) shape[d] = rng() % 13;
-    SCOPED_TRACE(absl::StrCat("seed=", seed, " ", mesh.ToString(), " ",
-                              spec.ToString()));
+    SCOPED_TRACE(absl::StrCat("seed=", seed, " ", mesh.ToString(), " ", spec.ToString()));
     auto param = ToShardingParam(mesh, spec, rank);
     ASSERT_TRUE(param.ok()) << param.status();
     auto layout = ShardLayout::FromShardingParam(*param, shape);

@@ -19,8 +19,7 @@ void CheckRoundTrip(std::string_view text) {
   if (!parsed.ok()) return;
   const std::string printed = parsed->ToString();
   auto reparsed = T::Parse(printed);
-  if (!reparsed.ok() || !(*reparsed == *parsed) ||
-      reparsed->ToString() != printed) {
+  if (!reparsed.ok() || !(*reparsed == *parsed) || reparsed->ToString() != printed) {
     std::abort();
   }
 }
@@ -37,8 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto mesh = tessera::sharding::Mesh::Parse(text.substr(0, semi));
     auto spec = tessera::sharding::PartitionSpec::Parse(text.substr(semi + 1));
     if (mesh.ok() && spec.ok()) {
-      auto param =
-          tessera::sharding::ToShardingParam(*mesh, *spec, spec->size());
+      auto param = tessera::sharding::ToShardingParam(*mesh, *spec, spec->size());
       if (param.ok() && !param->Verify().ok()) std::abort();
     }
   }

@@ -30,22 +30,21 @@ inline std::vector<int64_t> Offsets(const Index& shape, const Box& box) {
 // once with the right id, that forwards only read filled elements, that
 // every copy's bookkeeping (devices, kinds, bytes) is consistent, and that
 // alias copies cover whole equal shards on one device.
-inline ::testing::AssertionResult SimulatePlan(
-    const ReshardPlan& plan, const ShardLayout& src,
-    absl::Span<const int64_t> src_devices, const ShardLayout& dst,
-    absl::Span<const int64_t> dst_devices, int64_t element_bytes) {
+inline ::testing::AssertionResult SimulatePlan(const ReshardPlan& plan, const ShardLayout& src,
+                                               absl::Span<const int64_t> src_devices,
+                                               const ShardLayout& dst,
+                                               absl::Span<const int64_t> dst_devices,
+                                               int64_t element_bytes) {
   const Index& global = src.global_shape();
   std::vector<std::vector<int64_t>> src_buf(src.num_slots());
   for (int s = 0; s < src.num_slots(); ++s) {
     const Box& box = src.slot_box(s);
-    std::vector<int64_t> local =
-        Offsets(box.shape(), Box::FromShape(box.shape()));
+    std::vector<int64_t> local = Offsets(box.shape(), Box::FromShape(box.shape()));
     std::vector<int64_t> ids = Offsets(global, box);
     src_buf[s].assign(box.num_elements(), -1);
     for (size_t i = 0; i < ids.size(); ++i) src_buf[s][local[i]] = ids[i];
   }
-  std::vector<std::vector<int64_t>> dst_buf(dst.num_slots()),
-      writes(dst.num_slots());
+  std::vector<std::vector<int64_t>> dst_buf(dst.num_slots()), writes(dst.num_slots());
   for (int s = 0; s < dst.num_slots(); ++s) {
     dst_buf[s].assign(dst.slot_box(s).num_elements(), -1);
     writes[s].assign(dst.slot_box(s).num_elements(), 0);
@@ -53,9 +52,8 @@ inline ::testing::AssertionResult SimulatePlan(
   int64_t cross = 0, local_bytes = 0, alias = 0, forwarded = 0;
   for (size_t c = 0; c < plan.copies.size(); ++c) {
     const BoxCopy& copy = plan.copies[c];
-    const std::string where =
-        absl::StrCat("copy #", c, " ", copy.src_slot, copy.src_box.ToString(),
-                     " -> ", copy.dst_slot, copy.dst_box.ToString());
+    const std::string where = absl::StrCat("copy #", c, " ", copy.src_slot, copy.src_box.ToString(),
+                                           " -> ", copy.dst_slot, copy.dst_box.ToString());
     if (copy.src_box.shape() != copy.dst_box.shape()) {
       return ::testing::AssertionFailure() << where << ": shapes differ";
     }
@@ -65,11 +63,9 @@ inline ::testing::AssertionResult SimulatePlan(
     if (copy.src_box.is_empty()) {
       return ::testing::AssertionFailure() << where << ": empty copy";
     }
-    const int64_t expect_src_device = copy.from_destination
-                                          ? dst_devices[copy.src_slot]
-                                          : src_devices[copy.src_slot];
-    if (copy.src_device != expect_src_device ||
-        copy.dst_device != dst_devices[copy.dst_slot]) {
+    const int64_t expect_src_device =
+        copy.from_destination ? dst_devices[copy.src_slot] : src_devices[copy.src_slot];
+    if (copy.src_device != expect_src_device || copy.dst_device != dst_devices[copy.dst_slot]) {
       return ::testing::AssertionFailure() << where << ": wrong devices";
     }
     const bool same = copy.src_device == copy.dst_device;
@@ -77,26 +73,23 @@ inline ::testing::AssertionResult SimulatePlan(
       case BoxCopy::Kind::kAlias:
         if (!same || copy.from_destination ||
             src.slot_box(copy.src_slot) != dst.slot_box(copy.dst_slot) ||
-            copy.dst_box !=
-                Box::FromShape(dst.slot_box(copy.dst_slot).shape())) {
+            copy.dst_box != Box::FromShape(dst.slot_box(copy.dst_slot).shape())) {
           return ::testing::AssertionFailure() << where << ": bad alias";
         }
         alias += copy.bytes;
         break;
       case BoxCopy::Kind::kLocal:
-        if (!same)
-          return ::testing::AssertionFailure() << where << ": not local";
+        if (!same) return ::testing::AssertionFailure() << where << ": not local";
         local_bytes += copy.bytes;
         break;
       case BoxCopy::Kind::kCrossDevice:
-        if (same)
-          return ::testing::AssertionFailure() << where << ": not cross";
+        if (same) return ::testing::AssertionFailure() << where << ": not cross";
         cross += copy.bytes;
         break;
     }
     if (copy.from_destination) forwarded += copy.bytes;
-    const Box& src_frame = copy.from_destination ? dst.slot_box(copy.src_slot)
-                                                 : src.slot_box(copy.src_slot);
+    const Box& src_frame =
+        copy.from_destination ? dst.slot_box(copy.src_slot) : src.slot_box(copy.src_slot);
     const Box& dst_frame = dst.slot_box(copy.dst_slot);
     if (!Contains(Box::FromShape(src_frame.shape()), copy.src_box) ||
         !Contains(Box::FromShape(dst_frame.shape()), copy.dst_box)) {
@@ -108,8 +101,7 @@ inline ::testing::AssertionResult SimulatePlan(
         copy.from_destination ? dst_buf[copy.src_slot] : src_buf[copy.src_slot];
     for (size_t i = 0; i < from.size(); ++i) {
       if (copy.from_destination && writes[copy.src_slot][from[i]] == 0) {
-        return ::testing::AssertionFailure()
-               << where << ": forwards an element not yet written";
+        return ::testing::AssertionFailure() << where << ": forwards an element not yet written";
       }
       dst_buf[copy.dst_slot][to[i]] = in[from[i]];
       ++writes[copy.dst_slot][to[i]];
@@ -117,19 +109,16 @@ inline ::testing::AssertionResult SimulatePlan(
   }
   for (int s = 0; s < dst.num_slots(); ++s) {
     const Box& box = dst.slot_box(s);
-    std::vector<int64_t> local =
-        Offsets(box.shape(), Box::FromShape(box.shape()));
+    std::vector<int64_t> local = Offsets(box.shape(), Box::FromShape(box.shape()));
     std::vector<int64_t> ids = Offsets(global, box);
     for (size_t i = 0; i < ids.size(); ++i) {
       if (writes[s][local[i]] != 1) {
-        return ::testing::AssertionFailure()
-               << "dst slot " << s << " element " << ids[i] << " written "
-               << writes[s][local[i]] << " times";
+        return ::testing::AssertionFailure() << "dst slot " << s << " element " << ids[i]
+                                             << " written " << writes[s][local[i]] << " times";
       }
       if (dst_buf[s][local[i]] != ids[i]) {
         return ::testing::AssertionFailure()
-               << "dst slot " << s << " element " << ids[i] << " holds "
-               << dst_buf[s][local[i]];
+               << "dst slot " << s << " element " << ids[i] << " holds " << dst_buf[s][local[i]];
       }
     }
   }
@@ -143,10 +132,8 @@ inline ::testing::AssertionResult SimulatePlan(
 
 // Brute force: bytes of each destination slot that no source slot on its
 // device holds, summed over destination slots.
-inline int64_t BruteForceLowerBound(const ShardLayout& src,
-                                    absl::Span<const int64_t> src_devices,
-                                    const ShardLayout& dst,
-                                    absl::Span<const int64_t> dst_devices,
+inline int64_t BruteForceLowerBound(const ShardLayout& src, absl::Span<const int64_t> src_devices,
+                                    const ShardLayout& dst, absl::Span<const int64_t> dst_devices,
                                     int64_t element_bytes) {
   int64_t missing = 0;
   for (int d = 0; d < dst.num_slots(); ++d) {
@@ -158,8 +145,7 @@ inline int64_t BruteForceLowerBound(const ShardLayout& src,
       Box point(idx, Index(rank, 1));
       bool held = false;
       for (int s = 0; s < src.num_slots() && !held; ++s) {
-        held = src_devices[s] == dst_devices[d] &&
-               Contains(src.slot_box(s), point);
+        held = src_devices[s] == dst_devices[d] && Contains(src.slot_box(s), point);
       }
       if (!held) ++missing;
       int k = rank - 1;

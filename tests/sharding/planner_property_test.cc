@@ -125,8 +125,7 @@ std::vector<int64_t> RandomDevices(std::mt19937& rng, int n, int pool) {
 
 TEST(PlannerPropertyTest, RandomReshards) {
   constexpr int kCases = 3000;
-  int64_t total_copies = 0, total_forwards = 0, total_local = 0,
-          total_alias = 0, non_grid = 0;
+  int64_t total_copies = 0, total_forwards = 0, total_local = 0, total_alias = 0, non_grid = 0;
   for (int seed = 1; seed <= kCases; ++seed) {
     std::mt19937 rng(seed);
     const int rank = static_cast<int>(rng() % 5);
@@ -144,19 +143,15 @@ TEST(PlannerPropertyTest, RandomReshards) {
     std::vector<int64_t> src_dev = RandomDevices(rng, src.num_slots(), pool);
     std::vector<int64_t> dst_dev = RandomDevices(rng, dst.num_slots(), pool);
     const int64_t element_bytes = 1 + rng() % 8;
-    SCOPED_TRACE(absl::StrCat("seed=", seed, " shape=[",
-                              absl::StrJoin(shape, ","), "] src=", src_desc,
-                              " dst=", dst_desc, " pool=", pool));
+    SCOPED_TRACE(absl::StrCat("seed=", seed, " shape=[", absl::StrJoin(shape, ","),
+                              "] src=", src_desc, " dst=", dst_desc, " pool=", pool));
     for (bool fan_out : {false, true}) {
       SCOPED_TRACE(absl::StrCat("fan_out=", fan_out));
       PlanOptions options{.fan_out = fan_out};
-      auto plan =
-          PlanReshard(src, src_dev, dst, dst_dev, element_bytes, options);
+      auto plan = PlanReshard(src, src_dev, dst, dst_dev, element_bytes, options);
       ASSERT_TRUE(plan.ok()) << plan.status();
-      ASSERT_TRUE(
-          SimulatePlan(*plan, src, src_dev, dst, dst_dev, element_bytes));
-      const int64_t lower =
-          BruteForceLowerBound(src, src_dev, dst, dst_dev, element_bytes);
+      ASSERT_TRUE(SimulatePlan(*plan, src, src_dev, dst, dst_dev, element_bytes));
+      const int64_t lower = BruteForceLowerBound(src, src_dev, dst, dst_dev, element_bytes);
       ASSERT_EQ(plan->lower_bound_bytes, lower);
       if (fan_out) {
         ASSERT_LE(plan->cross_device_bytes, lower);
@@ -165,8 +160,7 @@ TEST(PlannerPropertyTest, RandomReshards) {
         ASSERT_EQ(plan->forwarded_bytes, 0);
       }
       // Determinism.
-      auto again =
-          PlanReshard(src, src_dev, dst, dst_dev, element_bytes, options);
+      auto again = PlanReshard(src, src_dev, dst, dst_dev, element_bytes, options);
       ASSERT_TRUE(again.ok());
       ASSERT_TRUE(*again == *plan);
       total_copies += plan->num_copies;
@@ -180,8 +174,7 @@ TEST(PlannerPropertyTest, RandomReshards) {
   std::printf(
       "copies=%lld plans_with_forwards=%lld with_local=%lld "
       "with_alias=%lld from_boxes_src=%lld\n",
-      static_cast<long long>(total_copies),
-      static_cast<long long>(total_forwards),
+      static_cast<long long>(total_copies), static_cast<long long>(total_forwards),
       static_cast<long long>(total_local), static_cast<long long>(total_alias),
       static_cast<long long>(non_grid));
   EXPECT_GT(total_forwards, 20);

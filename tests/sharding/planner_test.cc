@@ -19,8 +19,7 @@ using ::tessera::sharding::testing::SimulatePlan;
 using ::tessera::testing::StatusIs;
 using ::testing::HasSubstr;
 
-ShardLayout Named(const std::string& mesh, const std::string& spec,
-                  std::vector<int64_t> shape) {
+ShardLayout Named(const std::string& mesh, const std::string& spec, std::vector<int64_t> shape) {
   auto param = ToShardingParam(*Mesh::Parse(mesh), *PartitionSpec::Parse(spec),
                                static_cast<int>(shape.size()));
   EXPECT_TRUE(param.ok()) << param.status();
@@ -50,8 +49,7 @@ ReshardPlan PlanAndCheck(const ShardLayout& src, std::vector<int64_t> src_dev,
   auto plan = PlanReshard(src, src_dev, dst, dst_dev, 4, options);
   EXPECT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(SimulatePlan(*plan, src, src_dev, dst, dst_dev, 4));
-  EXPECT_EQ(plan->lower_bound_bytes,
-            BruteForceLowerBound(src, src_dev, dst, dst_dev, 4));
+  EXPECT_EQ(plan->lower_bound_bytes, BruteForceLowerBound(src, src_dev, dst, dst_dev, 4));
   if (!options.fan_out) {
     EXPECT_EQ(plan->cross_device_bytes, plan->lower_bound_bytes);
   }
@@ -114,8 +112,7 @@ TEST(PlannerTest, LocalCopies) {
   EXPECT_EQ(plan.local_bytes, 16 * 4 * 4);
   // Rank 0 scalar moved across devices, then locally.
   ShardLayout scalar = ShardLayout::Replicated({}, 1);
-  ReshardPlan s =
-      PlanAndCheck(scalar, {0}, ShardLayout::Replicated({}, 2), {0, 1});
+  ReshardPlan s = PlanAndCheck(scalar, {0}, ShardLayout::Replicated({}, 2), {0, 1});
   EXPECT_EQ(Count(s, BoxCopy::Kind::kAlias), 1);
   EXPECT_EQ(Count(s, BoxCopy::Kind::kCrossDevice), 1);
 }
@@ -144,8 +141,7 @@ TEST(PlannerTest, BalancesRemoteReplicas) {
 
 TEST(PlannerTest, MergesCellsFromTheSameSource) {
   // Slot 1 splits slot 0's region into cells; all come from slot 0 and merge.
-  auto src = ShardLayout::FromBoxes({4, 4},
-                                    {Box({0, 0}, {4, 4}), Box({1, 1}, {2, 2})});
+  auto src = ShardLayout::FromBoxes({4, 4}, {Box({0, 0}, {4, 4}), Box({1, 1}, {2, 2})});
   ASSERT_TRUE(src.ok());
   ShardLayout dst = ShardLayout::Replicated({4, 4}, 1);
   ReshardPlan plan = PlanAndCheck(*src, {0, 0}, dst, {9});
@@ -185,8 +181,7 @@ TEST(PlannerTest, FanOutBroadcastTree) {
 TEST(PlannerTest, FanOutCopiesLocallyWithinADevice) {
   ShardLayout one = ShardLayout::Replicated({16}, 1);
   ShardLayout four = ShardLayout::Replicated({16}, 4);
-  ReshardPlan tree =
-      PlanAndCheck(one, {0}, four, {1, 1, 2, 2}, {.fan_out = true});
+  ReshardPlan tree = PlanAndCheck(one, {0}, four, {1, 1, 2, 2}, {.fan_out = true});
   EXPECT_EQ(tree.lower_bound_bytes, 4 * 64);
   EXPECT_EQ(tree.cross_device_bytes, 2 * 64);
   EXPECT_EQ(Count(tree, BoxCopy::Kind::kLocal, /*forward=*/true), 2);
@@ -205,9 +200,8 @@ TEST(PlannerTest, Errors) {
   ShardLayout a = Named("mesh{x=2}", "P(x)", {8});
   ShardLayout b = Named("mesh{x=2}", "P(x)", {9});
   const auto kInvalid = absl::StatusCode::kInvalidArgument;
-  EXPECT_THAT(
-      PlanReshard(a, {0, 1}, b, {0, 1}, 4),
-      StatusIs(kInvalid, HasSubstr("global shapes differ: [8] vs [9]")));
+  EXPECT_THAT(PlanReshard(a, {0, 1}, b, {0, 1}, 4),
+              StatusIs(kInvalid, HasSubstr("global shapes differ: [8] vs [9]")));
   EXPECT_THAT(PlanReshard(a, {0}, a, {0, 1}, 4),
               StatusIs(kInvalid, HasSubstr("Source layout has 2 slots but 1")));
   EXPECT_THAT(PlanReshard(a, {0, 1}, a, {0, 1, 2}, 4),

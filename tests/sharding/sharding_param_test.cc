@@ -48,16 +48,14 @@ TEST(ShardingParamTest, IfrtExampleReplication) {
   }
   auto layout = ShardLayout::FromShardingParam(p, {6, 4});
   ASSERT_TRUE(layout.ok());
-  EXPECT_EQ(layout->replica_groups(),
-            (std::vector<std::vector<int>>{{0, 1, 2}, {3, 4, 5}}));
+  EXPECT_EQ(layout->replica_groups(), (std::vector<std::vector<int>>{{0, 1, 2}, {3, 4, 5}}));
 }
 
 TEST(ShardingParamTest, IfrtExampleTileOrigins) {
   ShardingParam p = MustParse("2x3 to [1,0] on 3x2");
   auto layout = ShardLayout::FromShardingParam(p, {6, 6});
   ASSERT_TRUE(layout.ok());
-  const std::vector<Index> origins = {{0, 0}, {0, 4}, {3, 2},
-                                      {0, 2}, {3, 0}, {3, 4}};
+  const std::vector<Index> origins = {{0, 0}, {0, 4}, {3, 2}, {0, 2}, {3, 0}, {3, 4}};
   for (int d = 0; d < 6; ++d) {
     EXPECT_EQ(layout->slot_box(d), Box(origins[d], {3, 2})) << "device " << d;
   }
@@ -71,22 +69,19 @@ TEST(ShardingParamTest, IfrtVerifierExamples) {
                        HasSubstr("Can't shard the dims 2x2 to the mesh of [0] "
                                  "on 2")));
   EXPECT_THAT(ShardingParam::Parse("1x2 to [0] on 3"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("Can't shard the dims 1x2")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("Can't shard the dims 1x2")));
 }
 
 TEST(ShardingParamTest, RoundTrips) {
   for (const std::string text :
-       {"2x1x3 to [1,0] on 3x2", "2x1 to [0,1] on 2x3", "1 to [0] on 1",
-        "{} to [0] on 2", "{} to [1,0] on 2x2", "8x8 to [1,0] on 8x8",
-        "4x1 to [1,0,2] on 2x2x3"}) {
+       {"2x1x3 to [1,0] on 3x2", "2x1 to [0,1] on 2x3", "1 to [0] on 1", "{} to [0] on 2",
+        "{} to [1,0] on 2x2", "8x8 to [1,0] on 8x8", "4x1 to [1,0,2] on 2x2x3"}) {
     ShardingParam p = MustParse(text);
     EXPECT_EQ(p.ToString(), text);
     EXPECT_EQ(MustParse(p.ToString()), p);
   }
   // Spaces are tolerated and normalised.
-  EXPECT_EQ(MustParse("  2 x 3  to [ 1 , 0 ] on 3 x 2 ").ToString(),
-            "2x3 to [1,0] on 3x2");
+  EXPECT_EQ(MustParse("  2 x 3  to [ 1 , 0 ] on 3 x 2 ").ToString(), "2x3 to [1,0] on 3x2");
 }
 
 TEST(ShardingParamTest, RankZero) {
@@ -104,14 +99,12 @@ TEST(ShardingParamTest, RankZero) {
 TEST(ShardingParamTest, BadInputs) {
   const auto kInvalid = absl::StatusCode::kInvalidArgument;
   // Syntax.
-  EXPECT_THAT(ShardingParam::Parse(""),
-              StatusIs(kInvalid, HasSubstr("expected dim_shards")));
+  EXPECT_THAT(ShardingParam::Parse(""), StatusIs(kInvalid, HasSubstr("expected dim_shards")));
   EXPECT_THAT(ShardingParam::Parse("2x to [0] on 2"),
               StatusIs(kInvalid, HasSubstr("expected dim_shards")));
   EXPECT_THAT(ShardingParam::Parse("2 [0] on 2"),
               StatusIs(kInvalid, HasSubstr("expected 'to' at offset 2")));
-  EXPECT_THAT(ShardingParam::Parse("2 to [0 on 2"),
-              StatusIs(kInvalid, HasSubstr("expected ']'")));
+  EXPECT_THAT(ShardingParam::Parse("2 to [0 on 2"), StatusIs(kInvalid, HasSubstr("expected ']'")));
   EXPECT_THAT(ShardingParam::Parse("2 to [0] on 2 extra"),
               StatusIs(kInvalid, HasSubstr("expected end of input")));
   EXPECT_THAT(ShardingParam::Parse("2 to [0] on 99999999999"),
@@ -144,24 +137,20 @@ TEST(ShardingParamTest, BadInputs) {
               StatusIs(kInvalid, HasSubstr("Can't shard the dims 3")));
   // Rank mismatch with a shape.
   ShardingParam p = MustParse("2x1 to [0] on 2");
-  EXPECT_THAT(p.VerifyForShape({4}),
-              StatusIs(kInvalid, HasSubstr("Array rank is 1 vs dim shards "
-                                           "rank of 2")));
-  EXPECT_THAT(p.VerifyForShape({4, -1}),
-              StatusIs(kInvalid, HasSubstr("negative size -1")));
+  EXPECT_THAT(p.VerifyForShape({4}), StatusIs(kInvalid, HasSubstr("Array rank is 1 vs dim shards "
+                                                                  "rank of 2")));
+  EXPECT_THAT(p.VerifyForShape({4, -1}), StatusIs(kInvalid, HasSubstr("negative size -1")));
   EXPECT_THAT(ShardLayout::FromShardingParam(p, {4, 4, 4}),
               StatusIs(kInvalid, HasSubstr("same rank as the array")));
   // Device count mismatch.
-  EXPECT_THAT(p.VerifyDeviceCount(3),
-              StatusIs(kInvalid, HasSubstr("Requires the same amount of "
-                                           "`devices` and from `sharding`. "
-                                           "Actual: 3 vs 2")));
+  EXPECT_THAT(p.VerifyDeviceCount(3), StatusIs(kInvalid, HasSubstr("Requires the same amount of "
+                                                                   "`devices` and from `sharding`. "
+                                                                   "Actual: 3 vs 2")));
   EXPECT_THAT(p.VerifyDeviceCount(2), IsOk());
   // Unchecked constructor + Verify.
   ShardingParam bad({2}, {{0}, {3}});
   EXPECT_THAT(bad.Verify(), StatusIs(kInvalid, HasSubstr("Can't shard")));
-  EXPECT_THAT(ShardingParam::Create({2}, {{0}, {3}}),
-              StatusIs(kInvalid, HasSubstr("Can't shard")));
+  EXPECT_THAT(ShardingParam::Create({2}, {{0}, {3}}), StatusIs(kInvalid, HasSubstr("Can't shard")));
 }
 
 TEST(ShardingParamTest, EqualityAndHash) {
@@ -169,8 +158,7 @@ TEST(ShardingParamTest, EqualityAndHash) {
   EXPECT_NE(MustParse("2x1 to [0,1] on 2x3"), MustParse("2x1 to [1,0] on 2x3"));
   EXPECT_TRUE(absl::VerifyTypeImplementsAbslHashCorrectly(
       {MustParse("2x1 to [0,1] on 2x3"), MustParse("2x1 to [1,0] on 2x3"),
-       MustParse("1x2 to [0,1] on 2x3"), MustParse("{} to [0] on 2"),
-       MustParse("2 to [0] on 2")}));
+       MustParse("1x2 to [0,1] on 2x3"), MustParse("{} to [0] on 2"), MustParse("2 to [0] on 2")}));
 }
 
 }  // namespace

@@ -20,9 +20,7 @@
 
 namespace tessera::testing {
 
-inline const absl::Status& GetStatus(const absl::Status& status) {
-  return status;
-}
+inline const absl::Status& GetStatus(const absl::Status& status) { return status; }
 template <typename T>
 const absl::Status& GetStatus(const absl::StatusOr<T>& status_or) {
   return status_or.status();
@@ -31,8 +29,7 @@ const absl::Status& GetStatus(const absl::StatusOr<T>& status_or) {
 // The status (of a Status or StatusOr) has `code` and a message matching
 // `message_matcher`.
 MATCHER_P2(StatusIs, code, message_matcher,
-           "has code " + absl::StatusCodeToString(code) +
-               " and a message that " +
+           "has code " + absl::StatusCodeToString(code) + " and a message that " +
                ::testing::DescribeMatcher<std::string>(message_matcher)) {
   const absl::Status& status = GetStatus(arg);
   *result_listener << "whose status is " << status.ToString();
@@ -51,9 +48,8 @@ MATCHER(IsOk, "is OK") {
 #define TESSERA_TEST_CONCAT_INNER(a, b) a##b
 #define TESSERA_TEST_CONCAT(a, b) TESSERA_TEST_CONCAT_INNER(a, b)
 // Declares `lhs` from the value of a StatusOr, failing the test on an error.
-#define ASSERT_OK_AND_ASSIGN(lhs, expr)                                     \
-  ASSERT_OK_AND_ASSIGN_IMPL(TESSERA_TEST_CONCAT(status_or_, __LINE__), lhs, \
-                            expr)
+#define ASSERT_OK_AND_ASSIGN(lhs, expr) \
+  ASSERT_OK_AND_ASSIGN_IMPL(TESSERA_TEST_CONCAT(status_or_, __LINE__), lhs, expr)
 #define ASSERT_OK_AND_ASSIGN_IMPL(var, lhs, expr)   \
   auto var = (expr);                                \
   ASSERT_TRUE(var.ok()) << var.status().ToString(); \

@@ -17,8 +17,7 @@ using ::testing::HasSubstr;
 std::string Message(const absl::Status& s) { return std::string(s.message()); }
 
 TEST(ParseDevices, OrderAndCounts) {
-  absl::StatusOr<std::vector<DeviceRequest>> d =
-      ParseDevices("vulkan:2, cpu:4");
+  absl::StatusOr<std::vector<DeviceRequest>> d = ParseDevices("vulkan:2, cpu:4");
   ASSERT_TRUE(d.ok()) << d.status();
   ASSERT_EQ(d->size(), 2u);
   EXPECT_EQ((*d)[0].platform, "vulkan");
@@ -28,16 +27,11 @@ TEST(ParseDevices, OrderAndCounts) {
 }
 
 TEST(ParseDevices, Errors) {
-  EXPECT_THAT(Message(ParseDevices("").status()),
-              HasSubstr("empty device list"));
-  EXPECT_THAT(Message(ParseDevices("tpu:1").status()),
-              HasSubstr("unknown platform 'tpu'"));
-  EXPECT_THAT(Message(ParseDevices("cpu:0").status()),
-              HasSubstr("at position 4"));
-  EXPECT_THAT(Message(ParseDevices("cpu:1,").status()),
-              HasSubstr("missing ':'"));
-  EXPECT_THAT(Message(ParseDevices("cpu:1,cpu:2").status()),
-              HasSubstr("given twice"));
+  EXPECT_THAT(Message(ParseDevices("").status()), HasSubstr("empty device list"));
+  EXPECT_THAT(Message(ParseDevices("tpu:1").status()), HasSubstr("unknown platform 'tpu'"));
+  EXPECT_THAT(Message(ParseDevices("cpu:0").status()), HasSubstr("at position 4"));
+  EXPECT_THAT(Message(ParseDevices("cpu:1,").status()), HasSubstr("missing ':'"));
+  EXPECT_THAT(Message(ParseDevices("cpu:1,cpu:2").status()), HasSubstr("given twice"));
 }
 
 TEST(ParseShape, Forms) {
@@ -45,15 +39,12 @@ TEST(ParseShape, Forms) {
   EXPECT_THAT(*ParseShape("2,3,0"), ElementsAre(2, 3, 0));
   EXPECT_TRUE(ParseShape("scalar")->empty());
   EXPECT_TRUE(ParseShape("")->empty());
-  EXPECT_THAT(Message(ParseShape("8xx8").status()),
-              HasSubstr("dimension '' at position 2"));
-  EXPECT_THAT(Message(ParseShape("8x-1").status()),
-              HasSubstr("'-1' at position 2"));
+  EXPECT_THAT(Message(ParseShape("8xx8").status()), HasSubstr("dimension '' at position 2"));
+  EXPECT_THAT(Message(ParseShape("8x-1").status()), HasSubstr("'-1' at position 2"));
 }
 
 TEST(ParseSharding, BothNotations) {
-  absl::StatusOr<ShardingText> named =
-      ParseSharding("--from", " mesh{x=2,y=4} P(x,(y)) ");
+  absl::StatusOr<ShardingText> named = ParseSharding("--from", " mesh{x=2,y=4} P(x,(y)) ");
   ASSERT_TRUE(named.ok()) << named.status();
   EXPECT_EQ(named->num_devices(), 8);
   EXPECT_EQ(named->ToString(), "mesh{x=2,y=4} P(x,y)");
@@ -64,10 +55,8 @@ TEST(ParseSharding, BothNotations) {
 }
 
 TEST(ParseSharding, ErrorsNameTheOption) {
-  EXPECT_THAT(
-      Message(ParseSharding("--to", "mesh{x=2}").status()),
-      HasSubstr(
-          "invalid --to 'mesh{x=2}': a PartitionSpec must follow the mesh"));
+  EXPECT_THAT(Message(ParseSharding("--to", "mesh{x=2}").status()),
+              HasSubstr("invalid --to 'mesh{x=2}': a PartitionSpec must follow the mesh"));
   EXPECT_THAT(Message(ParseSharding("--from", "mesh{x=0} P()").status()),
               HasSubstr("invalid --from 'mesh{x=0} P()': in the mesh: "));
   EXPECT_THAT(Message(ParseSharding("--from", "P(x)").status()),

@@ -76,8 +76,7 @@ StridedCopy Dense(int64_t bytes) {
 // Applies `c` on the host (the reference).
 void HostCopy(const StridedCopy& c, const void* src, void* dst) {
   c.ForEachRun([&](int64_t s, int64_t d, int64_t n) {
-    std::memcpy(static_cast<char*>(dst) + d, static_cast<const char*>(src) + s,
-                n);
+    std::memcpy(static_cast<char*>(dst) + d, static_cast<const char*>(src) + s, n);
   });
 }
 
@@ -91,8 +90,7 @@ class VulkanPlatformTest : public ::testing::Test {
 
   // A platform with `lavapipe` lavapipe devices (or the system's devices),
   // skipping when there is no Vulkan driver at all.
-  std::unique_ptr<VulkanPlatform> Make(
-      int lavapipe = 1, VulkanPlatformOptions o = TestOptions()) {
+  std::unique_ptr<VulkanPlatform> Make(int lavapipe = 1, VulkanPlatformOptions o = TestOptions()) {
     SelectLavapipe(lavapipe);
     auto p = CreateVulkanPlatform(o);
     if (absl::IsNotFound(p.status())) {
@@ -123,18 +121,15 @@ class VulkanPlatformTest : public ::testing::Test {
     EXPECT_TRUE(b.ok()) << b.status();
     return b.ok() ? *b : nullptr;
   }
-  static absl::Status Write(Platform& p, int dev, const PlatformBufferRef& b,
-                            const void* src, StridedCopy g,
-                            absl::Span<const Future<>> after = {}) {
-    return p.CopyHostToBuffers(dev, {HostToBufferCopy{src, b, g}}, after)
-        .Await();
+  static absl::Status Write(Platform& p, int dev, const PlatformBufferRef& b, const void* src,
+                            StridedCopy g, absl::Span<const Future<>> after = {}) {
+    return p.CopyHostToBuffers(dev, {HostToBufferCopy{src, b, g}}, after).Await();
   }
-  static absl::Status Read(Platform& p, int dev, const PlatformBufferRef& b,
-                           void* dst, StridedCopy g) {
+  static absl::Status Read(Platform& p, int dev, const PlatformBufferRef& b, void* dst,
+                           StridedCopy g) {
     return p.CopyBuffersToHost(dev, {BufferToHostCopy{b, dst, g}}, {}).Await();
   }
-  static std::vector<uint8_t> ReadAll(Platform& p, int dev,
-                                      const PlatformBufferRef& b) {
+  static std::vector<uint8_t> ReadAll(Platform& p, int dev, const PlatformBufferRef& b) {
     std::vector<uint8_t> out(b->size_bytes());
     EXPECT_TRUE(Read(p, dev, b, out.data(), Dense(b->size_bytes())).ok());
     return out;
@@ -165,8 +160,7 @@ TEST_F(VulkanPlatformTest, NoDriverIsNotFound) {
   auto p = CreateVulkanPlatform(TestOptions());
   EXPECT_EQ(p.status().code(), absl::StatusCode::kNotFound) << p.status();
   EXPECT_THAT(std::string(p.status().message()),
-              ::testing::AnyOf(HasSubstr("no Vulkan driver"),
-                               HasSubstr("no compute-capable")));
+              ::testing::AnyOf(HasSubstr("no Vulkan driver"), HasSubstr("no compute-capable")));
 }
 
 TEST_F(VulkanPlatformTest, LogicalDevicesSplitAPhysicalDevice) {
@@ -185,14 +179,13 @@ TEST_F(VulkanPlatformTest, AttributesAndMemories) {
   const PlatformDeviceInfo& info = p->device_info(0);
   EXPECT_EQ(info.kind, "vulkan");
   EXPECT_FALSE(info.name.empty());
-  for (const char* name : {"name", "vendor", "driver_version", "api_version",
-                           "device_type", "driver_name", "device_uuid"}) {
+  for (const char* name : {"name", "vendor", "driver_version", "api_version", "device_type",
+                           "driver_name", "device_uuid"}) {
     EXPECT_TRUE(info.attributes.GetString(name).has_value()) << name;
   }
-  for (const char* name :
-       {"vendor_id", "device_id", "subgroup_size", "max_storage_buffer_range",
-        "max_memory_allocation_size", "min_storage_buffer_offset_alignment",
-        "device_memory_bytes"}) {
+  for (const char* name : {"vendor_id", "device_id", "subgroup_size", "max_storage_buffer_range",
+                           "max_memory_allocation_size", "min_storage_buffer_offset_alignment",
+                           "device_memory_bytes"}) {
     EXPECT_TRUE(info.attributes.GetInt(name).has_value()) << name;
   }
   EXPECT_NE(info.attributes.Get("heap_sizes"), nullptr);
@@ -231,16 +224,14 @@ TEST_F(VulkanPlatformTest, AllocationSizesUsageAndLimits) {
   }
   const int64_t max = *p->device_info(0).attributes.GetInt("max_buffer_bytes");
   auto too_big = p->Allocate(0, kDevice, max + 1);
-  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kInvalidArgument)
-      << too_big.status();
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kInvalidArgument) << too_big.status();
   EXPECT_THAT(std::string(too_big.status().message()), HasSubstr("at most"));
   auto huge = p->Allocate(0, kPinned, int64_t{1} << 50);
   EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-class RoundTripTest
-    : public VulkanPlatformTest,
-      public ::testing::WithParamInterface<std::tuple<int, int64_t>> {};
+class RoundTripTest : public VulkanPlatformTest,
+                      public ::testing::WithParamInterface<std::tuple<int, int64_t>> {};
 
 TEST_P(RoundTripTest, HostBufferHostIsBitExact) {
   const auto [mem, bytes] = GetParam();
@@ -255,16 +246,15 @@ TEST_P(RoundTripTest, HostBufferHostIsBitExact) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Sizes, RoundTripTest,
-    ::testing::Combine(::testing::Values(kDevice, kPinned),
-                       ::testing::Values(int64_t{1}, int64_t{1000}, kChunk,
-                                         3 * kChunk + 1, 10 * kChunk + 17)),
-    [](const auto& info) {
-      return std::string(std::get<0>(info.param) == kDevice ? "device"
-                                                            : "pinned_host") +
-             "_" + std::to_string(std::get<1>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Sizes, RoundTripTest,
+                         ::testing::Combine(::testing::Values(kDevice, kPinned),
+                                            ::testing::Values(int64_t{1}, int64_t{1000}, kChunk,
+                                                              3 * kChunk + 1, 10 * kChunk + 17)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) == kDevice ? "device"
+                                                                                 : "pinned_host") +
+                                  "_" + std::to_string(std::get<1>(info.param));
+                         });
 
 // Chunks above the parallel-memcpy threshold: the host packs and unpacks them
 // with several threads. Pitched rows (1000 bytes of every 1024) make many
@@ -290,14 +280,12 @@ TEST_F(VulkanPlatformTest, LargeChunksArePackedInParallelBitExactly) {
     auto buf = Alloc(*p, 0, mem, rows * row);
     ASSERT_NE(buf, nullptr);
     ASSERT_TRUE(Write(*p, 0, buf, host.data(), in).ok());
-    EXPECT_TRUE(
-        ReadAll(*p, 0, buf) ==
-        std::vector<uint8_t>(expected.begin(), expected.begin() + rows * row));
+    EXPECT_TRUE(ReadAll(*p, 0, buf) ==
+                std::vector<uint8_t>(expected.begin(), expected.begin() + rows * row));
     std::vector<uint8_t> back(rows * pitch, 0);
     ASSERT_TRUE(Read(*p, 0, buf, back.data(), out).ok());
     for (int64_t r = 0; r < rows; ++r) {
-      ASSERT_EQ(
-          std::memcmp(back.data() + r * pitch, host.data() + r * pitch, row), 0)
+      ASSERT_EQ(std::memcmp(back.data() + r * pitch, host.data() + r * pitch, row), 0)
           << "row " << r;
     }
   }
@@ -343,15 +331,12 @@ TEST_F(VulkanPlatformTest, ZeroElementCopies) {
   StridedCopy g = Dense(0);
   EXPECT_TRUE(Write(*p, 0, b, nullptr, g).ok());
   EXPECT_TRUE(Read(*p, 0, b, nullptr, g).ok());
-  EXPECT_TRUE(p->CopyBuffersToBuffers(0, {BufferToBufferCopy{b, b, g}}, {})
-                  .Await()
-                  .ok());
+  EXPECT_TRUE(p->CopyBuffersToBuffers(0, {BufferToBufferCopy{b, b, g}}, {}).Await().ok());
 }
 
 // Box (rows 2..rows-3, cols 1..cols-2) of a row-major array into another array.
 StridedCopy Box(int64_t eb, int64_t rows, int64_t cols) {
-  return StridedCopy::BetweenDenseArrays(eb, {rows, cols}, {2, 1},
-                                         {rows + 1, cols + 3}, {1, 2},
+  return StridedCopy::BetweenDenseArrays(eb, {rows, cols}, {2, 1}, {rows + 1, cols + 3}, {1, 2},
                                          {rows - 4, cols - 2});
 }
 
@@ -366,27 +351,23 @@ StridedCopy Transpose(int64_t rows, int64_t cols) {
   return c;
 }
 
-void CheckBufferCopy(VulkanPlatformTest* t, Platform& p, int src_dev,
-                     int dst_dev, int src_mem, int dst_mem,
-                     const StridedCopy& g, int64_t src_bytes,
-                     int64_t dst_bytes) {
+void CheckBufferCopy(VulkanPlatformTest* t, Platform& p, int src_dev, int dst_dev, int src_mem,
+                     int dst_mem, const StridedCopy& g, int64_t src_bytes, int64_t dst_bytes) {
   auto src = p.Allocate(src_dev, src_mem, src_bytes);
   auto dst = p.Allocate(dst_dev, dst_mem, dst_bytes);
   ASSERT_TRUE(src.ok() && dst.ok());
   auto a = Pattern(src_bytes, 11), b = Pattern(dst_bytes, 12);
-  Future<> wa = p.CopyHostToBuffers(
-      src_dev, {HostToBufferCopy{a.data(), *src, Dense(src_bytes)}}, {});
-  Future<> wb = p.CopyHostToBuffers(
-      dst_dev, {HostToBufferCopy{b.data(), *dst, Dense(dst_bytes)}}, {});
+  Future<> wa =
+      p.CopyHostToBuffers(src_dev, {HostToBufferCopy{a.data(), *src, Dense(src_bytes)}}, {});
+  Future<> wb =
+      p.CopyHostToBuffers(dst_dev, {HostToBufferCopy{b.data(), *dst, Dense(dst_bytes)}}, {});
   std::vector<Future<>> after = {wa, wb};
-  Future<> c = p.CopyBuffersToBuffers(
-      dst_dev, {BufferToBufferCopy{*src, *dst, g}}, after);
+  Future<> c = p.CopyBuffersToBuffers(dst_dev, {BufferToBufferCopy{*src, *dst, g}}, after);
   ASSERT_TRUE(c.Await().ok()) << c.Await();
   HostCopy(g, a.data(), b.data());
   std::vector<uint8_t> got(dst_bytes);
   ASSERT_TRUE(
-      p.CopyBuffersToHost(
-           dst_dev, {BufferToHostCopy{*dst, got.data(), Dense(dst_bytes)}}, {})
+      p.CopyBuffersToHost(dst_dev, {BufferToHostCopy{*dst, got.data(), Dense(dst_bytes)}}, {})
           .Await()
           .ok());
   EXPECT_TRUE(got == b) << g.DebugString();
@@ -396,11 +377,11 @@ TEST_F(VulkanPlatformTest, BufferToBufferSameDeviceRegions) {
   MAKE_OR_SKIP(p, Make(1));
   const int64_t rows = 40, cols = 33;
   for (int eb : {1, 2, 4, 8}) {
-    CheckBufferCopy(this, *p, 0, 0, kDevice, kDevice, Box(eb, rows, cols),
-                    rows * cols * eb, (rows + 1) * (cols + 3) * eb);
+    CheckBufferCopy(this, *p, 0, 0, kDevice, kDevice, Box(eb, rows, cols), rows * cols * eb,
+                    (rows + 1) * (cols + 3) * eb);
   }
-  CheckBufferCopy(this, *p, 0, 0, kPinned, kDevice, Dense(3 * kChunk + 1),
-                  3 * kChunk + 1, 3 * kChunk + 1);
+  CheckBufferCopy(this, *p, 0, 0, kPinned, kDevice, Dense(3 * kChunk + 1), 3 * kChunk + 1,
+                  3 * kChunk + 1);
   EXPECT_GT(p->stats().region_copies, 0);
   EXPECT_EQ(p->stats().compute_copies, 0);
 }
@@ -415,18 +396,17 @@ TEST_F(VulkanPlatformTest, BufferToBufferComputeShaderForManyShortRows) {
   }
   const int64_t rows = 300, cols = 9;
   for (int eb : {4, 8}) {
-    CheckBufferCopy(this, *p, 0, 0, kDevice, kDevice, Box(eb, rows, cols),
-                    rows * cols * eb, (rows + 1) * (cols + 3) * eb);
+    CheckBufferCopy(this, *p, 0, 0, kDevice, kDevice, Box(eb, rows, cols), rows * cols * eb,
+                    (rows + 1) * (cols + 3) * eb);
   }
   // A transpose (strided inner dimension) of 4-byte elements, into pinned
   // memory.
-  CheckBufferCopy(this, *p, 0, 0, kDevice, kPinned, Transpose(64, 48),
-                  64 * 48 * 4, 64 * 48 * 4);
+  CheckBufferCopy(this, *p, 0, 0, kDevice, kPinned, Transpose(64, 48), 64 * 48 * 4, 64 * 48 * 4);
   EXPECT_EQ(p->stats().compute_copies, 3);
   // 2-byte elements fall back to regions.
   const int64_t before = p->stats().region_copies;
-  CheckBufferCopy(this, *p, 0, 0, kDevice, kDevice, Box(2, rows, cols),
-                  rows * cols * 2, (rows + 1) * (cols + 3) * 2);
+  CheckBufferCopy(this, *p, 0, 0, kDevice, kDevice, Box(2, rows, cols), rows * cols * 2,
+                  (rows + 1) * (cols + 3) * 2);
   EXPECT_EQ(p->stats().compute_copies, 3);
   EXPECT_EQ(p->stats().region_copies, before + 1);
 }
@@ -435,18 +415,15 @@ TEST_F(VulkanPlatformTest, BufferToBufferComputeShaderForManyShortRows) {
 enum class CrossDevicePath { kHostMemcpy, kSharedStaging, kPeerImport };
 
 const char* PathName(CrossDevicePath path) {
-  static const char* const kNames[] = {"HostMemcpy", "SharedStaging",
-                                       "PeerImport"};
+  static const char* const kNames[] = {"HostMemcpy", "SharedStaging", "PeerImport"};
   return kNames[static_cast<int>(path)];
 }
 
 // gtest prints parameters with this.
 void PrintTo(CrossDevicePath path, std::ostream* os) { *os << PathName(path); }
 
-class CrossDeviceTest
-    : public VulkanPlatformTest,
-      public ::testing::WithParamInterface<std::tuple<bool, CrossDevicePath>> {
-};
+class CrossDeviceTest : public VulkanPlatformTest,
+                        public ::testing::WithParamInterface<std::tuple<bool, CrossDevicePath>> {};
 
 bool BoolAttribute(const Platform& p, int device, const char* name) {
   const auto* v = p.device_info(device).attributes.Get(name);
@@ -468,18 +445,16 @@ TEST_P(CrossDeviceTest, BufferToBufferAcrossVkDevices) {
   const int64_t n = 3 * kChunk + 1;
   CheckBufferCopy(this, *p, 0, 1, kDevice, kDevice, Dense(n), n, n);
   CheckBufferCopy(this, *p, 1, 0, kPinned, kDevice, Dense(n), n, n);
-  CheckBufferCopy(this, *p, 0, 1, kDevice, kPinned, Box(4, 200, 90),
-                  200 * 90 * 4, 201 * 93 * 4);
+  CheckBufferCopy(this, *p, 0, 1, kDevice, kPinned, Box(4, 200, 90), 200 * 90 * 4, 201 * 93 * 4);
   // A transpose: a strided inner dimension.
-  CheckBufferCopy(this, *p, 1, 0, kDevice, kDevice, Transpose(64, 48),
-                  64 * 48 * 4, 64 * 48 * 4);
+  CheckBufferCopy(this, *p, 1, 0, kDevice, kDevice, Transpose(64, 48), 64 * 48 * 4, 64 * 48 * 4);
   EXPECT_EQ(p->stats().cross_device_copies, 4);
-  const bool peer = BoolAttribute(*p, 0, "peer_memory_import") &&
-                    BoolAttribute(*p, 1, "peer_memory_import");
-  const bool host_import = BoolAttribute(*p, 0, "external_memory_host") &&
-                           BoolAttribute(*p, 1, "external_memory_host");
-  EXPECT_EQ(peer, path == CrossDevicePath::kPeerImport &&
-                      BoolAttribute(*p, 0, "external_memory_fd"));
+  const bool peer =
+      BoolAttribute(*p, 0, "peer_memory_import") && BoolAttribute(*p, 1, "peer_memory_import");
+  const bool host_import =
+      BoolAttribute(*p, 0, "external_memory_host") && BoolAttribute(*p, 1, "external_memory_host");
+  EXPECT_EQ(peer,
+            path == CrossDevicePath::kPeerImport && BoolAttribute(*p, 0, "external_memory_fd"));
   EXPECT_EQ(p->stats().peer_import_copies, peer ? 4 : 0);
   EXPECT_EQ(p->stats().shared_staging_copies,
             path == CrossDevicePath::kSharedStaging && host_import ? 4 : 0);
@@ -487,18 +462,16 @@ TEST_P(CrossDeviceTest, BufferToBufferAcrossVkDevices) {
 
 std::string CrossDeviceName(
     const ::testing::TestParamInfo<std::tuple<bool, CrossDevicePath>>& info) {
-  return std::string(std::get<0>(info.param) ? "TwoLogicalDevices"
-                                             : "TwoLavapipeIcds") +
-         "_" + PathName(std::get<1>(info.param));
+  return std::string(std::get<0>(info.param) ? "TwoLogicalDevices" : "TwoLavapipeIcds") + "_" +
+         PathName(std::get<1>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Topologies, CrossDeviceTest,
-    ::testing::Combine(::testing::Bool(),
-                       ::testing::Values(CrossDevicePath::kHostMemcpy,
-                                         CrossDevicePath::kSharedStaging,
-                                         CrossDevicePath::kPeerImport)),
-    CrossDeviceName);
+INSTANTIATE_TEST_SUITE_P(Topologies, CrossDeviceTest,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(CrossDevicePath::kHostMemcpy,
+                                                              CrossDevicePath::kSharedStaging,
+                                                              CrossDevicePath::kPeerImport)),
+                         CrossDeviceName);
 
 // Imports of another device's blocks follow the blocks: a freed source block
 // drops its import in the destination device, a new block is imported anew,
@@ -530,10 +503,8 @@ TEST_F(VulkanPlatformTest, PeerImportsFollowTheSourceBlocks) {
   auto dst = Alloc(*p, 1, kDevice, 4096);
   auto data = Pattern(4096, 5);
   ASSERT_TRUE(Write(*p, 0, src, data.data(), Dense(4096)).ok());
-  ASSERT_TRUE(p->CopyBuffersToBuffers(
-                   1, {BufferToBufferCopy{src, dst, Dense(4096)}}, {})
-                  .Await()
-                  .ok());
+  ASSERT_TRUE(
+      p->CopyBuffersToBuffers(1, {BufferToBufferCopy{src, dst, Dense(4096)}}, {}).Await().ok());
   EXPECT_EQ(ReadAll(*p, 1, dst), data);
   EXPECT_EQ(p->stats().peer_imports_live, 1);
   dst.reset();
@@ -558,10 +529,8 @@ TEST_F(VulkanPlatformTest, WrapHostMemoryInPlace) {
   ASSERT_TRUE(Write(*p, 0, *wrapped, data.data(), Dense(n)).ok());
   EXPECT_EQ(std::memcmp(host, data.data(), n), 0);  // written in place
   auto dev = Alloc(*p, 0, kDevice, n);
-  ASSERT_TRUE(p->CopyBuffersToBuffers(
-                   0, {BufferToBufferCopy{*wrapped, dev, Dense(n)}}, {})
-                  .Await()
-                  .ok());
+  ASSERT_TRUE(
+      p->CopyBuffersToBuffers(0, {BufferToBufferCopy{*wrapped, dev, Dense(n)}}, {}).Await().ok());
   EXPECT_EQ(ReadAll(*p, 0, dev), data);
   wrapped->reset();
   EXPECT_EQ(released.load(), 1);
@@ -579,13 +548,11 @@ TEST_F(VulkanPlatformTest, WrapHostMemoryInPlace) {
 TEST_F(VulkanPlatformTest, AfterUnsetPromiseDelaysTheOperation) {
   MAKE_OR_SKIP(p, Make(1));
   auto buf = Alloc(*p, 0, kDevice, 4096);
-  auto zeros = std::vector<uint8_t>(4096, 0),
-       ones = std::vector<uint8_t>(4096, 1);
+  auto zeros = std::vector<uint8_t>(4096, 0), ones = std::vector<uint8_t>(4096, 1);
   ASSERT_TRUE(Write(*p, 0, buf, zeros.data(), Dense(4096)).ok());
   Promise<> gate;
   std::vector<Future<>> after = {gate.future()};
-  Future<> w = p->CopyHostToBuffers(
-      0, {HostToBufferCopy{ones.data(), buf, Dense(4096)}}, after);
+  Future<> w = p->CopyHostToBuffers(0, {HostToBufferCopy{ones.data(), buf, Dense(4096)}}, after);
   std::atomic<bool> ran{false};
   Future<> cb = p->EnqueueHostCallback(
       0,
@@ -609,16 +576,15 @@ TEST_F(VulkanPlatformTest, AfterErrorFailsTheOperationAndTheStreamGoesOn) {
   auto buf = Alloc(*p, 0, kDevice, 1024);
   auto data = Pattern(1024, 5), other = Pattern(1024, 6);
   ASSERT_TRUE(Write(*p, 0, buf, data.data(), Dense(1024)).ok());
-  std::vector<Future<>> bad = {
-      MakeReadyFuture(absl::DataLossError("upstream broke"))};
+  std::vector<Future<>> bad = {MakeReadyFuture(absl::DataLossError("upstream broke"))};
   absl::Status s = Write(*p, 0, buf, other.data(), Dense(1024), bad);
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(ReadAll(*p, 0, buf), data);  // the failed op did not run
-  Future<> failing = p->EnqueueHostCallback(
-      0, [] { return absl::AbortedError("callback failed"); }, {});
+  Future<> failing =
+      p->EnqueueHostCallback(0, [] { return absl::AbortedError("callback failed"); }, {});
   std::vector<Future<>> after_fail = {failing};
-  Future<> dependent = p->CopyBuffersToBuffers(
-      0, {BufferToBufferCopy{buf, buf, Dense(0)}}, after_fail);
+  Future<> dependent =
+      p->CopyBuffersToBuffers(0, {BufferToBufferCopy{buf, buf, Dense(0)}}, after_fail);
   EXPECT_EQ(failing.Await().code(), absl::StatusCode::kAborted);
   EXPECT_EQ(dependent.Await().code(), absl::StatusCode::kAborted);
   EXPECT_TRUE(Write(*p, 0, buf, other.data(), Dense(1024)).ok());
@@ -636,12 +602,9 @@ TEST_F(VulkanPlatformTest, FailedSubmissionFailsTheOpAndItsDependents) {
     p->InjectSubmitFailuresForTesting(0, 1);
     std::vector<uint8_t> sink(n);
     Future<> failed =
-        kind == 0 ? p->CopyHostToBuffers(
-                        0, {HostToBufferCopy{other.data(), buf, Dense(n)}}, {})
-        : kind == 1 ? p->CopyBuffersToHost(
-                          0, {BufferToHostCopy{buf, sink.data(), Dense(n)}}, {})
-                    : p->CopyBuffersToBuffers(
-                          0, {BufferToBufferCopy{buf, copy, Dense(n)}}, {});
+        kind == 0   ? p->CopyHostToBuffers(0, {HostToBufferCopy{other.data(), buf, Dense(n)}}, {})
+        : kind == 1 ? p->CopyBuffersToHost(0, {BufferToHostCopy{buf, sink.data(), Dense(n)}}, {})
+                    : p->CopyBuffersToBuffers(0, {BufferToBufferCopy{buf, copy, Dense(n)}}, {});
     std::vector<Future<>> after = {failed};
     std::atomic<bool> ran{false};
     Future<> dependent = p->EnqueueHostCallback(
@@ -652,16 +615,13 @@ TEST_F(VulkanPlatformTest, FailedSubmissionFailsTheOpAndItsDependents) {
         },
         after);
     EXPECT_EQ(failed.Await().code(), absl::StatusCode::kInternal) << kind;
-    EXPECT_THAT(std::string(failed.Await().message()),
-                HasSubstr("VK_ERROR_DEVICE_LOST"));
+    EXPECT_THAT(std::string(failed.Await().message()), HasSubstr("VK_ERROR_DEVICE_LOST"));
     EXPECT_EQ(dependent.Await().code(), absl::StatusCode::kInternal);
     EXPECT_FALSE(ran.load());
   }
   // The stream keeps working.
   ASSERT_TRUE(
-      p->CopyBuffersToBuffers(0, {BufferToBufferCopy{buf, copy, Dense(n)}}, {})
-          .Await()
-          .ok());
+      p->CopyBuffersToBuffers(0, {BufferToBufferCopy{buf, copy, Dense(n)}}, {}).Await().ok());
   EXPECT_EQ(ReadAll(*p, 0, copy), data);
 }
 
@@ -675,10 +635,10 @@ TEST_F(VulkanPlatformTest, StreamOrder) {
   absl::Mutex mu;
   std::vector<Future<>> futures;
   for (int i = 0; i < 6; ++i) {
-    futures.push_back(p->CopyHostToBuffers(
-        0, {HostToBufferCopy{versions[i].data(), buf, Dense(n)}}, {}));
-    futures.push_back(p->CopyBuffersToHost(
-        0, {BufferToHostCopy{buf, reads[i].data(), Dense(n)}}, {}));
+    futures.push_back(
+        p->CopyHostToBuffers(0, {HostToBufferCopy{versions[i].data(), buf, Dense(n)}}, {}));
+    futures.push_back(
+        p->CopyBuffersToHost(0, {BufferToHostCopy{buf, reads[i].data(), Dense(n)}}, {}));
     futures.push_back(p->EnqueueHostCallback(0,
                                              [&, i] {
                                                absl::MutexLock l(&mu);
@@ -708,11 +668,10 @@ TEST_F(VulkanPlatformTest, ConcurrentEnqueuesFromThreads) {
           continue;
         }
         std::vector<uint8_t> got(n);
-        Future<> w = p->CopyHostToBuffers(
-            dev, {HostToBufferCopy{data.data(), *buf, Dense(n)}}, {});
+        Future<> w = p->CopyHostToBuffers(dev, {HostToBufferCopy{data.data(), *buf, Dense(n)}}, {});
         std::vector<Future<>> after = {w};
-        Future<> r = p->CopyBuffersToHost(
-            dev, {BufferToHostCopy{*buf, got.data(), Dense(n)}}, after);
+        Future<> r =
+            p->CopyBuffersToHost(dev, {BufferToHostCopy{*buf, got.data(), Dense(n)}}, after);
         if (!r.Await().ok() || got != data) ++failures;
       }
     });
@@ -729,14 +688,13 @@ TEST_F(VulkanPlatformTest, DestructionDrainsWorkInFlight) {
   PlatformBufferRef survivor;
   for (int i = 0; i < 8; ++i) {
     auto buf = Alloc(*p, i % p->device_count(), kDevice, n);
-    futures.push_back(p->CopyHostToBuffers(
-        i % p->device_count(), {HostToBufferCopy{data.data(), buf, Dense(n)}},
-        {}));
+    futures.push_back(p->CopyHostToBuffers(i % p->device_count(),
+                                           {HostToBufferCopy{data.data(), buf, Dense(n)}}, {}));
     if (p->device_count() > 1) {
       auto dst = Alloc(*p, 1 - i % 2, kDevice, n);
       std::vector<Future<>> after = {futures.back()};
-      futures.push_back(p->CopyBuffersToBuffers(
-          1 - i % 2, {BufferToBufferCopy{buf, dst, Dense(n)}}, after));
+      futures.push_back(
+          p->CopyBuffersToBuffers(1 - i % 2, {BufferToBufferCopy{buf, dst, Dense(n)}}, after));
     }
     survivor = buf;
   }
