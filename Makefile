@@ -18,7 +18,7 @@ CTEST_ARGS ?= --output-on-failure -j $(JOBS) --timeout 900
 all: build
 
 deps:
-	@bash tools/install-deps.sh
+	@bash build_tools/install-deps.sh
 
 $(BUILD_DIR)/build.ninja: | deps
 	cmake -S . -B $(BUILD_DIR) $(CMAKE_ARGS)
@@ -46,7 +46,7 @@ test-asan: deps
 test-tsan: deps
 	cmake -S . -B $(TSAN_DIR) $(CMAKE_ARGS) -DTESSERA_SANITIZE=thread -DTESSERA_BUILD_BENCHMARKS=OFF
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target tsan_tests
-	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tools/tsan.supp" \
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/build_tools/tsan.supp" \
 	  ctest --test-dir $(TSAN_DIR) $(CTEST_ARGS) -L tsan
 
 bench: build

@@ -74,8 +74,8 @@ absl::StatusOr<std::shared_ptr<Client>> CreateClient(const ClientOptions& option
     return absl::InvalidArgumentError(
         "no devices: cpu_devices is 0 and no Vulkan device is available");
   }
-  absl::StatusOr<std::shared_ptr<RuntimeClient>> client =
-      RuntimeClient::Create(std::move(platforms), policy);
+  absl::StatusOr<std::shared_ptr<runtime::RuntimeClient>> client =
+      runtime::RuntimeClient::Create(std::move(platforms), policy);
   if (!client.ok()) return client.status();
   return std::shared_ptr<Client>(*std::move(client));
 }

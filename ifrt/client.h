@@ -45,6 +45,8 @@
 
 namespace tessera {
 
+class ClientIntrospection;  // ifrt/introspection.h
+
 class Client {
  public:
   Client() = default;
@@ -114,6 +116,10 @@ class Client {
   virtual guard::TransferGuard& transfer_guard() = 0;
   // Bytes and copies actually moved since the client was created.
   virtual TransferStats transfer_stats() const = 0;
+
+  // Plans, plan-cache counters and copy traces (ifrt/introspection.h), or nullptr when this client
+  // does not offer them. Lives as long as the client.
+  virtual ClientIntrospection* introspection() { return nullptr; }
 
   virtual std::string DebugString() const = 0;
 };

@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "ifrt/runtime/runtime_client.h"
+#include "ifrt/introspection.h"
 #include "tessera.h"
 
 namespace tessera::tools {
@@ -90,9 +90,8 @@ struct ClientResult {
 ClientResult SetUpClient(const std::optional<std::string>& devices,
                          const std::optional<std::string>& guard_policy);
 
-// The RuntimeClient behind a client made by CreateClient (for plans and
-// traces), or nullptr.
-RuntimeClient* AsRuntimeClient(Client& client);
+// The client's plans and traces (ifrt/introspection.h), or nullptr when it has none.
+ClientIntrospection* Introspect(Client& client);
 
 // ---- Output helpers ----
 

@@ -243,7 +243,7 @@ ClientResult SetUpClient(const std::optional<std::string>& devices,
   return result;
 }
 
-RuntimeClient* AsRuntimeClient(Client& client) { return dynamic_cast<RuntimeClient*>(&client); }
+ClientIntrospection* Introspect(Client& client) { return client.introspection(); }
 
 std::string FormatBytes(int64_t bytes) {
   if (bytes < 1024) return absl::StrCat(bytes, " B");

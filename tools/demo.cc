@@ -55,7 +55,7 @@ class Demo {
  public:
   Demo(ClientSetup setup, bool quick) : setup_(std::move(setup)), quick_(quick) {
     client_ = setup_.client.get();
-    runtime_ = AsRuntimeClient(*client_);
+    runtime_ = Introspect(*client_);
     for (Device* d : setup_.devices) {
       (d->Kind() == "cpu" ? cpu_ : vulkan_).push_back(d);
     }
@@ -394,7 +394,7 @@ class Demo {
   ClientSetup setup_;
   bool quick_;
   Client* client_ = nullptr;
-  RuntimeClient* runtime_ = nullptr;
+  ClientIntrospection* runtime_ = nullptr;
   std::vector<Device*> cpu_, vulkan_;
   Shape big_shape_;
   std::vector<uint8_t> big_data_;
@@ -408,8 +408,8 @@ class Demo {
 int RunDemo(const DemoOptions& options) {
   ClientResult result = SetUpClient(options.devices, std::nullopt);
   if (!result.setup.has_value()) return result.exit_code;
-  if (AsRuntimeClient(*result.setup->client) == nullptr) {
-    return Fail(kExitFailure, "the client is not a RuntimeClient");
+  if (Introspect(*result.setup->client) == nullptr) {
+    return Fail(kExitFailure, "this client offers no introspection: plans and traces unavailable");
   }
   Demo demo(*std::move(result.setup), options.quick);
   return demo.Run();

@@ -24,7 +24,7 @@ double SecondsSince(Clock::time_point start) {
 // Everything a reshard run needs, validated.
 struct Session {
   ClientSetup setup;
-  RuntimeClient* runtime = nullptr;
+  ClientIntrospection* runtime = nullptr;
   Shape shape;
   DType dtype{DType::kInvalid};
   ShardingText from_text, to_text;
@@ -65,9 +65,9 @@ int Prepare(const ReshardOptions& options, Session& session) {
   ClientResult client = SetUpClient(options.devices, options.guard);
   if (!client.setup.has_value()) return client.exit_code;
   session.setup = *std::move(client.setup);
-  session.runtime = AsRuntimeClient(*session.setup.client);
+  session.runtime = Introspect(*session.setup.client);
   if (session.runtime == nullptr) {
-    return Fail(kExitFailure, "the client is not a RuntimeClient: plans and traces unavailable");
+    return Fail(kExitFailure, "this client offers no introspection: plans and traces unavailable");
   }
   session.shape = Shape(*shape);
   session.dtype = *dtype;

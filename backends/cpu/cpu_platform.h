@@ -9,13 +9,13 @@
 //   absl::StatusOr<std::unique_ptr<tessera::Platform>> cpu =
 //       tessera::CreateCpuPlatform({.num_devices = 8});
 //
-// Thread-safe as ifrt/platform.h requires. Destroying the platform waits for
+// Thread-safe as ifrt/spi/platform.h requires. Destroying the platform waits for
 // every operation already enqueued on its streams.
 
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "ifrt/platform.h"
+#include "ifrt/spi/platform.h"
 
 namespace tessera {
 

@@ -26,7 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "ifrt/platform.h"
+#include "ifrt/spi/platform.h"
 
 namespace tessera::vulkan {
 

@@ -22,7 +22,7 @@
 #include "backends/vulkan/platform_counters.h"
 #include "backends/vulkan/staging_ring.h"
 #include "backends/vulkan/vulkan_stream.h"
-#include "ifrt/platform.h"
+#include "ifrt/spi/platform.h"
 
 namespace tessera::vulkan {
 

@@ -22,7 +22,7 @@
 #include <memory>
 
 #include "backends/vulkan/device_memory_allocator.h"
-#include "ifrt/platform.h"
+#include "ifrt/spi/platform.h"
 
 namespace tessera::vulkan {
 

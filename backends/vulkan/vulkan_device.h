@@ -46,7 +46,7 @@
 #include "backends/vulkan/vulkan_instance.h"
 #include "backends/vulkan/vulkan_platform.h"
 #include "backends/vulkan/vulkan_stream.h"
-#include "ifrt/platform.h"
+#include "ifrt/spi/platform.h"
 
 namespace tessera::vulkan {
 

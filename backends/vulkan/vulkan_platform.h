@@ -2,7 +2,7 @@
 #define TESSERA_BACKENDS_VULKAN_VULKAN_PLATFORM_H_
 
 // The Vulkan compute platform: an implementation of the device SPI
-// (ifrt/platform.h) over Vulkan.
+// (ifrt/spi/platform.h) over Vulkan.
 //
 //   auto p = tessera::CreateVulkanPlatform();
 //   if (!p.ok()) ...;  // NOT_FOUND: no Vulkan driver / compute device
@@ -47,7 +47,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "ifrt/platform.h"
+#include "ifrt/spi/platform.h"
 
 namespace tessera {
 

@@ -49,7 +49,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "backends/vulkan/platform_counters.h"
-#include "ifrt/platform.h"
+#include "ifrt/spi/platform.h"
 
 namespace tessera::vulkan {
 

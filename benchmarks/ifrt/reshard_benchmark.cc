@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "ifrt/runtime/runtime_client.h"
+#include "ifrt/introspection.h"
 #include "tessera.h"
 
 namespace {
@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::shared_ptr<Client> client = *client_or;
-  auto* runtime = dynamic_cast<RuntimeClient*>(client.get());
+  auto* runtime = client->introspection();
   std::vector<Device*> devs(client->devices().begin(), client->devices().end());
   std::vector<Device*> reversed(devs.rbegin(), devs.rend());
   DeviceListRef list = *client->MakeDeviceList(devs);

@@ -1,6 +1,6 @@
 #include "ifrt/runtime/plan_cache.h"
 
-namespace tessera {
+namespace tessera::runtime {
 
 absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanCache::Get(
     const sharding::ShardLayout& src, std::vector<int64_t> src_locations,
@@ -29,9 +29,9 @@ absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanCache::Get(
   return shared;
 }
 
-PlanCache::Stats PlanCache::stats() const {
+PlanCacheStats PlanCache::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return Stats{hits_, misses_, static_cast<int64_t>(plans_.size())};
+  return PlanCacheStats{hits_, misses_, static_cast<int64_t>(plans_.size())};
 }
 
-}  // namespace tessera
+}  // namespace tessera::runtime

@@ -13,19 +13,14 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "ifrt/introspection.h"
 #include "sharding/planner.h"
 #include "sharding/shard_layout.h"
 
-namespace tessera {
+namespace tessera::runtime {
 
 class PlanCache {
  public:
-  struct Stats {
-    int64_t hits = 0;
-    int64_t misses = 0;
-    int64_t size = 0;
-  };
-
   explicit PlanCache(size_t capacity = 4096) : capacity_(capacity) {}
 
   // The cached plan, or a new one from sharding::PlanReshard (whose errors are
@@ -34,7 +29,7 @@ class PlanCache {
       const sharding::ShardLayout& src, std::vector<int64_t> src_locations,
       const sharding::ShardLayout& dst, std::vector<int64_t> dst_locations, int64_t element_bytes,
       bool fan_out);
-  Stats stats() const;
+  PlanCacheStats stats() const;
 
  private:
   struct Key {
@@ -64,6 +59,6 @@ class PlanCache {
   int64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace tessera
+}  // namespace tessera::runtime
 
 #endif  // TESSERA_IFRT_RUNTIME_PLAN_CACHE_H_

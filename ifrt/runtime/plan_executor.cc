@@ -11,7 +11,7 @@
 #include "ifrt/strided_copy.h"
 #include "ifrt/transfer_stats.h"
 
-namespace tessera {
+namespace tessera::runtime {
 namespace {
 
 enum class OpKind { kHostToBuffer, kBufferToHost, kBufferToBuffer };
@@ -306,4 +306,4 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_byt
   return out;
 }
 
-}  // namespace tessera
+}  // namespace tessera::runtime

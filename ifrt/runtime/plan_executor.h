@@ -29,12 +29,12 @@
 
 #include "absl/types/span.h"
 #include "ifrt/future.h"
-#include "ifrt/platform.h"
+#include "ifrt/spi/platform.h"
 #include "ifrt/runtime/runtime_device.h"
-#include "ifrt/runtime/transfer_trace.h"
+#include "ifrt/transfer_trace.h"
 #include "sharding/reshard_plan.h"
 
-namespace tessera {
+namespace tessera::runtime {
 
 struct PlanEndpoint {
   // A shard: memory != nullptr.
@@ -71,6 +71,6 @@ PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_byt
                           absl::Span<const PlanEndpoint> sources,
                           absl::Span<const PlanEndpoint> destinations, const PlanContext& context);
 
-}  // namespace tessera
+}  // namespace tessera::runtime
 
 #endif  // TESSERA_IFRT_RUNTIME_PLAN_EXECUTOR_H_

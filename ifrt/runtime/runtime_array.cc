@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "ifrt/runtime/runtime_client.h"
 
-namespace tessera {
+namespace tessera::runtime {
 
 RuntimeArray::RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
                            sharding::ShardLayout layout, std::vector<RuntimeMemory*> memories,
@@ -96,4 +96,4 @@ std::string RuntimeArray::DebugString() const {
                       sharding_->DebugString(), ", ", state, ")");
 }
 
-}  // namespace tessera
+}  // namespace tessera::runtime

@@ -17,11 +17,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "ifrt/array.h"
-#include "ifrt/platform.h"
+#include "ifrt/spi/platform.h"
 #include "ifrt/runtime/runtime_device.h"
 #include "sharding/shard_layout.h"
 
-namespace tessera {
+namespace tessera::runtime {
 
 class RuntimeClient;
 
@@ -75,6 +75,6 @@ class RuntimeArray final : public Array {
   bool deleted_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-}  // namespace tessera
+}  // namespace tessera::runtime
 
 #endif  // TESSERA_IFRT_RUNTIME_RUNTIME_ARRAY_H_

@@ -9,7 +9,7 @@
 #include "ifrt/runtime/plan_executor.h"
 #include "sharding/planner.h"
 
-namespace tessera {
+namespace tessera::runtime {
 namespace {
 
 constexpr int64_t kHostLocation = -1;
@@ -896,4 +896,4 @@ Future<> RuntimeClient::GetReadyFuture(absl::Span<const ArrayRef> arrays) {
   return JoinFutures(futures);
 }
 
-}  // namespace tessera
+}  // namespace tessera::runtime

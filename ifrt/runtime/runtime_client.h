@@ -2,7 +2,7 @@
 #define TESSERA_IFRT_RUNTIME_RUNTIME_CLIENT_H_
 
 // RuntimeClient: the generic implementation of Client over one or more
-// Platforms (ifrt/platform.h). It validates every call once, plans data
+// Platforms (ifrt/spi/platform.h). It validates every call once, plans data
 // movement with sharding/ (plans cached by geometry, locations and element
 // size), asks the transfer guard once per call and direction before anything
 // moves, enqueues the copies on the devices' streams, and counts what actually
@@ -23,17 +23,18 @@
 #include "guard/policy.h"
 #include "guard/transfer_guard.h"
 #include "ifrt/client.h"
-#include "ifrt/platform.h"
+#include "ifrt/introspection.h"
+#include "ifrt/spi/platform.h"
 #include "ifrt/runtime/plan_cache.h"
 #include "ifrt/runtime/plan_executor.h"
 #include "ifrt/runtime/runtime_array.h"
 #include "ifrt/runtime/runtime_device.h"
-#include "ifrt/runtime/transfer_trace.h"
+#include "ifrt/transfer_trace.h"
 #include "sharding/reshard_plan.h"
 
-namespace tessera {
+namespace tessera::runtime {
 
-class RuntimeClient final : public Client {
+class RuntimeClient final : public Client, public ClientIntrospection {
  public:
   // INVALID_ARGUMENT when there is no platform or no device at all.
   static absl::StatusOr<std::shared_ptr<RuntimeClient>> Create(
@@ -71,16 +72,13 @@ class RuntimeClient final : public Client {
   TransferStats transfer_stats() const override;
   std::string DebugString() const override;
 
-  // The plan ReshardArrays would run to move `array` to `spec` (cached like the
-  // real one), with src_device / dst_device naming device ids. A copy between
-  // two memories of one device (say Vulkan "device" -> "pinned_host") is
-  // kCrossDevice with src_device == dst_device; the guard and transfer_stats()
-  // count it as local (it crosses no device boundary).
-  absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanReshard(const Array& array,
-                                                                           const ArraySpec& spec);
-  PlanCache::Stats plan_cache_stats() const { return plan_cache_.stats(); }
-  // Records every copy while set (see transfer_trace.h); nullptr turns it off.
-  void SetTransferTrace(std::shared_ptr<TransferTrace> trace);
+  ClientIntrospection* introspection() override { return this; }
+
+  // ClientIntrospection (ifrt/introspection.h).
+  absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanReshard(
+      const Array& array, const ArraySpec& spec) override;
+  PlanCacheStats plan_cache_stats() const override { return plan_cache_.stats(); }
+  void SetTransferTrace(std::shared_ptr<TransferTrace> trace) override;
 
   // Helpers of RuntimeArray.
   absl::StatusOr<std::vector<ArrayRef>> Disassemble(RuntimeArray& array,
@@ -134,6 +132,6 @@ class RuntimeClient final : public Client {
   std::vector<std::unique_ptr<Platform>> platforms_;
 };
 
-}  // namespace tessera
+}  // namespace tessera::runtime
 
 #endif  // TESSERA_IFRT_RUNTIME_RUNTIME_CLIENT_H_

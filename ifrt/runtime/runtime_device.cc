@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace tessera {
+namespace tessera::runtime {
 
 RuntimeMemory::RuntimeMemory(MemoryId id, RuntimeDevice* device, int platform_memory,
                              const PlatformMemoryInfo& info)
@@ -75,4 +75,4 @@ std::string RuntimeDevice::DebugString() const {
                       ", name=", info_.name, ")");
 }
 
-}  // namespace tessera
+}  // namespace tessera::runtime

@@ -12,9 +12,9 @@
 #include "absl/status/statusor.h"
 #include "ifrt/device.h"
 #include "ifrt/memory.h"
-#include "ifrt/platform.h"
+#include "ifrt/spi/platform.h"
 
-namespace tessera {
+namespace tessera::runtime {
 
 class RuntimeDevice;
 
@@ -76,6 +76,6 @@ class RuntimeDevice final : public Device {
   std::vector<Memory*> memory_ptrs_;
 };
 
-}  // namespace tessera
+}  // namespace tessera::runtime
 
 #endif  // TESSERA_IFRT_RUNTIME_RUNTIME_DEVICE_H_

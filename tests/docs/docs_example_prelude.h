@@ -2,7 +2,7 @@
 #define TESSERA_TESTS_DOCS_DOCS_EXAMPLE_PRELUDE_H_
 
 // What every ```cpp snippet of docs/ may assume (see extract_examples.py): the
-// whole public API, the runtime client's extras, and a few names bound to
+// whole public API, the client's introspection, and a few names bound to
 // placeholders. Snippets are compiled, not run, so the placeholders need no
 // real values.
 
@@ -20,8 +20,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
-#include "ifrt/runtime/runtime_client.h"
-#include "ifrt/runtime/transfer_trace.h"
+#include "ifrt/introspection.h"
+#include "ifrt/transfer_trace.h"
 #include "tessera.h"
 
 struct DocsExampleContext {

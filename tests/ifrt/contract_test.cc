@@ -28,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "guard/recording_transfer_sink.h"
 #include "ifrt/runtime/runtime_client.h"
+#include "ifrt/introspection.h"
 #include "tests/ifrt/test_util.h"
 
 namespace tessera {
@@ -93,7 +94,7 @@ class ContractTest : public ::testing::TestWithParam<Topology> {
   }
 
   Client& client() { return *client_; }
-  RuntimeClient& runtime() { return *dynamic_cast<RuntimeClient*>(client_.get()); }
+  ClientIntrospection& runtime() { return *client_->introspection(); }
   DeviceListRef At(const std::vector<int>& positions) {
     return testing::DevicesAt(client(), positions);
   }
@@ -1459,8 +1460,8 @@ class PoisonTest : public ::testing::Test {
     platform_ = failing.get();
     std::vector<std::unique_ptr<Platform>> platforms;
     platforms.push_back(std::move(failing));
-    absl::StatusOr<std::shared_ptr<RuntimeClient>> c =
-        RuntimeClient::Create(std::move(platforms), guard::Policy());
+    absl::StatusOr<std::shared_ptr<runtime::RuntimeClient>> c =
+        runtime::RuntimeClient::Create(std::move(platforms), guard::Policy());
     ASSERT_THAT(c, IsOk());
     client_ = *std::move(c);
   }
@@ -1468,7 +1469,7 @@ class PoisonTest : public ::testing::Test {
   DeviceListRef Reversed() { return testing::DevicesAt(*client_, {3, 2, 1, 0}); }
 
   FailingPlatform* platform_ = nullptr;
-  std::shared_ptr<RuntimeClient> client_;
+  std::shared_ptr<runtime::RuntimeClient> client_;
 };
 
 TEST_F(PoisonTest, PoisonedInputPropagatesItsError) {

@@ -25,7 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ifrt/runtime/runtime_client.h"
+#include "ifrt/introspection.h"
 #include "tests/ifrt/test_util.h"
 
 namespace tessera {
@@ -41,7 +41,7 @@ class PropertyTest : public ::testing::Test {
     absl::StatusOr<std::shared_ptr<Client>> c = testing::CreateCpuTestClient(kDevices);
     ASSERT_THAT(c, IsOk());
     client_ = *std::move(c);
-    runtime_ = dynamic_cast<RuntimeClient*>(client_.get());
+    runtime_ = client_->introspection();
     ASSERT_NE(runtime_, nullptr);
   }
 
@@ -171,7 +171,7 @@ class PropertyTest : public ::testing::Test {
 
   std::mt19937 rng_;
   std::shared_ptr<Client> client_;
-  RuntimeClient* runtime_ = nullptr;
+  ClientIntrospection* runtime_ = nullptr;
 };
 
 TEST_F(PropertyTest, RandomChainsPreserveDataAndCountBytes) {

@@ -2,7 +2,7 @@
 // moves, with its endpoints, boxes and bytes; copies on one stream in order and
 // not overlapping; nothing recorded once the trace is detached.
 
-#include "ifrt/runtime/transfer_trace.h"
+#include "ifrt/transfer_trace.h"
 
 #include <algorithm>
 #include <map>
@@ -13,7 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ifrt/runtime/runtime_client.h"
+#include "ifrt/introspection.h"
 #include "tessera.h"
 #include "tests/ifrt/test_util.h"
 
@@ -32,7 +32,7 @@ class TransferTraceTest : public ::testing::Test {
     absl::StatusOr<std::shared_ptr<Client>> c = testing::CreateCpuTestClient(4);
     ASSERT_THAT(c, IsOk());
     client_ = *std::move(c);
-    runtime_ = dynamic_cast<RuntimeClient*>(client_.get());
+    runtime_ = client_->introspection();
     ASSERT_NE(runtime_, nullptr);
     devices_ = *client_->MakeDeviceList(client_->devices());
   }
@@ -43,7 +43,7 @@ class TransferTraceTest : public ::testing::Test {
   }
 
   std::shared_ptr<Client> client_;
-  RuntimeClient* runtime_ = nullptr;
+  ClientIntrospection* runtime_ = nullptr;
   DeviceListRef devices_;
   const DType f32_{DType::kF32};
   const Shape shape_{{96, 64}};

@@ -1,4 +1,4 @@
-#include "ifrt/runtime/transfer_trace.h"
+#include "ifrt/transfer_trace.h"
 
 #include <chrono>
 #include <utility>

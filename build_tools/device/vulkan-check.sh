@@ -3,9 +3,9 @@
 # short table last. See /work/shared/device/README.md for preparing such a machine:
 #   on the build machine: bash ../shared/device/prepare-gl.sh   (fills .gl/)
 #                         build build-vulkan (Release), copy missing shared libs into .devrun/lib
-#   on the GPU machine:   bash tools/device/vulkan-check.sh [build-dir] [bytes]
+#   on the GPU machine:   bash build_tools/device/vulkan-check.sh [build-dir] [bytes]
 # The run tool: copy the two binaries into .devrun/bin, carry [".gl", ".devrun"], and run
-#   bash tools/device/vulkan-check.sh   (timeout_s ~400; 1 GiB x 3 reps per row)
+#   bash build_tools/device/vulkan-check.sh   (timeout_s ~400; 1 GiB x 3 reps per row)
 set -u
 BUILD=${1:-build-vulkan}
 BYTES=${2:-1073741824}   # 1 GiB

@@ -1,5 +1,5 @@
-#ifndef TESSERA_IFRT_PLATFORM_H_
-#define TESSERA_IFRT_PLATFORM_H_
+#ifndef TESSERA_IFRT_SPI_PLATFORM_H_
+#define TESSERA_IFRT_SPI_PLATFORM_H_
 
 // The device SPI: what a platform (backends/cpu, backends/vulkan, ...)
 // implements so that the generic runtime in ifrt/ can put arrays on its
@@ -140,4 +140,4 @@ class Platform {
 
 }  // namespace tessera
 
-#endif  // TESSERA_IFRT_PLATFORM_H_
+#endif  // TESSERA_IFRT_SPI_PLATFORM_H_

@@ -1,8 +1,8 @@
-#ifndef TESSERA_IFRT_RUNTIME_TRANSFER_TRACE_H_
-#define TESSERA_IFRT_RUNTIME_TRANSFER_TRACE_H_
+#ifndef TESSERA_IFRT_TRANSFER_TRACE_H_
+#define TESSERA_IFRT_TRANSFER_TRACE_H_
 
 // TransferTrace: a recording of every copy a client ran while the trace was
-// attached (RuntimeClient::SetTransferTrace): executing device (whose one
+// attached (ClientIntrospection::SetTransferTrace, ifrt/introspection.h): executing device (whose one
 // in-order stream ran it), endpoints, boxes, bytes, direction, the guard's
 // action for the call, and start/end times. While a trace is attached the
 // runtime runs each copy as its own stream operation, so that each has its own
@@ -70,4 +70,4 @@ class TransferTrace {
 
 }  // namespace tessera
 
-#endif  // TESSERA_IFRT_RUNTIME_TRANSFER_TRACE_H_
+#endif  // TESSERA_IFRT_TRANSFER_TRACE_H_
