@@ -2,13 +2,12 @@
 #define TESSERA_IFRT_TRANSFER_TRACE_H_
 
 // TransferTrace: a recording of every copy a client ran while the trace was
-// attached (ClientIntrospection::SetTransferTrace, ifrt/introspection.h): executing device (whose one
-// in-order stream ran it), endpoints, boxes, bytes, direction, the guard's
-// action for the call, and start/end times. While a trace is attached the
-// runtime runs each copy as its own stream operation, so that each has its own
-// start and end (untraced, the copies a device runs for one call are one
-// batched operation). Written out as Chrome trace / Perfetto JSON. When no
-// trace is attached the runtime records nothing and takes no timestamps.
+// attached (ClientIntrospection::SetTransferTrace, ifrt/introspection.h): executing device (whose
+// one in-order stream ran it), endpoints, boxes, bytes, direction, the guard's action for the call,
+// and start/end times. While a trace is attached the runtime runs each copy as its own stream
+// operation, so that each has its own start and end (untraced, the copies a device runs for one
+// call are one batched operation). Written out as Chrome trace / Perfetto JSON. When no trace is
+// attached the runtime records nothing and takes no timestamps.
 //
 // Thread-safe.
 

@@ -29,8 +29,8 @@
 
 #include "absl/types/span.h"
 #include "ifrt/future.h"
-#include "ifrt/spi/platform.h"
 #include "ifrt/runtime/runtime_device.h"
+#include "ifrt/spi/platform.h"
 #include "ifrt/transfer_trace.h"
 #include "sharding/reshard_plan.h"
 

@@ -17,8 +17,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "ifrt/array.h"
-#include "ifrt/spi/platform.h"
 #include "ifrt/runtime/runtime_device.h"
+#include "ifrt/spi/platform.h"
 #include "sharding/shard_layout.h"
 
 namespace tessera::runtime {

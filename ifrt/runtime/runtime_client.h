@@ -24,11 +24,11 @@
 #include "guard/transfer_guard.h"
 #include "ifrt/client.h"
 #include "ifrt/introspection.h"
-#include "ifrt/spi/platform.h"
 #include "ifrt/runtime/plan_cache.h"
 #include "ifrt/runtime/plan_executor.h"
 #include "ifrt/runtime/runtime_array.h"
 #include "ifrt/runtime/runtime_device.h"
+#include "ifrt/spi/platform.h"
 #include "ifrt/transfer_trace.h"
 #include "sharding/reshard_plan.h"
 

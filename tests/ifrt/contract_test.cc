@@ -27,8 +27,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "guard/recording_transfer_sink.h"
-#include "ifrt/runtime/runtime_client.h"
 #include "ifrt/introspection.h"
+#include "ifrt/runtime/runtime_client.h"
 #include "tests/ifrt/test_util.h"
 
 namespace tessera {
