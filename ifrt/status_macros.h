@@ -1,0 +1,41 @@
+#ifndef TESSERA_IFRT_STATUS_MACROS_H_
+#define TESSERA_IFRT_STATUS_MACROS_H_
+
+// Two macros for early returns on error, as in Abseil's and XLA's code bases:
+//
+//   absl::StatusOr<ArrayRef> MakeRows(Client& client, const Sharding& sharding) {
+//     TESSERA_RETURN_IF_ERROR(CheckSharding(sharding));
+//     TESSERA_ASSIGN_OR_RETURN(sharding::ShardLayout layout, sharding.Layout(shape));
+//     ...
+//   }
+//
+// TESSERA_RETURN_IF_ERROR(expr): `expr` is an absl::Status; returns it from the enclosing function
+// when it is not OK. TESSERA_ASSIGN_OR_RETURN(lhs, expr): `expr` is an absl::StatusOr<T>; returns
+// its status when not OK, else moves its value into `lhs` (a declaration or an lvalue). Both work
+// in functions returning absl::Status or any absl::StatusOr<U>. Each evaluates `expr` once.
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#define TESSERA_STATUS_MACROS_CONCAT_INNER(a, b) a##b
+#define TESSERA_STATUS_MACROS_CONCAT(a, b) TESSERA_STATUS_MACROS_CONCAT_INNER(a, b)
+
+#define TESSERA_RETURN_IF_ERROR(expr)                                     \
+  do {                                                                    \
+    if (::absl::Status tessera_status_ = (expr); !tessera_status_.ok()) { \
+      return tessera_status_;                                             \
+    }                                                                     \
+  } while (false)
+
+#define TESSERA_ASSIGN_OR_RETURN(lhs, expr)                                                     \
+  TESSERA_ASSIGN_OR_RETURN_IMPL(TESSERA_STATUS_MACROS_CONCAT(tessera_statusor_, __LINE__), lhs, \
+                                expr)
+
+#define TESSERA_ASSIGN_OR_RETURN_IMPL(statusor, lhs, expr) \
+  auto statusor = (expr);                                  \
+  if (!statusor.ok()) return std::move(statusor).status(); \
+  lhs = *std::move(statusor)
+
+#endif  // TESSERA_IFRT_STATUS_MACROS_H_
