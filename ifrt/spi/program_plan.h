@@ -1,0 +1,110 @@
+#ifndef TESSERA_IFRT_SPI_PROGRAM_PLAN_H_
+#define TESSERA_IFRT_SPI_PROGRAM_PLAN_H_
+
+// ProgramPlan: what a program compiler (compiler/, MLIR) hands the runtime, as plain data: the
+// SPMD program one device runs, cut at each collective into kernels. The runtime runs the steps in
+// order on every device of the executable: a kernel step launches that device's kernel on its
+// stream (ifrt/spi/platform.h, LaunchKernel); a collective step is communication the runtime does
+// itself through its dispatcher, guarded and counted like every other device-to-device movement.
+// This is the seam between compiler and runtime (IFRT IR's model: compiled atom programs plus the
+// transfers between them); the runtime never links MLIR.
+//
+// Values are numbered; each is one per-device tensor of a static local shape (the shard shape every
+// device holds: shardings must divide their dimensions evenly). Plain value types.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ifrt/dtype.h"
+#include "ifrt/shape.h"
+
+namespace tessera {
+
+// A compiled kernel for one platform. `format` says how `code` reads:
+//   "mlir-llvm"  MLIR text in the LLVM dialect (CPU; the kernel loader JITs it), entry point
+//   `entry`
+//                called through MLIR's packed interface.
+//   "spirv"      a SPIR-V binary module (Vulkan), entry point `entry`.
+// Arguments, in order: each input value's buffer, then each output value's buffer (row-major,
+// contiguous, of the value's local shape), then, when `takes_device_position`, one int64 per grid
+// axis: this device's coordinate on the program's grid.
+struct KernelArtifact {
+  std::string format;
+  std::string code;
+  std::string entry;
+  // Work-group size and count for "spirv"; unused for "mlir-llvm".
+  std::vector<int64_t> workgroup_size;
+  std::vector<int64_t> workgroup_count;
+};
+
+struct ProgramValue {
+  DType dtype{DType::kInvalid};
+  Shape local_shape{{}};
+};
+
+struct KernelStep {
+  std::string name;
+  std::vector<int> inputs;   // value ids
+  std::vector<int> outputs;  // value ids, each defined here
+  bool takes_device_position = false;
+  // One artifact per platform name ("cpu", "vulkan") the executable's devices run.
+  std::map<std::string, KernelArtifact> artifacts;
+};
+
+enum class CollectiveKind { kAllReduce, kAllGather, kAllToAll, kAllSlice, kReduceScatter };
+enum class ReductionKind { kSum, kProduct, kMin, kMax };
+
+// Communication between the devices of each group: the devices whose grid coordinates agree on
+// every axis not in `grid_axes`; within a group, devices are ordered by their coordinates on
+// `grid_axes` (row-major). all_reduce: output = the reduction of the group's inputs. all_gather:
+// output = the group's inputs concatenated along `gather_axis`. all_slice: output = this device's
+// slice of its input along `split_axis` (no communication). all_to_all: input split along
+// `split_axis`, piece i sent to member i, received pieces concatenated along `concat_axis`.
+// reduce_scatter: the reduction, then this device's slice along `split_axis`.
+struct CollectiveStep {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  ReductionKind reduction = ReductionKind::kSum;
+  std::vector<int> grid_axes;
+  int64_t gather_axis = 0;
+  int64_t split_axis = 0;
+  int64_t concat_axis = 0;
+  int input = 0;   // value id
+  int output = 0;  // value id, defined here
+};
+
+struct ProgramStep {
+  enum class Kind { kKernel, kCollective };
+  Kind kind = Kind::kKernel;
+  KernelStep kernel;          // when kKernel
+  CollectiveStep collective;  // when kCollective
+};
+
+// One parameter's or result's sharding over the program's grid, in the notation of sharding/
+// (docs/sharding.md): `mesh` like "mesh{x=4}" (axis names and sizes of the grid) and `spec` a
+// PartitionSpec like "P(x,None)".
+struct ProgramSharding {
+  std::string mesh;
+  std::string spec;
+};
+
+struct ProgramPlan {
+  std::string name;                  // the program's entry function, "main"
+  std::vector<int64_t> grid_shape;   // devices of the executable = product, row-major
+  std::vector<ProgramValue> values;  // indexed by value id
+  std::vector<int> parameters;       // value ids of the entry's arguments, in order
+  std::vector<int> results;          // value ids returned, in order (may repeat or be a parameter)
+  // The entry's signature as the caller sees it: dtypes and global shapes.
+  std::vector<ProgramValue> global_parameters;
+  std::vector<ProgramValue> global_results;
+  std::vector<ProgramSharding> parameter_shardings;
+  std::vector<ProgramSharding> result_shardings;
+  std::vector<ProgramStep> steps;
+  // The partitioned program as text, for LoadedExecutable::Explain().
+  std::string partitioned_text;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_IFRT_SPI_PROGRAM_PLAN_H_
