@@ -46,6 +46,7 @@
 namespace tessera {
 
 class ClientIntrospection;  // ifrt/introspection.h
+class Compiler;             // ifrt/compiler.h
 
 class Client {
  public:
@@ -116,6 +117,10 @@ class Client {
   virtual guard::TransferGuard& transfer_guard() = 0;
   // Bytes and copies actually moved since the client was created.
   virtual TransferStats transfer_stats() const = 0;
+
+  // Compiles programs for this client's devices (ifrt/compiler.h). Never null; lives as long as
+  // the client. Its Compile is UNIMPLEMENTED in a build without a program compiler.
+  virtual Compiler* GetDefaultCompiler() = 0;
 
   // Plans, plan-cache counters and copy traces (ifrt/introspection.h), or nullptr when this client
   // does not offer them. Lives as long as the client.

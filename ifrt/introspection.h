@@ -44,6 +44,8 @@ class ClientIntrospection {
       const Array& array, const ArraySpec& spec) = 0;
 
   virtual PlanCacheStats plan_cache_stats() const = 0;
+  // The compile cache of Client::GetDefaultCompiler(): a hit is a Compile that ran no compiler.
+  virtual PlanCacheStats program_cache_stats() const { return {}; }
 
   // Records every copy the client runs while set (see transfer_trace.h); nullptr detaches it.
   virtual void SetTransferTrace(std::shared_ptr<TransferTrace> trace) = 0;

@@ -73,7 +73,8 @@ RuntimeClient::~RuntimeClient() {
 }
 
 absl::StatusOr<std::shared_ptr<RuntimeClient>> RuntimeClient::Create(
-    std::vector<std::unique_ptr<Platform>> platforms, guard::Policy transfer_guard_policy) {
+    std::vector<std::unique_ptr<Platform>> platforms, guard::Policy transfer_guard_policy,
+    std::unique_ptr<ProgramCompiler> program_compiler) {
   if (platforms.empty()) return absl::InvalidArgumentError("a client needs at least one platform");
   std::shared_ptr<RuntimeClient> client(new RuntimeClient(transfer_guard_policy));
   int32_t next_memory_id = 0;
@@ -88,8 +89,13 @@ absl::StatusOr<std::shared_ptr<RuntimeClient>> RuntimeClient::Create(
     client->platforms_.push_back(std::move(platform));
   }
   if (client->devices_.empty()) return absl::InvalidArgumentError("the platforms have no device");
+  client->compiler_ = std::make_unique<RuntimeCompiler>(client.get(), std::move(program_compiler));
   return client;
 }
+
+Compiler* RuntimeClient::GetDefaultCompiler() { return compiler_.get(); }
+
+PlanCacheStats RuntimeClient::program_cache_stats() const { return compiler_->cache_stats(); }
 
 // ---------------------------------------------------------------------------------------------
 // Devices

@@ -27,8 +27,10 @@
 #include "ifrt/runtime/plan_cache.h"
 #include "ifrt/runtime/plan_executor.h"
 #include "ifrt/runtime/runtime_array.h"
+#include "ifrt/runtime/runtime_compiler.h"
 #include "ifrt/runtime/runtime_device.h"
 #include "ifrt/spi/platform.h"
+#include "ifrt/spi/program_compiler.h"
 #include "ifrt/transfer_trace.h"
 #include "sharding/reshard_plan.h"
 
@@ -37,8 +39,10 @@ namespace tessera::runtime {
 class RuntimeClient final : public Client, public ClientIntrospection {
  public:
   // INVALID_ARGUMENT when there is no platform or no device at all.
+  // `program_compiler` (may be null: Compile is then UNIMPLEMENTED) turns programs into plans.
   static absl::StatusOr<std::shared_ptr<RuntimeClient>> Create(
-      std::vector<std::unique_ptr<Platform>> platforms, guard::Policy transfer_guard_policy);
+      std::vector<std::unique_ptr<Platform>> platforms, guard::Policy transfer_guard_policy,
+      std::unique_ptr<ProgramCompiler> program_compiler = nullptr);
   ~RuntimeClient() override;
 
   absl::StatusOr<ArrayRef> MakeArrayFromHostBuffer(
@@ -73,12 +77,14 @@ class RuntimeClient final : public Client, public ClientIntrospection {
   std::string DebugString() const override;
 
   ClientIntrospection* introspection() override { return this; }
+  Compiler* GetDefaultCompiler() override;
 
   // ClientIntrospection (ifrt/introspection.h).
   absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanReshard(
       const Array& array, const ArraySpec& spec) override;
   PlanCacheStats plan_cache_stats() const override { return plan_cache_.stats(); }
   void SetTransferTrace(std::shared_ptr<TransferTrace> trace) override;
+  PlanCacheStats program_cache_stats() const override;
 
   // Helpers of RuntimeArray.
   absl::StatusOr<std::vector<ArrayRef>> Disassemble(RuntimeArray& array,
@@ -89,6 +95,9 @@ class RuntimeClient final : public Client, public ClientIntrospection {
                             TransferOptions options);
 
  private:
+  friend class RuntimeCompiler;
+  friend class RuntimeExecutable;
+
   explicit RuntimeClient(guard::Policy policy);
 
   // Validation shared by the entry points.
@@ -125,6 +134,7 @@ class RuntimeClient final : public Client, public ClientIntrospection {
   std::mutex trace_mu_;
   std::shared_ptr<TransferTrace> trace_ ABSL_GUARDED_BY(trace_mu_);
 
+  std::unique_ptr<RuntimeCompiler> compiler_;
   std::vector<std::unique_ptr<RuntimeDevice>> devices_;
   std::vector<Device*> device_ptrs_;
   // Last: destroyed first, draining the streams while the members above are

@@ -36,9 +36,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "ifrt/attribute_map.h"
 #include "ifrt/future.h"
+#include "ifrt/spi/kernel.h"
+#include "ifrt/spi/program_plan.h"
 #include "ifrt/strided_copy.h"
 
 namespace tessera {
@@ -136,6 +139,20 @@ class Platform {
   // future's.
   virtual Future<> EnqueueHostCallback(int device, std::function<absl::Status()> fn,
                                        absl::Span<const Future<>> after) = 0;
+
+  // Loads a compiled kernel for `device` (ifrt/spi/kernel.h). A platform may share one loaded
+  // kernel among its devices. INVALID_ARGUMENT for an artifact it cannot read (wrong format, bad
+  // code); UNIMPLEMENTED where the platform runs no kernels.
+  virtual absl::StatusOr<PlatformKernelRef> LoadKernel(int device, const KernelArtifact& artifact) {
+    return absl::UnimplementedError(
+        absl::StrCat("platform '", std::string(name()), "' cannot run compiled kernels"));
+  }
+  // Runs a loaded kernel on the stream of `device` after `after`, like a copy: in order with the
+  // stream's other operations; its failure fails the returned future only.
+  virtual Future<> LaunchKernel(int device, KernelLaunch launch, absl::Span<const Future<>> after) {
+    return MakeReadyFuture(absl::UnimplementedError(
+        absl::StrCat("platform '", std::string(name()), "' cannot run compiled kernels")));
+  }
 };
 
 }  // namespace tessera

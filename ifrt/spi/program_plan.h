@@ -100,6 +100,9 @@ struct ProgramPlan {
   std::vector<ProgramValue> global_results;
   std::vector<ProgramSharding> parameter_shardings;
   std::vector<ProgramSharding> result_shardings;
+  // How many arguments and results carried a `tessera.sharding` attribute (0 when the request gave
+  // the shardings).
+  int sharding_attributes = 0;
   std::vector<ProgramStep> steps;
   // The partitioned program as text, for LoadedExecutable::Explain().
   std::string partitioned_text;

@@ -1,0 +1,230 @@
+#include "ifrt/runtime/collectives.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+
+namespace tessera::runtime {
+namespace {
+
+int64_t Product(absl::Span<const int64_t> dims, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= dims[i];
+  return p;
+}
+
+// A dense row-major array seen as [outer, axis, inner] around `axis`, in bytes for `inner`.
+struct AxisView {
+  int64_t outer = 1;
+  int64_t axis = 1;
+  int64_t inner_bytes = 0;
+};
+AxisView ViewAround(absl::Span<const int64_t> dims, int64_t axis, int64_t element_bytes) {
+  return AxisView{Product(dims, 0, axis), dims[axis],
+                  Product(dims, axis + 1, dims.size()) * element_bytes};
+}
+
+// Copies piece `index` of `groups` equal pieces along the view's axis into dense `out`.
+void CopyPiece(const char* in, const AxisView& v, int64_t groups, int64_t index, char* out) {
+  const int64_t piece = v.axis / groups * v.inner_bytes;
+  for (int64_t o = 0; o < v.outer; ++o) {
+    std::memcpy(out + o * piece, in + o * v.axis * v.inner_bytes + index * piece, piece);
+  }
+}
+
+// Writes dense `piece` (the view's axis holding axis/groups) as piece `index` of `out`.
+void PlacePiece(const char* piece, const AxisView& out_view, int64_t groups, int64_t index,
+                char* out) {
+  const int64_t bytes = out_view.axis / groups * out_view.inner_bytes;
+  for (int64_t o = 0; o < out_view.outer; ++o) {
+    std::memcpy(out + o * out_view.axis * out_view.inner_bytes + index * bytes, piece + o * bytes,
+                bytes);
+  }
+}
+
+template <typename T>
+void Accumulate(ReductionKind kind, const void* in, void* acc, int64_t n) {
+  const T* a = static_cast<const T*>(in);
+  T* r = static_cast<T*>(acc);
+  switch (kind) {
+    case ReductionKind::kSum:
+      for (int64_t i = 0; i < n; ++i) r[i] += a[i];
+      break;
+    case ReductionKind::kProduct:
+      for (int64_t i = 0; i < n; ++i) r[i] *= a[i];
+      break;
+    case ReductionKind::kMin:
+      for (int64_t i = 0; i < n; ++i) r[i] = std::min(r[i], a[i]);
+      break;
+    case ReductionKind::kMax:
+      for (int64_t i = 0; i < n; ++i) r[i] = std::max(r[i], a[i]);
+      break;
+  }
+}
+
+using Accumulator = void (*)(ReductionKind, const void*, void*, int64_t);
+absl::StatusOr<Accumulator> AccumulatorFor(DType dtype) {
+  switch (dtype.kind()) {
+    case DType::kF32:
+      return &Accumulate<float>;
+    case DType::kF64:
+      return &Accumulate<double>;
+    case DType::kS32:
+      return &Accumulate<int32_t>;
+    case DType::kS64:
+      return &Accumulate<int64_t>;
+    case DType::kU32:
+      return &Accumulate<uint32_t>;
+    case DType::kU64:
+      return &Accumulate<uint64_t>;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("collective reductions support f32, f64, s32, s64, u32 and u64, not ",
+                       dtype.DebugString()));
+  }
+}
+
+// out = reduction over `pieces` (each `bytes` long).
+absl::Status Reduce(DType dtype, ReductionKind kind, absl::Span<const char* const> pieces,
+                    int64_t bytes, char* out) {
+  auto accumulate = AccumulatorFor(dtype);
+  if (!accumulate.ok()) return accumulate.status();
+  const int64_t n = bytes / *dtype.byte_size();
+  if (pieces.empty()) return absl::OkStatus();
+  std::memcpy(out, pieces[0], bytes);
+  for (size_t j = 1; j < pieces.size(); ++j) (*accumulate)(kind, pieces[j], out, n);
+  return absl::OkStatus();
+}
+
+absl::Status CheckAxis(int64_t axis, size_t rank, int64_t groups, absl::Span<const int64_t> dims) {
+  if (axis < 0 || axis >= static_cast<int64_t>(rank)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("collective axis ", axis, " out of rank ", rank));
+  }
+  if (dims[axis] % groups != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("collective axis ", axis, " of size ",
+                                                   dims[axis], " does not split into ", groups,
+                                                   " pieces"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<int64_t> GridPosition(absl::Span<const int64_t> grid_shape, int device) {
+  std::vector<int64_t> position(grid_shape.size());
+  int64_t rest = device;
+  for (int a = static_cast<int>(grid_shape.size()) - 1; a >= 0; --a) {
+    position[a] = rest % grid_shape[a];
+    rest /= grid_shape[a];
+  }
+  return position;
+}
+
+CollectiveGroup GroupOf(absl::Span<const int64_t> grid_shape, absl::Span<const int> grid_axes,
+                        int device) {
+  const std::vector<int64_t> own = GridPosition(grid_shape, device);
+  CollectiveGroup group;
+  int64_t size = 1;
+  for (int a : grid_axes) size *= grid_shape[a];
+  for (int64_t m = 0; m < size; ++m) {
+    // Member m's coordinates on grid_axes (row-major over those axes), the others as `own`.
+    std::vector<int64_t> position = own;
+    int64_t rest = m;
+    for (int k = static_cast<int>(grid_axes.size()) - 1; k >= 0; --k) {
+      position[grid_axes[k]] = rest % grid_shape[grid_axes[k]];
+      rest /= grid_shape[grid_axes[k]];
+    }
+    int64_t linear = 0;
+    for (size_t a = 0; a < grid_shape.size(); ++a) linear = linear * grid_shape[a] + position[a];
+    if (linear == device) group.position = static_cast<int>(m);
+    group.members.push_back(static_cast<int>(linear));
+  }
+  return group;
+}
+
+int64_t BytesFromEachPeer(const CollectiveStep& step, int64_t input_bytes, int group_size) {
+  switch (step.kind) {
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kAllGather:
+      return input_bytes;
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kReduceScatter:
+      return group_size > 0 ? input_bytes / group_size : 0;
+    case CollectiveKind::kAllSlice:
+      return 0;
+  }
+  return 0;
+}
+
+absl::Status ComputeCollective(const CollectiveStep& step, DType dtype,
+                               absl::Span<const int64_t> input_dims,
+                               absl::Span<const int64_t> output_dims,
+                               absl::Span<const void* const> inputs, int position, void* output) {
+  const int64_t groups = static_cast<int64_t>(inputs.size());
+  const int64_t element_bytes = *dtype.byte_size();
+  const int64_t input_bytes = Product(input_dims, 0, input_dims.size()) * element_bytes;
+  const int64_t output_bytes = Product(output_dims, 0, output_dims.size()) * element_bytes;
+  if (input_bytes == 0 || output_bytes == 0) return absl::OkStatus();
+  std::vector<const char*> in(inputs.size());
+  for (size_t j = 0; j < inputs.size(); ++j) in[j] = static_cast<const char*>(inputs[j]);
+  char* out = static_cast<char*>(output);
+  switch (step.kind) {
+    case CollectiveKind::kAllReduce:
+      return Reduce(dtype, step.reduction, in, input_bytes, out);
+    case CollectiveKind::kAllGather: {
+      if (absl::Status s = CheckAxis(step.gather_axis, output_dims.size(), groups, output_dims);
+          !s.ok()) {
+        return s;
+      }
+      const AxisView view = ViewAround(output_dims, step.gather_axis, element_bytes);
+      for (int64_t j = 0; j < groups; ++j) PlacePiece(in[j], view, groups, j, out);
+      return absl::OkStatus();
+    }
+    case CollectiveKind::kAllSlice: {
+      if (absl::Status s = CheckAxis(step.split_axis, input_dims.size(), groups, input_dims);
+          !s.ok()) {
+        return s;
+      }
+      CopyPiece(in[position], ViewAround(input_dims, step.split_axis, element_bytes), groups,
+                position, out);
+      return absl::OkStatus();
+    }
+    case CollectiveKind::kAllToAll: {
+      if (absl::Status s = CheckAxis(step.split_axis, input_dims.size(), groups, input_dims);
+          !s.ok()) {
+        return s;
+      }
+      const AxisView in_view = ViewAround(input_dims, step.split_axis, element_bytes);
+      const AxisView out_view = ViewAround(output_dims, step.concat_axis, element_bytes);
+      std::vector<char> piece(input_bytes / groups);
+      for (int64_t j = 0; j < groups; ++j) {
+        CopyPiece(in[j], in_view, groups, position, piece.data());
+        PlacePiece(piece.data(), out_view, groups, j, out);
+      }
+      return absl::OkStatus();
+    }
+    case CollectiveKind::kReduceScatter: {
+      if (absl::Status s = CheckAxis(step.split_axis, input_dims.size(), groups, input_dims);
+          !s.ok()) {
+        return s;
+      }
+      const AxisView view = ViewAround(input_dims, step.split_axis, element_bytes);
+      const int64_t piece_bytes = input_bytes / groups;
+      std::vector<char> pieces(piece_bytes * groups);
+      std::vector<const char*> piece_ptrs(groups);
+      for (int64_t j = 0; j < groups; ++j) {
+        CopyPiece(in[j], view, groups, position, pieces.data() + j * piece_bytes);
+        piece_ptrs[j] = pieces.data() + j * piece_bytes;
+      }
+      return Reduce(dtype, step.reduction, piece_ptrs, piece_bytes, out);
+    }
+  }
+  return absl::InvalidArgumentError("unknown collective kind");
+}
+
+}  // namespace tessera::runtime

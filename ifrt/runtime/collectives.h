@@ -1,0 +1,47 @@
+#ifndef TESSERA_IFRT_RUNTIME_COLLECTIVES_H_
+#define TESSERA_IFRT_RUNTIME_COLLECTIVES_H_
+
+// The communication steps of a ProgramPlan (ifrt/spi/program_plan.h) as the runtime runs them:
+// group membership on the program's grid, the bytes each member reads from its peers, and the
+// host-memory arithmetic of each kind (all_reduce, all_gather, all_slice, all_to_all,
+// reduce_scatter) over buffers that the host can address.
+//
+// Pure functions over plain data; thread-safe.
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "ifrt/dtype.h"
+#include "ifrt/shape.h"
+#include "ifrt/spi/program_plan.h"
+
+namespace tessera::runtime {
+
+// The group of `device` (its linear index on `grid_shape`) for a collective over `grid_axes`: the
+// linear indices of its members in member order, and the device's own position among them.
+struct CollectiveGroup {
+  std::vector<int> members;
+  int position = 0;
+};
+CollectiveGroup GroupOf(absl::Span<const int64_t> grid_shape, absl::Span<const int> grid_axes,
+                        int device);
+
+// The coordinates of linear index `device` on `grid_shape` (row-major).
+std::vector<int64_t> GridPosition(absl::Span<const int64_t> grid_shape, int device);
+
+// Bytes one member reads from each peer for `step` on an input of `input_bytes`.
+int64_t BytesFromEachPeer(const CollectiveStep& step, int64_t input_bytes, int group_size);
+
+// Computes this member's output of `step`: `inputs[j]` is member j's input (dense row-major, of
+// `input_dims`), `output` this member's output (of `output_dims`). INVALID_ARGUMENT for a dtype a
+// reduction does not support, or dims that do not fit the step.
+absl::Status ComputeCollective(const CollectiveStep& step, DType dtype,
+                               absl::Span<const int64_t> input_dims,
+                               absl::Span<const int64_t> output_dims,
+                               absl::Span<const void* const> inputs, int position, void* output);
+
+}  // namespace tessera::runtime
+
+#endif  // TESSERA_IFRT_RUNTIME_COLLECTIVES_H_

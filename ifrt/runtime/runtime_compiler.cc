@@ -1,0 +1,310 @@
+#include "ifrt/runtime/runtime_compiler.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "ifrt/runtime/collectives.h"
+#include "ifrt/runtime/runtime_client.h"
+#include "ifrt/status_macros.h"
+#include "sharding/mesh.h"
+#include "sharding/partition_spec.h"
+
+namespace tessera::runtime {
+namespace {
+
+constexpr const char* kCollectiveNames[] = {"all_reduce", "all_gather", "all_to_all", "all_slice",
+                                            "reduce_scatter"};
+
+// The text that identifies a compile: equal texts compile to the same executable.
+std::string CompileKey(const std::string& text, const CompileOptions& options) {
+  std::string key = text;
+  absl::StrAppend(&key, "\n--devices:");
+  for (Device* d : options.devices->devices()) absl::StrAppend(&key, " ", d->Id().value);
+  for (const auto* list : {&options.input_shardings, &options.output_shardings}) {
+    absl::StrAppend(&key, "\n--shardings:");
+    for (const ShardingRef& s : *list) absl::StrAppend(&key, " ", s->DebugString(), ";");
+  }
+  absl::StrAppend(&key, "\n--donated: ", absl::StrJoin(options.donated_input_indices, ","));
+  return key;
+}
+
+// FNV-1a, 64 bits: stable across processes and builds.
+uint64_t Fnv1a(std::string_view bytes) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// The grid's mesh: that of the first NamedSharding given, else one axis over every device.
+std::string GridMesh(const CompileOptions& options, size_t num_devices) {
+  for (const auto* list : {&options.input_shardings, &options.output_shardings}) {
+    for (const ShardingRef& s : *list) {
+      if (const auto* named = dynamic_cast<const NamedSharding*>(s.get())) {
+        return named->mesh().ToString();
+      }
+    }
+  }
+  return absl::StrCat("mesh{x=", num_devices, "}");
+}
+
+absl::StatusOr<ProgramSharding> ToProgramSharding(const ShardingRef& sharding,
+                                                  const CompileOptions& options,
+                                                  const std::string& grid_mesh,
+                                                  const std::string& what) {
+  if (sharding == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("Compile: ", what, " is null"));
+  }
+  if (*sharding->devices() != *options.devices) {
+    return absl::InvalidArgumentError(absl::StrCat("Compile: ", what, " ", sharding->DebugString(),
+                                                   " is not over the executable's devices ",
+                                                   options.devices->DebugString()));
+  }
+  if (const auto* named = dynamic_cast<const NamedSharding*>(sharding.get())) {
+    return ProgramSharding{named->mesh().ToString(), named->spec().ToString()};
+  }
+  if (sharding->IsFullyReplicated()) return ProgramSharding{grid_mesh, "P()"};
+  return absl::UnimplementedError(absl::StrCat(
+      "Compile: ", what, " ", sharding->DebugString(),
+      " cannot be expressed on a device grid; use a NamedSharding (mesh + PartitionSpec)"));
+}
+
+std::string DescribeCommunication(const CompiledProgram& program) {
+  const ProgramPlan& plan = program.plan;
+  std::string out = "communication (done by the runtime, guarded as explicit device-to-device):\n";
+  std::vector<std::string> ids;
+  for (RuntimeDevice* d : program.slot_devices) ids.push_back(absl::StrCat(d->Id().value));
+  bool any = false;
+  for (const ProgramStep& step : plan.steps) {
+    if (step.kind != ProgramStep::Kind::kCollective) continue;
+    any = true;
+    const CollectiveStep& c = step.collective;
+    const ProgramValue& in = plan.values[c.input];
+    const int64_t bytes = in.local_shape.num_elements() * *in.dtype.byte_size();
+    const int group = static_cast<int>(GroupOf(plan.grid_shape, c.grid_axes, 0).members.size());
+    const int64_t per_device = (group - 1) * BytesFromEachPeer(c, bytes, group);
+    absl::StrAppend(&out, "  ", kCollectiveNames[static_cast<int>(c.kind)], " of value %", c.input,
+                    " (", in.dtype.DebugString(), in.local_shape.DebugString(),
+                    " per device) over grid axes [", absl::StrJoin(c.grid_axes, ","),
+                    "] in groups of ", group, ", devices [", absl::StrJoin(ids, ","),
+                    "]: ", per_device, " bytes read from peers per device\n");
+  }
+  if (!any) absl::StrAppend(&out, "  none\n");
+  absl::StrAppend(&out, "total per run: ", program.communication_bytes, " bytes\n");
+  return out;
+}
+
+}  // namespace
+
+std::string ProgramFingerprint(const std::string& text, const CompileOptions& options) {
+  return absl::StrFormat("%016x", Fnv1a(CompileKey(text, options)));
+}
+
+RuntimeCompiler::RuntimeCompiler(RuntimeClient* client, std::unique_ptr<ProgramCompiler> compiler)
+    : client_(client), compiler_(std::move(compiler)) {}
+
+PlanCacheStats RuntimeCompiler::cache_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return PlanCacheStats{hits_, misses_, static_cast<int64_t>(cache_.size())};
+}
+
+absl::Status RuntimeCompiler::CheckOptions(const CompileOptions& options,
+                                           size_t* num_devices) const {
+  if (options.devices == nullptr || options.devices->size() == 0) {
+    return absl::InvalidArgumentError("Compile: CompileOptions::devices is empty");
+  }
+  for (Device* d : options.devices->devices()) {
+    absl::StatusOr<Device*> mine = client_->LookupDevice(d->Id());
+    if (!mine.ok() || *mine != d) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Compile: device ", d->DebugString(), " belongs to another client"));
+    }
+  }
+  *num_devices = options.devices->size();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ProgramCompileRequest> RuntimeCompiler::MakeRequest(
+    const MlirProgram& program, const CompileOptions& options) const {
+  ProgramCompileRequest request;
+  request.mlir_text = program.text();
+  request.num_devices = options.devices->size();
+  for (Device* d : options.devices->devices()) {
+    std::string platform(d->Kind());
+    if (std::find(request.platforms.begin(), request.platforms.end(), platform) ==
+        request.platforms.end()) {
+      request.platforms.push_back(platform);
+    }
+  }
+  const std::string grid_mesh = GridMesh(options, options.devices->size());
+  for (size_t i = 0; i < options.input_shardings.size(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(ProgramSharding s,
+                             ToProgramSharding(options.input_shardings[i], options, grid_mesh,
+                                               absl::StrCat("input_shardings[", i, "]")));
+    request.parameter_shardings.push_back(std::move(s));
+  }
+  for (size_t i = 0; i < options.output_shardings.size(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(ProgramSharding s,
+                             ToProgramSharding(options.output_shardings[i], options, grid_mesh,
+                                               absl::StrCat("output_shardings[", i, "]")));
+    request.result_shardings.push_back(std::move(s));
+  }
+  return request;
+}
+
+absl::Status RuntimeCompiler::BindShardings(const CompileOptions& options,
+                                            CompiledProgram& program) const {
+  const ProgramPlan& plan = program.plan;
+  auto bind = [&](const std::vector<ShardingRef>& given,
+                  const std::vector<ProgramSharding>& planned,
+                  std::vector<ShardingRef>& out) -> absl::Status {
+    if (!given.empty()) {
+      out = given;
+      return absl::OkStatus();
+    }
+    for (const ProgramSharding& p : planned) {
+      TESSERA_ASSIGN_OR_RETURN(sharding::Mesh mesh, sharding::Mesh::Parse(p.mesh));
+      TESSERA_ASSIGN_OR_RETURN(sharding::PartitionSpec spec,
+                               sharding::PartitionSpec::Parse(p.spec));
+      TESSERA_ASSIGN_OR_RETURN(
+          ShardingRef s,
+          NamedSharding::Create(std::move(mesh), std::move(spec), options.devices, MemoryKind()));
+      out.push_back(std::move(s));
+    }
+    return absl::OkStatus();
+  };
+  TESSERA_RETURN_IF_ERROR(
+      bind(options.input_shardings, plan.parameter_shardings, program.parameter_shardings));
+  TESSERA_RETURN_IF_ERROR(
+      bind(options.output_shardings, plan.result_shardings, program.result_shardings));
+  if (program.parameter_shardings.size() != plan.parameters.size() ||
+      program.result_shardings.size() != plan.results.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Compile: '", plan.name, "' has ", plan.parameters.size(), " arguments and ",
+        plan.results.size(), " results; the options give ", program.parameter_shardings.size(),
+        " input and ", program.result_shardings.size(), " output shardings"));
+  }
+  for (const ShardingRef& s : program.result_shardings) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeMemory*> memories, client_->ResolveMemories(*s));
+    program.result_memories.push_back(std::move(memories));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RuntimeCompiler::LoadKernels(CompiledProgram& program) const {
+  const ProgramPlan& plan = program.plan;
+  program.kernels.resize(plan.steps.size());
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    if (plan.steps[i].kind != ProgramStep::Kind::kKernel) continue;
+    const KernelStep& kernel = plan.steps[i].kernel;
+    for (RuntimeDevice* device : program.slot_devices) {
+      auto artifact = kernel.artifacts.find(std::string(device->Kind()));
+      if (artifact == kernel.artifacts.end()) {
+        return absl::UnimplementedError(absl::StrCat(
+            "Compile: no code generator for platform '", std::string(device->Kind()), "' (kernel ",
+            kernel.name, " of '", plan.name, "' for ", device->DebugString(), ")"));
+      }
+      TESSERA_ASSIGN_OR_RETURN(
+          PlatformKernelRef loaded,
+          device->platform()->LoadKernel(device->platform_device(), artifact->second));
+      program.kernels[i].push_back(std::move(loaded));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const CompiledProgram>> RuntimeCompiler::Bind(
+    ProgramPlan plan, const CompileOptions& options, std::string fingerprint) const {
+  auto program = std::make_shared<CompiledProgram>();
+  program->plan = std::move(plan);
+  program->fingerprint = std::move(fingerprint);
+  program->devices = options.devices;
+  for (int s = 0; s < options.devices->size(); ++s) {
+    auto* device = static_cast<RuntimeDevice*>((*options.devices)[s]);
+    program->slot_devices.push_back(device);
+    program->slot_positions.push_back(GridPosition(program->plan.grid_shape, s));
+    TESSERA_ASSIGN_OR_RETURN(RuntimeMemory * memory, device->ResolveMemory(MemoryKind()));
+    program->slot_memories.push_back(memory);
+  }
+  TESSERA_RETURN_IF_ERROR(BindShardings(options, *program));
+  for (int index : options.donated_input_indices) {
+    if (index < 0 || index >= static_cast<int>(program->plan.parameters.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Compile: donated_input_indices holds ", index, " but '", program->plan.name,
+                       "' has ", program->plan.parameters.size(), " arguments"));
+    }
+    program->donated_parameters.push_back(index);
+  }
+  for (const ProgramStep& step : program->plan.steps) {
+    if (step.kind != ProgramStep::Kind::kCollective) continue;
+    for (RuntimeMemory* memory : program->slot_memories) {
+      if (!memory->host_addressable()) {
+        return absl::UnimplementedError(absl::StrCat(
+            "Compile: '", program->plan.name, "' communicates between devices, which programs do ",
+            "only through host-addressable memory so far; ", memory->DebugString(), " is not"));
+      }
+    }
+    const ProgramValue& in = program->plan.values[step.collective.input];
+    const int64_t bytes = in.local_shape.num_elements() * *in.dtype.byte_size();
+    for (size_t s = 0; s < program->slot_devices.size(); ++s) {
+      const int group = static_cast<int>(
+          GroupOf(program->plan.grid_shape, step.collective.grid_axes, s).members.size());
+      program->communication_bytes +=
+          (group - 1) * BytesFromEachPeer(step.collective, bytes, group);
+    }
+  }
+  TESSERA_RETURN_IF_ERROR(LoadKernels(*program));
+  program->explain =
+      absl::StrCat(program->plan.partitioned_text, "\n", DescribeCommunication(*program));
+  return std::shared_ptr<const CompiledProgram>(std::move(program));
+}
+
+absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::Compile(std::unique_ptr<Program> program,
+                                                             CompileOptions options) {
+  const auto* mlir = dynamic_cast<const MlirProgram*>(program.get());
+  if (mlir == nullptr) {
+    return absl::UnimplementedError(
+        absl::StrCat("Compile: only MlirProgram is supported, got ",
+                     program == nullptr ? std::string("null") : program->DebugString()));
+  }
+  size_t num_devices = 0;
+  TESSERA_RETURN_IF_ERROR(CheckOptions(options, &num_devices));
+  if (options.input_shardings.empty() != options.output_shardings.empty()) {
+    return absl::InvalidArgumentError(
+        "Compile: give both input_shardings and output_shardings, or neither (then the program's "
+        "tessera.sharding attributes say)");
+  }
+  const std::string key = CompileKey(mlir->text(), options);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      ++hits_;
+      return LoadedExecutableRef(std::make_shared<RuntimeExecutable>(client_, it->second));
+    }
+  }
+  if (compiler_ == nullptr) {
+    return absl::UnimplementedError("Compile: this build of Tessera has no program compiler");
+  }
+  TESSERA_ASSIGN_OR_RETURN(ProgramCompileRequest request, MakeRequest(*mlir, options));
+  TESSERA_ASSIGN_OR_RETURN(ProgramPlan plan, compiler_->Compile(request));
+  if (options.input_shardings.empty() && plan.sharding_attributes == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Compile: no shardings for '", plan.name, "': CompileOptions has none and no argument or ",
+        "result of the program carries a tessera.sharding attribute"));
+  }
+  TESSERA_ASSIGN_OR_RETURN(
+      std::shared_ptr<const CompiledProgram> compiled,
+      Bind(std::move(plan), options, ProgramFingerprint(mlir->text(), options)));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++misses_;
+    cache_.emplace(key, compiled);
+  }
+  return LoadedExecutableRef(std::make_shared<RuntimeExecutable>(client_, std::move(compiled)));
+}
+
+}  // namespace tessera::runtime

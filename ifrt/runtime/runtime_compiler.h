@@ -1,0 +1,62 @@
+#ifndef TESSERA_IFRT_RUNTIME_RUNTIME_COMPILER_H_
+#define TESSERA_IFRT_RUNTIME_RUNTIME_COMPILER_H_
+
+// RuntimeCompiler: the generic runtime's Compiler. Validates CompileOptions against its client,
+// hands the program to the client's ProgramCompiler (ifrt/spi/program_compiler.h; compiler/ in this
+// repository), binds the plan to devices (loads each kernel on each device's platform, resolves
+// shardings and memories) and caches the result by fingerprint: compiling the same text with equal
+// options again is a cache hit that runs no compiler.
+//
+// Thread-safe.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "ifrt/compiler.h"
+#include "ifrt/introspection.h"
+#include "ifrt/runtime/runtime_executable.h"
+#include "ifrt/spi/program_compiler.h"
+
+namespace tessera::runtime {
+
+class RuntimeClient;
+
+class RuntimeCompiler final : public Compiler {
+ public:
+  // `compiler` may be null: then Compile is UNIMPLEMENTED.
+  RuntimeCompiler(RuntimeClient* client, std::unique_ptr<ProgramCompiler> compiler);
+
+  absl::StatusOr<LoadedExecutableRef> Compile(std::unique_ptr<Program> program,
+                                              CompileOptions options) override;
+  PlanCacheStats cache_stats() const;
+
+ private:
+  absl::Status CheckOptions(const CompileOptions& options, size_t* num_devices) const;
+  absl::StatusOr<ProgramCompileRequest> MakeRequest(const MlirProgram& program,
+                                                    const CompileOptions& options) const;
+  absl::StatusOr<std::shared_ptr<const CompiledProgram>> Bind(ProgramPlan plan,
+                                                              const CompileOptions& options,
+                                                              std::string fingerprint) const;
+  absl::Status BindShardings(const CompileOptions& options, CompiledProgram& program) const;
+  absl::Status LoadKernels(CompiledProgram& program) const;
+
+  RuntimeClient* client_;
+  std::unique_ptr<ProgramCompiler> compiler_;
+  mutable std::mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<const CompiledProgram>> cache_
+      ABSL_GUARDED_BY(mu_);
+  int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// The fingerprint of `text` compiled with `options`: a hex digest over the text, the devices, the
+// shardings and the donated indices.
+std::string ProgramFingerprint(const std::string& text, const CompileOptions& options);
+
+}  // namespace tessera::runtime
+
+#endif  // TESSERA_IFRT_RUNTIME_RUNTIME_COMPILER_H_

@@ -1,0 +1,241 @@
+#include "ifrt/runtime/runtime_executable.h"
+
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "guard/transfer_event.h"
+#include "ifrt/runtime/collectives.h"
+#include "ifrt/runtime/runtime_client.h"
+#include "ifrt/status_macros.h"
+
+namespace tessera::runtime {
+namespace {
+
+int64_t ValueBytes(const ProgramValue& value) {
+  return value.local_shape.num_elements() * *value.dtype.byte_size();
+}
+
+std::vector<Future<>> ReadyOf(const std::vector<Shard>& shards, absl::Span<const int> slots) {
+  std::vector<Future<>> ready;
+  ready.reserve(slots.size());
+  for (int s : slots) ready.push_back(shards[s].ready);
+  return ready;
+}
+
+}  // namespace
+
+RuntimeExecutable::RuntimeExecutable(RuntimeClient* client,
+                                     std::shared_ptr<const CompiledProgram> program)
+    : client_(client), program_(std::move(program)) {}
+
+Future<> RuntimeExecutable::Delete() {
+  deleted_.store(true);
+  return MakeReadyFuture();
+}
+
+absl::StatusOr<std::vector<RuntimeArray*>> RuntimeExecutable::CheckArguments(
+    absl::Span<ArrayRef> args, std::optional<DeviceListRef> devices) {
+  const ProgramPlan& plan = program_->plan;
+  if (deleted_.load()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Execute: the executable '", plan.name, "' has been deleted"));
+  }
+  if (devices.has_value() && (*devices == nullptr || **devices != *program_->devices)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Execute: the devices given differ from the executable's ",
+                     program_->devices->DebugString()));
+  }
+  if (args.size() != plan.global_parameters.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("Execute: '", plan.name, "' takes ",
+                                                   plan.global_parameters.size(),
+                                                   " arguments, got ", args.size()));
+  }
+  std::vector<RuntimeArray*> checked(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(checked[i], client_->CheckArray(args[i], "Execute", i));
+    const ProgramValue& want = plan.global_parameters[i];
+    if (checked[i]->dtype() != want.dtype || checked[i]->shape() != want.local_shape) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Execute: argument ", i, " is ", checked[i]->dtype().DebugString(),
+                       checked[i]->shape().DebugString(), " but '", plan.name, "' takes ",
+                       want.dtype.DebugString(), want.local_shape.DebugString()));
+    }
+  }
+  return checked;
+}
+
+absl::Status RuntimeExecutable::GuardCommunication() {
+  if (program_->communication_bytes == 0) return absl::OkStatus();
+  std::vector<std::string> kinds;
+  for (const ProgramStep& step : program_->plan.steps) {
+    if (step.kind != ProgramStep::Kind::kCollective) continue;
+    static constexpr const char* kNames[] = {"all_reduce", "all_gather", "all_to_all", "all_slice",
+                                             "reduce_scatter"};
+    kinds.push_back(kNames[static_cast<int>(step.collective.kind)]);
+  }
+  guard::TransferEvent event;
+  event.direction = guard::Direction::kDeviceToDevice;
+  event.is_explicit = true;
+  event.operation = absl::StrCat("Execute of '", program_->plan.name,
+                                 "' (communication: ", absl::StrJoin(kinds, ", "), ")");
+  event.bytes = program_->communication_bytes;
+  for (RuntimeDevice* d : program_->slot_devices) {
+    event.src_devices.push_back(d->Id().value);
+    event.dst_devices.push_back(d->Id().value);
+  }
+  return client_->transfer_guard().Check(event);
+}
+
+absl::StatusOr<std::vector<ArrayRef>> RuntimeExecutable::MatchShardings(
+    absl::Span<ArrayRef> args, absl::Span<RuntimeArray* const> checked) {
+  std::vector<ArrayRef> matched(args.begin(), args.end());
+  std::vector<ArrayRef> to_reshard;
+  std::vector<ArraySpec> specs;
+  std::vector<size_t> indices;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ShardingRef& want = program_->parameter_shardings[i];
+    if (checked[i]->sharding() == *want) continue;
+    to_reshard.push_back(args[i]);
+    specs.push_back(ArraySpec{checked[i]->dtype(), checked[i]->shape(), want});
+    indices.push_back(i);
+  }
+  if (to_reshard.empty()) return matched;
+  // JAX's jit: moving an argument to the sharding the program wants is an implicit transfer.
+  TESSERA_ASSIGN_OR_RETURN(
+      std::vector<ArrayRef> resharded,
+      client_->ReshardArrays(absl::MakeSpan(to_reshard), specs, ArrayCopySemantics::kReuseInput,
+                             TransferOptions{.is_explicit = false}));
+  for (size_t k = 0; k < indices.size(); ++k) matched[indices[k]] = std::move(resharded[k]);
+  return matched;
+}
+
+absl::Status RuntimeExecutable::LaunchKernelStep(size_t index, ValueShards& values,
+                                                 std::vector<Future<>>& done) {
+  const KernelStep& step = program_->plan.steps[index].kernel;
+  const size_t slots = program_->slot_devices.size();
+  for (size_t s = 0; s < slots; ++s) {
+    RuntimeDevice* device = program_->slot_devices[s];
+    KernelLaunch launch;
+    launch.kernel = program_->kernels[index][s];
+    std::vector<Future<>> after;
+    for (int v : step.inputs) {
+      launch.buffers.push_back(values[v][s].buffer);
+      launch.shapes.push_back(Index(program_->plan.values[v].local_shape.dims().begin(),
+                                    program_->plan.values[v].local_shape.dims().end()));
+      after.push_back(values[v][s].ready);
+    }
+    std::vector<int> outputs(step.outputs.begin(), step.outputs.end());
+    for (int v : outputs) {
+      const ProgramValue& value = program_->plan.values[v];
+      TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef buffer,
+                               program_->slot_memories[s]->Allocate(ValueBytes(value)));
+      launch.buffers.push_back(buffer);
+      launch.shapes.push_back(
+          Index(value.local_shape.dims().begin(), value.local_shape.dims().end()));
+      values[v][s].buffer = std::move(buffer);
+    }
+    if (step.takes_device_position) launch.device_position = program_->slot_positions[s];
+    Future<> finished =
+        device->platform()->LaunchKernel(device->platform_device(), std::move(launch), after);
+    for (int v : outputs) values[v][s].ready = finished;
+    done.push_back(std::move(finished));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RuntimeExecutable::RunCollectiveStep(const CollectiveStep& step, ValueShards& values,
+                                                  std::vector<Future<>>& done) {
+  const ProgramPlan& plan = program_->plan;
+  const ProgramValue& in = plan.values[step.input];
+  const ProgramValue& out = plan.values[step.output];
+  const size_t slots = program_->slot_devices.size();
+  for (size_t s = 0; s < slots; ++s) {
+    RuntimeDevice* device = program_->slot_devices[s];
+    const CollectiveGroup group = GroupOf(plan.grid_shape, step.grid_axes, static_cast<int>(s));
+    TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef output,
+                             program_->slot_memories[s]->Allocate(ValueBytes(out)));
+    std::vector<PlatformBufferRef> inputs;
+    for (int m : group.members) inputs.push_back(values[step.input][m].buffer);
+    const int64_t peer_bytes =
+        BytesFromEachPeer(step, ValueBytes(in), static_cast<int>(group.members.size()));
+    std::vector<int32_t> peers;
+    for (int m : group.members) {
+      if (m != static_cast<int>(s)) peers.push_back(program_->slot_devices[m]->Id().value);
+    }
+    auto compute = [step, dtype = in.dtype, in_dims = in.local_shape, out_dims = out.local_shape,
+                    inputs, output, position = group.position, client = client_,
+                    self = device->Id().value, peers, peer_bytes]() -> absl::Status {
+      std::vector<const void*> pointers;
+      for (const PlatformBufferRef& b : inputs) pointers.push_back(b->host_address());
+      TESSERA_RETURN_IF_ERROR(ComputeCollective(step, dtype, in_dims.dims(), out_dims.dims(),
+                                                pointers, position, output->host_address()));
+      for (int32_t peer : peers) {
+        if (peer_bytes > 0) client->Record(peer, self, peer_bytes, 1);
+      }
+      return absl::OkStatus();
+    };
+    Future<> finished = device->platform()->EnqueueHostCallback(
+        device->platform_device(), std::move(compute), ReadyOf(values[step.input], group.members));
+    values[step.output][s] = Shard{std::move(output), finished};
+    done.push_back(std::move(finished));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RuntimeExecutable::RunSteps(ValueShards& values, std::vector<Future<>>& done) {
+  const std::vector<ProgramStep>& steps = program_->plan.steps;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].kind == ProgramStep::Kind::kKernel) {
+      TESSERA_RETURN_IF_ERROR(LaunchKernelStep(i, values, done));
+    } else {
+      TESSERA_RETURN_IF_ERROR(RunCollectiveStep(steps[i].collective, values, done));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ArrayRef>> RuntimeExecutable::MakeOutputs(const ValueShards& values) {
+  const ProgramPlan& plan = program_->plan;
+  std::vector<ArrayRef> outputs;
+  for (size_t r = 0; r < plan.results.size(); ++r) {
+    const ProgramValue& global = plan.global_results[r];
+    const ShardingRef& sharding = program_->result_shardings[r];
+    TESSERA_ASSIGN_OR_RETURN(sharding::ShardLayout layout, sharding->Layout(global.local_shape));
+    outputs.push_back(std::make_shared<RuntimeArray>(
+        client_, global.dtype, global.local_shape, sharding, std::move(layout),
+        program_->result_memories[r], values[plan.results[r]]));
+  }
+  return outputs;
+}
+
+absl::StatusOr<ExecuteResult> RuntimeExecutable::Execute(absl::Span<ArrayRef> args,
+                                                         const ExecuteOptions& options,
+                                                         std::optional<DeviceListRef> devices) {
+  TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeArray*> checked, CheckArguments(args, devices));
+  TESSERA_RETURN_IF_ERROR(GuardCommunication());
+  TESSERA_ASSIGN_OR_RETURN(std::vector<ArrayRef> matched, MatchShardings(args, checked));
+
+  const ProgramPlan& plan = program_->plan;
+  ValueShards values(plan.values.size(), std::vector<Shard>(program_->slot_devices.size()));
+  for (size_t p = 0; p < plan.parameters.size(); ++p) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards,
+                             static_cast<RuntimeArray*>(matched[p].get())->shards());
+    values[plan.parameters[p]] = std::move(shards);
+  }
+  std::vector<Future<>> done;
+  {
+    std::lock_guard<std::mutex> lock(client_->enqueue_mu_);
+    TESSERA_RETURN_IF_ERROR(RunSteps(values, done));
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::vector<ArrayRef> outputs, MakeOutputs(values));
+  for (int p : program_->donated_parameters) {
+    if (!options.non_donatable_input_indices.contains(p)) args[p]->Delete();
+  }
+  return ExecuteResult{JoinFutures(done), std::move(outputs)};
+}
+
+}  // namespace tessera::runtime

@@ -1,0 +1,94 @@
+#ifndef TESSERA_IFRT_RUNTIME_RUNTIME_EXECUTABLE_H_
+#define TESSERA_IFRT_RUNTIME_RUNTIME_EXECUTABLE_H_
+
+// CompiledProgram and RuntimeExecutable: the generic runtime's LoadedExecutable. A CompiledProgram
+// is a ProgramPlan (ifrt/spi/program_plan.h) bound to devices: each kernel loaded on each device's
+// platform, the parameter and result shardings, the bytes its communication moves per run. It is
+// shared by every executable the compile cache hands out for the same fingerprint; each
+// RuntimeExecutable adds its own deleted state.
+//
+// Execute: validates the arguments, asks the guard once for the program's communication (explicit
+// device-to-device), reshards mismatched arguments (implicit device-to-device, through
+// ReshardArrays), then enqueues, under the client's enqueue lock, every step on every device: a
+// kernel on the device's stream after its inputs; a collective as a stream operation of each member
+// after the group's inputs, reading its peers' buffers (host-addressable memories only).
+//
+// Thread-safe.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ifrt/executable.h"
+#include "ifrt/runtime/runtime_array.h"
+#include "ifrt/runtime/runtime_device.h"
+#include "ifrt/spi/kernel.h"
+#include "ifrt/spi/program_plan.h"
+
+namespace tessera::runtime {
+
+class RuntimeClient;
+
+struct CompiledProgram {
+  ProgramPlan plan;
+  std::string fingerprint;
+  DeviceListRef devices;
+  std::vector<RuntimeDevice*> slot_devices;          // by grid position
+  std::vector<std::vector<int64_t>> slot_positions;  // grid coordinates per slot
+  // Where each slot's values live: its device's default memory (host-addressable where the program
+  // communicates).
+  std::vector<RuntimeMemory*> slot_memories;
+  std::vector<ShardingRef> parameter_shardings;
+  std::vector<ShardingRef> result_shardings;
+  std::vector<std::vector<RuntimeMemory*>> result_memories;  // [result][slot]
+  std::vector<std::vector<PlatformKernelRef>> kernels;       // [step][slot]; empty for collectives
+  std::vector<int> donated_parameters;
+  int64_t communication_bytes = 0;  // bytes the collectives read from peers, per run
+  std::string explain;
+};
+
+class RuntimeExecutable final : public LoadedExecutable {
+ public:
+  RuntimeExecutable(RuntimeClient* client, std::shared_ptr<const CompiledProgram> program);
+
+  absl::StatusOr<ExecuteResult> Execute(
+      absl::Span<ArrayRef> args, const ExecuteOptions& options = {},
+      std::optional<DeviceListRef> devices = std::nullopt) override;
+  std::string name() const override { return program_->plan.name; }
+  std::string Fingerprint() const override { return program_->fingerprint; }
+  std::vector<ShardingRef> GetParameterShardings() const override {
+    return program_->parameter_shardings;
+  }
+  std::vector<ShardingRef> GetOutputShardings() const override {
+    return program_->result_shardings;
+  }
+  DeviceListRef devices() const override { return program_->devices; }
+  Future<> Delete() override;
+  bool IsDeleted() const override { return deleted_.load(); }
+  std::string Explain() const override { return program_->explain; }
+
+ private:
+  // Per value, one shard per slot.
+  using ValueShards = std::vector<std::vector<Shard>>;
+
+  absl::StatusOr<std::vector<RuntimeArray*>> CheckArguments(absl::Span<ArrayRef> args,
+                                                            std::optional<DeviceListRef> devices);
+  absl::Status GuardCommunication();
+  // The arguments as the parameters' shardings want them (resharded where they differ).
+  absl::StatusOr<std::vector<ArrayRef>> MatchShardings(absl::Span<ArrayRef> args,
+                                                       absl::Span<RuntimeArray* const> checked);
+  absl::Status RunSteps(ValueShards& values, std::vector<Future<>>& done);
+  absl::Status LaunchKernelStep(size_t step, ValueShards& values, std::vector<Future<>>& done);
+  absl::Status RunCollectiveStep(const CollectiveStep& step, ValueShards& values,
+                                 std::vector<Future<>>& done);
+  absl::StatusOr<std::vector<ArrayRef>> MakeOutputs(const ValueShards& values);
+
+  RuntimeClient* client_;
+  std::shared_ptr<const CompiledProgram> program_;
+  std::atomic<bool> deleted_{false};
+};
+
+}  // namespace tessera::runtime
+
+#endif  // TESSERA_IFRT_RUNTIME_RUNTIME_EXECUTABLE_H_
