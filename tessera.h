@@ -16,12 +16,15 @@
 #include "ifrt/array.h"                   // IWYU pragma: export
 #include "ifrt/array_spec.h"              // IWYU pragma: export
 #include "ifrt/client.h"                  // IWYU pragma: export
+#include "ifrt/compiler.h"                // IWYU pragma: export
 #include "ifrt/copy_semantics.h"          // IWYU pragma: export
 #include "ifrt/device.h"                  // IWYU pragma: export
 #include "ifrt/device_list.h"             // IWYU pragma: export
 #include "ifrt/dtype.h"                   // IWYU pragma: export
+#include "ifrt/executable.h"              // IWYU pragma: export
 #include "ifrt/future.h"                  // IWYU pragma: export
 #include "ifrt/memory.h"                  // IWYU pragma: export
+#include "ifrt/program.h"                 // IWYU pragma: export
 #include "ifrt/remap_plan.h"              // IWYU pragma: export
 #include "ifrt/shape.h"                   // IWYU pragma: export
 #include "ifrt/sharding.h"                // IWYU pragma: export

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ifrt/array.h"
+#include "ifrt/array_spec.h"
 #include "ifrt/device_list.h"
 #include "ifrt/future.h"
 #include "ifrt/sharding.h"
@@ -67,6 +68,9 @@ class LoadedExecutable {
   virtual std::string Fingerprint() const = 0;
   virtual std::vector<ShardingRef> GetParameterShardings() const = 0;
   virtual std::vector<ShardingRef> GetOutputShardings() const = 0;
+  // Each parameter's and result's dtype, global shape and sharding (what Execute takes and gives).
+  virtual std::vector<ArraySpec> GetParameterSpecs() const = 0;
+  virtual std::vector<ArraySpec> GetOutputSpecs() const = 0;
   virtual DeviceListRef devices() const = 0;
   // Releases the loaded kernels once running executions finish; later Execute calls fail with
   // FAILED_PRECONDITION.

@@ -180,6 +180,17 @@ struct ReshardOptions {
 int RunReshard(const ReshardOptions& options);
 int RunTrace(const ReshardOptions& options);
 
+struct RunOptions {
+  std::string program;  // path of the .mlir file
+  std::optional<std::string> devices;
+  std::vector<std::string> in;   // one sharding per argument, or none (the program's attributes)
+  std::vector<std::string> out;  // one sharding per result, or none
+  bool explain = false;
+  int repeat = 5;
+  std::optional<std::string> guard;
+};
+int RunProgram(const RunOptions& options);
+
 struct DemoOptions {
   std::optional<std::string> devices;
   bool quick = false;  // smaller arrays (tests)

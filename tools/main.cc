@@ -84,6 +84,22 @@ int Main(int argc, char** argv) {
   trace_cmd->add_option("--out", trace.trace_out, "Trace file to write (JSON)")->required();
   trace_cmd->add_option("--repeat", trace.repeat, "Reshards to record (default 1)");
 
+  RunOptions run;
+  CLI::App* run_cmd = app.add_subcommand(
+      "run",
+      "Compile an MLIR program for the devices, run it on random inputs, check it against "
+      "a 1-device run, print a timing table");
+  run_cmd->add_option("program", run.program, "The program (.mlir)")->required();
+  AddDevices(run_cmd, run.devices);
+  run_cmd->add_option("--in", run.in,
+                      "Sharding of each argument, in order (default: the program's "
+                      "tessera.sharding attributes)");
+  run_cmd->add_option("--out", run.out, "Sharding of each result, in order");
+  run_cmd->add_flag("--explain", run.explain,
+                    "Print the partitioned program and its communication");
+  run_cmd->add_option("--repeat", run.repeat, "Runs timed (default 5)");
+  run_cmd->add_option("--guard", run.guard, "Transfer guard policy, e.g. d2d=disallow");
+
   DemoOptions demo;
   CLI::App* demo_cmd = app.add_subcommand("demo",
                                           "A guided tour: devices, round trips, sharded arrays, "
@@ -106,6 +122,7 @@ int Main(int argc, char** argv) {
   if (info_cmd->parsed()) return RunInfo(info);
   if (reshard_cmd->parsed()) return RunReshard(reshard);
   if (trace_cmd->parsed()) return RunTrace(trace);
+  if (run_cmd->parsed()) return RunProgram(run);
   if (demo_cmd->parsed()) return RunDemo(demo);
   return kExitBadInput;
 }

@@ -32,6 +32,24 @@ RuntimeExecutable::RuntimeExecutable(RuntimeClient* client,
                                      std::shared_ptr<const CompiledProgram> program)
     : client_(client), program_(std::move(program)) {}
 
+std::vector<ArraySpec> RuntimeExecutable::GetParameterSpecs() const {
+  std::vector<ArraySpec> specs;
+  for (size_t i = 0; i < program_->plan.global_parameters.size(); ++i) {
+    const ProgramValue& v = program_->plan.global_parameters[i];
+    specs.push_back(ArraySpec{v.dtype, v.local_shape, program_->parameter_shardings[i]});
+  }
+  return specs;
+}
+
+std::vector<ArraySpec> RuntimeExecutable::GetOutputSpecs() const {
+  std::vector<ArraySpec> specs;
+  for (size_t i = 0; i < program_->plan.global_results.size(); ++i) {
+    const ProgramValue& v = program_->plan.global_results[i];
+    specs.push_back(ArraySpec{v.dtype, v.local_shape, program_->result_shardings[i]});
+  }
+  return specs;
+}
+
 Future<> RuntimeExecutable::Delete() {
   deleted_.store(true);
   return MakeReadyFuture();

@@ -63,6 +63,8 @@ class RuntimeExecutable final : public LoadedExecutable {
   std::vector<ShardingRef> GetOutputShardings() const override {
     return program_->result_shardings;
   }
+  std::vector<ArraySpec> GetParameterSpecs() const override;
+  std::vector<ArraySpec> GetOutputSpecs() const override;
   DeviceListRef devices() const override { return program_->devices; }
   Future<> Delete() override;
   bool IsDeleted() const override { return deleted_.load(); }

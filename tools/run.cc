@@ -1,0 +1,270 @@
+// `tessera run PROGRAM.mlir`: compiles a program for the chosen devices, runs it on random inputs,
+// checks every output against the same program run unsharded on one device, and prints the
+// partitioned program (--explain) and a timing table.
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "ifrt/compiler.h"
+#include "ifrt/executable.h"
+#include "ifrt/program.h"
+#include "ifrt/status_macros.h"
+#include "tools/cli.h"
+
+namespace tessera::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read '", path, "'"));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The mesh named by the program's first tessera.sharding attribute, if any.
+std::optional<sharding::Mesh> MeshInProgram(const std::string& text) {
+  size_t at = text.find("tessera.sharding");
+  if (at == std::string::npos) return std::nullopt;
+  size_t open = text.find("mesh{", at);
+  size_t close = open == std::string::npos ? open : text.find('}', open);
+  if (close == std::string::npos) return std::nullopt;
+  absl::StatusOr<sharding::Mesh> mesh = sharding::Mesh::Parse(text.substr(open, close - open + 1));
+  if (!mesh.ok()) return std::nullopt;
+  return *mesh;
+}
+
+// Random contents for an array of `spec`: uniform in [-1, 1] for floats, in [-8, 8] for integers.
+std::vector<uint8_t> RandomData(const ArraySpec& spec, uint64_t seed) {
+  const int64_t n = spec.shape.num_elements();
+  std::vector<uint8_t> bytes(n * *spec.dtype.byte_size());
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int64_t> integer(-8, 8);
+  for (int64_t i = 0; i < n; ++i) {
+    switch (spec.dtype.kind()) {
+      case DType::kF32:
+        reinterpret_cast<float*>(bytes.data())[i] = static_cast<float>(real(rng));
+        break;
+      case DType::kF64:
+        reinterpret_cast<double*>(bytes.data())[i] = real(rng);
+        break;
+      case DType::kS32:
+        reinterpret_cast<int32_t*>(bytes.data())[i] = static_cast<int32_t>(integer(rng));
+        break;
+      case DType::kS64:
+        reinterpret_cast<int64_t*>(bytes.data())[i] = integer(rng);
+        break;
+      default:
+        bytes[i % bytes.size()] = static_cast<uint8_t>(rng());
+    }
+  }
+  return bytes;
+}
+
+// The largest difference between `got` and `want` relative to max(1, |want|).
+double MaxRelativeError(DType dtype, const std::vector<uint8_t>& got,
+                        const std::vector<uint8_t>& want) {
+  double worst = 0;
+  auto compare = [&](auto* g, auto* w, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      const double a = static_cast<double>(g[i]), b = static_cast<double>(w[i]);
+      worst = std::max(worst, std::abs(a - b) / std::max(1.0, std::abs(b)));
+    }
+  };
+  const int64_t n = static_cast<int64_t>(got.size()) / *dtype.byte_size();
+  switch (dtype.kind()) {
+    case DType::kF32:
+      compare(reinterpret_cast<const float*>(got.data()),
+              reinterpret_cast<const float*>(want.data()), n);
+      break;
+    case DType::kF64:
+      compare(reinterpret_cast<const double*>(got.data()),
+              reinterpret_cast<const double*>(want.data()), n);
+      break;
+    default:
+      return got == want ? 0 : 1;
+  }
+  return worst;
+}
+
+struct Run {
+  std::vector<std::vector<uint8_t>> outputs;
+  std::vector<double> seconds;
+};
+
+// Puts `inputs` into arrays of the executable's parameter specs, runs it `repeat` times (at least
+// once) and reads back the last outputs.
+absl::StatusOr<Run> Execute(Client& client, LoadedExecutable& exe,
+                            const std::vector<std::vector<uint8_t>>& inputs, int repeat) {
+  std::vector<ArrayRef> args;
+  const std::vector<ArraySpec> specs = exe.GetParameterSpecs();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(
+        ArrayRef a, client.MakeArrayFromHostBuffer(
+                        inputs[i].data(), specs[i].dtype, specs[i].shape, std::nullopt,
+                        specs[i].sharding, HostBufferSemantics::kImmutableOnlyDuringCall, nullptr));
+    args.push_back(std::move(a));
+  }
+  TESSERA_RETURN_IF_ERROR(client.GetReadyFuture(args).Await());
+  Run run;
+  std::vector<ArrayRef> outputs;
+  for (int r = 0; r < std::max(1, repeat); ++r) {
+    const auto start = Clock::now();
+    TESSERA_ASSIGN_OR_RETURN(ExecuteResult result, exe.Execute(absl::MakeSpan(args)));
+    TESSERA_RETURN_IF_ERROR(result.status.Await());
+    run.seconds.push_back(SecondsSince(start));
+    outputs = std::move(result.outputs);
+  }
+  for (const ArrayRef& out : outputs) {
+    std::vector<uint8_t> bytes(out->shape().num_elements() * *out->dtype().byte_size());
+    TESSERA_RETURN_IF_ERROR(
+        out->CopyToHostBuffer(bytes.data(), std::nullopt, ArrayCopySemantics::kAlwaysCopy).Await());
+    run.outputs.push_back(std::move(bytes));
+  }
+  return run;
+}
+
+// The same program on one device, every argument and result replicated there.
+absl::StatusOr<LoadedExecutableRef> CompileReference(Client& client, const std::string& text,
+                                                     const LoadedExecutable& exe, Device* device) {
+  TESSERA_ASSIGN_OR_RETURN(DeviceListRef one, client.MakeDeviceList({device}));
+  CompileOptions options{.devices = one};
+  for (size_t i = 0; i < exe.GetParameterSpecs().size(); ++i) {
+    options.input_shardings.push_back(SingleDeviceSharding::Create(device, MemoryKind()));
+  }
+  for (size_t i = 0; i < exe.GetOutputSpecs().size(); ++i) {
+    options.output_shardings.push_back(SingleDeviceSharding::Create(device, MemoryKind()));
+  }
+  return client.GetDefaultCompiler()->Compile(std::make_unique<MlirProgram>(text), options);
+}
+
+// --in / --out: each a sharding over `devices`.
+absl::StatusOr<std::vector<ShardingRef>> BindAll(const char* option,
+                                                 const std::vector<std::string>& texts,
+                                                 const DeviceListRef& devices) {
+  std::vector<ShardingRef> out;
+  for (const std::string& text : texts) {
+    TESSERA_ASSIGN_OR_RETURN(ShardingText parsed, ParseSharding(option, text));
+    if (parsed.num_devices() != devices->size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          option, " '", text, "' spans ", parsed.num_devices(), " devices, not ", devices->size()));
+    }
+    if (parsed.mesh.has_value()) {
+      TESSERA_ASSIGN_OR_RETURN(
+          ShardingRef s, NamedSharding::Create(*parsed.mesh, parsed.spec, devices, MemoryKind()));
+      out.push_back(std::move(s));
+    } else {
+      TESSERA_ASSIGN_OR_RETURN(ShardingRef s,
+                               ShardingParamSharding::Create(*parsed.param, devices, MemoryKind()));
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+// The executable's devices: as many of the chosen devices as the shardings' mesh has.
+absl::StatusOr<DeviceListRef> ChooseDevices(const RunOptions& options, const std::string& text,
+                                            const ClientSetup& setup) {
+  int64_t count = static_cast<int64_t>(setup.devices.size());
+  if (!options.in.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(ShardingText first, ParseSharding("--in", options.in[0]));
+    count = first.num_devices();
+  } else if (std::optional<sharding::Mesh> mesh = MeshInProgram(text); mesh.has_value()) {
+    count = mesh->num_devices();
+  }
+  if (count > static_cast<int64_t>(setup.devices.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("the program's shardings span ", count,
+                                                   " devices; --devices gives ",
+                                                   setup.devices.size()));
+  }
+  return setup.client->MakeDeviceList(absl::MakeSpan(setup.devices).first(count));
+}
+
+void PrintTable(const RunOptions& options, const LoadedExecutable& exe, double compile_seconds,
+                const Run& sharded, const Run& reference, const TransferStats& stats,
+                double worst) {
+  std::cout << "\nprogram '" << exe.name() << "' on " << DeviceRange(exe.devices()->devices())
+            << " (fingerprint " << exe.Fingerprint() << ")\n";
+  Table table({"", "time (median)", "min", "runs"});
+  table.AddRow({"compile", FormatDuration(compile_seconds), "", "1"});
+  table.AddRow({"execute + await (sharded)", FormatDuration(Median(sharded.seconds)),
+                FormatDuration(Minimum(sharded.seconds)), absl::StrCat(sharded.seconds.size())});
+  table.AddRow({"execute + await (1 device)", FormatDuration(Median(reference.seconds)),
+                FormatDuration(Minimum(reference.seconds)),
+                absl::StrCat(reference.seconds.size())});
+  table.Print(std::cout);
+  std::cout << "  device-to-device bytes moved: " << FormatBytes(stats.device_to_device.bytes)
+            << "\n"
+            << "  outputs match the 1-device run: max relative error "
+            << absl::StrFormat("%.2e", worst) << "\n";
+}
+
+}  // namespace
+
+int RunProgram(const RunOptions& options) {
+  absl::StatusOr<std::string> text = ReadFile(options.program);
+  if (!text.ok()) return Fail(kExitBadInput, text.status().message());
+  ClientResult client = SetUpClient(options.devices, options.guard);
+  if (!client.setup.has_value()) return client.exit_code;
+  Client& c = *client.setup->client;
+  absl::StatusOr<DeviceListRef> devices = ChooseDevices(options, *text, *client.setup);
+  if (!devices.ok()) return Fail(kExitBadInput, devices.status().message());
+  CompileOptions compile{.devices = *devices};
+  absl::StatusOr<std::vector<ShardingRef>> in = BindAll("--in", options.in, *devices);
+  absl::StatusOr<std::vector<ShardingRef>> out = BindAll("--out", options.out, *devices);
+  if (!in.ok()) return Fail(kExitBadInput, in.status().message());
+  if (!out.ok()) return Fail(kExitBadInput, out.status().message());
+  compile.input_shardings = *std::move(in);
+  compile.output_shardings = *std::move(out);
+
+  const auto start = Clock::now();
+  absl::StatusOr<LoadedExecutableRef> exe =
+      c.GetDefaultCompiler()->Compile(std::make_unique<MlirProgram>(*text), compile);
+  const double compile_seconds = SecondsSince(start);
+  if (!exe.ok()) return Fail(kExitBadInput, exe.status().ToString());
+  if (options.explain) std::cout << (*exe)->Explain() << "\n";
+
+  std::vector<std::vector<uint8_t>> inputs;
+  const std::vector<ArraySpec> specs = (*exe)->GetParameterSpecs();
+  for (size_t i = 0; i < specs.size(); ++i) inputs.push_back(RandomData(specs[i], 1 + i));
+  const TransferStats before = c.transfer_stats();
+  absl::StatusOr<Run> sharded = Execute(c, **exe, inputs, options.repeat);
+  if (!sharded.ok()) return Fail(kExitFailure, sharded.status().ToString());
+  TransferStats moved = c.transfer_stats();
+  moved.device_to_device.bytes -= before.device_to_device.bytes;
+
+  absl::StatusOr<LoadedExecutableRef> reference =
+      CompileReference(c, *text, **exe, (*devices)->devices()[0]);
+  if (!reference.ok()) return Fail(kExitFailure, reference.status().ToString());
+  absl::StatusOr<Run> expected = Execute(c, **reference, inputs, options.repeat);
+  if (!expected.ok()) return Fail(kExitFailure, expected.status().ToString());
+  double worst = 0;
+  const std::vector<ArraySpec> outs = (*exe)->GetOutputSpecs();
+  for (size_t i = 0; i < outs.size(); ++i) {
+    worst =
+        std::max(worst, MaxRelativeError(outs[i].dtype, sharded->outputs[i], expected->outputs[i]));
+  }
+  PrintTable(options, **exe, compile_seconds, *sharded, *expected, moved, worst);
+  if (worst > 1e-4) {
+    return Fail(kExitFailure, absl::StrFormat("the sharded run differs from the 1-device run "
+                                              "(max relative error %.2e > 1e-4)",
+                                              worst));
+  }
+  return kExitOk;
+}
+
+}  // namespace tessera::tools
