@@ -1,0 +1,369 @@
+// Programs through the public API (ifrt/compiler.h, ifrt/executable.h) on 4 CPU devices: results
+// against reference loops, communication counted and guarded, arguments resharded as implicit
+// transfers, donation, the compile cache, bad programs and bad arguments, concurrent Execute.
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "guard/recording_transfer_sink.h"
+#include "ifrt/introspection.h"
+#include "tessera.h"
+#include "tests/ifrt/test_util.h"
+
+namespace tessera {
+namespace {
+
+using ::tessera::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// y = x @ w with x rows-sharded, w replicated: no communication.
+constexpr char kRowsMatmul[] = R"(
+func.func @main(%x: tensor<8x6xf32> {tessera.sharding = "mesh{x=4} P(x,None)"},
+                %w: tensor<6x5xf32> {tessera.sharding = "mesh{x=4} P()"})
+    -> (tensor<8x5xf32> {tessera.sharding = "mesh{x=4} P(x,None)"}) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x5xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<8x5xf32>) -> tensor<8x5xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<8x6xf32>, tensor<6x5xf32>)
+                     outs(%acc : tensor<8x5xf32>) -> tensor<8x5xf32>
+  return %y : tensor<8x5xf32>
+}
+)";
+
+// Megatron: y = relu(x @ w1) @ w2, w1 column- and w2 row-sharded: one all-reduce of f32[4x8].
+constexpr char kMegatron[] = R"(
+func.func @main(%x: tensor<4x12xf32> {tessera.sharding = "mesh{x=4} P()"},
+                %w1: tensor<12x16xf32> {tessera.sharding = "mesh{x=4} P(None,x)"},
+                %w2: tensor<16x8xf32> {tessera.sharding = "mesh{x=4} P(x,None)"})
+    -> (tensor<4x8xf32> {tessera.sharding = "mesh{x=4} P()"}) {
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<4x16xf32>
+  %a1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %h = linalg.matmul ins(%x, %w1 : tensor<4x12xf32>, tensor<12x16xf32>)
+                     outs(%a1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = linalg.map { arith.maximumf } ins(%h, %a1 : tensor<4x16xf32>, tensor<4x16xf32>)
+                     outs(%e1 : tensor<4x16xf32>)
+  %e2 = tensor.empty() : tensor<4x8xf32>
+  %a2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y = linalg.matmul ins(%r, %w2 : tensor<4x16xf32>, tensor<16x8xf32>)
+                     outs(%a2 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+)";
+
+std::vector<float> Random(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// c[m,n] = a[m,k] @ b[k,n]
+std::vector<float> MatMul(const std::vector<float>& a, const std::vector<float>& b, int m, int k,
+                          int n) {
+  std::vector<float> c(m * n, 0.0f);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int p = 0; p < k; ++p) sum += static_cast<double>(a[i * k + p]) * b[p * n + j];
+      c[i * n + j] = static_cast<float>(sum);
+    }
+  }
+  return c;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], 1e-4 * std::max(1.0f, std::abs(want[i]))) << "element " << i;
+  }
+}
+
+class ExecutableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK_AND_ASSIGN(client_, testing::CreateCpuTestClient(4));
+    ASSERT_OK_AND_ASSIGN(devices_, client_->MakeDeviceList(client_->devices().first(4)));
+  }
+
+  absl::StatusOr<LoadedExecutableRef> Compile(const std::string& text, CompileOptions options = {}) {
+    if (options.devices == nullptr) options.devices = devices_;
+    return client_->GetDefaultCompiler()->Compile(std::make_unique<MlirProgram>(text), options);
+  }
+
+  ShardingRef Named(const std::string& spec) {
+    return *NamedSharding::Create(*sharding::Mesh::Parse("mesh{x=4}"),
+                                  *sharding::PartitionSpec::Parse(spec), devices_, MemoryKind());
+  }
+
+  ArrayRef Put(const std::vector<float>& data, std::vector<int64_t> dims, ShardingRef sharding) {
+    absl::StatusOr<ArrayRef> a = client_->MakeArrayFromHostBuffer(
+        data.data(), DType(DType::kF32), Shape(dims), std::nullopt, std::move(sharding),
+        HostBufferSemantics::kImmutableOnlyDuringCall, nullptr);
+    EXPECT_OK(a.status());
+    return *a;
+  }
+
+  std::vector<float> Get(const ArrayRef& a) {
+    std::vector<float> out(a->shape().num_elements());
+    EXPECT_OK(
+        a->CopyToHostBuffer(out.data(), std::nullopt, ArrayCopySemantics::kAlwaysCopy).Await());
+    return out;
+  }
+
+  std::shared_ptr<Client> client_;
+  DeviceListRef devices_;
+};
+
+TEST_F(ExecutableTest, RowShardedMatmulMatchesReferenceWithoutCommunication) {
+  ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kRowsMatmul));
+  EXPECT_EQ(exe->name(), "main");
+  ASSERT_EQ(exe->GetParameterShardings().size(), 2u);
+  EXPECT_EQ(*exe->GetParameterShardings()[0], *Named("P(x,None)"));
+  EXPECT_EQ(*exe->GetOutputShardings()[0], *Named("P(x,None)"));
+  const std::vector<float> x = Random(48, 1), w = Random(30, 2);
+  std::vector<ArrayRef> args = {Put(x, {8, 6}, Named("P(x,None)")), Put(w, {6, 5}, Named("P()"))};
+  const TransferStats before = client_->transfer_stats();
+  ASSERT_OK_AND_ASSIGN(ExecuteResult result, exe->Execute(absl::MakeSpan(args)));
+  ASSERT_OK(result.status.Await());
+  ASSERT_EQ(result.outputs.size(), 1u);
+  EXPECT_EQ(result.outputs[0]->shape(), Shape({8, 5}));
+  ExpectNear(Get(result.outputs[0]), MatMul(x, w, 8, 6, 5));
+  EXPECT_EQ(client_->transfer_stats().device_to_device, before.device_to_device);
+  EXPECT_THAT(exe->Explain(), HasSubstr("none"));
+}
+
+TEST_F(ExecutableTest, MegatronAllReducesOnceAndCountsItsBytes) {
+  ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kMegatron));
+  EXPECT_THAT(exe->Explain(), HasSubstr("all_reduce"));
+  const std::vector<float> x = Random(48, 3), w1 = Random(192, 4), w2 = Random(128, 5);
+  std::vector<ArrayRef> args = {Put(x, {4, 12}, Named("P()")), Put(w1, {12, 16}, Named("P(None,x)")),
+                                Put(w2, {16, 8}, Named("P(x,None)"))};
+  const TransferStats before = client_->transfer_stats();
+  ASSERT_OK_AND_ASSIGN(ExecuteResult result, exe->Execute(absl::MakeSpan(args)));
+  ASSERT_OK(result.status.Await());
+  std::vector<float> h = MatMul(x, w1, 4, 12, 16);
+  for (float& v : h) v = std::max(v, 0.0f);
+  ExpectNear(Get(result.outputs[0]), MatMul(h, w2, 4, 16, 8));
+  // Each of 4 devices reads the 3 peers' partial sums of f32[4x8] (128 bytes each).
+  EXPECT_EQ(client_->transfer_stats().device_to_device.bytes - before.device_to_device.bytes,
+            4 * 3 * 128);
+}
+
+TEST_F(ExecutableTest, MismatchedArgumentIsReshardedAsAnImplicitTransfer) {
+  ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kRowsMatmul));
+  const std::vector<float> x = Random(48, 6), w = Random(30, 7);
+  // x arrives replicated; the program wants rows.
+  std::vector<ArrayRef> args = {Put(x, {8, 6}, Named("P()")), Put(w, {6, 5}, Named("P()"))};
+  auto sink = std::make_shared<guard::RecordingTransferSink>();
+  client_->transfer_guard().AddSink(sink);
+  ASSERT_OK(client_->transfer_guard().SetPolicy(*guard::Policy::Parse("d2d=log")));
+  ASSERT_OK_AND_ASSIGN(ExecuteResult result, exe->Execute(absl::MakeSpan(args)));
+  ASSERT_OK(result.status.Await());
+  ExpectNear(Get(result.outputs[0]), MatMul(x, w, 8, 6, 5));
+  // Replicated -> rows is local on every device (each holds the rows it needs): nothing to log.
+  EXPECT_TRUE(sink->records().empty());
+
+  // Rows over the devices in reverse order must move: logged as implicit.
+  ASSERT_OK_AND_ASSIGN(DeviceListRef reversed,
+                       client_->MakeDeviceList({client_->devices()[3], client_->devices()[2],
+                                                client_->devices()[1], client_->devices()[0]}));
+  ShardingRef reversed_rows =
+      *NamedSharding::Create(*sharding::Mesh::Parse("mesh{x=4}"),
+                             *sharding::PartitionSpec::Parse("P(x,None)"), reversed, MemoryKind());
+  std::vector<ArrayRef> moved = {Put(x, {8, 6}, reversed_rows), args[1]};
+  ASSERT_OK_AND_ASSIGN(result, exe->Execute(absl::MakeSpan(moved)));
+  ASSERT_OK(result.status.Await());
+  ExpectNear(Get(result.outputs[0]), MatMul(x, w, 8, 6, 5));
+  ASSERT_EQ(sink->records().size(), 1u);
+  EXPECT_FALSE(sink->records()[0].event.is_explicit);
+  EXPECT_EQ(sink->records()[0].event.direction, guard::Direction::kDeviceToDevice);
+
+  // Under d2d=disallow the same call is refused before anything runs; the argument stays usable.
+  ASSERT_OK(client_->transfer_guard().SetPolicy(*guard::Policy::Parse("d2d=disallow")));
+  const TransferStats before = client_->transfer_stats();
+  EXPECT_THAT(exe->Execute(absl::MakeSpan(moved)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Disallowed device-to-device transfer")));
+  EXPECT_EQ(client_->transfer_stats(), before);
+  EXPECT_FALSE(moved[0]->IsDeleted());
+  ExpectNear(Get(moved[0]), x);
+}
+
+TEST_F(ExecutableTest, CommunicationIsAnExplicitTransferTheGuardSees) {
+  ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kMegatron));
+  std::vector<ArrayRef> args = {Put(Random(48, 1), {4, 12}, Named("P()")),
+                                Put(Random(192, 2), {12, 16}, Named("P(None,x)")),
+                                Put(Random(128, 3), {16, 8}, Named("P(x,None)"))};
+  // `disallow` acts on implicit transfers only: the program's own all-reduce is explicit.
+  ASSERT_OK(client_->transfer_guard().SetPolicy(*guard::Policy::Parse("d2d=disallow")));
+  ASSERT_OK_AND_ASSIGN(ExecuteResult ok, exe->Execute(absl::MakeSpan(args)));
+  ASSERT_OK(ok.status.Await());
+
+  auto sink = std::make_shared<guard::RecordingTransferSink>();
+  client_->transfer_guard().AddSink(sink);
+  ASSERT_OK(client_->transfer_guard().SetPolicy(*guard::Policy::Parse("d2d=log_explicit")));
+  ASSERT_OK_AND_ASSIGN(ExecuteResult logged, exe->Execute(absl::MakeSpan(args)));
+  ASSERT_OK(logged.status.Await());
+  ASSERT_EQ(sink->records().size(), 1u);
+  EXPECT_TRUE(sink->records()[0].event.is_explicit);
+  EXPECT_THAT(sink->records()[0].event.operation, HasSubstr("'main'"));
+  EXPECT_THAT(sink->records()[0].event.operation, HasSubstr("all_reduce"));
+  EXPECT_EQ(sink->records()[0].event.bytes, 4 * 3 * 128);
+
+  ASSERT_OK(client_->transfer_guard().SetPolicy(*guard::Policy::Parse("d2d=disallow_explicit")));
+  const TransferStats before = client_->transfer_stats();
+  EXPECT_THAT(exe->Execute(absl::MakeSpan(args)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Disallowed device-to-device transfer: Execute of 'main'")));
+  EXPECT_EQ(client_->transfer_stats(), before);
+}
+
+TEST_F(ExecutableTest, DonatedArgumentsAreDeletedUnlessNonDonatable) {
+  CompileOptions options{.donated_input_indices = {0}};
+  ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kRowsMatmul, options));
+  const std::vector<float> x = Random(48, 8), w = Random(30, 9);
+  std::vector<ArrayRef> args = {Put(x, {8, 6}, Named("P(x,None)")), Put(w, {6, 5}, Named("P()"))};
+  ExecuteOptions keep;
+  keep.non_donatable_input_indices.insert(0);
+  ASSERT_OK_AND_ASSIGN(ExecuteResult kept, exe->Execute(absl::MakeSpan(args), keep));
+  ASSERT_OK(kept.status.Await());
+  EXPECT_FALSE(args[0]->IsDeleted());
+  ASSERT_OK_AND_ASSIGN(ExecuteResult donated, exe->Execute(absl::MakeSpan(args)));
+  ASSERT_OK(donated.status.Await());
+  EXPECT_TRUE(args[0]->IsDeleted());
+  EXPECT_FALSE(args[1]->IsDeleted());
+  ExpectNear(Get(donated.outputs[0]), MatMul(x, w, 8, 6, 5));
+  EXPECT_THAT(exe->Execute(absl::MakeSpan(args)).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("deleted")));
+}
+
+TEST_F(ExecutableTest, SecondCompileIsACacheHit) {
+  ClientIntrospection* inspect = client_->introspection();
+  ASSERT_NE(inspect, nullptr);
+  const PlanCacheStats before = inspect->program_cache_stats();
+  ASSERT_OK_AND_ASSIGN(LoadedExecutableRef first, Compile(kRowsMatmul));
+  ASSERT_OK_AND_ASSIGN(LoadedExecutableRef second, Compile(kRowsMatmul));
+  const PlanCacheStats after = inspect->program_cache_stats();
+  EXPECT_EQ(after.misses - before.misses, 1);
+  EXPECT_EQ(after.hits - before.hits, 1);
+  EXPECT_EQ(first->Fingerprint(), second->Fingerprint());
+  // Deleting one executable leaves the other usable.
+  first->Delete();
+  EXPECT_TRUE(first->IsDeleted());
+  EXPECT_FALSE(second->IsDeleted());
+  // Other options: another fingerprint.
+  ASSERT_OK_AND_ASSIGN(LoadedExecutableRef donating,
+                       Compile(kRowsMatmul, CompileOptions{.donated_input_indices = {1}}));
+  EXPECT_NE(donating->Fingerprint(), first->Fingerprint());
+}
+
+TEST_F(ExecutableTest, OptionsGiveTheShardingsInsteadOfAttributes) {
+  std::string plain = absl::StrReplaceAll(
+      kRowsMatmul, {{R"( {tessera.sharding = "mesh{x=4} P(x,None)"})", ""},
+                    {R"( {tessera.sharding = "mesh{x=4} P()"})", ""}});
+  plain = absl::StrReplaceAll(plain, {{"-> (tensor<8x5xf32>)", "-> tensor<8x5xf32>"}});
+  // Neither options nor attributes.
+  EXPECT_THAT(Compile(plain).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no shardings")));
+  CompileOptions options{.input_shardings = {Named("P(None,x)"), Named("P()")},
+                         .output_shardings = {Named("P()")}};
+  // Columns of x over 4 devices: 6 does not split in 4.
+  EXPECT_THAT(Compile(plain, options).status(), StatusIs(absl::StatusCode::kInvalidArgument));
+  options.input_shardings = {Named("P()"), Named("P(None,x)")};
+  options.output_shardings = {Named("P(None,x)")};
+  // Columns of w: 5 does not split in 4 either; rows of x then.
+  EXPECT_THAT(Compile(plain, options).status(), StatusIs(absl::StatusCode::kInvalidArgument));
+  options.input_shardings = {Named("P(x,None)"), Named("P()")};
+  options.output_shardings = {Named("P()")};
+  ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(plain, options));
+  const std::vector<float> x = Random(48, 10), w = Random(30, 11);
+  std::vector<ArrayRef> args = {Put(x, {8, 6}, Named("P(x,None)")), Put(w, {6, 5}, Named("P()"))};
+  ASSERT_OK_AND_ASSIGN(ExecuteResult result, exe->Execute(absl::MakeSpan(args)));
+  ASSERT_OK(result.status.Await());
+  EXPECT_EQ(*result.outputs[0]->shared_ptr_sharding(), *Named("P()"));
+  ExpectNear(Get(result.outputs[0]), MatMul(x, w, 8, 6, 5));
+}
+
+TEST_F(ExecutableTest, BadProgramsAreClearErrors) {
+  EXPECT_THAT(Compile("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %y\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("2:")));
+  const std::string unsupported = R"(
+func.func @main(%x: tensor<8xf32> {tessera.sharding = "mesh{x=4} P(x)"}) -> tensor<8xf32> {
+  %c = arith.constant 1 : index
+  %d = tensor.dim %x, %c : tensor<8xf32>
+  return %x : tensor<8xf32>
+}
+)";
+  EXPECT_THAT(Compile(unsupported),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("tensor.dim")));
+  EXPECT_THAT(client_->GetDefaultCompiler()->Compile(std::make_unique<MlirProgram>(kRowsMatmul),
+                                                     CompileOptions{}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("devices")));
+  EXPECT_THAT(Compile(kRowsMatmul, CompileOptions{.donated_input_indices = {2}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("donated_input_indices")));
+}
+
+TEST_F(ExecutableTest, BadArgumentsAreRejectedBeforeAnythingRuns) {
+  ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kRowsMatmul));
+  std::vector<ArrayRef> one = {Put(Random(48, 1), {8, 6}, Named("P(x,None)"))};
+  EXPECT_THAT(exe->Execute(absl::MakeSpan(one)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("takes 2 arguments, got 1")));
+  std::vector<ArrayRef> wrong_shape = {Put(Random(48, 1), {6, 8}, Named("P(x,None)")),
+                                       Put(Random(30, 2), {6, 5}, Named("P()"))};
+  EXPECT_THAT(exe->Execute(absl::MakeSpan(wrong_shape)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("argument 0")));
+  std::vector<int32_t> ints(48);
+  ASSERT_OK_AND_ASSIGN(
+      ArrayRef int_array,
+      client_->MakeArrayFromHostBuffer(ints.data(), DType(DType::kS32), Shape({8, 6}), std::nullopt,
+                                       Named("P(x,None)"),
+                                       HostBufferSemantics::kImmutableOnlyDuringCall, nullptr));
+  std::vector<ArrayRef> wrong_dtype = {int_array, wrong_shape[1]};
+  EXPECT_THAT(exe->Execute(absl::MakeSpan(wrong_dtype)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("s32")));
+  ASSERT_OK_AND_ASSIGN(DeviceListRef two, client_->MakeDeviceList(client_->devices().first(2)));
+  std::vector<ArrayRef> good = {Put(Random(48, 1), {8, 6}, Named("P(x,None)")),
+                                Put(Random(30, 2), {6, 5}, Named("P()"))};
+  EXPECT_THAT(exe->Execute(absl::MakeSpan(good), {}, two).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("devices")));
+  exe->Delete();
+  EXPECT_THAT(exe->Execute(absl::MakeSpan(good)).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("deleted")));
+}
+
+TEST_F(ExecutableTest, ExecuteFromEightThreadsAtOnce) {
+  ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kMegatron));
+  const std::vector<float> x = Random(48, 3), w1 = Random(192, 4), w2 = Random(128, 5);
+  std::vector<float> h = MatMul(x, w1, 4, 12, 16);
+  for (float& v : h) v = std::max(v, 0.0f);
+  const std::vector<float> want = MatMul(h, w2, 4, 16, 8);
+  std::vector<ArrayRef> args = {Put(x, {4, 12}, Named("P()")), Put(w1, {12, 16}, Named("P(None,x)")),
+                                Put(w2, {16, 8}, Named("P(x,None)"))};
+  std::vector<std::thread> threads;
+  std::vector<std::vector<float>> results(8);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 10; ++r) {
+        std::vector<ArrayRef> mine = args;
+        absl::StatusOr<ExecuteResult> result = exe->Execute(absl::MakeSpan(mine));
+        ASSERT_OK(result.status());
+        ASSERT_OK(result->status.Await());
+        results[t] = Get(result->outputs[0]);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const auto& r : results) ExpectNear(r, want);
+}
+
+}  // namespace
+}  // namespace tessera
