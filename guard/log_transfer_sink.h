@@ -1,5 +1,4 @@
-// guard/log_transfer_sink.h: the default sink, which writes logged movements as
-// warnings.
+// guard/log_transfer_sink.h: the default sink, which writes logged movements as warnings.
 //
 // `LogTransferSink` turns each Action::kLog event into one line
 //

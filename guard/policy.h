@@ -4,14 +4,13 @@
 // threshold below which movements pass silently. It has a compact text form
 // used by TESSERA_TRANSFER_GUARD and the CLI:
 //
-//   ""                              every direction allows (the default)
-//   "disallow"                      a bare level: every direction
-//   "h2d=disallow,d2d=log,d2h=allow"
-//                                   one direction each (short names)
-//   "host_to_device=log_explicit"   long names ("host-to-device" too)
-//   "all=log"                       every direction
-//   "disallow,d2h=allow"            left to right, later entries win
-//   "disallow,allow_below_bytes=64" fewer than 64 bytes pass ("below=64")
+//   ""                                every direction allows (the default)
+//   "disallow"                        a bare level: every direction
+//   "h2d=disallow,d2d=log,d2h=allow"  one direction each (short names)
+//   "host_to_device=log_explicit"     long names ("host-to-device" too)
+//   "all=log"                         every direction
+//   "disallow,d2h=allow"              left to right, later entries win
+//   "disallow,allow_below_bytes=64"   fewer than 64 bytes pass ("below=64")
 //
 // Entries are separated by commas; blanks around entries, keys and values are
 // ignored; names are ASCII case-insensitive. `ToString()` produces the

@@ -1,15 +1,13 @@
-// guard/scoped_transfer_guard.h: a thread-local, RAII override of the transfer
-// guard level.
+// guard/scoped_transfer_guard.h: a thread-local, RAII override of the transfer guard level.
 //
 // While a `ScopedTransferGuard` lives, movements checked *on the thread that
 // created it* use its level instead of the guard's policy, like JAX's
 // `with jax.transfer_guard("disallow"):`.
 //
-//   ScopedTransferGuard(level)            every direction, every guard
-//   ScopedTransferGuard(direction, level) one direction, every guard
-//   ScopedTransferGuard(guard, level)     every direction, only `guard`
-//   ScopedTransferGuard(guard, direction, level)
-//                                         one direction, only `guard`
+//   ScopedTransferGuard(level)                    every direction, every guard
+//   ScopedTransferGuard(direction, level)         one direction, every guard
+//   ScopedTransferGuard(guard, level)             every direction, only `guard`
+//   ScopedTransferGuard(guard, direction, level)  one direction, only `guard`
 //
 // Precedence, per guard and direction: the innermost live scope on the calling
 // thread that applies to that guard and that direction, else the guard's

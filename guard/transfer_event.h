@@ -17,8 +17,7 @@
 //                       .dtype = "f32", .shape = {1024}, .bytes = 4096,
 //                       .dst_devices = {0}};
 //   event.Description();
-//   // "MakeArrayFromHostBuffer of f32[1024] (4096 bytes, implicit) from host
-//   //  to devices [0]"
+//   // "MakeArrayFromHostBuffer of f32[1024] (4096 bytes, implicit) from host to devices [0]"
 //
 // Thread-safety: a value type; concurrent const use is safe.
 
@@ -51,12 +50,12 @@ struct TransferEvent {
   std::string src_memory_kind;
   std::string dst_memory_kind;
 
-  // "<operation> of <dtype>[<shape>] (<bytes> bytes, explicit|implicit)
-  //  from <src> to <dst>"
-  // where a side is "host" or "devices [0,1]", followed by " (memory kind
-  // <kind>)" when one is set. E.g. "ReshardArrays of f32[8192,8192] (268435456
-  // bytes, explicit) from devices [0,1] (memory kind host) to devices [2,3]
-  // (memory kind device)". An empty operation reads "transfer".
+  // The description, in the form
+  //   "<operation> of <dtype>[<shape>] (<bytes> bytes, explicit|implicit) from <src> to <dst>"
+  // where a side is "host" or "devices [0,1]", followed by " (memory kind <kind>)" when one is
+  // set; an empty operation reads "transfer". For example, on one line:
+  //   "ReshardArrays of f32[8192,8192] (268435456 bytes, explicit) from devices [0,1]
+  //    (memory kind host) to devices [2,3] (memory kind device)"
   std::string Description() const;
 
   friend bool operator==(const TransferEvent&, const TransferEvent&) = default;

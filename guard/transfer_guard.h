@@ -54,9 +54,8 @@ namespace tessera::guard {
 
 class TransferGuard {
  public:
-  // What the guard decided so far in one direction. `*_events` count Check
-  // calls (zero-byte events excluded), `*_bytes` sum their
-  // TransferEvent::bytes.
+  // What the guard decided so far in one direction. `*_events` count Check calls (zero-byte events
+  // excluded), `*_bytes` sum their TransferEvent::bytes.
   struct DirectionCounters {
     int64_t allowed_events = 0;
     int64_t logged_events = 0;
@@ -105,8 +104,7 @@ class TransferGuard {
   int AddSink(std::shared_ptr<TransferSink> sink);
   void RemoveSink(int id);
 
-  // Turns the built-in LogTransferSink (stderr warnings for logged movements)
-  // on or off.
+  // Turns the built-in LogTransferSink (stderr warnings for logged movements) on or off.
   void SetDefaultLogSinkEnabled(bool enabled);
   bool default_log_sink_enabled() const;
 

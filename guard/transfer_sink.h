@@ -1,5 +1,4 @@
-// guard/transfer_sink.h: where a TransferGuard reports the movements it logs
-// or refuses.
+// guard/transfer_sink.h: where a TransferGuard reports the movements it logs or refuses.
 //
 // A `TransferSink` receives every event that a guard's decision turns into
 // Action::kLog or Action::kDisallow, with that action; allowed movements never

@@ -1,26 +1,21 @@
 #ifndef TESSERA_IFRT_ARRAY_H_
 #define TESSERA_IFRT_ARRAY_H_
 
-// Array: an immutable n-dimensional array of one dtype, sharded over the
-// devices of its sharding. Each device of the sharding holds one shard (the box
-// the sharding assigns it).
+// Array: an immutable n-dimensional array of one dtype, sharded over the devices of its sharding.
+// Each device of the sharding holds one shard (the box the sharding assigns it).
 //
-//   ArrayRef a = *client->MakeArrayFromHostBuffer(data, DType(DType::kF32),
-//   Shape({4, 4}),
-//                                                std::nullopt, sharding,
-//                                                semantics, nullptr);
+//   ArrayRef a = *client->MakeArrayFromHostBuffer(data, DType(DType::kF32), Shape({4, 4}),
+//                                                std::nullopt, sharding, semantics, nullptr);
 //   std::vector<float> out(16);
 //   absl::Status s = a->CopyToHostBuffer(out.data(), std::nullopt,
 //                                        ArrayCopySemantics::kAlwaysCopy).Await();
 //
-// Arrays are created by a Client and held through ArrayRef. They are never
-// modified; operations that "change" an array create new ones. All methods are
-// thread-safe.
+// Arrays are created by a Client and held through ArrayRef. They are never modified; operations
+// that "change" an array create new ones. All methods are thread-safe.
 //
-// Errors: calls on a deleted array return FAILED_PRECONDITION ("Array has been
-// deleted"); the error of a failed producer (a failed copy, a poisoned input)
-// arrives on GetReadyFuture() and on every future of an operation that reads
-// the array.
+// Errors: calls on a deleted array return FAILED_PRECONDITION ("Array has been deleted"); the
+// error of a failed producer (a failed copy, a poisoned input) arrives on GetReadyFuture() and on
+// every future of an operation that reads the array.
 
 #include <memory>
 #include <optional>
@@ -55,36 +50,31 @@ class Array {
   virtual const Sharding& sharding() const = 0;
   virtual ShardingRef shared_ptr_sharding() const = 0;
 
-  // Set once every shard's data is in place, or with the error that prevented
-  // it.
+  // Set once every shard's data is in place, or with the error that prevented it.
   virtual Future<> GetReadyFuture() const = 0;
 
-  // Releases the shards. Idempotent; IsDeleted() is true as soon as it returns.
-  // Operations already enqueued that read the array still complete (they hold
-  // the buffers). The future is set when the array's pending writes have
-  // finished.
+  // Releases the shards. Idempotent; IsDeleted() is true as soon as it returns. Operations already
+  // enqueued that read the array still complete (they hold the buffers). The future is set when the
+  // array's pending writes have finished.
   virtual Future<> Delete() = 0;
   virtual bool IsDeleted() const = 0;
 
-  // One single-device array per shard, in device-list order. kAlwaysCopy copies
-  // each shard; kReuseInput shares the buffers; kDonateInput shares them and
-  // deletes this array. FAILED_PRECONDITION for a deleted array.
+  // One single-device array per shard, in device-list order. kAlwaysCopy copies each shard;
+  // kReuseInput shares the buffers; kDonateInput shares them and deletes this array.
+  // FAILED_PRECONDITION for a deleted array.
   virtual absl::StatusOr<std::vector<ArrayRef>> DisassembleIntoSingleDeviceArrays(
       ArrayCopySemantics semantics) = 0;
 
-  // A single-device array holding the whole array, taken from one of the shards
-  // of a fully replicated array (the first device's). INVALID_ARGUMENT unless
-  // IsFullyReplicated().
+  // A single-device array holding the whole array, taken from one of the shards of a fully
+  // replicated array (the first device's). INVALID_ARGUMENT unless IsFullyReplicated().
   virtual absl::StatusOr<ArrayRef> FullyReplicatedShard(ArrayCopySemantics semantics) = 0;
 
-  // Copies the whole array into `data`, laid out row-major or with
-  // `byte_strides` (one per dimension, in bytes; may be negative-free,
-  // non-compact, column-major). `data` must stay valid until the returned
-  // future is set. Each region is read from one replica. The transfer guard is
-  // asked once (device-to-host) before any byte moves; a refusal is the
-  // future's error. Errors on the future: FAILED_PRECONDITION (deleted),
-  // INVALID_ARGUMENT (byte_strides rank, null data with a non-zero size, a
-  // refused transfer), and the array's own error.
+  // Copies the whole array into `data`, laid out row-major or with `byte_strides` (one per
+  // dimension, in bytes; may be negative-free, non-compact, column-major). `data` must stay valid
+  // until the returned future is set. Each region is read from one replica. The transfer guard is
+  // asked once (device-to-host) before any byte moves; a refusal is the future's error.
+  // Errors on the future: FAILED_PRECONDITION (deleted), INVALID_ARGUMENT (byte_strides rank,
+  // null data with a non-zero size, a refused transfer), and the array's own error.
   virtual Future<> CopyToHostBuffer(void* data,
                                     std::optional<absl::Span<const int64_t>> byte_strides,
                                     ArrayCopySemantics semantics, TransferOptions options = {}) = 0;

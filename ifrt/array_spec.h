@@ -1,8 +1,10 @@
 #ifndef TESSERA_IFRT_ARRAY_SPEC_H_
 #define TESSERA_IFRT_ARRAY_SPEC_H_
 
-// ArraySpec: the dtype, shape and sharding of an array, without its data; the
-// target of Client::ReshardArrays.
+// ArraySpec: the dtype, shape and sharding of an array, without its data: what
+// Client::ReshardArrays turns an array into.
+//
+// A thread-compatible value type; its sharding is shared and immutable.
 
 #include <string>
 

@@ -1,8 +1,7 @@
 #ifndef TESSERA_IFRT_ATTRIBUTE_MAP_H_
 #define TESSERA_IFRT_ATTRIBUTE_MAP_H_
 
-// AttributeMap: named attributes of a device (name, vendor, driver version,
-// heap sizes, ...).
+// AttributeMap: named attributes of a device (name, vendor, driver version, heap sizes, ...).
 //
 //   tessera::AttributeMap attrs;
 //   attrs.Set("vendor", std::string("NVIDIA"));

@@ -1,28 +1,23 @@
 #ifndef TESSERA_IFRT_CLIENT_H_
 #define TESSERA_IFRT_CLIENT_H_
 
-// Client: the entry point of the runtime. A client owns its devices and
-// memories, creates arrays from host data, copies and reshards arrays across
-// devices, and checks every data movement against its transfer guard.
+// Client: the entry point of the runtime. A client owns its devices and memories, creates arrays
+// from host data, copies and reshards arrays across devices, and checks every data movement
+// against its transfer guard.
 //
-//   absl::StatusOr<std::shared_ptr<Client>> client = CreateClient();   //
-//   backends/client_factory.h for (Device* d : (*client)->devices()) std::cout
-//   << d->DebugString() << "\n";
+//   absl::StatusOr<std::shared_ptr<Client>> client = CreateClient();   // backends/client_factory.h
+//   for (Device* d : (*client)->devices()) std::cout << d->DebugString() << "\n";
 //
-// All methods are thread-safe. Calls validate their arguments and return at
-// once (errors of that validation come back from the call); the work runs
-// asynchronously on the devices' streams, and its errors arrive on the ready
-// futures of the arrays it produces.
+// All methods are thread-safe. Calls validate their arguments and return at once (errors of that
+// validation come back from the call); the work runs asynchronously on the devices' streams, and
+// its errors arrive on the ready futures of the arrays it produces.
 //
 // Error codes:
-//   INVALID_ARGUMENT     an argument that does not fit (dtype, shape, strides,
-//   sharding, devices of
-//                        another client, mismatched counts), and transfers
-//                        refused by the guard
+//   INVALID_ARGUMENT     an argument that does not fit (dtype, shape, strides, sharding, devices of
+//                        another client, mismatched counts), and transfers refused by the guard
 //   FAILED_PRECONDITION  a deleted or donated array used as input
 //   NOT_FOUND            an unknown device id or memory kind
-//   UNIMPLEMENTED        a sharding without geometry (OpaqueSharding) where
-//   geometry is needed
+//   UNIMPLEMENTED        a sharding without geometry (OpaqueSharding) where geometry is needed
 
 #include <functional>
 #include <memory>
@@ -55,47 +50,43 @@ class Client {
   Client& operator=(const Client&) = delete;
   virtual ~Client() = default;
 
-  // Creates an array of `dtype` and `shape` with `sharding` from host data laid
-  // out row-major, or with `byte_strides` (bytes per step in each dimension).
-  // Each region the sharding places is read once and written to every replica.
-  // `on_done_with_host_buffer` (may be null) runs exactly once, when
-  // `semantics` says the runtime is done with `data` — or before the call
-  // returns an error. The guard is asked once (host-to-device) before any byte
-  // moves.
+  // Creates an array of `dtype` and `shape` with `sharding` from host data laid out row-major, or
+  // with `byte_strides` (bytes per step in each dimension). Each region the sharding places is read
+  // once and written to every replica. `on_done_with_host_buffer` (may be null) runs exactly once,
+  // when `semantics` says the runtime is done with `data` — or before the call returns an error.
+  // The guard is asked once (host-to-device) before any byte moves.
   virtual absl::StatusOr<ArrayRef> MakeArrayFromHostBuffer(
       const void* data, DType dtype, Shape shape,
       std::optional<absl::Span<const int64_t>> byte_strides, ShardingRef sharding,
       HostBufferSemantics semantics, std::function<void()> on_done_with_host_buffer,
       TransferOptions options = {}) = 0;
 
-  // Builds an array of `sharding` from one single-device array per device of
-  // the sharding, whose shapes are the sharding's shard shapes.
-  // kReuseInput/kDonateInput share the buffers; kAlwaysCopy copies them.
+  // Builds an array of `sharding` from one single-device array per device of the sharding, whose
+  // shapes are the sharding's shard shapes. kReuseInput/kDonateInput share the buffers;
+  // kAlwaysCopy copies them.
   virtual absl::StatusOr<ArrayRef> AssembleArrayFromSingleDeviceArrays(
       DType dtype, Shape shape, ShardingRef sharding, absl::Span<ArrayRef> arrays,
       ArrayCopySemantics semantics) = 0;
 
-  // Copies arrays with the same device list and memory kind onto `devices`
-  // (same count) and/or `memory_kind`, keeping their partitioning.
-  // INVALID_ARGUMENT when the arrays' device lists or memory kinds differ from
-  // one another.
+  // Copies arrays with the same device list and memory kind onto `devices` (same count) and/or
+  // `memory_kind`, keeping their partitioning. INVALID_ARGUMENT when the arrays' device lists or
+  // memory kinds differ from one another.
   virtual absl::StatusOr<std::vector<ArrayRef>> CopyArrays(absl::Span<ArrayRef> arrays,
                                                            std::optional<DeviceListRef> devices,
                                                            std::optional<MemoryKind> memory_kind,
                                                            ArrayCopySemantics semantics,
                                                            TransferOptions options = {}) = 0;
 
-  // Reshards arrays[i] to specs[i] (same dtype and shape, any sharding over any
-  // devices of this client), in one call: bytes already on a destination device
-  // are copied locally or aliased, the rest moves device to device, never
-  // through the caller.
+  // Reshards arrays[i] to specs[i] (same dtype and shape, any sharding over any devices of this
+  // client), in one call: bytes already on a destination device are copied locally or aliased,
+  // the rest moves device to device, never through the caller.
   virtual absl::StatusOr<std::vector<ArrayRef>> ReshardArrays(absl::Span<ArrayRef> arrays,
                                                               absl::Span<const ArraySpec> specs,
                                                               ArrayCopySemantics semantics,
                                                               TransferOptions options = {}) = 0;
 
-  // Moves shards between arrays without copying (see RemapPlan). kDonateInput
-  // is required when an input shard is used by an output.
+  // Moves shards between arrays without copying (see RemapPlan). kDonateInput is required when an
+  // input shard is used by an output.
   virtual absl::StatusOr<std::vector<ArrayRef>> RemapArrays(const RemapPlan& plan,
                                                             absl::Span<ArrayRef> arrays,
                                                             ArrayCopySemantics semantics) = 0;
@@ -107,8 +98,7 @@ class Client {
   virtual absl::Span<Device* const> addressable_devices() const = 0;
   // NOT_FOUND for an id this client does not have.
   virtual absl::StatusOr<Device*> LookupDevice(DeviceId id) const = 0;
-  // INVALID_ARGUMENT for an empty list, a repeated device, or a device of
-  // another client.
+  // INVALID_ARGUMENT for an empty list, a repeated device, or a device of another client.
   virtual absl::StatusOr<DeviceListRef> MakeDeviceList(absl::Span<Device* const> devices) const = 0;
   // The platforms this client runs on: "cpu", "vulkan".
   virtual std::vector<std::string> platform_names() const = 0;

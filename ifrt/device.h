@@ -1,13 +1,11 @@
 #ifndef TESSERA_IFRT_DEVICE_H_
 #define TESSERA_IFRT_DEVICE_H_
 
-// Device: one compute device of a client — a CPU "device" (a group of threads
-// with its own task arena and stream) or a Vulkan GPU (or a logical slice of
-// one).
+// Device: one compute device of a client — a CPU "device" (a group of threads with its own task
+// arena and stream) or a Vulkan GPU (or a logical slice of one).
 //
-// Devices are owned by their Client and live as long as it; callers hold plain
-// `Device*`. All methods are thread-safe. Devices are neither copyable nor
-// movable.
+// Devices are owned by their Client and live as long as it; callers hold plain `Device*`.
+// All methods are thread-safe. Devices are neither copyable nor movable.
 
 #include <cstdint>
 #include <string>
@@ -22,8 +20,7 @@ namespace tessera {
 class Client;
 class Memory;
 
-// Identifies a device within one client: 0..N-1 in the order of
-// Client::devices().
+// Identifies a device within one client: 0..N-1 in the order of Client::devices().
 struct DeviceId {
   int32_t value = 0;
   friend bool operator==(DeviceId a, DeviceId b) { return a.value == b.value; }
@@ -48,12 +45,10 @@ class Device {
   virtual std::string_view Kind() const = 0;
   // Platform attributes: name, vendor, driver version, memory sizes, ...
   virtual const AttributeMap& Attributes() const = 0;
-  // The memory that arrays land in when no memory kind is given. NOT_FOUND if
-  // the device has none.
+  // The memory that arrays land in when no memory kind is given. NOT_FOUND if the device has none.
   virtual absl::StatusOr<Memory*> DefaultMemory() const = 0;
   virtual absl::Span<Memory* const> Memories() const = 0;
-  // Whether this process can address the device (always true in a single-host
-  // client).
+  // Whether this process can address the device (always true in a single-host client).
   virtual bool IsAddressable() const { return true; }
   // "cpu:0", "vulkan:2"
   virtual std::string ToString() const = 0;

@@ -1,15 +1,13 @@
 #ifndef TESSERA_IFRT_DEVICE_LIST_H_
 #define TESSERA_IFRT_DEVICE_LIST_H_
 
-// DeviceList: an immutable, ordered list of distinct devices of one client; the
-// device assignment of a sharding (slot i of the sharding lives on
-// devices()[i]).
+// DeviceList: an immutable, ordered list of distinct devices of one client; the device
+// assignment of a sharding (slot i of the sharding lives on devices()[i]).
 //
-//   absl::StatusOr<DeviceListRef> list =
-//   client->MakeDeviceList(client->devices());
+//   absl::StatusOr<DeviceListRef> list = client->MakeDeviceList(client->devices());
 //
-// Held through DeviceListRef (shared, immutable). Equality and hash compare the
-// devices in order. Thread-safe.
+// Held through DeviceListRef (shared, immutable); thread-safe. Equality and hash compare the
+// devices in order.
 
 #include <memory>
 #include <string>
@@ -26,8 +24,8 @@ using DeviceListRef = std::shared_ptr<const DeviceList>;
 
 class DeviceList {
  public:
-  // INVALID_ARGUMENT for an empty list, a null device, a device listed twice,
-  // or devices of different clients.
+  // INVALID_ARGUMENT for an empty list, a null device, a device listed twice, or devices of
+  // different clients.
   static absl::StatusOr<DeviceListRef> Create(absl::Span<Device* const> devices);
 
   absl::Span<Device* const> devices() const { return devices_; }

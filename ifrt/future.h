@@ -1,25 +1,22 @@
 #ifndef TESSERA_IFRT_FUTURE_H_
 #define TESSERA_IFRT_FUTURE_H_
 
-// Future<T> / Promise<T>: the result of asynchronous work, set once by the
-// producer.
+// Future<T> / Promise<T>: the result of asynchronous work, set once by the producer.
 //
 //   tessera::Promise<> promise;
 //   tessera::Future<> future = promise.future();
-//   future.OnReady([](absl::Status s) { ... });   // runs when set (inline if
-//   already set) std::thread([promise]() mutable {
-//   promise.Set(absl::OkStatus()); }).detach(); absl::Status s =
-//   future.Await();               // blocks without spinning
+//   future.OnReady([](absl::Status s) { ... });   // runs when set (inline if already set)
+//   std::thread([promise]() mutable { promise.Set(absl::OkStatus()); }).detach();
+//   absl::Status s = future.Await();               // blocks without spinning
 //
-// Future<> carries an absl::Status, Future<T> an absl::StatusOr<T>. Both are
-// cheap, copyable handles to shared state; all methods are thread-safe and may
-// be called from device threads and user threads alike. Callbacks run exactly
-// once, on the thread that sets the promise (or inline in OnReady when the
-// future is already set); they must not block for long.
+// Future<> carries an absl::Status, Future<T> an absl::StatusOr<T>. Both are cheap, copyable
+// handles to shared state; all methods are thread-safe and may be called from device threads and
+// user threads alike. Callbacks run exactly once, on the thread that sets the promise (or inline
+// in OnReady when the future is already set); they must not block for long.
 //
-// A promise that is destroyed without being set resolves its futures with an
-// INTERNAL error, so a waiter never hangs on work that was abandoned. Setting a
-// promise twice is a bug; the second value is ignored.
+// A promise that is destroyed without being set resolves its futures with an INTERNAL error, so
+// a waiter never hangs on work that was abandoned. Setting a promise twice is a bug; the second
+// value is ignored.
 
 #include <condition_variable>
 #include <memory>
@@ -90,16 +87,15 @@ class FutureState {
   }
 
  private:
-  // std::mutex rather than absl::Mutex: Debian's Abseil is not built for
-  // ThreadSanitizer, which then cannot see absl::Mutex's synchronisation.
+  // std::mutex rather than absl::Mutex: Debian's Abseil is not built for ThreadSanitizer, which
+  // then cannot see absl::Mutex's synchronisation.
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::optional<Value> value_;
   std::vector<Callback> callbacks_;
 };
 
-// Owned by the promises of a state: when the last promise goes away unset, it
-// sets an error.
+// Owned by the promises of a state: when the last promise goes away unset, it sets an error.
 template <typename T>
 class PromiseGuard {
  public:
@@ -158,8 +154,7 @@ class Promise {
             std::make_shared<internal::FutureState<T>>())) {}
 
   Future<T> future() const { return Future<T>(guard_->shared_state()); }
-  // Sets the value and runs the callbacks. Only the first Set of a state has an
-  // effect.
+  // Sets the value and runs the callbacks. Only the first Set of a state has an effect.
   void Set(Value value) const { guard_->state().Set(std::move(value)); }
   bool IsSet() const { return guard_->state().IsReady(); }
 
@@ -172,9 +167,8 @@ inline Future<> MakeReadyFuture(absl::Status status = absl::OkStatus()) {
   return Future<>(std::move(status));
 }
 
-// A future set once every input is set: OK if all are OK, else the error of the
-// first input (in order) that failed. An empty span gives a ready OK future.
-// Invalid inputs are ignored.
+// A future set once every input is set: OK if all are OK, else the error of the first input (in
+// order) that failed. An empty span gives a ready OK future. Invalid inputs are ignored.
 Future<> JoinFutures(absl::Span<const Future<>> futures);
 
 }  // namespace tessera

@@ -1,11 +1,10 @@
 #ifndef TESSERA_IFRT_MEMORY_H_
 #define TESSERA_IFRT_MEMORY_H_
 
-// Memory: one memory space that a device can hold array shards in ("host" for
-// CPU devices, "device" and "pinned_host" for Vulkan devices).
+// Memory: one memory space that a device can hold array shards in ("host" for CPU devices,
+// "device" and "pinned_host" for Vulkan devices).
 //
-// Memories are owned by their Client and live as long as it. All methods are
-// thread-safe.
+// Memories are owned by their Client and live as long as it. All methods are thread-safe.
 
 #include <cstdint>
 #include <string>

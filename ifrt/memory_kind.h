@@ -1,8 +1,8 @@
 #ifndef TESSERA_IFRT_MEMORY_KIND_H_
 #define TESSERA_IFRT_MEMORY_KIND_H_
 
-// MemoryKind: the name of a kind of memory ("host", "device", "pinned_host"),
-// or unspecified, which means "the device's default memory".
+// MemoryKind: the name of a kind of memory ("host", "device", "pinned_host"), or unspecified,
+// which means "the device's default memory".
 //
 //   tessera::MemoryKind pinned("pinned_host");
 //   tessera::MemoryKind unspecified;   // memory_kind() == std::nullopt

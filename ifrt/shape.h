@@ -5,12 +5,10 @@
 //
 //   tessera::Shape shape({8192, 8192});
 //   shape.num_elements();                  // 67108864
-//   tessera::IndexDomain tile(tessera::Index{0, 4096}, tessera::Shape({8192,
-//   4096}));
+//   tessera::IndexDomain tile(tessera::Index{0, 4096}, tessera::Shape({8192, 4096}));
 //
-// Value types; thread-compatible. Shape's constructor does not validate: a
-// Shape with a negative dimension is rejected by every API that receives one
-// (INVALID_ARGUMENT), see ValidateShape().
+// Value types; thread-compatible. Shape's constructor does not validate: a Shape with a negative
+// dimension is rejected by every API that receives one (INVALID_ARGUMENT), see ValidateShape().
 
 #include <cstdint>
 #include <string>
@@ -48,8 +46,7 @@ class Shape {
   Index dims_;
 };
 
-// OK if every dimension is >= 0; INVALID_ARGUMENT naming the dimension
-// otherwise.
+// OK if every dimension is >= 0; INVALID_ARGUMENT naming the dimension otherwise.
 absl::Status ValidateShape(const Shape& shape);
 
 // A box inside an array: `origin` (inclusive) and `shape` (size per dimension).

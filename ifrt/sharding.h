@@ -1,32 +1,27 @@
 #ifndef TESSERA_IFRT_SHARDING_H_
 #define TESSERA_IFRT_SHARDING_H_
 
-// Sharding: how an array's elements are laid out over the devices of a
-// DeviceList, in one kind of memory. A sharding binds the pure geometry of
-// sharding/ (which box each device *slot* holds) to devices: slot i lives on
-// devices()[i].
+// Sharding: how an array's elements are laid out over the devices of a DeviceList, in one kind of
+// memory. A sharding binds the pure geometry of sharding/ (which box each device *slot* holds) to
+// devices: slot i lives on devices()[i].
 //
-//   ShardingRef rows =
-//   *NamedSharding::Create(*sharding::Mesh::Parse("mesh{x=8}"),
+//   ShardingRef rows = *NamedSharding::Create(*sharding::Mesh::Parse("mesh{x=8}"),
 //                                             *sharding::PartitionSpec::Parse("P(x,None)"),
 //                                             devices, MemoryKind());
 //   std::vector<IndexDomain> boxes = *rows->IndexDomains(Shape({8192, 8192}));
 //
 // The classes:
 //   SingleDeviceSharding   the whole array on one device
-//   OpaqueSharding         devices only, no geometry (arrays with it cannot be
-//   resharded) ConcreteSharding       an explicit shape and box per device (any
-//   layout, even irregular) ConcreteEvenSharding   one shard shape for every
-//   device (a row-major grid of tiles, replicated
+//   OpaqueSharding         devices only, no geometry (arrays with it cannot be resharded)
+//   ConcreteSharding       an explicit shape and box per device (any layout, even irregular)
+//   ConcreteEvenSharding   one shard shape for every device (a row-major grid of tiles, replicated
 //                          evenly when there are more devices than tiles)
 //   ShardingParamSharding  IFRT IR's ShardingParam ("2x1 to [0] on 2")
-//   NamedSharding          JAX's Mesh + PartitionSpec ("mesh{x=2,y=4}",
-//   "P(x,None)")
+//   NamedSharding          JAX's Mesh + PartitionSpec ("mesh{x=2,y=4}", "P(x,None)")
 //
-// Shardings are immutable and held through ShardingRef; all methods are
-// thread-safe. Equality compares the class, the device list, the memory kind
-// and the geometry. Shards may be uneven: tiles use ceil division, so the last
-// tile along a dimension may be smaller, or empty.
+// Shardings are immutable and held through ShardingRef; all methods are thread-safe. Equality
+// compares the class, the device list, the memory kind and the geometry. Shards may be uneven:
+// tiles use ceil division, so the last tile along a dimension may be smaller, or empty.
 
 #include <memory>
 #include <optional>
@@ -59,23 +54,21 @@ class Sharding {
   // Every device holds the whole array.
   bool IsFullyReplicated() const { return is_fully_replicated_; }
 
-  // The shape of every shard of an array of `shape`. INVALID_ARGUMENT when
-  // shards differ in shape (ragged tiles, irregular concrete shardings) or the
-  // rank does not fit; UNIMPLEMENTED for OpaqueSharding.
+  // The shape of every shard of an array of `shape`. UNIMPLEMENTED for OpaqueSharding;
+  // INVALID_ARGUMENT when shards differ in shape (ragged tiles, irregular concrete shardings) or
+  // the rank does not fit.
   absl::StatusOr<Shape> GetShardShape(const Shape& shape) const;
   // Same class and the same geometry, whatever the devices and memory kind.
   virtual bool HasSamePartitioning(const Sharding& other) const = 0;
-  // The same partitioning on `devices` (same count, else INVALID_ARGUMENT)
-  // and/or `memory_kind`.
+  // The same partitioning on `devices` (same count, else INVALID_ARGUMENT) and/or `memory_kind`.
   virtual absl::StatusOr<ShardingRef> WithDeviceAssignment(
       std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const = 0;
   // One (shard shape, SingleDeviceSharding) per device, in device-list order.
   absl::StatusOr<std::vector<std::pair<Shape, ShardingRef>>> Disassemble(const Shape& shape) const;
   // The box of every device, in device-list order.
   absl::StatusOr<std::vector<IndexDomain>> IndexDomains(const Shape& shape) const;
-  // The geometry for an array of `shape`: the box of every slot.
-  // INVALID_ARGUMENT when the shape does not fit the sharding; UNIMPLEMENTED
-  // for OpaqueSharding.
+  // The geometry for an array of `shape`: the box of every slot. INVALID_ARGUMENT when the shape
+  // does not fit the sharding; UNIMPLEMENTED for OpaqueSharding.
   virtual absl::StatusOr<sharding::ShardLayout> Layout(const Shape& shape) const = 0;
 
   virtual std::string DebugString() const = 0;
@@ -142,9 +135,8 @@ class OpaqueSharding final : public Sharding {
 
 class ConcreteSharding final : public Sharding {
  public:
-  // INVALID_ARGUMENT unless there is one shard shape and one index domain per
-  // device, each domain has its shard's shape, lies inside `shape`, and the
-  // domains together cover it.
+  // INVALID_ARGUMENT unless there is one shard shape and one index domain per device, each domain
+  // has its shard's shape, lies inside `shape`, and the domains together cover it.
   static absl::StatusOr<ShardingRef> Create(DeviceListRef devices, MemoryKind memory_kind,
                                             Shape shape, std::vector<Shape> shard_shapes,
                                             std::vector<IndexDomain> index_domains);
@@ -173,11 +165,10 @@ class ConcreteSharding final : public Sharding {
 
 class ConcreteEvenSharding final : public Sharding {
  public:
-  // Shards tile `shape` as a row-major grid of `shard_shape` tiles (ceil
-  // division); with more devices than tiles, each tile is held by devices/tiles
-  // consecutive devices. INVALID_ARGUMENT when ranks differ, a size is
-  // negative, or the device count is not a multiple of the tile count (or, with
-  // is_fully_replicated, shard_shape != shape).
+  // Shards tile `shape` as a row-major grid of `shard_shape` tiles (ceil division); with more
+  // devices than tiles, each tile is held by devices/tiles consecutive devices. INVALID_ARGUMENT
+  // when ranks differ, a size is negative, or the device count is not a multiple of the tile count
+  // (or, with is_fully_replicated, shard_shape != shape).
   static absl::StatusOr<ShardingRef> Create(DeviceListRef devices, MemoryKind memory_kind,
                                             Shape shape, Shape shard_shape,
                                             bool is_fully_replicated = false);
@@ -203,8 +194,7 @@ class ConcreteEvenSharding final : public Sharding {
 
 class ShardingParamSharding final : public Sharding {
  public:
-  // INVALID_ARGUMENT when the param is invalid or its device count differs from
-  // the list's.
+  // INVALID_ARGUMENT when the param is invalid or its device count differs from the list's.
   static absl::StatusOr<ShardingRef> Create(sharding::ShardingParam param, DeviceListRef devices,
                                             MemoryKind memory_kind);
   const sharding::ShardingParam& sharding_param() const { return param_; }
@@ -224,12 +214,11 @@ class ShardingParamSharding final : public Sharding {
   sharding::ShardingParam param_;
 };
 
-// JAX's NamedSharding: devices()[i] is the i-th device of the mesh in row-major
-// order of its axes.
+// JAX's NamedSharding: devices()[i] is the i-th device of the mesh in row-major order of its axes.
 class NamedSharding final : public Sharding {
  public:
-  // INVALID_ARGUMENT when the mesh's device count differs from the list's or
-  // the spec names an axis the mesh lacks (or names one twice).
+  // INVALID_ARGUMENT when the mesh's device count differs from the list's or the spec names an
+  // axis the mesh lacks (or names one twice).
   static absl::StatusOr<ShardingRef> Create(sharding::Mesh mesh, sharding::PartitionSpec spec,
                                             DeviceListRef devices, MemoryKind memory_kind);
   const sharding::Mesh& mesh() const { return mesh_; }

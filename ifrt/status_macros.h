@@ -3,8 +3,8 @@
 
 // Two macros for early returns on error, as in Abseil's and XLA's code bases:
 //
-//   absl::StatusOr<ArrayRef> MakeRows(Client& client, const Sharding& sharding) {
-//     TESSERA_RETURN_IF_ERROR(CheckSharding(sharding));
+//   absl::StatusOr<ArrayRef> MakeRows(Client& client, const Sharding& sharding, Shape shape) {
+//     TESSERA_RETURN_IF_ERROR(ValidateShape(shape));
 //     TESSERA_ASSIGN_OR_RETURN(sharding::ShardLayout layout, sharding.Layout(shape));
 //     ...
 //   }
@@ -13,6 +13,8 @@
 // when it is not OK. TESSERA_ASSIGN_OR_RETURN(lhs, expr): `expr` is an absl::StatusOr<T>; returns
 // its status when not OK, else moves its value into `lhs` (a declaration or an lvalue). Both work
 // in functions returning absl::Status or any absl::StatusOr<U>. Each evaluates `expr` once.
+// TESSERA_ASSIGN_OR_RETURN expands to several statements: never use it as the unbraced body of an
+// if or a loop, and at most once per line.
 
 #include <utility>
 

@@ -1,20 +1,17 @@
 #ifndef TESSERA_IFRT_STRIDED_COPY_H_
 #define TESSERA_IFRT_STRIDED_COPY_H_
 
-// StridedCopy: the geometry of one n-dimensional box copy between two
-// byte-addressed regions.
+// StridedCopy: the geometry of one n-dimensional box copy between two byte-addressed regions.
 //
 // Element (i0, ..., ik) of the box, 0 <= ij < extent[j], is read at
 //   src_offset + sum_j ij * src_byte_strides[j]
 // and written at
 //   dst_offset + sum_j ij * dst_byte_strides[j],
-// each `element_bytes` long. A dense row-major shard and a user's strided host
-// buffer are both described this way, so one copy routine serves host<->buffer
-// and buffer<->buffer copies.
+// each `element_bytes` long. A dense row-major shard and a user's strided host buffer are both
+// described this way, so one copy routine serves host<->buffer and buffer<->buffer copies.
 //
 //   // Rows 2..5 of a 8x16 f32 shard into rows 0..3 of a 4x16 one:
-//   StridedCopy c = StridedCopy::BetweenDenseArrays(4, {8, 16}, {2, 0}, {4,
-//   16}, {0, 0}, {4, 16});
+//   StridedCopy c = StridedCopy::BetweenDenseArrays(4, {8, 16}, {2, 0}, {4, 16}, {0, 0}, {4, 16});
 //
 // A value type; thread-compatible.
 
@@ -41,26 +38,23 @@ struct StridedCopy {
   // Byte strides of a dense row-major array of `shape`.
   static Index RowMajorByteStrides(absl::Span<const int64_t> shape, int64_t element_bytes);
 
-  // Box `extent` at `src_origin` of a dense row-major array of `src_shape` to
-  // `dst_origin` of a dense row-major array of `dst_shape`.
+  // Box `extent` at `src_origin` of a dense row-major array of `src_shape` to `dst_origin` of a
+  // dense row-major array of `dst_shape`.
   static StridedCopy BetweenDenseArrays(int64_t element_bytes, absl::Span<const int64_t> src_shape,
                                         absl::Span<const int64_t> src_origin,
                                         absl::Span<const int64_t> dst_shape,
                                         absl::Span<const int64_t> dst_origin,
                                         absl::Span<const int64_t> extent);
 
-  // The same copy with dimensions of extent 1 dropped and dimensions that are
-  // contiguous on both sides merged; the innermost dimension is contiguous on
-  // both sides exactly when inner_contiguous() is true afterwards. A
-  // zero-element copy normalises to extent {0}.
+  // The same copy with dimensions of extent 1 dropped and dimensions that are contiguous on both
+  // sides merged; the innermost dimension is contiguous on both sides exactly when
+  // inner_contiguous() is true afterwards. A zero-element copy normalises to extent {0}.
   StridedCopy Normalized() const;
-  // True when the innermost dimension's strides are element_bytes on both sides
-  // (or rank 0).
+  // True when the innermost dimension's strides are element_bytes on both sides (or rank 0).
   bool inner_contiguous() const;
 
-  // Calls fn(src_byte_offset, dst_byte_offset, bytes) for each contiguous run,
-  // in row-major order, after normalisation. Runs of one element are reported
-  // when the inner dimension is strided.
+  // Calls fn(src_byte_offset, dst_byte_offset, bytes) for each contiguous run, in row-major order,
+  // after normalisation. Runs of one element are reported when the inner dimension is strided.
   void ForEachRun(absl::FunctionRef<void(int64_t, int64_t, int64_t)> fn) const;
 
   std::string DebugString() const;

@@ -1,12 +1,13 @@
 #ifndef TESSERA_IFRT_TRANSFER_STATS_H_
 #define TESSERA_IFRT_TRANSFER_STATS_H_
 
-// TransferStats: the bytes a client has actually moved, per direction and per
-// device pair. A snapshot; Client::transfer_stats() returns a fresh one on each
-// call.
+// TransferStats: the bytes a client has actually moved, per direction and per device pair.
+// A snapshot; Client::transfer_stats() returns a fresh one on each call.
 //
-// Copies within one device (bytes that were already on the destination device)
-// count as `local`; aliasing moves nothing and counts nowhere.
+// Copies within one device (bytes that were already on the destination device) count as
+// `local`; aliasing moves nothing and counts nowhere.
+//
+// A plain value type; thread-compatible.
 
 #include <cstdint>
 #include <map>
@@ -30,8 +31,7 @@ struct TransferStats {
   Counter device_to_device;  // across devices
   Counter device_to_host;
   Counter local;  // within one device
-  // (source device id, destination device id) -> bytes moved; kHost for the
-  // host side.
+  // (source device id, destination device id) -> bytes moved; kHost for the host side.
   std::map<std::pair<int32_t, int32_t>, Counter> per_device_pair;
 
   std::string DebugString() const;

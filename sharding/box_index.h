@@ -1,6 +1,5 @@
-// sharding/box_index.h: internal spatial index over a set of boxes, used by
-// ShardLayout (coverage check) and the planner (overlap queries). Not part of
-// the public API.
+// sharding/box_index.h: internal spatial index over a set of boxes, used by ShardLayout (coverage
+// check) and the planner (overlap queries). Not part of the public API.
 #ifndef TESSERA_SHARDING_BOX_INDEX_H_
 #define TESSERA_SHARDING_BOX_INDEX_H_
 

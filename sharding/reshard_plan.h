@@ -19,8 +19,8 @@ namespace tessera::sharding {
 // One copy of a box of elements. Plain value type.
 struct BoxCopy {
   enum class Kind {
-    kAlias,        // dst shard == whole src shard on the same device: share
-                   // the buffer, move nothing
+    // dst shard == whole src shard on the same device: share the buffer, move nothing.
+    kAlias,
     kLocal,        // src_device == dst_device, a real copy
     kCrossDevice,  // src_device != dst_device
   };
@@ -76,15 +76,15 @@ struct ReshardPlan {
 // "alias", "local" or "cross-device".
 std::string_view KindName(BoxCopy::Kind kind);
 
-// Human-readable summary: one line per (source device, destination device,
-// kind, forward or not) with the number of copies and bytes, sorted by
-// devices; forwards of a fan_out plan are marked "forward"; then the totals
-// and the lower bound. Example:
+// Human-readable summary: one line per (source device, destination device, kind, forward or not)
+// with the number of copies and bytes, sorted by devices; forwards of a fan_out plan are marked
+// "forward"; then the totals and the lower bound on one line (wrapped here). Example:
+//
 //   ReshardPlan: 2 copies, fan_out=false
 //     device 0 -> device 0: 1 local copy, 32 bytes
 //     device 0 -> device 1: 1 cross-device copy, 32 bytes
-//   totals: cross_device_bytes=32 local_bytes=32 aliased_bytes=0
-//           forwarded_bytes=0 lower_bound_bytes=32   (one line)
+//   totals: cross_device_bytes=32 local_bytes=32 aliased_bytes=0 forwarded_bytes=0
+//           lower_bound_bytes=32
 std::string RenderPlan(const ReshardPlan& plan);
 
 }  // namespace tessera::sharding

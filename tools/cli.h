@@ -1,8 +1,9 @@
 #ifndef TESSERA_TOOLS_CLI_H_
 #define TESSERA_TOOLS_CLI_H_
 
-// Internals of the `tessera` command-line tool: option parsers, client setup,
-// output helpers and the subcommands. Not part of the library's API.
+// Internals of the `tessera` command-line tool: option parsers, client setup, output helpers and
+// the subcommands. Not part of the library's API. Nothing here keeps shared state; the tool calls
+// it from its main thread.
 
 #include <cstdint>
 #include <memory>
@@ -20,8 +21,8 @@
 
 namespace tessera::tools {
 
-// Exit codes: 0 success, 1 a runtime failure (a refused transfer, a failed
-// copy, a mismatch), 2 bad input (a malformed or inconsistent option).
+// Exit codes: 0 success, 1 a runtime failure (a refused transfer, a failed copy, a mismatch),
+// 2 bad input (a malformed or inconsistent option).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
@@ -31,32 +32,29 @@ int Fail(int code, const std::string& message);
 int Fail(int code, absl::string_view message);
 int Fail(int code, const char* message);
 
-// Debian's Abseil has its own string_view: these convert either kind (pass
-// views only).
+// Debian's Abseil has its own string_view: these convert either kind (pass views only).
 inline std::string Str(std::string_view s) { return std::string(s); }
 inline std::string Str(absl::string_view s) { return std::string(s); }
 
-// ---- Option parsers (INVALID_ARGUMENT naming the option, the text and the
-// position) ----
+// ---- Option parsers (INVALID_ARGUMENT naming the option, the text and the position) ----
 
 // One entry of --devices: "cpu:8" -> {"cpu", 8}.
 struct DeviceRequest {
   std::string platform;  // "cpu" or "vulkan"
   int count = 0;
 };
-// "cpu:8", "vulkan:2,cpu:2": platforms in the order the devices are used, each
-// at most once.
+// "cpu:8", "vulkan:2,cpu:2": platforms in the order the devices are used, each at most once.
 absl::StatusOr<std::vector<DeviceRequest>> ParseDevices(std::string_view text);
 
-// "8192x8192", "8x8x2", "1024", "" or "scalar" (rank 0). Dimensions >= 0.
-// (A vector, not a Shape: GCC 12 warns on StatusOr<Shape> with -O3.)
+// "8192x8192", "8x8x2", "1024", "" or "scalar" (rank 0). Dimensions >= 0. (A vector, not a
+// Shape: GCC 12 warns on StatusOr<Shape> with -O3.)
 absl::StatusOr<std::vector<int64_t>> ParseShape(std::string_view text);
 
 // --dtype: "f32", "bf16", "s8", ...
 absl::StatusOr<DType> ParseDType(std::string_view text);
 
-// A sharding written either as JAX's "mesh{x=8} P(x,None)" or as IFRT's
-// ShardingParam "2x1 to [0] on 2".
+// A sharding written either as JAX's "mesh{x=8} P(x,None)" or as IFRT's ShardingParam
+// "2x1 to [0] on 2".
 struct ShardingText {
   std::optional<sharding::Mesh> mesh;  // set for the mesh + PartitionSpec form
   sharding::PartitionSpec spec;
@@ -67,8 +65,7 @@ struct ShardingText {
 // `option` names the option in messages ("--from").
 absl::StatusOr<ShardingText> ParseSharding(std::string_view option, std::string_view text);
 
-// The sharding of `text` over the first num_devices() of `devices`, checked
-// against `shape`.
+// The sharding of `text` over the first num_devices() of `devices`, checked against `shape`.
 absl::StatusOr<ShardingRef> BindSharding(std::string_view option, const ShardingText& text,
                                          absl::Span<Device* const> devices, const Shape& shape);
 
@@ -80,13 +77,12 @@ struct ClientSetup {
   std::vector<Device*> devices;
   std::string description;  // "cpu:4", "default client"
 };
-// Creates the client for --devices (nullopt: CreateClient() defaults) and
-// --guard (nullopt: the default policy). Returns the exit code on failure after
-// printing the error.
 struct ClientResult {
-  std::optional<ClientSetup> setup;
+  std::optional<ClientSetup> setup;  // set on success
   int exit_code = kExitOk;
 };
+// Creates the client for --devices (nullopt: CreateClient() defaults) and --guard (nullopt: the
+// default policy). On failure, prints the error and returns its exit code without a setup.
 ClientResult SetUpClient(const std::optional<std::string>& devices,
                          const std::optional<std::string>& guard_policy);
 
@@ -108,8 +104,8 @@ std::string DeviceRange(absl::Span<Device* const> devices);
 // A JSON string literal.
 std::string JsonString(std::string_view text);
 
-// A table printed with aligned columns: the first column left-aligned, the
-// others right-aligned unless set_left(column).
+// A table printed with aligned columns: the first column left-aligned, the others right-aligned
+// unless set_left(column).
 class Table {
  public:
   explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
@@ -138,22 +134,16 @@ class Progress {
   bool enabled_;
 };
 
-// Deterministic contents for an array of `bytes` bytes (the same for equal
-// sizes).
+// Deterministic contents for an array of `bytes` bytes (the same for equal sizes and seeds).
 std::vector<uint8_t> MakePattern(int64_t bytes, uint64_t seed = 1);
 
 // Median and minimum of `seconds` (not empty).
 double Median(std::vector<double> seconds);
 double Minimum(const std::vector<double>& seconds);
 
-// Copies `bytes` from `src` to `dst` with `threads` threads, each a contiguous
-// slice; returns the wall time in seconds. The floor a reshard of the same
-// bytes is measured against.
+// Copies `bytes` from `src` to `dst` with `threads` threads, each a contiguous slice; returns the
+// wall time in seconds. The floor a reshard of the same bytes is measured against.
 double ParallelMemcpy(uint8_t* dst, const uint8_t* src, int64_t bytes, int threads);
-
-// Plan summary: "3 copies; 48.0 MiB cross-device, 16.0 MiB local, 0 B aliased;
-// lower bound ...".
-std::string PlanSummary(const sharding::ReshardPlan& plan);
 
 // ---- Subcommands ----
 
@@ -174,8 +164,7 @@ struct ReshardOptions {
   int repeat = 5;
   std::optional<std::string> guard;
   bool implicit = false;
-  // trace only
-  std::string trace_out;
+  std::string trace_out;  // `tessera trace` only
 };
 int RunReshard(const ReshardOptions& options);
 int RunTrace(const ReshardOptions& options);

@@ -1,3 +1,5 @@
+// The option parsers, client setup and output helpers of the `tessera` tool (tools/cli.h).
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -107,10 +109,9 @@ absl::StatusOr<std::vector<int64_t>> ParseShape(std::string_view text) {
 absl::StatusOr<DType> ParseDType(std::string_view text) {
   absl::StatusOr<DType> dtype = DType::Parse(Trim(text));
   if (!dtype.ok() || dtype->kind() == DType::kInvalid) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid --dtype '", Str(text),
-                     "' (expected pred, s8, s16, s32, s64, u8, u16, u32, u64, "
-                     "f16, bf16, f32 or f64)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid --dtype '", Str(text),
+        "' (expected pred, s8, s16, s32, s64, u8, u16, u32, u64, f16, bf16, f32 or f64)"));
   }
   return *dtype;
 }
@@ -134,16 +135,16 @@ absl::StatusOr<ShardingText> ParseSharding(std::string_view option, std::string_
   if (t.substr(0, 4) == "mesh") {
     size_t close = t.find('}');
     if (close == std::string_view::npos) {
-      return wrap("", absl::InvalidArgumentError("the mesh has no closing '}' (expected e.g. "
-                                                 "mesh{x=8} P(x,None))"));
+      return wrap("", absl::InvalidArgumentError(
+                          "the mesh has no closing '}' (expected e.g. mesh{x=8} P(x,None))"));
     }
     absl::StatusOr<sharding::Mesh> mesh = sharding::Mesh::Parse(t.substr(0, close + 1));
     if (!mesh.ok()) return wrap("in the mesh: ", mesh.status());
     std::string_view rest = Trim(t.substr(close + 1));
     if (rest.empty()) {
       return wrap("",
-                  absl::InvalidArgumentError("a PartitionSpec must follow the mesh (expected e.g. "
-                                             "mesh{x=8} P(x,None))"));
+                  absl::InvalidArgumentError(
+                      "a PartitionSpec must follow the mesh (expected e.g. mesh{x=8} P(x,None))"));
     }
     absl::StatusOr<sharding::PartitionSpec> spec = sharding::PartitionSpec::Parse(rest);
     if (!spec.ok()) return wrap("in the PartitionSpec: ", spec.status());
@@ -186,14 +187,16 @@ absl::StatusOr<ShardingRef> BindSharding(std::string_view option, const Sharding
   return sharding;
 }
 
-ClientResult SetUpClient(const std::optional<std::string>& devices,
-                         const std::optional<std::string>& guard_policy) {
-  ClientResult result;
-  ClientOptions options;
-  std::vector<DeviceRequest> requests;
+namespace {
+
+// The options for --devices (parsed into `requests`; nullopt: CreateClient() defaults) and --guard
+// (nullopt: the default policy). Returns the exit code after printing the error on failure.
+int MakeClientOptions(const std::optional<std::string>& devices,
+                      const std::optional<std::string>& guard_policy, ClientOptions& options,
+                      std::vector<DeviceRequest>& requests) {
   if (devices.has_value()) {
     absl::StatusOr<std::vector<DeviceRequest>> parsed = ParseDevices(*devices);
-    if (!parsed.ok()) return {std::nullopt, Fail(kExitBadInput, parsed.status().message())};
+    if (!parsed.ok()) return Fail(kExitBadInput, parsed.status().message());
     requests = *std::move(parsed);
     options.cpu_devices = 0;
     options.vulkan = VulkanMode::kOff;
@@ -205,10 +208,49 @@ ClientResult SetUpClient(const std::optional<std::string>& devices,
   if (guard_policy.has_value()) {
     absl::StatusOr<guard::Policy> policy = guard::Policy::Parse(*guard_policy);
     if (!policy.ok()) {
-      return {std::nullopt,
-              Fail(kExitBadInput, absl::StrCat("--guard: ", Str(policy.status().message())))};
+      return Fail(kExitBadInput, absl::StrCat("--guard: ", Str(policy.status().message())));
     }
     options.transfer_guard = *policy;
+  }
+  return kExitOk;
+}
+
+// Fills setup.devices and setup.description: the client's devices in the order of `requests`
+// (all of them when empty). Returns the exit code after printing the error when the client has
+// fewer devices of a platform than requested.
+int SelectDevices(const std::vector<DeviceRequest>& requests, ClientSetup& setup) {
+  if (requests.empty()) {
+    for (Device* d : setup.client->devices()) setup.devices.push_back(d);
+    setup.description = "default client";
+    return kExitOk;
+  }
+  std::vector<std::string> parts;
+  for (const DeviceRequest& r : requests) {
+    int found = 0;
+    for (Device* d : setup.client->devices()) {
+      if (d->Kind() == r.platform && found < r.count) {
+        setup.devices.push_back(d);
+        ++found;
+      }
+    }
+    if (found < r.count) {
+      return Fail(kExitFailure, absl::StrCat("--devices asks for ", r.count, " ", r.platform,
+                                             " devices but this machine has ", found));
+    }
+    parts.push_back(absl::StrCat(r.platform, ":", r.count));
+  }
+  setup.description = absl::StrJoin(parts, ",");
+  return kExitOk;
+}
+
+}  // namespace
+
+ClientResult SetUpClient(const std::optional<std::string>& devices,
+                         const std::optional<std::string>& guard_policy) {
+  ClientOptions options;
+  std::vector<DeviceRequest> requests;
+  if (int code = MakeClientOptions(devices, guard_policy, options, requests); code != kExitOk) {
+    return {std::nullopt, code};
   }
   absl::StatusOr<std::shared_ptr<Client>> client = CreateClient(options);
   if (!client.ok()) {
@@ -217,30 +259,8 @@ ClientResult SetUpClient(const std::optional<std::string>& devices,
   }
   ClientSetup setup;
   setup.client = *std::move(client);
-  if (requests.empty()) {
-    for (Device* d : setup.client->devices()) setup.devices.push_back(d);
-    setup.description = "default client";
-  } else {
-    std::vector<std::string> parts;
-    for (const DeviceRequest& r : requests) {
-      int found = 0;
-      for (Device* d : setup.client->devices()) {
-        if (d->Kind() == r.platform && found < r.count) {
-          setup.devices.push_back(d);
-          ++found;
-        }
-      }
-      if (found < r.count) {
-        return {std::nullopt,
-                Fail(kExitFailure, absl::StrCat("--devices asks for ", r.count, " ", r.platform,
-                                                " devices but this machine has ", found))};
-      }
-      parts.push_back(absl::StrCat(r.platform, ":", r.count));
-    }
-    setup.description = absl::StrJoin(parts, ",");
-  }
-  result.setup = std::move(setup);
-  return result;
+  if (int code = SelectDevices(requests, setup); code != kExitOk) return {std::nullopt, code};
+  return {std::move(setup), kExitOk};
 }
 
 ClientIntrospection* Introspect(Client& client) { return client.introspection(); }
@@ -406,13 +426,6 @@ double ParallelMemcpy(uint8_t* dst, const uint8_t* src, int64_t bytes, int threa
   }
   for (std::thread& w : workers) w.join();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::string PlanSummary(const sharding::ReshardPlan& plan) {
-  return absl::StrCat(plan.num_copies, plan.num_copies == 1 ? " copy: " : " copies: ",
-                      FormatBytes(plan.cross_device_bytes), " cross-device, ",
-                      FormatBytes(plan.local_bytes), " local, ", FormatBytes(plan.aliased_bytes),
-                      " aliased; lower bound ", FormatBytes(plan.lower_bound_bytes));
 }
 
 }  // namespace tessera::tools

@@ -82,8 +82,7 @@ class Demo {
  private:
   void Devices() {
     Heading(1, "Devices and memories",
-            "Each device holds array shards in its memories; 'default' is "
-            "where arrays land.");
+            "Each device holds array shards in its memories; 'default' is where arrays land.");
     Table table({"device", "kind", "memories", "description"});
     table.set_left(1);
     table.set_left(2);
@@ -103,10 +102,8 @@ class Demo {
 
   int RoundTrips() {
     Heading(2, "Round trips",
-            "Arrays of several dtypes and shapes go host -> memory -> host on "
-            "every device and\n"
-            "memory, and must come back bit-exact (zero-sized arrays and "
-            "scalars included).");
+            "Arrays of several dtypes and shapes go host -> memory -> host on every device and\n"
+            "memory, and must come back bit-exact (zero-sized arrays and scalars included).");
     struct Case {
       DType dtype;
       Shape shape;
@@ -206,9 +203,8 @@ class Demo {
     if (!plan.ok()) return Fail(kExitFailure, plan.status().ToString());
     std::vector<double> times;
     ArrayRef result;
-    // One untimed warm-up run; each run frees the previous result first, so
-    // that the runtime can reuse its buffers (as a program resharding in a loop
-    // would).
+    // One untimed warm-up run; each run frees the previous result first, so that the runtime can
+    // reuse its buffers (as a program resharding in a loop would).
     for (int r = -1; r < repeat; ++r) {
       result = nullptr;
       std::vector<ArrayRef> inputs = {input};
@@ -244,14 +240,13 @@ class Demo {
   int Reshards() {
     const int64_t side = quick_ ? 1024 : 4096;  // 4 MiB or 64 MiB of f32
     const Shape shape({side, side});
-    big_shape_ = shape;
     const std::string mesh = Mesh1D();
     Heading(4, "Reshards",
             absl::StrCat("f32[", side, ",", side, "] (", FormatBytes(side * side * 4), ") on ",
                          DeviceRange(cpu_),
                          ", resharded three ways. The plan copies each byte\n"
-                         "once; 'lower bound' is the least any plan must move between "
-                         "devices. Times are\n"
+                         "once; 'lower bound' is the least any plan must move between devices. "
+                         "Times are\n"
                          "medians of 3 runs; every result is read back and checked."));
     absl::StatusOr<ShardingRef> rows = Named(mesh, "P(x,None)", cpu_);
     absl::StatusOr<ShardingRef> cols = Named(mesh, "P(None,x)", cpu_);
@@ -298,9 +293,8 @@ class Demo {
     Heading(number, "CPU devices to Vulkan devices",
             absl::StrCat("f32[512,512] moves from ", DeviceRange(cpu_), " (", Mesh1D(),
                          " P(x,None)) to ", DeviceRange(vulkan_), " (", vmesh,
-                         " P(None,x)):\none array, two platforms; the runtime "
-                         "stages the copies "
-                         "through host memory."));
+                         " P(None,x)):\none array, two platforms; the runtime stages the "
+                         "copies through host memory."));
     absl::StatusOr<ShardingRef> from = Named(Mesh1D(), "P(x,None)", cpu_);
     absl::StatusOr<ShardingRef> to = Named(vmesh, "P(None,x)", vulkan_);
     if (!from.ok() || !to.ok()) return Fail(kExitFailure, "cannot build the shardings");
@@ -316,20 +310,17 @@ class Demo {
   }
 
   int Guard(int number) {
-    // With one device there is no device-to-device movement to refuse: show
-    // the guard on an upload instead.
+    // With one device there is no device-to-device movement to refuse: show the guard on an
+    // upload instead.
     const bool d2d = cpu_.size() >= 2;
     const std::string what = d2d ? "reshard" : "upload";
     Heading(
         number, "The transfer guard",
         absl::StrCat("With the policy ",
                      d2d ? "d2d=disallow, a device-to-device" : "h2d=disallow, a host-to-device",
-                     " movement the user did not\nask for "
-                     "(TransferOptions{.is_explicit = false}) is refused before "
-                     "any byte moves;\nthe same ",
-                     what,
-                     " asked for explicitly is allowed. See "
-                     "docs/transfer-guard.md."));
+                     " movement the user did not\nask for (TransferOptions{.is_explicit = false}) "
+                     "is refused before any byte moves;\nthe same ",
+                     what, " asked for explicitly is allowed. See docs/transfer-guard.md."));
     const guard::Policy saved = client_->transfer_guard().policy();
     client_->transfer_guard().SetPolicy(
         *guard::Policy::Parse(d2d ? "d2d=disallow" : "h2d=disallow"));
@@ -367,10 +358,8 @@ class Demo {
 
   void Summary(int number) {
     Heading(number, "Timing summary",
-            "Every reshard measured above, beside a parallel memcpy of the "
-            "reshard array with one\n"
-            "thread per CPU device: the floor a reshard within host memory can "
-            "approach.");
+            "Every reshard measured above, beside a parallel memcpy of the reshard array with one\n"
+            "thread per CPU device: the floor a reshard within host memory can approach.");
     Table table({"operation", "bytes copied", "median", "min", "GiB/s"});
     for (const Timed& t : timed_) {
       table.AddRow({t.name, FormatBytes(t.bytes), FormatDuration(t.median), FormatDuration(t.min),
@@ -387,8 +376,7 @@ class Demo {
                   FormatDuration(Median(floor)), FormatDuration(Minimum(floor)),
                   FormatRate(bytes, Median(floor))});
     table.Print(std::cout);
-    std::cout << "\nDone. Next: `tessera reshard --help`, `tessera trace "
-                 "--help`, docs/tools.md.\n";
+    std::cout << "\nDone. Next: `tessera reshard --help`, `tessera trace --help`, docs/tools.md.\n";
   }
 
   ClientSetup setup_;
@@ -396,7 +384,6 @@ class Demo {
   Client* client_ = nullptr;
   ClientIntrospection* runtime_ = nullptr;
   std::vector<Device*> cpu_, vulkan_;
-  Shape big_shape_;
   std::vector<uint8_t> big_data_;
   ArrayRef big_;
   ShardingRef cols_;

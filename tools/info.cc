@@ -1,5 +1,4 @@
-// tessera info: platforms, devices, memories, attributes and drivers of a
-// client.
+// tessera info: platforms, devices, memories, attributes and drivers of a client.
 
 #include <iostream>
 #include <map>
@@ -38,8 +37,7 @@ bool IsDefaultMemory(const Device& device, const Memory& memory) {
   return def.ok() && *def == &memory;
 }
 
-// "llvmpipe: Mesa 22.3.6 (Vulkan 1.3.230)" for Vulkan; "built in" for CPU
-// devices.
+// "llvmpipe: Mesa 22.3.6 (Vulkan 1.3.230)" for Vulkan; "built in" for CPU devices.
 std::string DriverLine(const Device& device) {
   const AttributeMap& a = device.Attributes();
   if (device.Kind() == "cpu") return "built in (threads on this host)";

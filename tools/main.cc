@@ -1,15 +1,13 @@
 // tessera: the command-line tool of the Tessera runtime.
 //
 //   tessera info [--json] [--devices cpu:8]
-//   tessera reshard --shape 8192x8192 --from 'mesh{x=8} P(x,None)' --to
-//   'mesh{x=8} P(None,x)'
-//                   [--explain] [--run --repeat N] [--guard d2d=disallow]
-//                   [--implicit]
+//   tessera reshard --shape 8192x8192 --from 'mesh{x=8} P(x,None)' --to 'mesh{x=8} P(None,x)'
+//                   [--explain] [--run --repeat N] [--guard d2d=disallow] [--implicit]
 //   tessera trace --out trace.json <reshard options>
-//   tessera demo
+//   tessera demo [--quick]
 //
-// Exit codes: 0 success, 1 a runtime failure (a refused transfer, a failed
-// verification), 2 bad input.
+// Exit codes: 0 success, 1 a runtime failure (a refused transfer, a failed verification),
+// 2 bad input.
 
 #include <iostream>
 #include <new>
@@ -23,9 +21,8 @@ namespace tessera::tools {
 namespace {
 
 constexpr char kDevicesHelp[] =
-    "Devices to use, in order: cpu:N, vulkan:N, or both (vulkan:2,cpu:2). "
-    "Default: the default client (4 CPU devices, plus Vulkan devices when "
-    "present)";
+    "Devices to use, in order: cpu:N, vulkan:N, or both (vulkan:2,cpu:2). Default: the default "
+    "client (4 CPU devices, plus Vulkan devices when present)";
 
 void AddDevices(CLI::App* app, std::optional<std::string>& devices) {
   app->add_option("--devices", devices, kDevicesHelp)->type_name("SPEC");
@@ -36,13 +33,12 @@ void AddReshardOptions(CLI::App* app, ReshardOptions& o) {
   app->add_option("--shape", o.shape, "Array shape, e.g. 8192x8192")->required();
   app->add_option("--dtype", o.dtype, "Element type: f32, bf16, s8, ... (default f32)");
   app->add_option("--from", o.from,
-                  "Source sharding: 'mesh{x=8} P(x,None)' or a ShardingParam "
-                  "'8x1 to [0] on 8'")
+                  "Source sharding: 'mesh{x=8} P(x,None)' or a ShardingParam '8x1 to [0] on 8'")
       ->required();
   app->add_option("--to", o.to, "Destination sharding, same notations as --from")->required();
-  app->add_option("--guard", o.guard,
-                  "Transfer guard policy of the client, e.g. d2d=disallow (see "
-                  "docs/transfer-guard.md)");
+  app->add_option(
+      "--guard", o.guard,
+      "Transfer guard policy of the client, e.g. d2d=disallow (see docs/transfer-guard.md)");
   app->add_flag("--implicit", o.implicit,
                 "Mark the reshard as an implicit transfer (what log/disallow act on)");
 }
@@ -51,9 +47,8 @@ void AddReshardOptions(CLI::App* app, ReshardOptions& o) {
 
 int Main(int argc, char** argv) {
   CLI::App app{
-      "tessera: inspect the devices of a Tessera client, plan, run and trace "
-      "reshards, "
-      "and run a guided demo.",
+      "tessera: inspect the devices of a Tessera client, plan, run and trace reshards, and run a "
+      "guided demo.",
       "tessera"};
   app.require_subcommand(1);
   app.fallthrough(false);

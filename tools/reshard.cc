@@ -1,5 +1,5 @@
-// tessera reshard / tessera trace: plan, run, verify and time one reshard,
-// optionally recording every copy as a Chrome trace.
+// tessera reshard / tessera trace: plan, run, verify and time one reshard, optionally recording
+// every copy as a Chrome trace.
 
 #include <chrono>
 #include <cstring>
@@ -48,8 +48,7 @@ int Prepare(const ReshardOptions& options, Session& session) {
   if (options.repeat < 1) {
     return Fail(kExitBadInput, absl::StrCat("--repeat must be >= 1, got ", options.repeat));
   }
-  // The tool holds the array's bytes on the host a few times over: refuse what
-  // cannot be.
+  // The tool holds the array's bytes on the host a few times over: refuse what cannot be.
   int64_t elements = 1;
   for (int64_t d : *shape) {
     if (d != 0 && elements > (int64_t{1} << 48) / d) {
@@ -131,8 +130,8 @@ int Explain(Session& session) {
   return kExitOk;
 }
 
-// Copies `total` bytes with `threads` threads from `src` to `dst` (buffers of
-// `size` bytes), in passes of at most `size` bytes.
+// Copies `total` bytes with `threads` threads from `src` to `dst` (buffers of `size` bytes), in
+// passes of at most `size` bytes.
 double MemcpyBytes(uint8_t* dst, const uint8_t* src, int64_t size, int64_t total, int threads) {
   double seconds = 0;
   while (total > 0 && size > 0) {
@@ -143,38 +142,44 @@ double MemcpyBytes(uint8_t* dst, const uint8_t* src, int64_t size, int64_t total
   return seconds;
 }
 
-// Runs the reshard `repeat` times, verifies the last result, and prints the
-// timing table when `print_timing`.
-int RunAndVerify(Session& session, int repeat, bool implicit, bool print_timing) {
-  Client& client = *session.setup.client;
-  const ArraySpec spec{session.dtype, session.shape, session.to};
-  const TransferOptions transfer{.is_explicit = !implicit};
-  std::vector<double> times;
+// The result of the last of `repeat` timed reshards of the session's input (after one untimed
+// warm-up when `warmup`), and the time of each timed one in seconds.
+struct Reshards {
   ArrayRef result;
-  {
-    // With print_timing, one more reshard first, untimed: it takes the
-    // first-touch page faults of fresh buffers and fills the plan cache.
-    const int warmup = print_timing ? 1 : 0;
-    Progress progress("reshard", repeat + warmup);
-    for (int r = -warmup; r < repeat; ++r) {
-      std::vector<ArrayRef> inputs = {session.input};
-      const Clock::time_point start = Clock::now();
-      absl::StatusOr<std::vector<ArrayRef>> out =
-          client.ReshardArrays(absl::MakeSpan(inputs), absl::MakeConstSpan(&spec, 1),
-                               ArrayCopySemantics::kReuseInput, transfer);
-      if (!out.ok()) return Fail(kExitFailure, out.status().message());
-      if (absl::Status s = (*out)[0]->GetReadyFuture().Await(); !s.ok()) {
-        return Fail(kExitFailure, s.message());
-      }
-      if (r >= 0) times.push_back(SecondsSince(start));
-      if (result != nullptr) result->Delete();
-      result = (*out)[0];
-      progress.Step();
+  std::vector<double> times;
+};
+
+// Runs the reshards, each result freed once the next is ready. Returns an exit code (kExitOk when
+// `out` is filled).
+int TimeReshards(Session& session, const ArraySpec& spec, int repeat, bool warmup,
+                 const TransferOptions& transfer, Reshards& out) {
+  Client& client = *session.setup.client;
+  // The warm-up takes the first-touch page faults of fresh buffers and fills the plan cache.
+  const int warmups = warmup ? 1 : 0;
+  Progress progress("reshard", repeat + warmups);
+  for (int r = -warmups; r < repeat; ++r) {
+    std::vector<ArrayRef> inputs = {session.input};
+    const Clock::time_point start = Clock::now();
+    absl::StatusOr<std::vector<ArrayRef>> result =
+        client.ReshardArrays(absl::MakeSpan(inputs), absl::MakeConstSpan(&spec, 1),
+                             ArrayCopySemantics::kReuseInput, transfer);
+    if (!result.ok()) return Fail(kExitFailure, result.status().message());
+    if (absl::Status s = (*result)[0]->GetReadyFuture().Await(); !s.ok()) {
+      return Fail(kExitFailure, s.message());
     }
+    if (r >= 0) out.times.push_back(SecondsSince(start));
+    if (out.result != nullptr) out.result->Delete();
+    out.result = (*result)[0];
+    progress.Step();
   }
+  return kExitOk;
+}
+
+// Reads `result` back and compares it with the session's input data, bit for bit.
+int VerifyResult(const Session& session, Array& result) {
   std::vector<uint8_t> readback(session.bytes);
   if (absl::Status s =
-          result->CopyToHostBuffer(readback.data(), std::nullopt, ArrayCopySemantics::kAlwaysCopy)
+          result.CopyToHostBuffer(readback.data(), std::nullopt, ArrayCopySemantics::kAlwaysCopy)
               .Await();
       !s.ok()) {
     return Fail(kExitFailure, s.message());
@@ -182,13 +187,29 @@ int RunAndVerify(Session& session, int repeat, bool implicit, bool print_timing)
   if (session.bytes > 0 && std::memcmp(readback.data(), session.data.data(), session.bytes) != 0) {
     int64_t at = 0;
     while (readback[at] == session.data[at]) ++at;
-    return Fail(kExitFailure, absl::StrCat("verification failed: the resharded "
-                                           "array differs from the input at "
-                                           "byte ",
+    return Fail(kExitFailure, absl::StrCat("verification failed: the resharded array differs "
+                                           "from the input at byte ",
                                            at));
   }
-  if (!print_timing) return kExitOk;
+  return kExitOk;
+}
 
+// Times a parallel memcpy of the `moved` bytes, `repeat` times, with one thread per device the
+// reshard uses: the floor the reshard is measured against. Empty when nothing moves.
+std::vector<double> TimeMemcpyFloor(const Session& session, int64_t moved, int repeat,
+                                    int threads) {
+  std::vector<double> floor;
+  if (moved == 0) return floor;
+  std::vector<uint8_t> dst(session.bytes);
+  for (int r = 0; r < repeat; ++r) {
+    floor.push_back(MemcpyBytes(dst.data(), session.data.data(), session.bytes, moved, threads));
+  }
+  return floor;
+}
+
+// Prints what the reshards moved and the timing table beside the memcpy floor.
+int PrintTiming(const Session& session, const ArraySpec& spec, int repeat,
+                const std::vector<double>& times) {
   absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> plan =
       session.runtime->PlanReshard(*session.input, spec);
   if (!plan.ok()) return Fail(kExitFailure, plan.status().message());
@@ -198,13 +219,7 @@ int RunAndVerify(Session& session, int repeat, bool implicit, bool print_timing)
     for (Device* d : s->devices()->devices()) used.insert(d);
   }
   const int threads = static_cast<int>(used.size());
-  std::vector<double> floor;
-  if (moved > 0) {
-    std::vector<uint8_t> dst(session.bytes);
-    for (int r = 0; r < repeat; ++r) {
-      floor.push_back(MemcpyBytes(dst.data(), session.data.data(), session.bytes, moved, threads));
-    }
-  }
+  const std::vector<double> floor = TimeMemcpyFloor(session, moved, repeat, threads);
 
   std::cout << "\nRan " << repeat << (repeat == 1 ? " reshard" : " reshards")
             << " after a warm-up, verified bit-exact; " << FormatBytes(moved)
@@ -226,47 +241,24 @@ int RunAndVerify(Session& session, int repeat, bool implicit, bool print_timing)
   return kExitOk;
 }
 
-}  // namespace
-
-int RunReshard(const ReshardOptions& options) {
-  Session session;
-  if (int code = Prepare(options, session); code != kExitOk) return code;
-  const bool explain = options.explain || !options.run;
-  PrintHeader(session);
-  if (int code = MakeInput(session); code != kExitOk) return code;
-  if (explain) {
-    if (int code = Explain(session); code != kExitOk) return code;
+// Runs the reshard `repeat` times, verifies the last result, and prints the timing table when
+// `print_timing` (the timed runs then follow one untimed warm-up).
+int RunAndVerify(Session& session, int repeat, bool implicit, bool print_timing) {
+  const ArraySpec spec{session.dtype, session.shape, session.to};
+  Reshards reshards;
+  if (int code = TimeReshards(session, spec, repeat, /*warmup=*/print_timing,
+                              TransferOptions{.is_explicit = !implicit}, reshards);
+      code != kExitOk) {
+    return code;
   }
-  if (options.run) {
-    return RunAndVerify(session, options.repeat, options.implicit,
-                        /*print_timing=*/true);
-  }
-  return kExitOk;
+  if (int code = VerifyResult(session, *reshards.result); code != kExitOk) return code;
+  if (!print_timing) return kExitOk;
+  return PrintTiming(session, spec, repeat, reshards.times);
 }
 
-int RunTrace(const ReshardOptions& options) {
-  Session session;
-  if (int code = Prepare(options, session); code != kExitOk) return code;
-  auto trace = std::make_shared<TransferTrace>();
-  session.runtime->SetTransferTrace(trace);
-  PrintHeader(session);
-  int code = MakeInput(session);
-  if (code == kExitOk) {
-    code = RunAndVerify(session, options.repeat, options.implicit,
-                        /*print_timing=*/false);
-  }
-  session.runtime->SetTransferTrace(nullptr);
-
-  std::ofstream file(options.trace_out, std::ios::binary | std::ios::trunc);
-  file << trace->ToChromeTraceJson();
-  file.close();
-  if (!file) {
-    return Fail(kExitFailure, absl::StrCat("cannot write the trace to '", options.trace_out, "'"));
-  }
-  const std::vector<TransferTraceEvent> events = trace->events();
-  std::cout << "\nTrace: " << events.size() << " events written to " << options.trace_out
-            << " (open it in https://ui.perfetto.dev or chrome://tracing)\n";
-  // Busy: the copies' durations summed over the streams that ran them.
+// Per (operation, direction): the copies, their bytes and the time the streams were busy with
+// them (the copies' durations summed over the streams that ran them).
+void PrintTraceSummary(const std::vector<TransferTraceEvent>& events) {
   struct Group {
     int64_t copies = 0, bytes = 0, busy_ns = 0;
   };
@@ -284,6 +276,47 @@ int RunTrace(const ReshardOptions& options) {
                   FormatDuration(g.busy_ns * 1e-9)});
   }
   table.Print(std::cout);
+}
+
+}  // namespace
+
+int RunReshard(const ReshardOptions& options) {
+  Session session;
+  if (int code = Prepare(options, session); code != kExitOk) return code;
+  const bool explain = options.explain || !options.run;
+  PrintHeader(session);
+  if (int code = MakeInput(session); code != kExitOk) return code;
+  if (explain) {
+    if (int code = Explain(session); code != kExitOk) return code;
+  }
+  if (options.run) {
+    return RunAndVerify(session, options.repeat, options.implicit, /*print_timing=*/true);
+  }
+  return kExitOk;
+}
+
+int RunTrace(const ReshardOptions& options) {
+  Session session;
+  if (int code = Prepare(options, session); code != kExitOk) return code;
+  auto trace = std::make_shared<TransferTrace>();
+  session.runtime->SetTransferTrace(trace);
+  PrintHeader(session);
+  int code = MakeInput(session);
+  if (code == kExitOk) {
+    code = RunAndVerify(session, options.repeat, options.implicit, /*print_timing=*/false);
+  }
+  session.runtime->SetTransferTrace(nullptr);
+
+  std::ofstream file(options.trace_out, std::ios::binary | std::ios::trunc);
+  file << trace->ToChromeTraceJson();
+  file.close();
+  if (!file) {
+    return Fail(kExitFailure, absl::StrCat("cannot write the trace to '", options.trace_out, "'"));
+  }
+  const std::vector<TransferTraceEvent> events = trace->events();
+  std::cout << "\nTrace: " << events.size() << " events written to " << options.trace_out
+            << " (open it in https://ui.perfetto.dev or chrome://tracing)\n";
+  PrintTraceSummary(events);
   return code;
 }
 

@@ -1,31 +1,26 @@
 #ifndef TESSERA_IFRT_SPI_PLATFORM_H_
 #define TESSERA_IFRT_SPI_PLATFORM_H_
 
-// The device SPI: what a platform (backends/cpu, backends/vulkan, ...)
-// implements so that the generic runtime in ifrt/ can put arrays on its
-// devices.
+// The device SPI: what a platform (backends/cpu, backends/vulkan, ...) implements so that the
+// generic runtime (ifrt/runtime/) can put arrays on its devices.
 //
-// A Platform enumerates its devices and their memories, allocates buffers in a
-// memory, and enqueues box copies on a device's in-order stream. Everything
-// above this interface — argument validation, shardings, planning, the transfer
-// guard, statistics — is done once in ifrt/; platforms trust their arguments
-// (precondition violations are bugs, not errors).
+// A Platform enumerates its devices and their memories, allocates buffers in a memory, and
+// enqueues box copies on a device's in-order stream. Everything above this interface — argument
+// validation, shardings, planning, the transfer guard, statistics — is done once in ifrt/;
+// platforms trust their arguments (precondition violations are bugs, not errors).
 //
-// Streams: each device has one in-order stream. An enqueued operation starts
-// after (a) the operation enqueued before it on the same stream has finished
-// and (b) every future in `after` is set. If any of `after` carries an error,
-// the operation does not run and its future carries that error; a failed
-// operation does not poison later, unrelated operations of the stream. The
-// returned future is set when the operation has finished (its writes are
-// visible to the host and to every other device of the platform). Operations
-// keep the buffers they touch alive until they finish: a caller may drop its
-// references right after enqueueing.
+// Streams: each device has one in-order stream. An enqueued operation starts after (a) the
+// operation enqueued before it on the same stream has finished and (b) every future in `after`
+// is set. If any of `after` carries an error, the operation does not run and its future carries
+// that error; a failed operation does not poison later, unrelated operations of the stream.
+// The returned future is set when the operation has finished (its writes are visible to the
+// host and to every other device of the platform). Operations keep the buffers they touch alive
+// until they finish: a caller may drop its references right after enqueueing.
 //
-// Host pointers passed to copies must stay valid until the returned future is
-// set.
+// Host pointers passed to copies must stay valid until the returned future is set.
 //
-// Thread-safety: every method may be called concurrently from any thread,
-// including from the callbacks of futures returned by this or another platform.
+// Thread-safety: every method may be called concurrently from any thread, including from the
+// callbacks of futures returned by this or another platform.
 
 #include <cstdint>
 #include <functional>
@@ -62,15 +57,14 @@ struct PlatformDeviceInfo {
   int default_memory = 0;  // index into memories
 };
 
-// A buffer allocated by a platform in one memory of one device. Freed when the
-// last reference goes away (operations in flight hold references). Thread-safe.
+// A buffer allocated by a platform in one memory of one device. Freed when the last reference
+// goes away (operations in flight hold references). Thread-safe.
 class PlatformBuffer {
  public:
   virtual ~PlatformBuffer() = default;
   virtual int64_t size_bytes() const = 0;
-  // The buffer's bytes as seen by the host, or nullptr when the memory is not
-  // host-addressable. Reading or writing it is only valid while no stream
-  // operation writes the buffer.
+  // The buffer's bytes as seen by the host, or nullptr when the memory is not host-addressable.
+  // Reading or writing it is only valid while no stream operation writes the buffer.
   virtual void* host_address() const = 0;
 };
 using PlatformBufferRef = std::shared_ptr<PlatformBuffer>;
@@ -78,8 +72,7 @@ using PlatformBufferRef = std::shared_ptr<PlatformBuffer>;
 struct HostToBufferCopy {
   const void* src;
   PlatformBufferRef dst;
-  StridedCopy geometry;  // src offsets are relative to `src`, dst offsets to
-                         // the buffer start
+  StridedCopy geometry;  // src offsets are relative to `src`, dst offsets to the buffer start
 };
 struct BufferToHostCopy {
   PlatformBufferRef src;
@@ -102,41 +95,36 @@ class Platform {
   // 0 <= device < device_count().
   virtual const PlatformDeviceInfo& device_info(int device) const = 0;
 
-  // Allocates `bytes` (may be 0) in memory `memory` of `device`.
-  // RESOURCE_EXHAUSTED when the memory is full; INVALID_ARGUMENT when `bytes`
-  // exceeds what one buffer may hold.
+  // Allocates `bytes` (may be 0) in memory `memory` of `device`. RESOURCE_EXHAUSTED when the
+  // memory is full; INVALID_ARGUMENT when `bytes` exceeds what one buffer may hold.
   virtual absl::StatusOr<PlatformBufferRef> Allocate(int device, int memory, int64_t bytes) = 0;
 
-  // Bytes currently allocated in memory `memory` of `device` (0 if the platform
-  // does not track it).
+  // Bytes currently allocated in memory `memory` of `device` (0 if the platform does not track it).
   virtual int64_t BytesInUse(int device, int memory) const { return 0; }
 
-  // Wraps caller-owned host memory as a buffer of `memory` without copying;
-  // `on_release` runs once the buffer is freed. UNIMPLEMENTED where the
-  // platform cannot use host memory in place (then the caller copies). `data`
-  // must be 64-byte aligned.
+  // Wraps caller-owned host memory as a buffer of `memory` without copying; `on_release` runs
+  // once the buffer is freed. UNIMPLEMENTED where the platform cannot use host memory in place
+  // (then the caller copies). `data` must be 64-byte aligned.
   virtual absl::StatusOr<PlatformBufferRef> WrapHostMemory(int device, int memory, void* data,
                                                            int64_t bytes,
                                                            std::function<void()> on_release) {
     return absl::UnimplementedError("this platform cannot use host memory in place");
   }
 
-  // Copies on the stream of `device`, all copies of one call as one operation
-  // (the platform may run them in parallel). Every destination buffer belongs
-  // to `device`.
+  // Copies on the stream of `device`, all copies of one call as one operation (the platform may
+  // run them in parallel). Every destination buffer belongs to `device`.
   virtual Future<> CopyHostToBuffers(int device, std::vector<HostToBufferCopy> copies,
                                      absl::Span<const Future<>> after) = 0;
   // Every source buffer belongs to `device`.
   virtual Future<> CopyBuffersToHost(int device, std::vector<BufferToHostCopy> copies,
                                      absl::Span<const Future<>> after) = 0;
-  // Copies between buffers of this platform; `device` executes them and owns
-  // the destinations. Sources may live on other devices of the platform.
+  // Copies between buffers of this platform; `device` executes them and owns the destinations.
+  // Sources may live on other devices of the platform.
   virtual Future<> CopyBuffersToBuffers(int device, std::vector<BufferToBufferCopy> copies,
                                         absl::Span<const Future<>> after) = 0;
 
-  // Runs `fn` on the stream of `device` (after `after`), e.g. to release a host
-  // buffer once the operations before it have finished. Its status becomes the
-  // future's.
+  // Runs `fn` on the stream of `device` (after `after`), e.g. to release a host buffer once the
+  // operations before it have finished. Its status becomes the future's.
   virtual Future<> EnqueueHostCallback(int device, std::function<absl::Status()> fn,
                                        absl::Span<const Future<>> after) = 0;
 
