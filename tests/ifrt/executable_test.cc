@@ -25,7 +25,8 @@ using ::testing::HasSubstr;
 
 // y = x @ w with x rows-sharded, w replicated: no communication.
 constexpr char kRowsMatmul[] = R"(
-func.func @main(%x: tensor<8x6xf32> {tessera.sharding = "mesh{x=4} P(x,None)"},
+func.func @main(%x: tensor<8x6xf32> {tessera.sharding = "mesh{x=4} P(x,None)"
+},
                 %w: tensor<6x5xf32> {tessera.sharding = "mesh{x=4} P()"})
     -> (tensor<8x5xf32> {tessera.sharding = "mesh{x=4} P(x,None)"}) {
   %zero = arith.constant 0.0 : f32
@@ -39,7 +40,8 @@ func.func @main(%x: tensor<8x6xf32> {tessera.sharding = "mesh{x=4} P(x,None)"},
 
 // Megatron: y = relu(x @ w1) @ w2, w1 column- and w2 row-sharded: one all-reduce of f32[4x8].
 constexpr char kMegatron[] = R"(
-func.func @main(%x: tensor<4x12xf32> {tessera.sharding = "mesh{x=4} P()"},
+func.func @main(%x: tensor<4x12xf32> {tessera.sharding = "mesh{x=4} P()"
+},
                 %w1: tensor<12x16xf32> {tessera.sharding = "mesh{x=4} P(None,x)"},
                 %w2: tensor<16x8xf32> {tessera.sharding = "mesh{x=4} P(x,None)"})
     -> (tensor<4x8xf32> {tessera.sharding = "mesh{x=4} P()"}) {
@@ -94,7 +96,8 @@ class ExecutableTest : public ::testing::Test {
     ASSERT_OK_AND_ASSIGN(devices_, client_->MakeDeviceList(client_->devices().first(4)));
   }
 
-  absl::StatusOr<LoadedExecutableRef> Compile(const std::string& text, CompileOptions options = {}) {
+  absl::StatusOr<LoadedExecutableRef> Compile(const std::string& text,
+                                              CompileOptions options = {}) {
     if (options.devices == nullptr) options.devices = devices_;
     return client_->GetDefaultCompiler()->Compile(std::make_unique<MlirProgram>(text), options);
   }
@@ -145,7 +148,8 @@ TEST_F(ExecutableTest, MegatronAllReducesOnceAndCountsItsBytes) {
   ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kMegatron));
   EXPECT_THAT(exe->Explain(), HasSubstr("all_reduce"));
   const std::vector<float> x = Random(48, 3), w1 = Random(192, 4), w2 = Random(128, 5);
-  std::vector<ArrayRef> args = {Put(x, {4, 12}, Named("P()")), Put(w1, {12, 16}, Named("P(None,x)")),
+  std::vector<ArrayRef> args = {Put(x, {4, 12}, Named("P()")),
+                                Put(w1, {12, 16}, Named("P(None,x)")),
                                 Put(w2, {16, 8}, Named("P(x,None)"))};
   const TransferStats before = client_->transfer_stats();
   ASSERT_OK_AND_ASSIGN(ExecuteResult result, exe->Execute(absl::MakeSpan(args)));
@@ -271,32 +275,32 @@ TEST_F(ExecutableTest, OptionsGiveTheShardingsInsteadOfAttributes) {
       kRowsMatmul, {{R"( {tessera.sharding = "mesh{x=4} P(x,None)"})", ""},
                     {R"( {tessera.sharding = "mesh{x=4} P()"})", ""}});
   plain = absl::StrReplaceAll(plain, {{"-> (tensor<8x5xf32>)", "-> tensor<8x5xf32>"}});
-  // Neither options nor attributes.
-  EXPECT_THAT(Compile(plain).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no shardings")));
-  CompileOptions options{.input_shardings = {Named("P(None,x)"), Named("P()")},
-                         .output_shardings = {Named("P()")}};
-  // Columns of x over 4 devices: 6 does not split in 4.
-  EXPECT_THAT(Compile(plain, options).status(), StatusIs(absl::StatusCode::kInvalidArgument));
-  options.input_shardings = {Named("P()"), Named("P(None,x)")};
-  options.output_shardings = {Named("P(None,x)")};
-  // Columns of w: 5 does not split in 4 either; rows of x then.
-  EXPECT_THAT(Compile(plain, options).status(), StatusIs(absl::StatusCode::kInvalidArgument));
-  options.input_shardings = {Named("P(x,None)"), Named("P()")};
-  options.output_shardings = {Named("P()")};
-  ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(plain, options));
-  const std::vector<float> x = Random(48, 10), w = Random(30, 11);
-  std::vector<ArrayRef> args = {Put(x, {8, 6}, Named("P(x,None)")), Put(w, {6, 5}, Named("P()"))};
-  ASSERT_OK_AND_ASSIGN(ExecuteResult result, exe->Execute(absl::MakeSpan(args)));
-  ASSERT_OK(result.status.Await());
-  EXPECT_EQ(*result.outputs[0]->shared_ptr_sharding(), *Named("P()"));
-  ExpectNear(Get(result.outputs[0]), MatMul(x, w, 8, 6, 5));
+    // Neither options nor attributes.
+    EXPECT_THAT(Compile(plain).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no shardings")));
+    CompileOptions options{.input_shardings = {Named("P(None,x)"), Named("P()")},
+                           .output_shardings = {Named("P()")}};
+    // Columns of x over 4 devices: 6 does not split in 4.
+    EXPECT_THAT(Compile(plain, options).status(), StatusIs(absl::StatusCode::kInvalidArgument));
+    options.input_shardings = {Named("P()"), Named("P(None,x)")};
+    options.output_shardings = {Named("P(None,x)")};
+    // Columns of w: 5 does not split in 4 either; rows of x then.
+    EXPECT_THAT(Compile(plain, options).status(), StatusIs(absl::StatusCode::kInvalidArgument));
+    options.input_shardings = {Named("P(x,None)"), Named("P()")};
+    options.output_shardings = {Named("P()")};
+    ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(plain, options));
+    const std::vector<float> x = Random(48, 10), w = Random(30, 11);
+    std::vector<ArrayRef> args = {Put(x, {8, 6}, Named("P(x,None)")), Put(w, {6, 5}, Named("P()"))};
+    ASSERT_OK_AND_ASSIGN(ExecuteResult result, exe->Execute(absl::MakeSpan(args)));
+    ASSERT_OK(result.status.Await());
+    EXPECT_EQ(*result.outputs[0]->shared_ptr_sharding(), *Named("P()"));
+    ExpectNear(Get(result.outputs[0]), MatMul(x, w, 8, 6, 5));
 }
 
 TEST_F(ExecutableTest, BadProgramsAreClearErrors) {
-  EXPECT_THAT(Compile("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %y\n}"),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("2:")));
-  const std::string unsupported = R"(
+    EXPECT_THAT(Compile("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %y\n}"),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("2:")));
+    const std::string unsupported = R"(
 func.func @main(%x: tensor<8xf32> {tessera.sharding = "mesh{x=4} P(x)"}) -> tensor<8xf32> {
   %c = arith.constant 1 : index
   %d = tensor.dim %x, %c : tensor<8xf32>
@@ -346,7 +350,8 @@ TEST_F(ExecutableTest, ExecuteFromEightThreadsAtOnce) {
   std::vector<float> h = MatMul(x, w1, 4, 12, 16);
   for (float& v : h) v = std::max(v, 0.0f);
   const std::vector<float> want = MatMul(h, w2, 4, 16, 8);
-  std::vector<ArrayRef> args = {Put(x, {4, 12}, Named("P()")), Put(w1, {12, 16}, Named("P(None,x)")),
+  std::vector<ArrayRef> args = {Put(x, {4, 12}, Named("P()")),
+                                Put(w1, {12, 16}, Named("P(None,x)")),
                                 Put(w2, {16, 8}, Named("P(x,None)"))};
   std::vector<std::thread> threads;
   std::vector<std::vector<float>> results(8);
