@@ -151,9 +151,14 @@ double Minimum(const std::vector<double>& seconds);
 // bytes is measured against.
 double ParallelMemcpy(uint8_t* dst, const uint8_t* src, int64_t bytes, int threads);
 
-// Plan summary: "3 copies; 48.0 MiB cross-device, 16.0 MiB local, 0 B aliased;
+// Plan summary: "3 copies: 48.0 MiB cross-location, 16.0 MiB local, 0 B aliased;
 // lower bound ...".
 std::string PlanSummary(const sharding::ReshardPlan& plan);
+
+// sharding::RenderPlan of a plan from ClientIntrospection::PlanReshard, whose locations are memory
+// ids of `client`, naming each memory by its device and kind: "device 2 (host)" (a memory id the
+// client does not know: "memory 7").
+std::string RenderClientPlan(const Client& client, const sharding::ReshardPlan& plan);
 
 // ---- Subcommands ----
 

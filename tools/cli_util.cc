@@ -8,6 +8,7 @@
 #include <iostream>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -409,10 +410,26 @@ double ParallelMemcpy(uint8_t* dst, const uint8_t* src, int64_t bytes, int threa
 }
 
 std::string PlanSummary(const sharding::ReshardPlan& plan) {
-  return absl::StrCat(plan.num_copies, plan.num_copies == 1 ? " copy: " : " copies: ",
-                      FormatBytes(plan.cross_device_bytes), " cross-device, ",
-                      FormatBytes(plan.local_bytes), " local, ", FormatBytes(plan.aliased_bytes),
-                      " aliased; lower bound ", FormatBytes(plan.lower_bound_bytes));
+  const size_t copies = plan.copies.size();
+  return absl::StrCat(copies,
+                      copies == 1 ? " copy: " : " copies: ", FormatBytes(plan.cross_location_bytes),
+                      " cross-location, ", FormatBytes(plan.local_bytes), " local, ",
+                      FormatBytes(plan.aliased_bytes), " aliased; lower bound ",
+                      FormatBytes(plan.lower_bound_bytes));
+}
+
+std::string RenderClientPlan(const Client& client, const sharding::ReshardPlan& plan) {
+  absl::flat_hash_map<int64_t, std::string> names;  // memory id -> "device 2 (host)"
+  for (Device* d : client.devices()) {
+    for (Memory* m : d->Memories()) {
+      names.try_emplace(m->Id().value,
+                        absl::StrCat("device ", d->Id().value, " (", m->Kind().DebugString(), ")"));
+    }
+  }
+  return sharding::RenderPlan(plan, [&](int64_t location) {
+    auto it = names.find(location);
+    return it != names.end() ? it->second : absl::StrCat("memory ", location);
+  });
 }
 
 }  // namespace tessera::tools
