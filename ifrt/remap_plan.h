@@ -1,21 +1,22 @@
 #ifndef TESSERA_IFRT_REMAP_PLAN_H_
 #define TESSERA_IFRT_REMAP_PLAN_H_
 
-// RemapPlan: moves whole shards between arrays without copying (IFRT's
-// RemapArrays).
+// RemapPlan: moves whole shards between arrays without copying (IFRT's RemapArrays). A plain
+// value type: it holds its specs (and through them shared references to their shardings); copy
+// and use it from any thread, mutate it from one.
 //
-// Each mapping takes shards of input array `in_array` and places them in output
-// array `out_array`: for each pair of intervals (from[k], to[k]), shard
-// from[k].start + j*from[k].step goes to position to[k].start + j*to[k].step of
-// the output, for as long as both intervals last (they must have the same
-// number of elements). Every output shard must be written exactly once, by a
-// shard on the same device the output's sharding names for that position.
+// Each mapping takes shards of input array `in_array` and places them in output array `out_array`:
+// for each pair of intervals (from[k], to[k]), shard from[k].start + j*from[k].step goes to
+// position to[k].start + j*to[k].step of the output, for as long as both intervals last (they must
+// have the same number of elements). Every output shard must be written exactly once, by a shard
+// on the same device the output's sharding names for that position.
 //
-//   // Interleave two 2-shard arrays into one 4-shard array: shards land on
-//   devices 0,2,1,3. RemapPlan plan; plan.input_specs = {a->spec(), b->spec()};
+//   // Interleave two 2-shard arrays into one 4-shard array on devices 0,2,1,3:
+//   RemapPlan plan;
+//   plan.input_specs = {a_spec, b_spec};
 //   plan.output_specs = {interleaved_spec};
-//   plan.mappings = {{0, 0, {{0, 2, 1}}, {{0, 4, 2}}}, {1, 0, {{0, 2, 1}}, {{1,
-//   4, 2}}}};
+//   plan.mappings = {{0, 0, {{0, 2, 1}}, {{0, 4, 2}}},
+//                    {1, 0, {{0, 2, 1}}, {{1, 4, 2}}}};
 
 #include <string>
 #include <vector>
