@@ -35,11 +35,13 @@ class ClientIntrospection {
  public:
   virtual ~ClientIntrospection() = default;
 
-  // The plan ReshardArrays would run to move `array` to `spec` (taken from, and left in, the same
-  // cache as the real call's), its locations naming device ids. A copy between two memories of one
-  // device (Vulkan "device" -> "pinned_host") is kCrossLocation with src_location == dst_location;
-  // the guard and transfer_stats() count it as local (it crosses no device boundary). Errors: those
-  // of ReshardArrays' validation (INVALID_ARGUMENT, FAILED_PRECONDITION, NOT_FOUND, UNIMPLEMENTED).
+  // The plan ReshardArrays would run to move `array` to `spec`: the cached plan itself (taken
+  // from, and left in, the same cache as the real call's). Its locations are memory ids
+  // (Memory::Id().value); a slot's device is its memory's. A copy between two memories of one
+  // device (Vulkan "device" -> "pinned_host") is kCrossLocation although both memories belong to
+  // one device; the guard and transfer_stats() count it as local (it crosses no device boundary).
+  // Errors: those of ReshardArrays' validation (INVALID_ARGUMENT, FAILED_PRECONDITION, NOT_FOUND,
+  // UNIMPLEMENTED).
   virtual absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanReshard(
       const Array& array, const ArraySpec& spec) = 0;
 

@@ -29,7 +29,6 @@ class BoxIndex {
   // True iff the union of the boxes contains `region` (precondition: the
   // boxes and `region` have the index's rank).
   bool Covers(const Box& region) const;
-  bool is_grid() const { return is_grid_; }
 
  private:
   int rank_;

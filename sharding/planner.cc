@@ -27,14 +27,14 @@ struct Piece {
 // One distinct source box and the slots holding it.
 struct SrcGroup {
   Box box;
-  std::vector<std::pair<int64_t, int>> by_device;  // (device, slot), sorted
+  std::vector<std::pair<int64_t, int>> by_location;  // (location, slot), sorted
 };
 
-// The lowest slot of `group` on `device`, or -1.
-int FindSlotOnDevice(const SrcGroup& group, int64_t device) {
-  auto it =
-      std::lower_bound(group.by_device.begin(), group.by_device.end(), std::make_pair(device, -1));
-  if (it == group.by_device.end() || it->first != device) return -1;
+// The lowest slot of `group` at `location`, or -1.
+int FindSlotAtLocation(const SrcGroup& group, int64_t location) {
+  auto it = std::lower_bound(group.by_location.begin(), group.by_location.end(),
+                             std::make_pair(location, -1));
+  if (it == group.by_location.end() || it->first != location) return -1;
   return it->second;
 }
 
@@ -167,185 +167,258 @@ int TreeDepth(int i) {  // floor(log2(i + 1))
   return depth;
 }
 
-}  // namespace
-
-absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
-                                        absl::Span<const int64_t> src_devices,
-                                        const ShardLayout& dst,
-                                        absl::Span<const int64_t> dst_devices,
-                                        int64_t element_bytes, const PlanOptions& options) {
+absl::Status CheckArguments(const ShardLayout& src, absl::Span<const int64_t> src_locations,
+                            const ShardLayout& dst, absl::Span<const int64_t> dst_locations,
+                            int64_t element_bytes) {
   if (src.global_shape() != dst.global_shape()) {
     return absl::InvalidArgumentError(absl::StrCat("Source and destination global shapes differ: [",
                                                    absl::StrJoin(src.global_shape(), ","), "] vs [",
                                                    absl::StrJoin(dst.global_shape(), ","), "]"));
   }
-  if (static_cast<int64_t>(src_devices.size()) != src.num_slots()) {
+  if (static_cast<int64_t>(src_locations.size()) != src.num_slots()) {
     return absl::InvalidArgumentError(absl::StrCat("Source layout has ", src.num_slots(),
-                                                   " slots but ", src_devices.size(),
-                                                   " source devices were given"));
+                                                   " slots but ", src_locations.size(),
+                                                   " source locations were given"));
   }
-  if (static_cast<int64_t>(dst_devices.size()) != dst.num_slots()) {
+  if (static_cast<int64_t>(dst_locations.size()) != dst.num_slots()) {
     return absl::InvalidArgumentError(absl::StrCat("Destination layout has ", dst.num_slots(),
-                                                   " slots but ", dst_devices.size(),
-                                                   " destination devices were given"));
+                                                   " slots but ", dst_locations.size(),
+                                                   " destination locations were given"));
   }
   if (element_bytes <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("element_bytes must be positive, got ", element_bytes));
   }
-  const int rank = src.rank();
+  return absl::OkStatus();
+}
 
+// One SrcGroup per replica group of `src`, in the layout's order.
+std::vector<SrcGroup> GroupSources(const ShardLayout& src,
+                                   absl::Span<const int64_t> src_locations) {
   std::vector<SrcGroup> groups;
-  std::vector<Box> group_boxes;
   groups.reserve(src.replica_groups().size());
   for (const auto& slots : src.replica_groups()) {
     SrcGroup group{src.slot_box(slots[0]), {}};
-    for (int slot : slots) group.by_device.push_back({src_devices[slot], slot});
-    std::sort(group.by_device.begin(), group.by_device.end());
-    group_boxes.push_back(group.box);
+    for (int slot : slots) group.by_location.push_back({src_locations[slot], slot});
+    std::sort(group.by_location.begin(), group.by_location.end());
     groups.push_back(std::move(group));
   }
-  internal::BoxIndex index(rank, group_boxes);
+  return groups;
+}
 
-  absl::flat_hash_map<int64_t, int64_t> sent;  // source device -> bytes sent
+std::vector<Box> BoxesOf(const std::vector<SrcGroup>& groups) {
+  std::vector<Box> boxes;
+  boxes.reserve(groups.size());
+  for (const SrcGroup& group : groups) boxes.push_back(group.box);
+  return boxes;
+}
+
+// The state of one PlanReshard call: PlanGroup for each destination replica
+// group in order, then Assemble. Holds what the groups share (the bytes each
+// source location has sent so far, the pieces of every destination slot) and
+// scratch buffers reused between groups. Borrows the layouts and locations.
+class Planner {
+ public:
+  Planner(const ShardLayout& src, absl::Span<const int64_t> src_locations, const ShardLayout& dst,
+          absl::Span<const int64_t> dst_locations, int64_t element_bytes,
+          const PlanOptions& options)
+      : src_(src),
+        src_locations_(src_locations),
+        dst_(dst),
+        dst_locations_(dst_locations),
+        element_bytes_(element_bytes),
+        options_(options),
+        groups_(GroupSources(src, src_locations)),
+        index_(src.rank(), BoxesOf(groups_)),
+        pieces_(dst.num_slots()) {}
+
+  // Plans the slots of one destination replica group (equal boxes): splits
+  // the box into cells, then aliases, local pieces, and remote fetches.
+  absl::Status PlanGroup(const std::vector<int>& dst_slots);
+
+  // The plan: aliases and merged pieces, stably ordered by forward depth, with
+  // the totals.
+  ReshardPlan Assemble();
+
+ private:
+  // The source group holding exactly `box`, or -1; candidates_ must hold the
+  // groups intersecting it.
+  int AliasGroup(const Box& box) const;
+  // An alias of `slot` if possible, else its local pieces; the cells it needs
+  // remotely are added to remote_.
+  void PlanSlot(int slot, int alias_group);
   // Cheapest remote replica among the holders of a cell: least bytes sent so
-  // far, then lowest slot.
-  auto choose_remote = [&](const Cell& cell) {
-    int best_slot = -1;
-    int64_t best_device = 0, best_load = 0;
-    for (int h : cell.holders) {
-      for (const auto& [device, slot] : groups[h].by_device) {
-        auto it = sent.find(device);
-        int64_t load = it == sent.end() ? 0 : it->second;
-        if (best_slot < 0 || load < best_load || (load == best_load && slot < best_slot)) {
-          best_slot = slot;
-          best_device = device;
-          best_load = load;
-        }
-      }
-    }
-    return std::make_pair(best_slot, best_device);
-  };
+  // far, then lowest slot. Returns (slot, location).
+  std::pair<int, int64_t> ChooseRemote(const Cell& cell) const;
+  // Each slot in `needing` fetches `cell` from a source.
+  void FetchDirect(const Cell& cell, const std::vector<int>& needing);
+  // One receiver per location fetches or is forwarded `cell` through a
+  // binary tree; further slots at a receiver's location copy from it.
+  void FetchFanOut(const Cell& cell, const std::vector<int>& needing);
+  // The copy that fills `piece` of destination slot `slot`.
+  BoxCopy MakeCopy(int slot, const Piece& piece) const;
 
-  ReshardPlan plan;
-  plan.fan_out = options.fan_out;
-  std::vector<std::vector<Piece>> pieces(dst.num_slots());
-  std::vector<std::pair<int, int>> aliases;  // (dst slot, src slot)
-  int64_t lower_bound_elements = 0;
-  std::vector<int> candidates;
-  std::vector<Cell> cells;
-  std::vector<std::vector<int>> remote;  // per cell: dst slots needing it
-  absl::flat_hash_map<int64_t, int> receiver_of_device;
+  const ShardLayout& src_;
+  absl::Span<const int64_t> src_locations_;
+  const ShardLayout& dst_;
+  absl::Span<const int64_t> dst_locations_;
+  const int64_t element_bytes_;
+  const PlanOptions options_;
+  const std::vector<SrcGroup> groups_;
+  const internal::BoxIndex index_;
 
-  for (const auto& dst_slots : dst.replica_groups()) {
-    const Box& box = dst.slot_box(dst_slots[0]);
-    if (box.is_empty()) continue;
-    candidates.clear();
-    index.ForEachIntersecting(box, [&](int g) { candidates.push_back(g); });
-    std::sort(candidates.begin(), candidates.end());
-    int alias_group = -1;
-    for (int c : candidates) {
-      if (groups[c].box == box) alias_group = c;
+  absl::flat_hash_map<int64_t, int64_t> sent_;  // source location -> bytes sent
+  std::vector<std::vector<Piece>> pieces_;      // per destination slot
+  std::vector<std::pair<int, int>> aliases_;    // (dst slot, src slot)
+  int64_t lower_bound_elements_ = 0;
+  // Scratch, per destination group.
+  std::vector<int> candidates_;
+  std::vector<Cell> cells_;
+  std::vector<std::vector<int>> remote_;  // per cell: dst slots needing it
+  absl::flat_hash_map<int64_t, int> receiver_of_location_;
+};
+
+absl::Status Planner::PlanGroup(const std::vector<int>& dst_slots) {
+  const Box& box = dst_.slot_box(dst_slots[0]);
+  if (box.is_empty()) return absl::OkStatus();
+  candidates_.clear();
+  index_.ForEachIntersecting(box, [&](int g) { candidates_.push_back(g); });
+  std::sort(candidates_.begin(), candidates_.end());
+  const int alias_group = AliasGroup(box);
+  cells_.clear();
+  if (absl::Status s = ComputeCells(box, candidates_, groups_, &cells_); !s.ok()) return s;
+  remote_.assign(cells_.size(), {});
+  for (int slot : dst_slots) PlanSlot(slot, alias_group);
+  for (size_t i = 0; i < cells_.size(); ++i) {
+    if (remote_[i].empty()) continue;
+    if (options_.fan_out) {
+      FetchFanOut(cells_[i], remote_[i]);
+    } else {
+      FetchDirect(cells_[i], remote_[i]);
     }
-    cells.clear();
-    if (absl::Status s = ComputeCells(box, candidates, groups, &cells); !s.ok()) {
-      return s;
+  }
+  return absl::OkStatus();
+}
+
+int Planner::AliasGroup(const Box& box) const {
+  int alias_group = -1;
+  for (int c : candidates_) {
+    if (groups_[c].box == box) alias_group = c;
+  }
+  return alias_group;
+}
+
+void Planner::PlanSlot(int slot, int alias_group) {
+  const int64_t location = dst_locations_[slot];
+  if (alias_group >= 0) {
+    const int src_slot = FindSlotAtLocation(groups_[alias_group], location);
+    if (src_slot >= 0) {
+      aliases_.push_back({slot, src_slot});
+      return;
     }
-    remote.assign(cells.size(), {});
-    for (int slot : dst_slots) {
-      const int64_t device = dst_devices[slot];
-      if (alias_group >= 0) {
-        int src_slot = FindSlotOnDevice(groups[alias_group], device);
-        if (src_slot >= 0) {
-          aliases.push_back({slot, src_slot});
-          continue;
-        }
-      }
-      for (size_t i = 0; i < cells.size(); ++i) {
-        int local = -1;
-        for (int h : cells[i].holders) {
-          local = FindSlotOnDevice(groups[h], device);
-          if (local >= 0) break;
-        }
-        if (local >= 0) {
-          pieces[slot].push_back({false, local, 0, cells[i].box});
-        } else {
-          remote[i].push_back(slot);
-          lower_bound_elements += cells[i].box.num_elements();
-        }
-      }
+  }
+  for (size_t i = 0; i < cells_.size(); ++i) {
+    int local = -1;
+    for (int h : cells_[i].holders) {
+      local = FindSlotAtLocation(groups_[h], location);
+      if (local >= 0) break;
     }
-    for (size_t i = 0; i < cells.size(); ++i) {
-      const std::vector<int>& needing = remote[i];
-      if (needing.empty()) continue;
-      const int64_t bytes = cells[i].box.num_elements() * element_bytes;
-      if (!options.fan_out) {
-        for (int slot : needing) {
-          auto [src_slot, src_device] = choose_remote(cells[i]);
-          pieces[slot].push_back({false, src_slot, 0, cells[i].box});
-          sent[src_device] += bytes;
-        }
-        continue;
-      }
-      // Fan-out: one receiver per device; a binary tree over the receivers.
-      std::vector<int> receivers;
-      std::vector<std::pair<int, int>> extras;  // (slot, receiver index)
-      receiver_of_device.clear();
-      for (int slot : needing) {
-        auto [it, inserted] =
-            receiver_of_device.try_emplace(dst_devices[slot], static_cast<int>(receivers.size()));
-        if (inserted) {
-          receivers.push_back(slot);
-        } else {
-          extras.push_back({slot, it->second});
-        }
-      }
-      auto [src_slot, src_device] = choose_remote(cells[i]);
-      pieces[receivers[0]].push_back({false, src_slot, 0, cells[i].box});
-      sent[src_device] += bytes;
-      for (int r = 1; r < static_cast<int>(receivers.size()); ++r) {
-        pieces[receivers[r]].push_back({true, receivers[(r - 1) / 2], TreeDepth(r), cells[i].box});
-      }
-      for (const auto& [slot, r] : extras) {
-        pieces[slot].push_back({true, receivers[r], TreeDepth(r) + 1, cells[i].box});
+    if (local >= 0) {
+      pieces_[slot].push_back({false, local, 0, cells_[i].box});
+    } else {
+      remote_[i].push_back(slot);
+      lower_bound_elements_ += cells_[i].box.num_elements();
+    }
+  }
+}
+
+std::pair<int, int64_t> Planner::ChooseRemote(const Cell& cell) const {
+  int best_slot = -1;
+  int64_t best_location = 0, best_load = 0;
+  for (int h : cell.holders) {
+    for (const auto& [location, slot] : groups_[h].by_location) {
+      auto it = sent_.find(location);
+      const int64_t load = it == sent_.end() ? 0 : it->second;
+      if (best_slot < 0 || load < best_load || (load == best_load && slot < best_slot)) {
+        best_slot = slot;
+        best_location = location;
+        best_load = load;
       }
     }
   }
+  return {best_slot, best_location};
+}
 
-  // Assemble: aliases and merged pieces, stably ordered by depth.
-  std::vector<std::pair<int, BoxCopy>> ordered;
-  for (const auto& [slot, src_slot] : aliases) {
-    const Box& box = dst.slot_box(slot);
+void Planner::FetchDirect(const Cell& cell, const std::vector<int>& needing) {
+  const int64_t bytes = cell.box.num_elements() * element_bytes_;
+  for (int slot : needing) {
+    auto [src_slot, src_location] = ChooseRemote(cell);
+    pieces_[slot].push_back({false, src_slot, 0, cell.box});
+    sent_[src_location] += bytes;
+  }
+}
+
+void Planner::FetchFanOut(const Cell& cell, const std::vector<int>& needing) {
+  std::vector<int> receivers;
+  std::vector<std::pair<int, int>> extras;  // (slot, receiver index)
+  receiver_of_location_.clear();
+  for (int slot : needing) {
+    auto [it, inserted] =
+        receiver_of_location_.try_emplace(dst_locations_[slot], static_cast<int>(receivers.size()));
+    if (inserted) {
+      receivers.push_back(slot);
+    } else {
+      extras.push_back({slot, it->second});
+    }
+  }
+  auto [src_slot, src_location] = ChooseRemote(cell);
+  pieces_[receivers[0]].push_back({false, src_slot, 0, cell.box});
+  sent_[src_location] += cell.box.num_elements() * element_bytes_;
+  for (int r = 1; r < static_cast<int>(receivers.size()); ++r) {
+    pieces_[receivers[r]].push_back({true, receivers[(r - 1) / 2], TreeDepth(r), cell.box});
+  }
+  for (const auto& [slot, r] : extras) {
+    pieces_[slot].push_back({true, receivers[r], TreeDepth(r) + 1, cell.box});
+  }
+}
+
+BoxCopy Planner::MakeCopy(int slot, const Piece& p) const {
+  const Box& frame = p.from_destination ? dst_.slot_box(p.src_slot) : src_.slot_box(p.src_slot);
+  const int64_t src_location =
+      p.from_destination ? dst_locations_[p.src_slot] : src_locations_[p.src_slot];
+  BoxCopy copy;
+  copy.kind =
+      src_location == dst_locations_[slot] ? BoxCopy::Kind::kLocal : BoxCopy::Kind::kCrossLocation;
+  copy.from_destination = p.from_destination;
+  copy.src_slot = p.src_slot;
+  copy.src_box = ShiftOrigin(p.box, frame.origin());
+  copy.dst_slot = slot;
+  copy.dst_box = ShiftOrigin(p.box, dst_.slot_box(slot).origin());
+  copy.src_location = src_location;
+  copy.dst_location = dst_locations_[slot];
+  copy.bytes = p.box.num_elements() * element_bytes_;
+  return copy;
+}
+
+ReshardPlan Planner::Assemble() {
+  std::vector<std::pair<int, BoxCopy>> ordered;  // (depth, copy)
+  for (const auto& [slot, src_slot] : aliases_) {
+    const Box& box = dst_.slot_box(slot);
     Box local = ShiftOrigin(box, box.origin());
-    ordered.push_back(
-        {0, BoxCopy{BoxCopy::Kind::kAlias, false, src_slot, local, slot, local,
-                    src_devices[src_slot], dst_devices[slot], box.num_elements() * element_bytes}});
+    ordered.push_back({0, BoxCopy{BoxCopy::Kind::kAlias, false, src_slot, local, slot, local,
+                                  src_locations_[src_slot], dst_locations_[slot],
+                                  box.num_elements() * element_bytes_}});
   }
-  for (int slot = 0; slot < dst.num_slots(); ++slot) {
-    MergePieces(pieces[slot]);
-    const Box& dst_box = dst.slot_box(slot);
-    for (Piece& p : pieces[slot]) {
-      const Box& frame = p.from_destination ? dst.slot_box(p.src_slot) : src.slot_box(p.src_slot);
-      const int64_t src_device =
-          p.from_destination ? dst_devices[p.src_slot] : src_devices[p.src_slot];
-      BoxCopy copy;
-      copy.kind =
-          src_device == dst_devices[slot] ? BoxCopy::Kind::kLocal : BoxCopy::Kind::kCrossDevice;
-      copy.from_destination = p.from_destination;
-      copy.src_slot = p.src_slot;
-      copy.src_box = ShiftOrigin(p.box, frame.origin());
-      copy.dst_slot = slot;
-      copy.dst_box = ShiftOrigin(p.box, dst_box.origin());
-      copy.src_device = src_device;
-      copy.dst_device = dst_devices[slot];
-      copy.bytes = p.box.num_elements() * element_bytes;
-      ordered.push_back({p.depth, std::move(copy)});
-    }
+  for (int slot = 0; slot < dst_.num_slots(); ++slot) {
+    MergePieces(pieces_[slot]);
+    for (const Piece& p : pieces_[slot]) ordered.push_back({p.depth, MakeCopy(slot, p)});
   }
   std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
     if (a.first != b.first) return a.first < b.first;
     return a.second.dst_slot < b.second.dst_slot;
   });
+  ReshardPlan plan;
+  plan.fan_out = options_.fan_out;
   plan.copies.reserve(ordered.size());
   for (auto& [depth, copy] : ordered) {
     switch (copy.kind) {
@@ -355,16 +428,33 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
       case BoxCopy::Kind::kLocal:
         plan.local_bytes += copy.bytes;
         break;
-      case BoxCopy::Kind::kCrossDevice:
-        plan.cross_device_bytes += copy.bytes;
+      case BoxCopy::Kind::kCrossLocation:
+        plan.cross_location_bytes += copy.bytes;
         break;
     }
     if (copy.from_destination) plan.forwarded_bytes += copy.bytes;
     plan.copies.push_back(std::move(copy));
   }
-  plan.num_copies = static_cast<int64_t>(plan.copies.size());
-  plan.lower_bound_bytes = lower_bound_elements * element_bytes;
+  plan.lower_bound_bytes = lower_bound_elements_ * element_bytes_;
   return plan;
+}
+
+}  // namespace
+
+absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
+                                        absl::Span<const int64_t> src_locations,
+                                        const ShardLayout& dst,
+                                        absl::Span<const int64_t> dst_locations,
+                                        int64_t element_bytes, const PlanOptions& options) {
+  if (absl::Status s = CheckArguments(src, src_locations, dst, dst_locations, element_bytes);
+      !s.ok()) {
+    return s;
+  }
+  Planner planner(src, src_locations, dst, dst_locations, element_bytes, options);
+  for (const std::vector<int>& dst_slots : dst.replica_groups()) {
+    if (absl::Status s = planner.PlanGroup(dst_slots); !s.ok()) return s;
+  }
+  return planner.Assemble();
 }
 
 }  // namespace tessera::sharding

@@ -1,28 +1,30 @@
 // sharding/planner.h: plans the box copies that turn an array laid out as
-// `src` into the same array laid out as `dst`.
+// `src` into the same array laid out as `dst`. Slots sit at memory
+// *locations*: integers the caller chooses (the runtime passes memory ids);
+// slots at one location can copy between each other locally.
 //
 //   auto plan = PlanReshard(src_layout, {0, 1, 2, 3}, dst_layout, {3, 2, 1, 0},
 //                           /*element_bytes=*/4);
 //   std::cout << RenderPlan(*plan);
 //
 // Rules, in order of precedence, for each destination slot:
-//  1. Alias: a source slot on the same device holding exactly the same global
-//     box is shared whole (one kAlias copy, no bytes move).
-//  2. Local: every element some source slot on the same device holds is
+//  1. Alias: a source slot at the same location holding exactly the same
+//     global box is shared whole (one kAlias copy, no bytes move).
+//  2. Local: every element some source slot at the same location holds is
 //     copied locally (kLocal); the first such source replica is used.
-//  3. Remote: every other element comes from a source slot on another device
-//     (kCrossDevice); among the replicas holding it, the one whose device has
-//     sent the fewest bytes so far (ties: lowest slot), processing
-//     destination slots in ascending order.
+//  3. Remote: every other element comes from a source slot at another
+//     location (kCrossLocation); among the replicas holding it, the one whose
+//     location has sent the fewest bytes so far (ties: lowest slot),
+//     processing destination slots in ascending order.
 // Copies between the same endpoints whose boxes abut are merged. Each
 // destination element is written exactly once; empty destination shards get
-// no copies. Without fan_out, cross_device_bytes == lower_bound_bytes.
+// no copies. Without fan_out, cross_location_bytes == lower_bound_bytes.
 //
 // With fan_out, a region several destination slots need remotely is fetched
 // once from a source to the first of them, then forwarded through a binary
-// tree over the distinct devices that need it (receiver i reads from receiver
-// (i-1)/2), and copied locally to further slots on a receiver's device; these
-// copies have from_destination set.
+// tree over the distinct locations that need it (receiver i reads from
+// receiver (i-1)/2), and copied locally to further slots at a receiver's
+// location; these copies have from_destination set.
 //
 // Planning is deterministic: equal inputs give equal plans.
 #ifndef TESSERA_SHARDING_PLANNER_H_
@@ -42,14 +44,14 @@ struct PlanOptions {
 };
 
 // Thread-safe (pure function; borrows its arguments for the call only).
-// `src_devices[i]` is the device id of source slot i, likewise for dst; the
-// same id may appear in both lists and several times in one list.
-// INVALID_ARGUMENT when the global shapes differ, a device list's length is
+// `src_locations[i]` is the location of source slot i, likewise for dst; the
+// same location may appear in both lists and several times in one list.
+// INVALID_ARGUMENT when the global shapes differ, a location list's length is
 // not its layout's num_slots(), or element_bytes <= 0.
 absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
-                                        absl::Span<const int64_t> src_devices,
+                                        absl::Span<const int64_t> src_locations,
                                         const ShardLayout& dst,
-                                        absl::Span<const int64_t> dst_devices,
+                                        absl::Span<const int64_t> dst_locations,
                                         int64_t element_bytes, const PlanOptions& options = {});
 
 }  // namespace tessera::sharding

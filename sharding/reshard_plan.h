@@ -1,5 +1,8 @@
 // sharding/reshard_plan.h: the output of the reshard planner -- a list of box
-// copies between device slots -- and its rendering.
+// copies between slots at memory locations -- and its rendering.
+//
+// Locations are integers the caller chooses (the runtime passes memory ids):
+// two slots at one location share a memory, so copies between them are local.
 //
 // Coordinates: every BoxCopy names boxes in shard-local coordinates (origin 0
 // = the first element of the shard buffer), so a dispatcher can copy
@@ -10,8 +13,10 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "sharding/box.h"
 
 namespace tessera::sharding {
@@ -19,12 +24,12 @@ namespace tessera::sharding {
 // One copy of a box of elements. Plain value type.
 struct BoxCopy {
   enum class Kind {
-    // dst shard == whole src shard on the same device: share the buffer, move nothing.
+    // dst shard == whole src shard at the same location: share the buffer, move nothing.
     kAlias,
-    kLocal,        // src_device == dst_device, a real copy
-    kCrossDevice,  // src_device != dst_device
+    kLocal,          // src_location == dst_location, a real copy
+    kCrossLocation,  // src_location != dst_location
   };
-  Kind kind = Kind::kCrossDevice;
+  Kind kind = Kind::kCrossLocation;
   // fan_out plans only: src_slot names a DESTINATION slot that earlier copies
   // of the plan fill (a forward in a broadcast tree); src_box is then in that
   // destination shard's local coordinates.
@@ -33,15 +38,15 @@ struct BoxCopy {
   Box src_box;  // source-shard-local coordinates
   int dst_slot = 0;
   Box dst_box;  // destination-shard-local coordinates; same shape as src_box
-  int64_t src_device = 0;
-  int64_t dst_device = 0;
+  int64_t src_location = 0;
+  int64_t dst_location = 0;
   int64_t bytes = 0;  // src_box.num_elements() * element_bytes
 
   friend bool operator==(const BoxCopy& a, const BoxCopy& b) {
     return a.kind == b.kind && a.from_destination == b.from_destination &&
            a.src_slot == b.src_slot && a.src_box == b.src_box && a.dst_slot == b.dst_slot &&
-           a.dst_box == b.dst_box && a.src_device == b.src_device && a.dst_device == b.dst_device &&
-           a.bytes == b.bytes;
+           a.dst_box == b.dst_box && a.src_location == b.src_location &&
+           a.dst_location == b.dst_location && a.bytes == b.bytes;
   }
 };
 
@@ -51,41 +56,47 @@ struct ReshardPlan {
   // Ordered so that every from_destination copy comes after all copies that
   // fill the region it reads. Copies that do not read destinations come first.
   std::vector<BoxCopy> copies;
-  int64_t cross_device_bytes = 0;  // sum of kCrossDevice bytes (forwards too)
-  int64_t local_bytes = 0;         // sum of kLocal bytes
-  int64_t aliased_bytes = 0;       // sum of kAlias bytes
-  int64_t num_copies = 0;          // copies.size()
-  // Sum over destination slots of the bytes of its box that no source slot on
-  // the same device holds. A device holding k destination slots counts each
-  // slot (k times for a region all of them need). Without fan_out,
-  // cross_device_bytes == lower_bound_bytes; with fan_out it can be lower
-  // (a region fetched once per device, then copied locally).
+  int64_t cross_location_bytes = 0;  // sum of kCrossLocation bytes (forwards too)
+  int64_t local_bytes = 0;           // sum of kLocal bytes
+  int64_t aliased_bytes = 0;         // sum of kAlias bytes
+  // Sum over destination slots of the bytes of its box that no source slot at
+  // the same location holds. A location holding k destination slots counts
+  // each slot (k times for a region all of them need). Without fan_out,
+  // cross_location_bytes == lower_bound_bytes; with fan_out it can be lower
+  // (a region fetched once per location, then copied locally).
   int64_t lower_bound_bytes = 0;
   bool fan_out = false;
   // Bytes of from_destination copies (0 without fan_out).
   int64_t forwarded_bytes = 0;
 
   friend bool operator==(const ReshardPlan& a, const ReshardPlan& b) {
-    return a.copies == b.copies && a.cross_device_bytes == b.cross_device_bytes &&
+    return a.copies == b.copies && a.cross_location_bytes == b.cross_location_bytes &&
            a.local_bytes == b.local_bytes && a.aliased_bytes == b.aliased_bytes &&
-           a.num_copies == b.num_copies && a.lower_bound_bytes == b.lower_bound_bytes &&
-           a.forwarded_bytes == b.forwarded_bytes && a.fan_out == b.fan_out;
+           a.lower_bound_bytes == b.lower_bound_bytes && a.forwarded_bytes == b.forwarded_bytes &&
+           a.fan_out == b.fan_out;
   }
 };
 
-// "alias", "local" or "cross-device".
+// "alias", "local" or "cross-location".
 std::string_view KindName(BoxCopy::Kind kind);
 
-// Human-readable summary: one line per (source device, destination device, kind, forward or not)
-// with the number of copies and bytes, sorted by devices; forwards of a fan_out plan are marked
-// "forward"; then the totals and the lower bound on one line (wrapped here). Example:
+// Human-readable summary: one line per (source location, destination location, kind, forward or
+// not) with the number of copies and bytes, sorted by locations; forwards of a fan_out plan are
+// marked "forward"; then the totals and the lower bound on one line (wrapped here). Locations are
+// named "location <n>". Example:
 //
 //   ReshardPlan: 2 copies, fan_out=false
-//     device 0 -> device 0: 1 local copy, 32 bytes
-//     device 0 -> device 1: 1 cross-device copy, 32 bytes
-//   totals: cross_device_bytes=32 local_bytes=32 aliased_bytes=0 forwarded_bytes=0
+//     location 0 -> location 0: 1 local copy, 32 bytes
+//     location 0 -> location 1: 1 cross-location copy, 32 bytes
+//   totals: cross_location_bytes=32 local_bytes=32 aliased_bytes=0 forwarded_bytes=0
 //           lower_bound_bytes=32
 std::string RenderPlan(const ReshardPlan& plan);
+
+// The same, naming each location with `location_name` (called during the call
+// only), e.g. a runtime that plans over memory ids names a memory by its
+// device and kind: "device 2 (host) -> device 3 (host): 1 cross-location copy".
+std::string RenderPlan(const ReshardPlan& plan,
+                       absl::FunctionRef<std::string(int64_t location)> location_name);
 
 }  // namespace tessera::sharding
 

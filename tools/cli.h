@@ -145,6 +145,11 @@ double Minimum(const std::vector<double>& seconds);
 // wall time in seconds. The floor a reshard of the same bytes is measured against.
 double ParallelMemcpy(uint8_t* dst, const uint8_t* src, int64_t bytes, int threads);
 
+// sharding::RenderPlan of a plan from ClientIntrospection::PlanReshard, whose locations are memory
+// ids of `client`, naming each memory by its device and kind: "device 2 (host)" (a memory id the
+// client does not know: "memory 7").
+std::string RenderClientPlan(const Client& client, const sharding::ReshardPlan& plan);
+
 // ---- Subcommands ----
 
 struct InfoOptions {

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -426,6 +427,20 @@ double ParallelMemcpy(uint8_t* dst, const uint8_t* src, int64_t bytes, int threa
   }
   for (std::thread& w : workers) w.join();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string RenderClientPlan(const Client& client, const sharding::ReshardPlan& plan) {
+  absl::flat_hash_map<int64_t, std::string> names;  // memory id -> "device 2 (host)"
+  for (Device* d : client.devices()) {
+    for (Memory* m : d->Memories()) {
+      names.try_emplace(m->Id().value,
+                        absl::StrCat("device ", d->Id().value, " (", m->Kind().DebugString(), ")"));
+    }
+  }
+  return sharding::RenderPlan(plan, [&](int64_t location) {
+    auto it = names.find(location);
+    return it != names.end() ? it->second : absl::StrCat("memory ", location);
+  });
 }
 
 }  // namespace tessera::tools

@@ -46,7 +46,7 @@ absl::Status Verify(Array& array, const std::vector<uint8_t>& expected) {
 
 struct Timed {
   std::string name;
-  int64_t bytes = 0;  // bytes copied (cross-device + local)
+  int64_t bytes = 0;  // bytes copied (cross-location + local)
   double median = 0;
   double min = 0;
 };
@@ -222,8 +222,8 @@ class Demo {
     }
     if (absl::Status s = Verify(*result, data); !s.ok()) return Fail(kExitFailure, s.ToString());
     const sharding::ReshardPlan& p = **plan;
-    const int64_t moved = p.cross_device_bytes + p.local_bytes;
-    table.AddRow({name, absl::StrCat(p.num_copies), FormatBytes(p.cross_device_bytes),
+    const int64_t moved = p.cross_location_bytes + p.local_bytes;
+    table.AddRow({name, absl::StrCat(p.copies.size()), FormatBytes(p.cross_location_bytes),
                   FormatBytes(p.local_bytes), FormatBytes(p.aliased_bytes),
                   FormatBytes(p.lower_bound_bytes), FormatDuration(Median(times)),
                   FormatRate(moved, Median(times))});
@@ -233,8 +233,8 @@ class Demo {
   }
 
   static Table ReshardTable() {
-    return Table(
-        {"reshard", "copies", "cross-device", "local", "aliased", "lower bound", "time", "GiB/s"});
+    return Table({"reshard", "copies", "cross-location", "local", "aliased", "lower bound", "time",
+                  "GiB/s"});
   }
 
   int Reshards() {

@@ -106,15 +106,11 @@ void PrintHeader(const Session& session) {
             << DeviceRange(session.to->devices()->devices()) << "\n";
 }
 
-// Names the devices the plan's ids stand for.
+// Names the devices the plan's lines mention by id.
 std::string DeviceNames(const Session& session) {
   std::map<int32_t, std::string> names;
   for (const ShardingRef& s : {session.from, session.to}) {
-    for (Device* d : s->devices()->devices()) {
-      absl::StatusOr<Memory*> m = d->DefaultMemory();
-      names[d->Id().value] =
-          absl::StrCat(d->ToString(), m.ok() ? absl::StrCat(" ", (*m)->Kind().DebugString()) : "");
-    }
+    for (Device* d : s->devices()->devices()) names[d->Id().value] = d->ToString();
   }
   std::vector<std::string> parts;
   for (const auto& [id, name] : names) parts.push_back(absl::StrCat(id, "=", name));
@@ -125,7 +121,7 @@ int Explain(Session& session) {
   absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> plan = session.runtime->PlanReshard(
       *session.input, ArraySpec{session.dtype, session.shape, session.to});
   if (!plan.ok()) return Fail(kExitFailure, plan.status().message());
-  std::cout << "\n" << sharding::RenderPlan(**plan);
+  std::cout << "\n" << RenderClientPlan(*session.setup.client, **plan);
   std::cout << "  (devices: " << DeviceNames(session) << ")\n";
   return kExitOk;
 }
@@ -213,7 +209,7 @@ int PrintTiming(const Session& session, const ArraySpec& spec, int repeat,
   absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> plan =
       session.runtime->PlanReshard(*session.input, spec);
   if (!plan.ok()) return Fail(kExitFailure, plan.status().message());
-  const int64_t moved = (*plan)->cross_device_bytes + (*plan)->local_bytes;
+  const int64_t moved = (*plan)->cross_location_bytes + (*plan)->local_bytes;
   std::set<Device*> used;
   for (const ShardingRef& s : {session.from, session.to}) {
     for (Device* d : s->devices()->devices()) used.insert(d);
@@ -223,8 +219,8 @@ int PrintTiming(const Session& session, const ArraySpec& spec, int repeat,
 
   std::cout << "\nRan " << repeat << (repeat == 1 ? " reshard" : " reshards")
             << " after a warm-up, verified bit-exact; " << FormatBytes(moved)
-            << " copied per reshard (" << FormatBytes((*plan)->cross_device_bytes)
-            << " cross-device, " << FormatBytes((*plan)->local_bytes) << " local, "
+            << " copied per reshard (" << FormatBytes((*plan)->cross_location_bytes)
+            << " cross-location, " << FormatBytes((*plan)->local_bytes) << " local, "
             << FormatBytes((*plan)->aliased_bytes) << " aliased)\n";
   Table table({"", "median", "min", "GiB/s"});
   table.AddRow({"reshard", FormatDuration(Median(times)), FormatDuration(Minimum(times)),

@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
         absl::MakeSpan(&base, 1), {ArraySpec{f32, shape, from}}, ArrayCopySemantics::kAlwaysCopy)};
     (void)in[0]->GetReadyFuture().Await();
     auto plan = *runtime->PlanReshard(*in[0], ArraySpec{f32, shape, to});
-    const int64_t moved = plan->cross_device_bytes + plan->local_bytes;
+    const int64_t moved = plan->cross_location_bytes + plan->local_bytes;
     time_it(name, moved, [&] {
       auto out = client->ReshardArrays(absl::MakeSpan(in), {ArraySpec{f32, shape, to}},
                                        ArrayCopySemantics::kReuseInput);

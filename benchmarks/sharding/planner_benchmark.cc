@@ -1,4 +1,4 @@
-// Scale benchmark of the reshard planner over 4096 device slots, printed beside
+// Scale benchmark of the reshard planner over 4096 slots, printed beside
 // a floor measured in the same run (emitting 4096 trivial BoxCopy records).
 #include <algorithm>
 #include <numeric>
@@ -56,8 +56,8 @@ ShardLayout Ragged1D() {
 }
 
 void Report(benchmark::State& state, const ReshardPlan& plan) {
-  state.counters["copies"] = static_cast<double>(plan.num_copies);
-  state.counters["cross_MiB"] = static_cast<double>(plan.cross_device_bytes) / (1 << 20);
+  state.counters["copies"] = static_cast<double>(plan.copies.size());
+  state.counters["cross_MiB"] = static_cast<double>(plan.cross_location_bytes) / (1 << 20);
   state.counters["fwd_MiB"] = static_cast<double>(plan.forwarded_bytes) / (1 << 20);
 }
 
@@ -65,10 +65,10 @@ void Report(benchmark::State& state, const ReshardPlan& plan) {
 void BM_Transpose64x64Mesh(benchmark::State& state) {
   ShardLayout xy = Named("mesh{x=64,y=64}", "P(x,y)", {4096, 4096});
   ShardLayout yx = Named("mesh{x=64,y=64}", "P(y,x)", {4096, 4096});
-  std::vector<int64_t> devices = Iota(kSlots);
+  std::vector<int64_t> locations = Iota(kSlots);
   ReshardPlan plan;
   for (auto _ : state) {
-    plan = *PlanReshard(xy, devices, yx, devices, 4);
+    plan = *PlanReshard(xy, locations, yx, locations, 4);
     benchmark::DoNotOptimize(plan.copies.data());
   }
   Report(state, plan);
@@ -79,11 +79,11 @@ BENCHMARK(BM_Transpose64x64Mesh)->Unit(benchmark::kMillisecond);
 void BM_OneDEvenToRagged(benchmark::State& state) {
   ShardLayout even = Named("mesh{x=4096}", "P(x)", {int64_t{kSlots} * 1000});
   ShardLayout ragged = Ragged1D();
-  std::vector<int64_t> src_dev = Iota(kSlots), dst_dev = Shuffled(kSlots, 3);
+  std::vector<int64_t> src_loc = Iota(kSlots), dst_loc = Shuffled(kSlots, 3);
   PlanOptions options{.fan_out = state.range(0) != 0};
   ReshardPlan plan;
   for (auto _ : state) {
-    plan = *PlanReshard(even, src_dev, ragged, dst_dev, 4, options);
+    plan = *PlanReshard(even, src_loc, ragged, dst_loc, 4, options);
     benchmark::DoNotOptimize(plan.copies.data());
   }
   Report(state, plan);
@@ -97,11 +97,11 @@ void BM_OneDToReplicatedHalves(benchmark::State& state) {
   ShardLayout even = Named("mesh{x=4096}", "P(x)", {n});
   auto param = ShardingParam::Parse("2048 to [0,1] on 2x2048");
   ShardLayout halves = *ShardLayout::FromShardingParam(*param, {n});
-  std::vector<int64_t> devices = Iota(kSlots), dst_dev = Shuffled(kSlots, 5);
+  std::vector<int64_t> locations = Iota(kSlots), dst_loc = Shuffled(kSlots, 5);
   PlanOptions options{.fan_out = state.range(0) != 0};
   ReshardPlan plan;
   for (auto _ : state) {
-    plan = *PlanReshard(even, devices, halves, dst_dev, 4, options);
+    plan = *PlanReshard(even, locations, halves, dst_loc, 4, options);
     benchmark::DoNotOptimize(plan.copies.data());
   }
   Report(state, plan);
@@ -127,7 +127,7 @@ void BM_FloorEmit4096Copies(benchmark::State& state) {
     std::vector<BoxCopy> copies;
     for (int s = 0; s < kSlots; ++s) {
       const Box& box = xy.slot_box(s);
-      copies.push_back(BoxCopy{BoxCopy::Kind::kCrossDevice, false, s,
+      copies.push_back(BoxCopy{BoxCopy::Kind::kCrossLocation, false, s,
                                ShiftOrigin(box, box.origin()), s, ShiftOrigin(box, box.origin()), s,
                                s, 4});
     }

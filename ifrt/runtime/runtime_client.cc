@@ -281,18 +281,9 @@ absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> RuntimeClient::Plan
   if (!layout.ok()) return layout.status();
   absl::StatusOr<std::vector<RuntimeMemory*>> memories = ResolveMemories(*spec.sharding);
   if (!memories.ok()) return memories.status();
-  absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> plan =
-      GetPlan(a->layout(), Locations(a->memories()), *layout, Locations(*memories),
-              a->element_bytes(), /*fan_out=*/false);
-  if (!plan.ok()) return plan.status();
-  // The planner works on memories; a reader wants devices.
-  auto by_device = std::make_shared<sharding::ReshardPlan>(**plan);
-  for (sharding::BoxCopy& c : by_device->copies) {
-    const std::vector<RuntimeMemory*>& from = c.from_destination ? *memories : a->memories();
-    c.src_device = from[c.src_slot]->device()->Id().value;
-    c.dst_device = (*memories)[c.dst_slot]->device()->Id().value;
-  }
-  return std::shared_ptr<const sharding::ReshardPlan>(std::move(by_device));
+  // The cached plan as is: its locations are memory ids.
+  return GetPlan(a->layout(), Locations(a->memories()), *layout, Locations(*memories),
+                 a->element_bytes(), /*fan_out=*/false);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -449,7 +440,7 @@ Future<> RuntimeClient::CopyToHostBuffer(RuntimeArray& array, void* data,
       .operation = std::string(kOp),
       .dtype = array.dtype().DebugString(),
       .shape = std::vector<int64_t>(shape.dims().begin(), shape.dims().end()),
-      .bytes = (*plan)->cross_device_bytes,
+      .bytes = (*plan)->cross_location_bytes,
       .src_devices = DeviceIds(src_ids),
       .dst_devices = {},
       .src_memory_kind = MemoryKindOf(array.memories()),
@@ -585,7 +576,7 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardValidated(
                 a->element_bytes(), /*fan_out=*/false);
     if (!plan.ok()) return plan.status();
     for (const sharding::BoxCopy& c : (*plan)->copies) {
-      if (c.kind != sharding::BoxCopy::Kind::kCrossDevice || c.bytes == 0) continue;
+      if (c.kind != sharding::BoxCopy::Kind::kCrossLocation || c.bytes == 0) continue;
       const int32_t src_id = a->memories()[c.src_slot]->device()->Id().value;
       const int32_t dst_id = (*memories)[c.dst_slot]->device()->Id().value;
       // Between two memories of one device: a local copy, as transfer_stats()

@@ -1344,7 +1344,7 @@ TEST_P(ContractTest, RecordingSinkSeesOneEventPerCallAndDirection) {
   events = sink->events();
   // From a replicated source every destination box is already on its device: no
   // d2d at all.
-  EXPECT_EQ(plan->cross_device_bytes, 0);
+  EXPECT_EQ(plan->cross_location_bytes, 0);
   EXPECT_TRUE(events.empty());
   // Replicated from rows: every device needs the other rows.
   in = {out[0]};
@@ -1359,10 +1359,10 @@ TEST_P(ContractTest, RecordingSinkSeesOneEventPerCallAndDirection) {
   EXPECT_EQ(events[0].direction, guard::Direction::kDeviceToDevice);
   EXPECT_EQ(events[0].operation, "ReshardArrays");
   EXPECT_FALSE(events[0].is_explicit);
-  EXPECT_EQ(events[0].bytes, plan->cross_device_bytes);
-  EXPECT_EQ(plan->cross_device_bytes, bytes * (n_ - 1));
+  EXPECT_EQ(events[0].bytes, plan->cross_location_bytes);
+  EXPECT_EQ(plan->cross_location_bytes, bytes * (n_ - 1));
   EXPECT_EQ(client().transfer_stats().device_to_device.bytes - before.device_to_device.bytes,
-            plan->cross_device_bytes);
+            plan->cross_location_bytes);
   // Internal legs (host staging between platforms) count as the movement they
   // serve: device to device, never host to device or device to host.
   EXPECT_EQ(client().transfer_stats().host_to_device, before.host_to_device);

@@ -59,13 +59,19 @@ TEST_F(TransferTraceTest, RecordsEveryCopyOfThePlanInStreamOrder) {
   const ArraySpec spec{f32_, shape_, Named("P(None,(x,y))")};
   auto plan = runtime_->PlanReshard(**made, spec);
   ASSERT_THAT(plan, IsOk());
+  // The plan's locations are memory ids; the trace names devices.
+  std::map<int64_t, int32_t> device_of;  // memory id -> device id
+  for (Device* d : client_->devices()) {
+    for (Memory* m : d->Memories()) device_of[m->Id().value] = d->Id().value;
+  }
   std::vector<CopyKey> expected;
   for (const sharding::BoxCopy& c : (*plan)->copies) {
     if (c.kind == sharding::BoxCopy::Kind::kAlias || c.bytes == 0) continue;
-    expected.emplace_back(c.src_device, c.dst_device, c.bytes, c.src_box.ToString(),
-                          c.dst_box.ToString());
+    ASSERT_TRUE(device_of.contains(c.src_location) && device_of.contains(c.dst_location));
+    expected.emplace_back(device_of[c.src_location], device_of[c.dst_location], c.bytes,
+                          c.src_box.ToString(), c.dst_box.ToString());
   }
-  ASSERT_EQ(expected.size(), 16u);  // 4 local + 12 cross-device
+  ASSERT_EQ(expected.size(), 16u);  // 4 local + 12 cross-location
 
   auto trace = std::make_shared<TransferTrace>();
   runtime_->SetTransferTrace(trace);

@@ -25,92 +25,85 @@ inline std::vector<int64_t> Offsets(const Index& shape, const Box& box) {
   return out;
 }
 
-// Paints each source shard with the global row-major id of its elements,
-// runs `plan`, and checks that every destination element is written exactly
-// once with the right id, that forwards only read filled elements, that
-// every copy's bookkeeping (devices, kinds, bytes) is consistent, and that
-// alias copies cover whole equal shards on one device.
-inline ::testing::AssertionResult SimulatePlan(const ReshardPlan& plan, const ShardLayout& src,
-                                               absl::Span<const int64_t> src_devices,
-                                               const ShardLayout& dst,
-                                               absl::Span<const int64_t> dst_devices,
-                                               int64_t element_bytes) {
-  const Index& global = src.global_shape();
-  std::vector<std::vector<int64_t>> src_buf(src.num_slots());
-  for (int s = 0; s < src.num_slots(); ++s) {
-    const Box& box = src.slot_box(s);
+namespace internal {
+
+// Per slot, the global row-major id of each element of its box (the painted
+// contents of a source shard, the expected contents of a destination shard).
+inline std::vector<std::vector<int64_t>> PaintedShards(const ShardLayout& layout) {
+  std::vector<std::vector<int64_t>> buffers(layout.num_slots());
+  for (int s = 0; s < layout.num_slots(); ++s) {
+    const Box& box = layout.slot_box(s);
     std::vector<int64_t> local = Offsets(box.shape(), Box::FromShape(box.shape()));
-    std::vector<int64_t> ids = Offsets(global, box);
-    src_buf[s].assign(box.num_elements(), -1);
-    for (size_t i = 0; i < ids.size(); ++i) src_buf[s][local[i]] = ids[i];
+    std::vector<int64_t> ids = Offsets(layout.global_shape(), box);
+    buffers[s].assign(box.num_elements(), -1);
+    for (size_t i = 0; i < ids.size(); ++i) buffers[s][local[i]] = ids[i];
   }
-  std::vector<std::vector<int64_t>> dst_buf(dst.num_slots()), writes(dst.num_slots());
-  for (int s = 0; s < dst.num_slots(); ++s) {
-    dst_buf[s].assign(dst.slot_box(s).num_elements(), -1);
-    writes[s].assign(dst.slot_box(s).num_elements(), 0);
+  return buffers;
+}
+
+// Byte totals of a plan, recounted from its copies.
+struct Totals {
+  int64_t cross = 0, local = 0, alias = 0, forwarded = 0;
+};
+
+// Checks one copy's bookkeeping (shapes, bytes, locations, kind, boxes within
+// their shards) and adds its bytes to `totals`.
+inline ::testing::AssertionResult CheckCopy(const BoxCopy& copy, const std::string& where,
+                                            const ShardLayout& src,
+                                            absl::Span<const int64_t> src_locations,
+                                            const ShardLayout& dst,
+                                            absl::Span<const int64_t> dst_locations,
+                                            int64_t element_bytes, Totals& totals) {
+  if (copy.src_box.shape() != copy.dst_box.shape()) {
+    return ::testing::AssertionFailure() << where << ": shapes differ";
   }
-  int64_t cross = 0, local_bytes = 0, alias = 0, forwarded = 0;
-  for (size_t c = 0; c < plan.copies.size(); ++c) {
-    const BoxCopy& copy = plan.copies[c];
-    const std::string where = absl::StrCat("copy #", c, " ", copy.src_slot, copy.src_box.ToString(),
-                                           " -> ", copy.dst_slot, copy.dst_box.ToString());
-    if (copy.src_box.shape() != copy.dst_box.shape()) {
-      return ::testing::AssertionFailure() << where << ": shapes differ";
-    }
-    if (copy.bytes != copy.src_box.num_elements() * element_bytes) {
-      return ::testing::AssertionFailure() << where << ": bad bytes";
-    }
-    if (copy.src_box.is_empty()) {
-      return ::testing::AssertionFailure() << where << ": empty copy";
-    }
-    const int64_t expect_src_device =
-        copy.from_destination ? dst_devices[copy.src_slot] : src_devices[copy.src_slot];
-    if (copy.src_device != expect_src_device || copy.dst_device != dst_devices[copy.dst_slot]) {
-      return ::testing::AssertionFailure() << where << ": wrong devices";
-    }
-    const bool same = copy.src_device == copy.dst_device;
-    switch (copy.kind) {
-      case BoxCopy::Kind::kAlias:
-        if (!same || copy.from_destination ||
-            src.slot_box(copy.src_slot) != dst.slot_box(copy.dst_slot) ||
-            copy.dst_box != Box::FromShape(dst.slot_box(copy.dst_slot).shape())) {
-          return ::testing::AssertionFailure() << where << ": bad alias";
-        }
-        alias += copy.bytes;
-        break;
-      case BoxCopy::Kind::kLocal:
-        if (!same) return ::testing::AssertionFailure() << where << ": not local";
-        local_bytes += copy.bytes;
-        break;
-      case BoxCopy::Kind::kCrossDevice:
-        if (same) return ::testing::AssertionFailure() << where << ": not cross";
-        cross += copy.bytes;
-        break;
-    }
-    if (copy.from_destination) forwarded += copy.bytes;
-    const Box& src_frame =
-        copy.from_destination ? dst.slot_box(copy.src_slot) : src.slot_box(copy.src_slot);
-    const Box& dst_frame = dst.slot_box(copy.dst_slot);
-    if (!Contains(Box::FromShape(src_frame.shape()), copy.src_box) ||
-        !Contains(Box::FromShape(dst_frame.shape()), copy.dst_box)) {
-      return ::testing::AssertionFailure() << where << ": box out of shard";
-    }
-    std::vector<int64_t> from = Offsets(src_frame.shape(), copy.src_box);
-    std::vector<int64_t> to = Offsets(dst_frame.shape(), copy.dst_box);
-    const std::vector<int64_t>& in =
-        copy.from_destination ? dst_buf[copy.src_slot] : src_buf[copy.src_slot];
-    for (size_t i = 0; i < from.size(); ++i) {
-      if (copy.from_destination && writes[copy.src_slot][from[i]] == 0) {
-        return ::testing::AssertionFailure() << where << ": forwards an element not yet written";
+  if (copy.bytes != copy.src_box.num_elements() * element_bytes) {
+    return ::testing::AssertionFailure() << where << ": bad bytes";
+  }
+  if (copy.src_box.is_empty()) return ::testing::AssertionFailure() << where << ": empty copy";
+  const int64_t expect_src_location =
+      copy.from_destination ? dst_locations[copy.src_slot] : src_locations[copy.src_slot];
+  if (copy.src_location != expect_src_location ||
+      copy.dst_location != dst_locations[copy.dst_slot]) {
+    return ::testing::AssertionFailure() << where << ": wrong locations";
+  }
+  const bool same = copy.src_location == copy.dst_location;
+  switch (copy.kind) {
+    case BoxCopy::Kind::kAlias:
+      if (!same || copy.from_destination ||
+          src.slot_box(copy.src_slot) != dst.slot_box(copy.dst_slot) ||
+          copy.dst_box != Box::FromShape(dst.slot_box(copy.dst_slot).shape())) {
+        return ::testing::AssertionFailure() << where << ": bad alias";
       }
-      dst_buf[copy.dst_slot][to[i]] = in[from[i]];
-      ++writes[copy.dst_slot][to[i]];
-    }
+      totals.alias += copy.bytes;
+      break;
+    case BoxCopy::Kind::kLocal:
+      if (!same) return ::testing::AssertionFailure() << where << ": not local";
+      totals.local += copy.bytes;
+      break;
+    case BoxCopy::Kind::kCrossLocation:
+      if (same) return ::testing::AssertionFailure() << where << ": not cross";
+      totals.cross += copy.bytes;
+      break;
   }
+  if (copy.from_destination) totals.forwarded += copy.bytes;
+  const Box& src_frame =
+      copy.from_destination ? dst.slot_box(copy.src_slot) : src.slot_box(copy.src_slot);
+  if (!Contains(Box::FromShape(src_frame.shape()), copy.src_box) ||
+      !Contains(Box::FromShape(dst.slot_box(copy.dst_slot).shape()), copy.dst_box)) {
+    return ::testing::AssertionFailure() << where << ": box out of shard";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Checks that every destination element was written exactly once, with its id.
+inline ::testing::AssertionResult CheckDestinations(
+    const ShardLayout& dst, const std::vector<std::vector<int64_t>>& dst_buf,
+    const std::vector<std::vector<int64_t>>& writes) {
   for (int s = 0; s < dst.num_slots(); ++s) {
     const Box& box = dst.slot_box(s);
     std::vector<int64_t> local = Offsets(box.shape(), Box::FromShape(box.shape()));
-    std::vector<int64_t> ids = Offsets(global, box);
+    std::vector<int64_t> ids = Offsets(dst.global_shape(), box);
     for (size_t i = 0; i < ids.size(); ++i) {
       if (writes[s][local[i]] != 1) {
         return ::testing::AssertionFailure() << "dst slot " << s << " element " << ids[i]
@@ -122,18 +115,65 @@ inline ::testing::AssertionResult SimulatePlan(const ReshardPlan& plan, const Sh
       }
     }
   }
-  if (cross != plan.cross_device_bytes || local_bytes != plan.local_bytes ||
-      alias != plan.aliased_bytes || forwarded != plan.forwarded_bytes ||
-      plan.num_copies != static_cast<int64_t>(plan.copies.size())) {
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace internal
+
+// Paints each source shard with the global row-major id of its elements,
+// runs `plan`, and checks that every destination element is written exactly
+// once with the right id, that forwards only read filled elements, that
+// every copy's bookkeeping (locations, kinds, bytes) is consistent, and that
+// alias copies cover whole equal shards at one location.
+inline ::testing::AssertionResult SimulatePlan(const ReshardPlan& plan, const ShardLayout& src,
+                                               absl::Span<const int64_t> src_locations,
+                                               const ShardLayout& dst,
+                                               absl::Span<const int64_t> dst_locations,
+                                               int64_t element_bytes) {
+  const std::vector<std::vector<int64_t>> src_buf = internal::PaintedShards(src);
+  std::vector<std::vector<int64_t>> dst_buf(dst.num_slots()), writes(dst.num_slots());
+  for (int s = 0; s < dst.num_slots(); ++s) {
+    dst_buf[s].assign(dst.slot_box(s).num_elements(), -1);
+    writes[s].assign(dst.slot_box(s).num_elements(), 0);
+  }
+  internal::Totals totals;
+  for (size_t c = 0; c < plan.copies.size(); ++c) {
+    const BoxCopy& copy = plan.copies[c];
+    const std::string where = absl::StrCat("copy #", c, " ", copy.src_slot, copy.src_box.ToString(),
+                                           " -> ", copy.dst_slot, copy.dst_box.ToString());
+    if (::testing::AssertionResult r = internal::CheckCopy(copy, where, src, src_locations, dst,
+                                                           dst_locations, element_bytes, totals);
+        !r) {
+      return r;
+    }
+    const Box& src_frame =
+        copy.from_destination ? dst.slot_box(copy.src_slot) : src.slot_box(copy.src_slot);
+    std::vector<int64_t> from = Offsets(src_frame.shape(), copy.src_box);
+    std::vector<int64_t> to = Offsets(dst.slot_box(copy.dst_slot).shape(), copy.dst_box);
+    const std::vector<int64_t>& in =
+        copy.from_destination ? dst_buf[copy.src_slot] : src_buf[copy.src_slot];
+    for (size_t i = 0; i < from.size(); ++i) {
+      if (copy.from_destination && writes[copy.src_slot][from[i]] == 0) {
+        return ::testing::AssertionFailure() << where << ": forwards an element not yet written";
+      }
+      dst_buf[copy.dst_slot][to[i]] = in[from[i]];
+      ++writes[copy.dst_slot][to[i]];
+    }
+  }
+  if (::testing::AssertionResult r = internal::CheckDestinations(dst, dst_buf, writes); !r) {
+    return r;
+  }
+  if (totals.cross != plan.cross_location_bytes || totals.local != plan.local_bytes ||
+      totals.alias != plan.aliased_bytes || totals.forwarded != plan.forwarded_bytes) {
     return ::testing::AssertionFailure() << "totals disagree with the copies";
   }
   return ::testing::AssertionSuccess();
 }
 
-// Brute force: bytes of each destination slot that no source slot on its
-// device holds, summed over destination slots.
-inline int64_t BruteForceLowerBound(const ShardLayout& src, absl::Span<const int64_t> src_devices,
-                                    const ShardLayout& dst, absl::Span<const int64_t> dst_devices,
+// Brute force: bytes of each destination slot that no source slot at its
+// location holds, summed over destination slots.
+inline int64_t BruteForceLowerBound(const ShardLayout& src, absl::Span<const int64_t> src_locations,
+                                    const ShardLayout& dst, absl::Span<const int64_t> dst_locations,
                                     int64_t element_bytes) {
   int64_t missing = 0;
   for (int d = 0; d < dst.num_slots(); ++d) {
@@ -145,7 +185,7 @@ inline int64_t BruteForceLowerBound(const ShardLayout& src, absl::Span<const int
       Box point(idx, Index(rank, 1));
       bool held = false;
       for (int s = 0; s < src.num_slots() && !held; ++s) {
-        held = src_devices[s] == dst_devices[d] && Contains(src.slot_box(s), point);
+        held = src_locations[s] == dst_locations[d] && Contains(src.slot_box(s), point);
       }
       if (!held) ++missing;
       int k = rank - 1;

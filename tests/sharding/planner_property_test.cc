@@ -1,6 +1,6 @@
 // Randomised property tests of the planner over ranks 0-4, dims including 0,
 // 1 and primes, meshes up to 64 slots, random permutations, replication,
-// arbitrary (overlapping) boxes and devices holding several slots. Each case
+// arbitrary (overlapping) boxes and locations holding several slots. Each case
 // prints its seed on failure; rerun one with --gtest_filter and the seed.
 #include <algorithm>
 #include <cstdio>
@@ -116,11 +116,11 @@ ShardLayout RandomLayout(std::mt19937& rng, const std::vector<int64_t>& shape,
   return *layout;
 }
 
-std::vector<int64_t> RandomDevices(std::mt19937& rng, int n, int pool) {
-  std::vector<int64_t> devices(n);
-  for (int i = 0; i < n; ++i) devices[i] = i % pool;
-  std::shuffle(devices.begin(), devices.end(), rng);
-  return devices;
+std::vector<int64_t> RandomLocations(std::mt19937& rng, int n, int pool) {
+  std::vector<int64_t> locations(n);
+  for (int i = 0; i < n; ++i) locations[i] = i % pool;
+  std::shuffle(locations.begin(), locations.end(), rng);
+  return locations;
 }
 
 TEST(PlannerPropertyTest, RandomReshards) {
@@ -137,33 +137,33 @@ TEST(PlannerPropertyTest, RandomReshards) {
     std::string src_desc, dst_desc;
     ShardLayout src = RandomLayout(rng, shape, &src_desc);
     ShardLayout dst = RandomLayout(rng, shape, &dst_desc);
-    // Device pools: sometimes fewer devices than slots (several slots per
-    // device), always overlapping ids between source and destination.
+    // Location pools: sometimes fewer locations than slots (several slots per
+    // location), always overlapping between source and destination.
     const int pool = 1 + static_cast<int>(rng() % 64);
-    std::vector<int64_t> src_dev = RandomDevices(rng, src.num_slots(), pool);
-    std::vector<int64_t> dst_dev = RandomDevices(rng, dst.num_slots(), pool);
+    std::vector<int64_t> src_loc = RandomLocations(rng, src.num_slots(), pool);
+    std::vector<int64_t> dst_loc = RandomLocations(rng, dst.num_slots(), pool);
     const int64_t element_bytes = 1 + rng() % 8;
     SCOPED_TRACE(absl::StrCat("seed=", seed, " shape=[", absl::StrJoin(shape, ","),
                               "] src=", src_desc, " dst=", dst_desc, " pool=", pool));
     for (bool fan_out : {false, true}) {
       SCOPED_TRACE(absl::StrCat("fan_out=", fan_out));
       PlanOptions options{.fan_out = fan_out};
-      auto plan = PlanReshard(src, src_dev, dst, dst_dev, element_bytes, options);
+      auto plan = PlanReshard(src, src_loc, dst, dst_loc, element_bytes, options);
       ASSERT_TRUE(plan.ok()) << plan.status();
-      ASSERT_TRUE(SimulatePlan(*plan, src, src_dev, dst, dst_dev, element_bytes));
-      const int64_t lower = BruteForceLowerBound(src, src_dev, dst, dst_dev, element_bytes);
+      ASSERT_TRUE(SimulatePlan(*plan, src, src_loc, dst, dst_loc, element_bytes));
+      const int64_t lower = BruteForceLowerBound(src, src_loc, dst, dst_loc, element_bytes);
       ASSERT_EQ(plan->lower_bound_bytes, lower);
       if (fan_out) {
-        ASSERT_LE(plan->cross_device_bytes, lower);
+        ASSERT_LE(plan->cross_location_bytes, lower);
       } else {
-        ASSERT_EQ(plan->cross_device_bytes, lower);
+        ASSERT_EQ(plan->cross_location_bytes, lower);
         ASSERT_EQ(plan->forwarded_bytes, 0);
       }
       // Determinism.
-      auto again = PlanReshard(src, src_dev, dst, dst_dev, element_bytes, options);
+      auto again = PlanReshard(src, src_loc, dst, dst_loc, element_bytes, options);
       ASSERT_TRUE(again.ok());
       ASSERT_TRUE(*again == *plan);
-      total_copies += plan->num_copies;
+      total_copies += static_cast<int64_t>(plan->copies.size());
       total_forwards += plan->forwarded_bytes > 0;
       total_local += plan->local_bytes > 0;
       total_alias += plan->aliased_bytes > 0;

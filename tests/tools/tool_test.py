@@ -104,7 +104,7 @@ def case_reshard_run():
     check("\r" not in out, "no progress bar when piped", out)
     check("ReshardPlan" not in out, "--run alone does not explain", out)
     check(re.search(r"Ran 2 reshards after a warm-up, verified bit-exact; 256\.0 KiB copied per reshard "
-                    r"\(192\.0 KiB cross-device, 64\.0 KiB local, 0 B aliased\)", out),
+                    r"\(192\.0 KiB cross-location, 64\.0 KiB local, 0 B aliased\)", out),
           "run summary line", out)
     check(re.search(r"^\s+median\s+min\s+GiB/s$", out, re.M), "timing header", out)
     check(re.search(r"^  reshard\s+\S+ (us|ms|s)\s+\S+ (us|ms|s)\s+[0-9.]+$", out, re.M),
