@@ -42,8 +42,9 @@ class RecordingTransferSink : public TransferSink {
   void Clear();
 
  private:
-  mutable std::mutex mu_;        // std::mutex: visible to ThreadSanitizer without an
-                                 // instrumented Abseil
+  // std::mutex rather than absl::Mutex: visible to ThreadSanitizer without an instrumented
+  // Abseil.
+  mutable std::mutex mu_;
   std::vector<Record> records_;  // guarded by mu_
 };
 
