@@ -16,7 +16,9 @@
 namespace tessera {
 
 struct TransferStats {
-  // Device id used for the host side of a host<->device transfer.
+  // The one id of the host side of a host<->device transfer, wherever the runtime names the two
+  // sides by device id: here, in TransferTraceEvent (ifrt/transfer_trace.h) and in the runtime's
+  // records and plans. No device has it (device ids are >= 0).
   static constexpr int32_t kHost = -1;
 
   struct Counter {
@@ -30,8 +32,7 @@ struct TransferStats {
   Counter device_to_device;  // across devices
   Counter device_to_host;
   Counter local;  // within one device
-  // (source device id, destination device id) -> bytes moved; kHost for the
-  // host side.
+  // (source device id, destination device id) -> bytes moved; kHost for the host side.
   std::map<std::pair<int32_t, int32_t>, Counter> per_device_pair;
 
   std::string DebugString() const;

@@ -1,15 +1,15 @@
 #ifndef TESSERA_IFRT_TRANSFER_TRACE_H_
 #define TESSERA_IFRT_TRANSFER_TRACE_H_
 
-// TransferTrace: a recording of every copy a client ran while the trace was
-// attached (ClientIntrospection::SetTransferTrace, ifrt/introspection.h): executing device (whose
-// one in-order stream ran it), endpoints, boxes, bytes, direction, the guard's action for the call,
+// TransferTrace: a recording of every copy a client ran while the trace was attached
+// (ClientIntrospection::SetTransferTrace, ifrt/introspection.h): executing device (whose one
+// in-order stream ran it), endpoints, boxes, bytes, direction, the guard's action for the call,
 // and start/end times. While a trace is attached the runtime runs each copy as its own stream
 // operation, so that each has its own start and end (untraced, the copies a device runs for one
 // call are one batched operation). Written out as Chrome trace / Perfetto JSON. When no trace is
 // attached the runtime records nothing and takes no timestamps.
 //
-// Thread-safe.
+// Shared (std::shared_ptr) between its owner and the clients it is attached to. Thread-safe.
 
 #include <cstdint>
 #include <map>
@@ -19,25 +19,27 @@
 
 #include "absl/base/thread_annotations.h"
 #include "ifrt/future.h"
+#include "ifrt/transfer_stats.h"
 
 namespace tessera {
 
 struct TransferTraceEvent {
   std::string operation;   // "ReshardArrays", "MakeArrayFromHostBuffer", ...
   int32_t device = 0;      // the device whose stream ran the batch
-  int32_t src_device = 0;  // -1: host
-  int32_t dst_device = 0;  // -1: host
+  int32_t src_device = 0;  // TransferStats::kHost: the host
+  int32_t dst_device = 0;  // TransferStats::kHost: the host
   int64_t bytes = 0;
   int64_t copies = 0;  // 1, except for whole-operation events
-  // The box read and the box written ("[0:512, 0:1024]"), each in its side's
-  // own coordinates: a shard's, or the whole array's for a host buffer.
+  // The box read and the box written ("[0:512, 0:1024]"), each in its side's own coordinates: a
+  // shard's, or the whole array's for a host buffer.
   std::string src_box, dst_box;
-  std::string direction;     // "host_to_device", "device_to_device",
-                             // "device_to_host", "local"
-  std::string guard_action;  // "allow", "log" ("" when the guard was not asked:
-                             // nothing moved)
-  // Since the trace was created. Start: when the copy's inputs were ready and
-  // the previous traced copy on the same stream had finished.
+  // "host_to_device", "device_to_device", "device_to_host" or "local".
+  std::string direction;
+  // The action the guard enforced on the call, "allow" or "log" (a refused call moves nothing);
+  // "" for local copies and where the call moved no bytes between devices or the host.
+  std::string guard_action;
+  // Since the trace was created. Start: when the copy's inputs were ready and the previous traced
+  // copy on the same stream had finished.
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   bool ok = true;
@@ -50,14 +52,15 @@ class TransferTrace {
   int64_t NowNs() const;
   void Add(TransferTraceEvent event);
   std::vector<TransferTraceEvent> events() const;
-  // {"traceEvents":[{"name":..., "ph":"X", "pid":0, "tid":<device>, "ts":<us>,
-  // "dur":<us>, "args":{...}}, ...], "displayTimeUnit":"ns"}: one row per
-  // device stream, one slice per copy.
+  // The events as Chrome trace / Perfetto JSON, one row per device stream, one slice per copy:
+  //
+  //   {"traceEvents":[{"name":..., "ph":"X", "pid":0, "tid":<device>, "ts":<us>, "dur":<us>,
+  //                    "args":{...}}, ...],
+  //    "displayTimeUnit":"ns"}
   std::string ToChromeTraceJson() const;
 
-  // For the runtime: records `copy` as the latest traced copy enqueued on
-  // `device`'s stream and returns the one before it (invalid if none), whose
-  // end is the earliest start of `copy`.
+  // For the runtime: records `copy` as the latest traced copy enqueued on `device`'s stream and
+  // returns the one before it (invalid if none), whose end is the earliest start of `copy`.
   Future<> ExchangeLastCopy(int32_t device, Future<> copy);
 
  private:
