@@ -42,7 +42,8 @@ class RecordingTransferSink : public TransferSink {
   void Clear();
 
  private:
-  // std::mutex: visible to ThreadSanitizer without an instrumented Abseil.
+  // std::mutex rather than absl::Mutex: visible to ThreadSanitizer without an instrumented
+  // Abseil.
   mutable std::mutex mu_;
   std::vector<Record> records_;  // guarded by mu_
 };

@@ -3,7 +3,7 @@
 // A `TransferEvent` describes one call's movement in one direction: the
 // operation that moves the bytes, what moves (dtype, shape, byte count), and
 // between which devices and memory kinds. The runtime fills one per call and
-// direction and hands it to TransferGuard::Check; sinks receive it for
+// direction and hands it to TransferGuard::Enforce; sinks receive it for
 // movements that are logged or refused.
 //
 // The human-readable `Description()` is built on demand only: the guard calls

@@ -113,17 +113,22 @@ absl::StatusOr<Action> TransferGuard::Decide(const TransferEvent& event) const {
   return DecideValid(event);
 }
 
-absl::Status TransferGuard::Check(const TransferEvent& event) {
-  if (absl::Status status = Validate(event); !status.ok()) return status;
-  if (event.bytes == 0) return absl::OkStatus();  // not a transfer
+TransferGuard::Decision TransferGuard::Enforce(const TransferEvent& event) {
+  if (absl::Status status = Validate(event); !status.ok()) {
+    return Decision{Action::kDisallow, std::move(status)};
+  }
+  if (event.bytes == 0) return Decision{Action::kAllow, absl::OkStatus()};  // not a transfer
   const Action action = DecideValid(event);
   Count(event, action);
-  if (action == Action::kAllow) return absl::OkStatus();
+  if (action == Action::kAllow) return Decision{action, absl::OkStatus()};
   Report(event, action);
-  if (action == Action::kLog) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "Disallowed ", AbslView(DirectionName(event.direction)), " transfer: ", event.Description()));
+  if (action == Action::kLog) return Decision{action, absl::OkStatus()};
+  return Decision{action, absl::InvalidArgumentError(
+                              absl::StrCat("Disallowed ", AbslView(DirectionName(event.direction)),
+                                           " transfer: ", event.Description()))};
 }
+
+absl::Status TransferGuard::Check(const TransferEvent& event) { return Enforce(event).status; }
 
 void TransferGuard::Count(const TransferEvent& event, Action action) {
   AtomicCounters& c = counters_[static_cast<int>(event.direction)];

@@ -7,7 +7,7 @@
 // registered and while a call to it is in flight.
 //
 // Thread-safety: implementations must be thread-safe. The guard calls
-// OnTransfer synchronously on the thread that called TransferGuard::Check,
+// OnTransfer synchronously on the thread that called TransferGuard::Enforce (or Check),
 // possibly from many threads at once, and without holding any lock of its own,
 // so a sink may call back into the guard (even RemoveSink). A sink runs on the
 // runtime's dispatch path: it should be quick and must not throw.

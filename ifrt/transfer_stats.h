@@ -17,7 +17,9 @@
 namespace tessera {
 
 struct TransferStats {
-  // Device id used for the host side of a host<->device transfer.
+  // The one id of the host side of a host<->device transfer, wherever the runtime names the two
+  // sides by device id: here, in TransferTraceEvent (ifrt/transfer_trace.h) and in the runtime's
+  // records and plans. No device has it (device ids are >= 0).
   static constexpr int32_t kHost = -1;
 
   struct Counter {

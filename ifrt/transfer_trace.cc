@@ -15,7 +15,9 @@ int64_t SteadyNs() {
       .count();
 }
 
-std::string DeviceName(int32_t id) { return id < 0 ? "host" : absl::StrCat("device ", id); }
+std::string DeviceName(int32_t id) {
+  return id == TransferStats::kHost ? "host" : absl::StrCat("device ", id);
+}
 
 // Box strings hold digits, brackets, colons, commas and spaces only: no
 // escaping.
@@ -58,8 +60,7 @@ std::string TransferTrace::ToChromeTraceJson() const {
     absl::StrAppend(
         &out, first ? "" : ",\n",
         absl::StrFormat("{\"name\":\"%s %s -> %s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":0,"
-                        "\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"operation\":\"%"
-                        "s\","
+                        "\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"operation\":\"%s\","
                         "\"bytes\":%d,\"copies\":%d,\"direction\":\"%s\",\"src_device\":%d,"
                         "\"dst_device\":%d,%s\"guard_action\":\"%s\",\"ok\":%s}}",
                         e.operation, DeviceName(e.src_device), DeviceName(e.dst_device),
@@ -69,7 +70,6 @@ std::string TransferTrace::ToChromeTraceJson() const {
                         e.ok ? "true" : "false"));
     first = false;
   }
-  // Name the rows after the devices.
   absl::StrAppend(&out, "\n],\"displayTimeUnit\":\"ns\"}\n");
   return out;
 }

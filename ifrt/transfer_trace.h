@@ -25,22 +25,24 @@
 
 #include "absl/base/thread_annotations.h"
 #include "ifrt/future.h"
+#include "ifrt/transfer_stats.h"
 
 namespace tessera {
 
 struct TransferTraceEvent {
   std::string operation;   // "ReshardArrays", "MakeArrayFromHostBuffer", ...
   int32_t device = 0;      // the device whose stream ran the batch
-  int32_t src_device = 0;  // -1: host
-  int32_t dst_device = 0;  // -1: host
+  int32_t src_device = 0;  // TransferStats::kHost: the host
+  int32_t dst_device = 0;  // TransferStats::kHost: the host
   int64_t bytes = 0;
   int64_t copies = 0;  // 1, except for whole-operation events
   // The box read and the box written ("[0:512, 0:1024]"), each in its side's own coordinates: a
   // shard's, or the whole array's for a host buffer.
   std::string src_box, dst_box;
-  // "host_to_device", "device_to_device", "device_to_host", "local".
+  // "host_to_device", "device_to_device", "device_to_host" or "local".
   std::string direction;
-  // "allow", "log"; "" when the guard was not asked (nothing moved).
+  // The action the guard enforced on the call, "allow" or "log" (a refused call moves nothing);
+  // "" for local copies and where the call moved no bytes between devices or the host.
   std::string guard_action;
   // Since the trace was created. Start: when the copy's inputs were ready and the previous traced
   // copy on the same stream had finished.
@@ -56,9 +58,11 @@ class TransferTrace {
   int64_t NowNs() const;
   void Add(TransferTraceEvent event);
   std::vector<TransferTraceEvent> events() const;
-  // One row per device stream, one slice per copy:
+  // The events as Chrome trace / Perfetto JSON, one row per device stream, one slice per copy:
+  //
   //   {"traceEvents":[{"name":..., "ph":"X", "pid":0, "tid":<device>, "ts":<us>, "dur":<us>,
-  //                    "args":{...}}, ...], "displayTimeUnit":"ns"}
+  //                    "args":{...}}, ...],
+  //    "displayTimeUnit":"ns"}
   std::string ToChromeTraceJson() const;
 
   // For the runtime: records `copy` as the latest traced copy enqueued on `device`'s stream and

@@ -1,5 +1,7 @@
 #include "ifrt/runtime/plan_cache.h"
 
+#include "ifrt/status_macros.h"
+
 namespace tessera::runtime {
 
 absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanCache::Get(
@@ -18,11 +20,11 @@ absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanCache::Get(
   }
   // Plan outside the lock: planning large meshes takes a while and other keys
   // need not wait.
-  absl::StatusOr<sharding::ReshardPlan> plan =
+  TESSERA_ASSIGN_OR_RETURN(
+      sharding::ReshardPlan plan,
       sharding::PlanReshard(key.src, key.src_locations, key.dst, key.dst_locations, element_bytes,
-                            sharding::PlanOptions{.fan_out = fan_out});
-  if (!plan.ok()) return plan.status();
-  auto shared = std::make_shared<const sharding::ReshardPlan>(*std::move(plan));
+                            sharding::PlanOptions{.fan_out = fan_out}));
+  auto shared = std::make_shared<const sharding::ReshardPlan>(std::move(plan));
   std::lock_guard<std::mutex> lock(mu_);
   if (plans_.size() >= capacity_) plans_.clear();
   plans_.emplace(std::move(key), shared);

@@ -28,15 +28,14 @@ struct Batch {
   std::vector<Future<>> after;
   std::vector<PlatformBufferRef> keep_alive;  // buffers read through raw host pointers
   std::vector<int> dst_slots;
-  // (src device, dst device) -> (bytes, copies), recorded when the batch
-  // succeeds.
+  // (src device, dst device) -> (bytes, copies), recorded when the batch succeeds.
   std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>> traffic;
   // Traced batches hold one copy: its boxes.
   std::string src_box, dst_box;
 };
 
-// Untraced, one batch per (platform, device, kind) and wave; traced, one per
-// copy (the last element: the copy's index in the plan).
+// Untraced, one batch per (platform, device, kind) and wave; traced, one per copy (the last
+// element: the copy's index in the plan).
 using BatchKey = std::tuple<Platform*, int, OpKind, size_t>;
 
 int32_t DeviceIdOf(const PlanEndpoint& e) {
@@ -64,8 +63,8 @@ Future<> Enqueue(Batch& b) {
   return MakeReadyFuture(absl::InternalError("unknown copy kind"));
 }
 
-// A copy between two platforms neither of which can address the other's memory:
-// device -> host staging -> device, as one movement.
+// A copy between two platforms neither of which can address the other's memory: device -> host
+// staging -> device, as one movement.
 Future<> StagedCopy(const PlanEndpoint& s, const PlanEndpoint& d, const StridedCopy& g) {
   auto staging = std::make_shared<std::vector<uint8_t>>(g.bytes());
   StridedCopy down;
@@ -139,171 +138,219 @@ void FinishTracing(
   });
 }
 
+// One ExecutePlan call: the plan's copies in waves, each wave's copies in batches.
+class PlanRun {
+ public:
+  PlanRun(const sharding::ReshardPlan& plan, int64_t element_bytes,
+          absl::Span<const PlanEndpoint> sources, absl::Span<const PlanEndpoint> destinations,
+          const PlanContext& context)
+      : plan_(plan),
+        element_bytes_(element_bytes),
+        sources_(sources),
+        destinations_(destinations),
+        context_(context),
+        traced_(context.trace != nullptr),
+        slot_writes_(destinations.size()),
+        dst_ready_(destinations.size()) {}
+
+  PlanExecution Run();
+
+ private:
+  // The wave of each copy: 0 for copies from sources, 1 + the wave of what filled its source slot
+  // for forwards. A wave starts once the destinations it reads from have been written.
+  std::vector<int> Waves() const;
+  void RunWave(const std::vector<int>& wave_of, int wave);
+  // Adds copy `i` to its batch, or starts it at once when it needs host staging.
+  void PlaceCopy(size_t i, std::map<BatchKey, Batch>& batches);
+  Batch& BatchFor(std::map<BatchKey, Batch>& batches, RuntimeDevice* device, OpKind kind,
+                  size_t copy_index) const;
+  void StartStagedCopy(const sharding::BoxCopy& c, const PlanEndpoint& s, const PlanEndpoint& d,
+                       const StridedCopy& g, std::pair<int32_t, int32_t> pair);
+  void SubmitBatch(Batch& b);
+
+  const sharding::ReshardPlan& plan_;
+  const int64_t element_bytes_;
+  const absl::Span<const PlanEndpoint> sources_;
+  const absl::Span<const PlanEndpoint> destinations_;
+  const PlanContext& context_;
+  const bool traced_;
+  // Per destination slot: the futures of the copies that write it.
+  std::vector<std::vector<Future<>>> slot_writes_;
+  // Per destination slot: written, as far as the waves so far go.
+  std::vector<Future<>> dst_ready_;
+  std::vector<Future<>> all_;
+};
+
+PlanExecution PlanRun::Run() {
+  const std::vector<int> wave_of = Waves();
+  const int max_wave = wave_of.empty() ? 0 : *std::max_element(wave_of.begin(), wave_of.end());
+  for (int wave = 0; wave <= max_wave; ++wave) RunWave(wave_of, wave);
+  PlanExecution out;
+  out.dst_ready = std::move(dst_ready_);
+  for (Future<>& ready : out.dst_ready) {
+    if (!ready.valid()) ready = MakeReadyFuture();
+  }
+  out.all_done = JoinFutures(all_);
+  return out;
+}
+
+std::vector<int> PlanRun::Waves() const {
+  std::vector<int> slot_wave(destinations_.size(), -1);
+  std::vector<int> wave_of(plan_.copies.size(), 0);
+  for (size_t i = 0; i < plan_.copies.size(); ++i) {
+    const sharding::BoxCopy& c = plan_.copies[i];
+    wave_of[i] = c.from_destination ? slot_wave[c.src_slot] + 1 : 0;
+    slot_wave[c.dst_slot] = std::max(slot_wave[c.dst_slot], wave_of[i]);
+  }
+  return wave_of;
+}
+
+void PlanRun::RunWave(const std::vector<int>& wave_of, int wave) {
+  std::map<BatchKey, Batch> batches;
+  for (size_t i = 0; i < plan_.copies.size(); ++i) {
+    if (wave_of[i] == wave) PlaceCopy(i, batches);
+  }
+  for (auto& [key, b] : batches) SubmitBatch(b);
+  for (size_t slot = 0; slot < destinations_.size(); ++slot) {
+    dst_ready_[slot] = JoinFutures(slot_writes_[slot]);
+  }
+}
+
+Batch& PlanRun::BatchFor(std::map<BatchKey, Batch>& batches, RuntimeDevice* device, OpKind kind,
+                         size_t copy_index) const {
+  Batch& b = batches[BatchKey(device->platform(), device->platform_device(), kind,
+                              traced_ ? copy_index : 0)];
+  b.platform = device->platform();
+  b.device = device->platform_device();
+  b.device_id = device->Id().value;
+  b.kind = kind;
+  return b;
+}
+
+void PlanRun::PlaceCopy(size_t i, std::map<BatchKey, Batch>& batches) {
+  const sharding::BoxCopy& c = plan_.copies[i];
+  const PlanEndpoint& d = destinations_[c.dst_slot];
+  PlanEndpoint s = c.from_destination ? destinations_[c.src_slot] : sources_[c.src_slot];
+  if (c.from_destination) s.ready = dst_ready_[c.src_slot];
+  if (c.bytes == 0) return;
+  if (c.kind == sharding::BoxCopy::Kind::kAlias && s.buffer != nullptr && s.buffer == d.buffer) {
+    slot_writes_[c.dst_slot].push_back(s.ready);
+    return;
+  }
+  StridedCopy g;
+  g.element_bytes = element_bytes_;
+  g.extent.assign(c.src_box.shape().begin(), c.src_box.shape().end());
+  Place(s, element_bytes_, c.src_box, &g.src_offset, &g.src_byte_strides);
+  Place(d, element_bytes_, c.dst_box, &g.dst_offset, &g.dst_byte_strides);
+  const auto pair = std::make_pair(DeviceIdOf(s), DeviceIdOf(d));
+
+  // The executing device and the kind of platform call, as the header's table says.
+  Batch* b = nullptr;
+  if (s.is_host()) {
+    b = &BatchFor(batches, d.memory->device(), OpKind::kHostToBuffer, i);
+    b->h2b.push_back(HostToBufferCopy{s.host, d.buffer, g});
+  } else if (d.is_host()) {
+    b = &BatchFor(batches, s.memory->device(), OpKind::kBufferToHost, i);
+    b->b2h.push_back(BufferToHostCopy{s.buffer, d.host, g});
+  } else {
+    RuntimeDevice* sd = s.memory->device();
+    RuntimeDevice* dd = d.memory->device();
+    if (sd->platform() == dd->platform()) {
+      b = &BatchFor(batches, dd, OpKind::kBufferToBuffer, i);
+      b->b2b.push_back(BufferToBufferCopy{s.buffer, d.buffer, g});
+    } else if (void* src_host = s.buffer->host_address(); src_host != nullptr) {
+      b = &BatchFor(batches, dd, OpKind::kHostToBuffer, i);
+      b->h2b.push_back(HostToBufferCopy{src_host, d.buffer, g});
+      b->keep_alive.push_back(s.buffer);
+    } else if (void* dst_host = d.buffer->host_address(); dst_host != nullptr) {
+      b = &BatchFor(batches, sd, OpKind::kBufferToHost, i);
+      b->b2h.push_back(BufferToHostCopy{s.buffer, dst_host, g});
+      b->keep_alive.push_back(d.buffer);
+    } else {
+      StartStagedCopy(c, s, d, g, pair);
+      return;
+    }
+  }
+  if (!s.is_host()) b->after.push_back(s.ready);
+  b->dst_slots.push_back(c.dst_slot);
+  auto& t = b->traffic[pair];
+  t.first += c.bytes;
+  t.second += 1;
+  if (traced_) {
+    b->src_box = c.src_box.ToString();
+    b->dst_box = c.dst_box.ToString();
+  }
+}
+
+void PlanRun::StartStagedCopy(const sharding::BoxCopy& c, const PlanEndpoint& s,
+                              const PlanEndpoint& d, const StridedCopy& g,
+                              std::pair<int32_t, int32_t> pair) {
+  // The copy's future is exposed only once its bytes are counted, so that a caller who awaits an
+  // array and then reads the client's statistics sees them.
+  Promise<> counted;
+  const int64_t bytes = c.bytes;
+  Future<> staged = StagedCopy(s, d, g);
+  if (traced_) {  // on two streams, neither in the trace's order
+    FinishTracing(context_, DeviceIdOf(d), {{pair, {bytes, 1}}}, c.src_box.ToString(),
+                  c.dst_box.ToString(), StartTracing(context_.trace, {s.ready}), staged);
+  }
+  staged.OnReady([record = context_.record, pair, bytes, counted](const absl::Status& st) {
+    if (st.ok() && record) record(pair.first, pair.second, bytes, 1);
+    counted.Set(st);
+  });
+  Future<> f = counted.future();
+  slot_writes_[c.dst_slot].push_back(f);
+  all_.push_back(f);
+}
+
+void PlanRun::SubmitBatch(Batch& b) {
+  auto traffic = std::move(b.traffic);
+  auto keep_alive = std::move(b.keep_alive);
+  std::vector<int> dst_slots = std::move(b.dst_slots);
+  const int32_t exec_device = b.device_id;
+  TraceStart trace_start;
+  std::optional<Promise<>> traced_done;  // set when the copy finishes
+  if (traced_) {
+    traced_done.emplace();
+    // A copy starts once its inputs are ready and the copy before it on the stream has finished
+    // (taken before enqueueing: it may run at once).
+    std::vector<Future<>> start_after = b.after;
+    Future<> previous = context_.trace->ExchangeLastCopy(exec_device, traced_done->future());
+    if (previous.valid()) start_after.push_back(std::move(previous));
+    trace_start = StartTracing(context_.trace, start_after);
+  }
+  Future<> enqueued = Enqueue(b);
+  if (traced_) {
+    FinishTracing(context_, exec_device, traffic, std::move(b.src_box), std::move(b.dst_box),
+                  trace_start, enqueued);
+    enqueued.OnReady([done = *std::move(traced_done)](const absl::Status& st) { done.Set(st); });
+  }
+  // The batch's future is exposed only once its bytes are counted (Future::Set wakes waiters
+  // before it runs callbacks), so that a caller who awaits an array and then reads the client's
+  // statistics sees them.
+  Promise<> counted;
+  enqueued.OnReady([record = context_.record, counted, traffic = std::move(traffic),
+                    keep_alive = std::move(keep_alive)](const absl::Status& st) {
+    if (st.ok() && record) {
+      for (const auto& [pair, amount] : traffic) {
+        record(pair.first, pair.second, amount.first, amount.second);
+      }
+    }
+    counted.Set(st);
+  });
+  Future<> f = counted.future();
+  std::sort(dst_slots.begin(), dst_slots.end());
+  dst_slots.erase(std::unique(dst_slots.begin(), dst_slots.end()), dst_slots.end());
+  for (int slot : dst_slots) slot_writes_[slot].push_back(f);
+  all_.push_back(f);
+}
+
 }  // namespace
 
 PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_bytes,
                           absl::Span<const PlanEndpoint> sources,
                           absl::Span<const PlanEndpoint> destinations, const PlanContext& context) {
-  const TransferRecorder& record = context.record;
-  const bool traced = context.trace != nullptr;
-  const size_t num_dst = destinations.size();
-  std::vector<std::vector<Future<>>> slot_writes(num_dst);
-  std::vector<Future<>> all;
-
-  // The wave of a copy: 0 for copies from sources, 1 + the wave of what filled
-  // its source slot for forwards. A wave starts once the destinations it reads
-  // from have been written.
-  std::vector<int> slot_wave(num_dst, -1);
-  std::vector<int> wave_of(plan.copies.size(), 0);
-  int max_wave = 0;
-  for (size_t i = 0; i < plan.copies.size(); ++i) {
-    const sharding::BoxCopy& c = plan.copies[i];
-    wave_of[i] = c.from_destination ? slot_wave[c.src_slot] + 1 : 0;
-    slot_wave[c.dst_slot] = std::max(slot_wave[c.dst_slot], wave_of[i]);
-    max_wave = std::max(max_wave, wave_of[i]);
-  }
-
-  std::vector<Future<>> dst_ready(num_dst);
-  for (int wave = 0; wave <= max_wave; ++wave) {
-    std::map<BatchKey, Batch> batches;
-    size_t copy_index = 0;  // of the copy being placed, for traced batches
-    auto batch_for = [&](RuntimeDevice* device, OpKind kind) -> Batch& {
-      Batch& b = batches[BatchKey(device->platform(), device->platform_device(), kind,
-                                  traced ? copy_index : 0)];
-      b.platform = device->platform();
-      b.device = device->platform_device();
-      b.device_id = device->Id().value;
-      b.kind = kind;
-      return b;
-    };
-    for (size_t i = 0; i < plan.copies.size(); ++i) {
-      if (wave_of[i] != wave) continue;
-      const sharding::BoxCopy& c = plan.copies[i];
-      const PlanEndpoint& d = destinations[c.dst_slot];
-      PlanEndpoint s = c.from_destination ? destinations[c.src_slot] : sources[c.src_slot];
-      if (c.from_destination) s.ready = dst_ready[c.src_slot];
-      if (c.bytes == 0) continue;
-      if (c.kind == sharding::BoxCopy::Kind::kAlias && s.buffer != nullptr &&
-          s.buffer == d.buffer) {
-        slot_writes[c.dst_slot].push_back(s.ready);
-        continue;
-      }
-      copy_index = i;
-      StridedCopy g;
-      g.element_bytes = element_bytes;
-      g.extent.assign(c.src_box.shape().begin(), c.src_box.shape().end());
-      Place(s, element_bytes, c.src_box, &g.src_offset, &g.src_byte_strides);
-      Place(d, element_bytes, c.dst_box, &g.dst_offset, &g.dst_byte_strides);
-      const auto pair = std::make_pair(DeviceIdOf(s), DeviceIdOf(d));
-
-      Batch* b = nullptr;
-      if (s.is_host()) {
-        RuntimeDevice* dd = d.memory->device();
-        b = &batch_for(dd, OpKind::kHostToBuffer);
-        b->h2b.push_back(HostToBufferCopy{s.host, d.buffer, g});
-      } else if (d.is_host()) {
-        RuntimeDevice* sd = s.memory->device();
-        b = &batch_for(sd, OpKind::kBufferToHost);
-        b->b2h.push_back(BufferToHostCopy{s.buffer, d.host, g});
-      } else {
-        RuntimeDevice* sd = s.memory->device();
-        RuntimeDevice* dd = d.memory->device();
-        if (sd->platform() == dd->platform()) {
-          b = &batch_for(dd, OpKind::kBufferToBuffer);
-          b->b2b.push_back(BufferToBufferCopy{s.buffer, d.buffer, g});
-        } else if (void* src_host = s.buffer->host_address(); src_host != nullptr) {
-          b = &batch_for(dd, OpKind::kHostToBuffer);
-          b->h2b.push_back(HostToBufferCopy{src_host, d.buffer, g});
-          b->keep_alive.push_back(s.buffer);
-        } else if (void* dst_host = d.buffer->host_address(); dst_host != nullptr) {
-          b = &batch_for(sd, OpKind::kBufferToHost);
-          b->b2h.push_back(BufferToHostCopy{s.buffer, dst_host, g});
-          b->keep_alive.push_back(d.buffer);
-        } else {
-          // The copy's future is exposed only once its bytes are counted, so
-          // that a caller who awaits an array and then reads the client's
-          // statistics sees them.
-          Promise<> counted;
-          const int64_t bytes = c.bytes;
-          Future<> staged = StagedCopy(s, d, g);
-          if (traced) {  // on two streams, neither in the trace's order
-            FinishTracing(context, DeviceIdOf(d), {{pair, {bytes, 1}}}, c.src_box.ToString(),
-                          c.dst_box.ToString(), StartTracing(context.trace, {s.ready}), staged);
-          }
-          staged.OnReady([record, pair, bytes, counted](const absl::Status& st) {
-            if (st.ok() && record) record(pair.first, pair.second, bytes, 1);
-            counted.Set(st);
-          });
-          Future<> f = counted.future();
-          slot_writes[c.dst_slot].push_back(f);
-          all.push_back(f);
-          continue;
-        }
-      }
-      if (!s.is_host()) b->after.push_back(s.ready);
-      b->dst_slots.push_back(c.dst_slot);
-      auto& t = b->traffic[pair];
-      t.first += c.bytes;
-      t.second += 1;
-      if (traced) {
-        b->src_box = c.src_box.ToString();
-        b->dst_box = c.dst_box.ToString();
-      }
-    }
-    for (auto& [key, b] : batches) {
-      auto traffic = std::move(b.traffic);
-      auto keep_alive = std::move(b.keep_alive);
-      std::vector<int> dst_slots = std::move(b.dst_slots);
-      const int32_t exec_device = b.device_id;
-      TraceStart trace_start;
-      std::optional<Promise<>> traced_done;  // set when the copy finishes
-      if (traced) {
-        traced_done.emplace();
-        // A copy starts once its inputs are ready and the copy before it on
-        // the stream has finished (taken before enqueueing: it may run at
-        // once).
-        std::vector<Future<>> start_after = b.after;
-        Future<> previous = context.trace->ExchangeLastCopy(exec_device, traced_done->future());
-        if (previous.valid()) start_after.push_back(std::move(previous));
-        trace_start = StartTracing(context.trace, start_after);
-      }
-      Future<> enqueued = Enqueue(b);
-      if (traced) {
-        FinishTracing(context, exec_device, traffic, std::move(b.src_box), std::move(b.dst_box),
-                      trace_start, enqueued);
-        enqueued.OnReady(
-            [done = *std::move(traced_done)](const absl::Status& st) { done.Set(st); });
-      }
-      // The batch's future is exposed only once its bytes are counted
-      // (Future::Set wakes waiters before it runs callbacks), so that a caller
-      // who awaits an array and then reads the client's statistics sees them.
-      Promise<> counted;
-      enqueued.OnReady([record, counted, traffic = std::move(traffic),
-                        keep_alive = std::move(keep_alive)](const absl::Status& st) {
-        if (st.ok() && record) {
-          for (const auto& [pair, amount] : traffic) {
-            record(pair.first, pair.second, amount.first, amount.second);
-          }
-        }
-        counted.Set(st);
-      });
-      Future<> f = counted.future();
-      std::sort(dst_slots.begin(), dst_slots.end());
-      dst_slots.erase(std::unique(dst_slots.begin(), dst_slots.end()), dst_slots.end());
-      for (int slot : dst_slots) slot_writes[slot].push_back(f);
-      all.push_back(f);
-    }
-    for (size_t slot = 0; slot < num_dst; ++slot) {
-      dst_ready[slot] = JoinFutures(slot_writes[slot]);
-    }
-  }
-  PlanExecution out;
-  out.dst_ready = std::move(dst_ready);
-  for (size_t slot = 0; slot < num_dst; ++slot) {
-    if (!out.dst_ready[slot].valid()) out.dst_ready[slot] = MakeReadyFuture();
-  }
-  out.all_done = JoinFutures(all);
-  return out;
+  return PlanRun(plan, element_bytes, sources, destinations, context).Run();
 }
 
 }  // namespace tessera::runtime

@@ -1,25 +1,29 @@
 #ifndef TESSERA_IFRT_RUNTIME_PLAN_EXECUTOR_H_
 #define TESSERA_IFRT_RUNTIME_PLAN_EXECUTOR_H_
 
-// ExecutePlan: enqueues the box copies of a sharding::ReshardPlan on the
-// devices' streams.
+// ExecutePlan: enqueues the box copies of a sharding::ReshardPlan on the devices' streams.
 //
-// Each side of a plan is a list of endpoints, one per slot: a shard (a platform
-// buffer in a memory of a device, holding its box densely row-major, with the
-// future of its writes) or host memory (the whole array at `host`, with byte
-// strides). Copies are batched per executing device: a copy between shards of
-// one platform runs on the destination device's stream; a copy from the host on
-// the destination's; a copy to the host on the source's; a copy across
-// platforms goes through whichever side is host-addressable (else through a
-// host staging buffer). Each batch starts once the shards it reads are ready.
-// Copies the plan marks as aliases are skipped when the destination endpoint
-// already shares the source's buffer (else they run as local copies). Copies
-// that forward from a destination slot (fan-out) wait for the copies that
-// filled it.
+// Each side of a plan is a list of endpoints, one per slot: a shard (a platform buffer in a memory
+// of a device, holding its box densely row-major, with the future of its writes) or host memory
+// (the whole array at `host`, with byte strides). Copies are batched per executing device, which
+// is, for a copy
 //
-// The caller allocates destination buffers before calling and must hold the
-// client's enqueue lock (so that concurrent calls enqueue in one global order
-// and never wait on each other in a cycle).
+//   between shards of one platform   the destination device (a buffer-to-buffer copy);
+//   from the host                    the destination device;
+//   to the host                      the source device;
+//   across platforms                 the side whose buffer is host-addressable (the other side
+//                                    reads or writes it through its host address); when neither
+//                                    is, the copy goes device -> host staging -> device, on both.
+//
+// Each batch starts once the shards it reads are ready. Copies the plan marks as aliases are
+// skipped when the destination endpoint already shares the source's buffer (else they run as local
+// copies). Copies that forward from a destination slot (fan-out) wait for the copies that filled
+// it.
+//
+// The caller allocates destination buffers before calling and must hold the client's enqueue lock
+// (so that concurrent calls enqueue in one global order and never wait on each other in a cycle):
+// calls are serialized by that lock, not by ExecutePlan. Endpoint buffers are shared references;
+// the copies in flight keep the buffers and staging memory they use alive until they finish.
 
 #include <cstdint>
 #include <functional>
@@ -40,8 +44,8 @@ struct PlanEndpoint {
   // A shard: memory != nullptr.
   RuntimeMemory* memory = nullptr;
   PlatformBufferRef buffer;
-  Future<> ready;     // set once the buffer holds its data (sources; fan-out
-                      // destinations)
+  // Set once the buffer holds its data (sources; fan-out destinations).
+  Future<> ready;
   Index shard_shape;  // dense row-major
   // Host memory: memory == nullptr.
   void* host = nullptr;
@@ -55,8 +59,8 @@ struct PlanExecution {
   Future<> all_done;                // every copy of the plan finished (all reads of sources done)
 };
 
-// Called once per batch that succeeded: (source device id, destination device
-// id, bytes, copies), with -1 for the host side.
+// Called once per batch that succeeded: (source device id, destination device id, bytes, copies),
+// with TransferStats::kHost (ifrt/transfer_stats.h) for the host side.
 using TransferRecorder = std::function<void(int32_t, int32_t, int64_t, int64_t)>;
 
 // What a call tells the executor besides the plan.

@@ -6,13 +6,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "guard/level.h"
 #include "ifrt/runtime/plan_executor.h"
+#include "ifrt/status_macros.h"
+#include "ifrt/transfer_stats.h"
 #include "sharding/planner.h"
 
 namespace tessera::runtime {
 namespace {
-
-constexpr int64_t kHostLocation = -1;
 
 // Runs a callback exactly once, however many copies of the holder call it.
 class OnceCallback {
@@ -33,8 +34,22 @@ class OnceCallback {
   std::shared_ptr<State> state_;
 };
 
+// Calls `callback` when destroyed while still armed: a call that fails before it hands the host
+// buffer to a transfer releases the buffer on every return path.
+struct CallOnFailure {
+  OnceCallback callback;
+  bool armed = true;
+  ~CallOnFailure() {
+    if (armed) callback();
+  }
+};
+
 std::vector<int> DeviceIds(const std::set<int32_t>& ids) {
   return std::vector<int>(ids.begin(), ids.end());
+}
+
+std::vector<int64_t> Dims(const Shape& shape) {
+  return std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
 }
 
 int64_t ShardBytes(const sharding::ShardLayout& layout, int slot, int64_t element_bytes) {
@@ -47,17 +62,248 @@ std::string MemoryKindOf(const std::vector<RuntimeMemory*>& memories) {
   return absl::StrJoin(kinds, ",");
 }
 
-std::string ActionName(absl::StatusOr<guard::Action> action) {
-  if (!action.ok()) return "";
-  switch (*action) {
-    case guard::Action::kAllow:
-      return "allow";
-    case guard::Action::kLog:
-      return "log";
-    case guard::Action::kDisallow:
-      return "disallow";
+absl::Status CheckDType(DType dtype, std::string_view op) {
+  if (!dtype.byte_size().has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(op), ": invalid dtype ", dtype.DebugString()));
   }
-  return "";
+  return absl::OkStatus();
+}
+
+// Byte strides of the user's host buffer: given ones (checked), else row-major.
+absl::StatusOr<Index> HostByteStrides(std::optional<absl::Span<const int64_t>> byte_strides,
+                                      const Shape& shape, int64_t element_bytes,
+                                      std::string_view op) {
+  if (!byte_strides.has_value()) {
+    return StridedCopy::RowMajorByteStrides(shape.dims(), element_bytes);
+  }
+  if (static_cast<int>(byte_strides->size()) != shape.rank()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(op), ": byte_strides [", absl::StrJoin(*byte_strides, ","),
+                     "] has ", byte_strides->size(), " entries but the shape ", shape.DebugString(),
+                     " has rank ", shape.rank()));
+  }
+  for (size_t i = 0; i < byte_strides->size(); ++i) {
+    if ((*byte_strides)[i] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(std::string(op), ": byte_strides [",
+                                                     absl::StrJoin(*byte_strides, ","),
+                                                     "] has a negative stride in dimension ", i));
+    }
+  }
+  return Index(byte_strides->begin(), byte_strides->end());
+}
+
+// The user's host buffer may be null only when there is nothing to read or write.
+absl::Status CheckHostData(const void* data, DType dtype, const Shape& shape, std::string_view op) {
+  if (data == nullptr && shape.num_elements() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(op), ": data is null but ",
+                                                   dtype.DebugString(), shape.DebugString(),
+                                                   " has ", shape.num_elements(), " elements"));
+  }
+  return absl::OkStatus();
+}
+
+// The endpoints of an array's shards, as a plan's sources.
+std::vector<PlanEndpoint> SourceEndpoints(const RuntimeArray& array,
+                                          const std::vector<Shard>& shards) {
+  const int n = array.layout().num_slots();
+  std::vector<PlanEndpoint> src(n);
+  for (int i = 0; i < n; ++i) {
+    src[i].memory = array.memories()[i];
+    src[i].buffer = shards[i].buffer;
+    src[i].ready = shards[i].ready;
+    src[i].shard_shape = array.layout().shard_shape(i);
+  }
+  return src;
+}
+
+// Completes the destination endpoints of `layout` in `memories`: each slot's memory and shape, and
+// a new buffer where the slot has none yet (an aliased slot already shares its source's).
+absl::Status CompleteDestinations(const sharding::ShardLayout& layout,
+                                  const std::vector<RuntimeMemory*>& memories,
+                                  int64_t element_bytes, std::vector<PlanEndpoint>& dst) {
+  const int n = layout.num_slots();
+  dst.resize(n);
+  for (int i = 0; i < n; ++i) {
+    dst[i].memory = memories[i];
+    dst[i].shard_shape = layout.shard_shape(i);
+    if (dst[i].buffer != nullptr) continue;
+    TESSERA_ASSIGN_OR_RETURN(dst[i].buffer,
+                             memories[i]->Allocate(ShardBytes(layout, i, element_bytes)));
+  }
+  return absl::OkStatus();
+}
+
+// The shards of a plan's output: the destination buffers, each ready once its copies are done.
+std::vector<Shard> OutputShards(const std::vector<PlanEndpoint>& dst, const PlanExecution& exec) {
+  std::vector<Shard> shards(dst.size());
+  for (size_t i = 0; i < dst.size(); ++i) shards[i] = Shard{dst[i].buffer, exec.dst_ready[i]};
+  return shards;
+}
+
+// The host-to-device movement of an upload: the bytes read from the host (forwards between
+// devices are part of it, not counted again) and the devices they go to.
+guard::TransferEvent UploadEvent(std::string_view op, const sharding::ReshardPlan& plan,
+                                 const std::vector<RuntimeMemory*>& memories, DType dtype,
+                                 const Shape& shape, TransferOptions options) {
+  int64_t host_bytes = 0;
+  std::set<int32_t> dst_ids;
+  for (const sharding::BoxCopy& c : plan.copies) {
+    if (!c.from_destination && c.bytes > 0) {
+      host_bytes += c.bytes;
+      dst_ids.insert(memories[c.dst_slot]->device()->Id().value);
+    }
+  }
+  return guard::TransferEvent{.direction = guard::Direction::kHostToDevice,
+                              .is_explicit = options.is_explicit,
+                              .operation = std::string(op),
+                              .dtype = dtype.DebugString(),
+                              .shape = Dims(shape),
+                              .bytes = host_bytes,
+                              .src_devices = {},
+                              .dst_devices = DeviceIds(dst_ids),
+                              .src_memory_kind = "",
+                              .dst_memory_kind = MemoryKindOf(memories)};
+}
+
+// The device-to-host movement of a download.
+guard::TransferEvent DownloadEvent(std::string_view op, const sharding::ReshardPlan& plan,
+                                   const RuntimeArray& array, TransferOptions options) {
+  std::set<int32_t> src_ids;
+  for (const sharding::BoxCopy& c : plan.copies) {
+    if (c.bytes > 0) src_ids.insert(array.memories()[c.src_slot]->device()->Id().value);
+  }
+  return guard::TransferEvent{.direction = guard::Direction::kDeviceToHost,
+                              .is_explicit = options.is_explicit,
+                              .operation = std::string(op),
+                              .dtype = array.dtype().DebugString(),
+                              .shape = Dims(array.shape()),
+                              .bytes = plan.cross_location_bytes,
+                              .src_devices = DeviceIds(src_ids),
+                              .dst_devices = {},
+                              .src_memory_kind = MemoryKindOf(array.memories()),
+                              .dst_memory_kind = ""};
+}
+
+// What the plans of one reshard call move between devices.
+struct DeviceTraffic {
+  int64_t bytes = 0;
+  std::set<int32_t> src_ids, dst_ids;
+  std::set<std::string> src_kinds, dst_kinds;
+};
+
+// Adds the copies of `plan` (from `src` memories to `dst` memories) that cross devices. Copies
+// within a device and aliases are not transfers.
+void AddDeviceTraffic(const sharding::ReshardPlan& plan, const std::vector<RuntimeMemory*>& src,
+                      const std::vector<RuntimeMemory*>& dst, DeviceTraffic& traffic) {
+  for (const sharding::BoxCopy& c : plan.copies) {
+    if (c.kind != sharding::BoxCopy::Kind::kCrossLocation || c.bytes == 0) continue;
+    const int32_t src_id = src[c.src_slot]->device()->Id().value;
+    const int32_t dst_id = dst[c.dst_slot]->device()->Id().value;
+    // Between two memories of one device: a local copy, as transfer_stats() counts it.
+    if (src_id == dst_id) continue;
+    traffic.bytes += c.bytes;
+    traffic.src_ids.insert(src_id);
+    traffic.dst_ids.insert(dst_id);
+    traffic.src_kinds.insert(src[c.src_slot]->Kind().DebugString());
+    traffic.dst_kinds.insert(dst[c.dst_slot]->Kind().DebugString());
+  }
+}
+
+// The device-to-device movement of a reshard of `arrays`, described by the first array.
+guard::TransferEvent ReshardEvent(std::string_view op, absl::Span<RuntimeArray* const> arrays,
+                                  const DeviceTraffic& traffic, TransferOptions options) {
+  const Shape& first_shape = arrays.empty() ? Shape() : arrays[0]->shape();
+  return guard::TransferEvent{
+      .direction = guard::Direction::kDeviceToDevice,
+      .is_explicit = options.is_explicit,
+      .operation = arrays.size() == 1
+                       ? std::string(op)
+                       : absl::StrCat(std::string(op), " (", arrays.size(), " arrays; the first)"),
+      .dtype = arrays.empty() ? "" : arrays[0]->dtype().DebugString(),
+      .shape = Dims(first_shape),
+      .bytes = traffic.bytes,
+      .src_devices = DeviceIds(traffic.src_ids),
+      .dst_devices = DeviceIds(traffic.dst_ids),
+      .src_memory_kind = absl::StrJoin(traffic.src_kinds, ","),
+      .dst_memory_kind = absl::StrJoin(traffic.dst_kinds, ",")};
+}
+
+// Zero copy: a single compact, aligned shard in a memory the platform can use in place. nullopt
+// when the buffer does not qualify or the platform cannot wrap it: the caller then copies.
+std::optional<Shard> WrapHostBuffer(const void* data, const Shape& shape, int64_t element_bytes,
+                                    const Index& strides, const sharding::ShardLayout& layout,
+                                    const std::vector<RuntimeMemory*>& memories,
+                                    const OnceCallback& on_done) {
+  if (layout.num_slots() != 1 ||
+      strides != StridedCopy::RowMajorByteStrides(shape.dims(), element_bytes) || data == nullptr ||
+      reinterpret_cast<uintptr_t>(data) % 64 != 0) {
+    return std::nullopt;
+  }
+  RuntimeMemory* m = memories[0];
+  RuntimeDevice* d = m->device();
+  absl::StatusOr<PlatformBufferRef> wrapped = d->platform()->WrapHostMemory(
+      d->platform_device(), m->platform_memory(), const_cast<void*>(data),
+      shape.num_elements() * element_bytes, on_done);
+  if (!wrapped.ok()) return std::nullopt;  // not an error: the buffer is copied instead
+  return Shard{*std::move(wrapped), MakeReadyFuture()};
+}
+
+// Calls `on_done` once the copies of an upload no longer read the host buffer.
+void ReleaseHostBufferWhenRead(HostBufferSemantics semantics, const Future<>& all_done,
+                               const OnceCallback& on_done) {
+  if (semantics == HostBufferSemantics::kImmutableOnlyDuringCall) {
+    // The caller may reuse `data` as soon as we return: wait until every read of it is done.
+    all_done.Await().IgnoreError();  // an error reaches the array's ready future
+    on_done();
+  } else {
+    all_done.OnReady([on_done](const absl::Status&) { on_done(); });
+  }
+}
+
+// The checks of AssembleArrayFromSingleDeviceArrays on its part `i`.
+absl::Status CheckAssemblyPart(const RuntimeArray& a, int i, DType dtype, const Sharding& sharding,
+                               const sharding::ShardLayout& layout, RuntimeMemory* memory,
+                               std::string_view op) {
+  if (a.dtype() != dtype) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(op), ": array ", i, " has dtype ",
+                                                   a.dtype().DebugString(), ", expected ",
+                                                   dtype.DebugString()));
+  }
+  if (a.sharding().devices()->size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(op), ": array ", i, " is on ",
+                                                   a.sharding().devices()->DebugString(),
+                                                   ", not on a single device"));
+  }
+  const Shape expected(layout.shard_shape(i));
+  if (a.shape() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(op), ": array ", i, " has shape ", a.shape().DebugString(), " but shard ", i,
+        " of ", sharding.DebugString(), " has shape ", expected.DebugString()));
+  }
+  if (a.memories()[0] != memory) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(op), ": array ", i, " is in ", a.memories()[0]->DebugString(),
+                     " but the sharding puts shard ", i, " in ", memory->DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+// The checks of RemapArrays on the call as a whole.
+absl::Status CheckRemapCall(const RemapPlan& plan, size_t num_arrays, ArrayCopySemantics semantics,
+                            std::string_view op) {
+  TESSERA_RETURN_IF_ERROR(plan.Validate());
+  if (num_arrays != plan.input_specs.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(op), ": the plan has ",
+                                                   plan.input_specs.size(), " inputs but ",
+                                                   num_arrays, " arrays were given"));
+  }
+  if (semantics != ArrayCopySemantics::kDonateInput) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(op), ": kDonateInput is required (got ", ArrayCopySemanticsName(semantics),
+        "): remapping moves shards between arrays without copying"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -133,7 +379,15 @@ std::string RuntimeClient::DebugString() const {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Statistics and tracing
+// The guard, statistics and tracing
+
+absl::StatusOr<std::string> RuntimeClient::GuardTransfer(const guard::TransferEvent& event) {
+  guard::TransferGuard::Decision decision = guard_.Enforce(event);
+  TESSERA_RETURN_IF_ERROR(decision.status);
+  // A call that moves no bytes is not a transfer: its copies (local ones, if any) carry no action.
+  if (event.bytes == 0) return std::string();
+  return std::string(guard::ActionName(decision.action));
+}
 
 void RuntimeClient::Record(int32_t src_device, int32_t dst_device, int64_t bytes, int64_t copies) {
   std::lock_guard<std::mutex> lock(stats_mu_);
@@ -169,6 +423,20 @@ void RuntimeClient::SetTransferTrace(std::shared_ptr<TransferTrace> trace) {
   trace_ = std::move(trace);
 }
 
+PlanContext RuntimeClient::Context(std::string_view op, std::string guard_action) {
+  return PlanContext{Recorder(), trace_, std::string(op), std::move(guard_action)};
+}
+
+PlanExecution RuntimeClient::ExecuteLocked(const sharding::ReshardPlan& plan, int64_t element_bytes,
+                                           absl::Span<const PlanEndpoint> sources,
+                                           absl::Span<const PlanEndpoint> destinations,
+                                           std::string_view op, std::string guard_action) {
+  std::lock_guard<std::mutex> trace_lock(trace_mu_);
+  std::lock_guard<std::mutex> lock(enqueue_mu_);
+  return ExecutePlan(plan, element_bytes, sources, destinations,
+                     Context(op, std::move(guard_action)));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Validation
 
@@ -192,12 +460,19 @@ absl::StatusOr<std::vector<RuntimeMemory*>> RuntimeClient::ResolveMemories(
   std::vector<RuntimeMemory*> out;
   out.reserve(sharding.devices()->size());
   for (Device* d : sharding.devices()->devices()) {
-    absl::StatusOr<RuntimeMemory*> m =
-        static_cast<RuntimeDevice*>(d)->ResolveMemory(sharding.memory_kind());
-    if (!m.ok()) return m.status();
-    out.push_back(*m);
+    auto* device = static_cast<RuntimeDevice*>(d);
+    TESSERA_ASSIGN_OR_RETURN(RuntimeMemory* const memory,
+                             device->ResolveMemory(sharding.memory_kind()));
+    out.push_back(memory);
   }
   return out;
+}
+
+absl::StatusOr<RuntimeClient::Placement> RuntimeClient::ResolvePlacement(const Sharding& sharding,
+                                                                         const Shape& shape) const {
+  TESSERA_ASSIGN_OR_RETURN(sharding::ShardLayout layout, sharding.Layout(shape));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeMemory*> memories, ResolveMemories(sharding));
+  return Placement{std::move(layout), std::move(memories)};
 }
 
 absl::StatusOr<RuntimeArray*> RuntimeClient::CheckArray(const ArrayRef& array, std::string_view op,
@@ -216,41 +491,6 @@ absl::StatusOr<RuntimeArray*> RuntimeClient::CheckArray(const ArrayRef& array, s
   }
   return runtime_array;
 }
-
-namespace {
-
-absl::Status CheckDType(DType dtype, std::string_view op) {
-  if (!dtype.byte_size().has_value()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(op), ": invalid dtype ", dtype.DebugString()));
-  }
-  return absl::OkStatus();
-}
-
-// Byte strides of the user's host buffer: given ones (checked), else row-major.
-absl::StatusOr<Index> HostByteStrides(std::optional<absl::Span<const int64_t>> byte_strides,
-                                      const Shape& shape, int64_t element_bytes,
-                                      std::string_view op) {
-  if (!byte_strides.has_value()) {
-    return StridedCopy::RowMajorByteStrides(shape.dims(), element_bytes);
-  }
-  if (static_cast<int>(byte_strides->size()) != shape.rank()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(op), ": byte_strides [", absl::StrJoin(*byte_strides, ","),
-                     "] has ", byte_strides->size(), " entries but the shape ", shape.DebugString(),
-                     " has rank ", shape.rank()));
-  }
-  for (size_t i = 0; i < byte_strides->size(); ++i) {
-    if ((*byte_strides)[i] < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(std::string(op), ": byte_strides [",
-                                                     absl::StrJoin(*byte_strides, ","),
-                                                     "] has a negative stride in dimension ", i));
-    }
-  }
-  return Index(byte_strides->begin(), byte_strides->end());
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Planning
@@ -276,13 +516,11 @@ absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> RuntimeClient::Plan
   if (a == nullptr || a->runtime_client() != this) {
     return absl::InvalidArgumentError("PlanReshard: the array belongs to another client");
   }
-  if (absl::Status s = CheckSharding(spec.sharding, "PlanReshard"); !s.ok()) return s;
-  absl::StatusOr<sharding::ShardLayout> layout = spec.sharding->Layout(spec.shape);
-  if (!layout.ok()) return layout.status();
-  absl::StatusOr<std::vector<RuntimeMemory*>> memories = ResolveMemories(*spec.sharding);
-  if (!memories.ok()) return memories.status();
+  TESSERA_RETURN_IF_ERROR(CheckSharding(spec.sharding, "PlanReshard"));
+  TESSERA_ASSIGN_OR_RETURN(sharding::ShardLayout layout, spec.sharding->Layout(spec.shape));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeMemory*> memories, ResolveMemories(*spec.sharding));
   // The cached plan as is: its locations are memory ids.
-  return GetPlan(a->layout(), Locations(a->memories()), *layout, Locations(*memories),
+  return GetPlan(a->layout(), Locations(a->memories()), layout, Locations(memories),
                  a->element_bytes(), /*fan_out=*/false);
 }
 
@@ -295,114 +533,50 @@ absl::StatusOr<ArrayRef> RuntimeClient::MakeArrayFromHostBuffer(
     HostBufferSemantics semantics, std::function<void()> on_done_with_host_buffer,
     TransferOptions options) {
   constexpr std::string_view kOp = "MakeArrayFromHostBuffer";
-  // on_done runs exactly once: handed to the transfer on success, called here
-  // when the call fails (the runtime then never reads the buffer again).
+  // on_done runs exactly once: handed to the transfer on success, called here when the call fails
+  // (the runtime then never reads the buffer again).
   OnceCallback on_done(std::move(on_done_with_host_buffer));
-  struct CallOnFailure {
-    OnceCallback callback;
-    bool armed = true;
-    ~CallOnFailure() {
-      if (armed) callback();
-    }
-  } on_failure{on_done};
-  if (absl::Status s = CheckDType(dtype, kOp); !s.ok()) return s;
-  if (absl::Status s = ValidateShape(shape); !s.ok()) return s;
-  if (absl::Status s = CheckSharding(sharding, kOp); !s.ok()) return s;
+  CallOnFailure on_failure{on_done};
+  TESSERA_RETURN_IF_ERROR(CheckDType(dtype, kOp));
+  TESSERA_RETURN_IF_ERROR(ValidateShape(shape));
+  TESSERA_RETURN_IF_ERROR(CheckSharding(sharding, kOp));
   const int64_t element_bytes = *dtype.byte_size();
-  absl::StatusOr<Index> strides = HostByteStrides(byte_strides, shape, element_bytes, kOp);
-  if (!strides.ok()) return strides.status();
-  if (data == nullptr && shape.num_elements() > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(kOp), ": data is null but ",
-                                                   dtype.DebugString(), shape.DebugString(),
-                                                   " has ", shape.num_elements(), " elements"));
-  }
-  absl::StatusOr<sharding::ShardLayout> layout = sharding->Layout(shape);
-  if (!layout.ok()) return layout.status();
-  absl::StatusOr<std::vector<RuntimeMemory*>> memories = ResolveMemories(*sharding);
-  if (!memories.ok()) return memories.status();
+  TESSERA_ASSIGN_OR_RETURN(Index strides, HostByteStrides(byte_strides, shape, element_bytes, kOp));
+  TESSERA_RETURN_IF_ERROR(CheckHostData(data, dtype, shape, kOp));
+  TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*sharding, shape));
 
-  // Each region is read from the host once and forwarded to its other replicas
-  // on the devices.
-  absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> plan =
-      GetPlan(sharding::ShardLayout::Replicated(shape.dims(), 1), {kHostLocation}, *layout,
-              Locations(*memories), element_bytes, /*fan_out=*/true);
-  if (!plan.ok()) return plan.status();
-  int64_t host_bytes = 0;
-  std::set<int32_t> dst_ids;
-  for (const sharding::BoxCopy& c : (*plan)->copies) {
-    if (!c.from_destination && c.bytes > 0) {
-      host_bytes += c.bytes;
-      dst_ids.insert((*memories)[c.dst_slot]->device()->Id().value);
-    }
-  }
-  guard::TransferEvent event{
-      .direction = guard::Direction::kHostToDevice,
-      .is_explicit = options.is_explicit,
-      .operation = std::string(kOp),
-      .dtype = dtype.DebugString(),
-      .shape = std::vector<int64_t>(shape.dims().begin(), shape.dims().end()),
-      .bytes = host_bytes,
-      .src_devices = {},
-      .dst_devices = DeviceIds(dst_ids),
-      .src_memory_kind = "",
-      .dst_memory_kind = MemoryKindOf(*memories)};
-  const std::string action = host_bytes > 0 ? ActionName(guard_.Decide(event)) : "";
-  if (absl::Status s = guard_.Check(event); !s.ok()) return s;
+  // Each region is read from the host once and forwarded to its other replicas on the devices.
+  TESSERA_ASSIGN_OR_RETURN(
+      std::shared_ptr<const sharding::ReshardPlan> plan,
+      GetPlan(sharding::ShardLayout::Replicated(shape.dims(), 1), {TransferStats::kHost},
+              placement.layout, Locations(placement.memories), element_bytes, /*fan_out=*/true));
+  TESSERA_ASSIGN_OR_RETURN(
+      std::string action,
+      GuardTransfer(UploadEvent(kOp, *plan, placement.memories, dtype, shape, options)));
 
-  const int n = layout->num_slots();
-
-  // Zero copy: a single compact, aligned shard in a memory the platform can use
-  // in place.
-  if (semantics == HostBufferSemantics::kImmutableZeroCopy && n == 1 &&
-      *strides == StridedCopy::RowMajorByteStrides(shape.dims(), element_bytes) &&
-      data != nullptr && reinterpret_cast<uintptr_t>(data) % 64 == 0) {
-    RuntimeMemory* m = (*memories)[0];
-    RuntimeDevice* d = m->device();
-    absl::StatusOr<PlatformBufferRef> wrapped = d->platform()->WrapHostMemory(
-        d->platform_device(), m->platform_memory(), const_cast<void*>(data),
-        shape.num_elements() * element_bytes, on_done);
-    if (wrapped.ok()) {
+  if (semantics == HostBufferSemantics::kImmutableZeroCopy) {
+    std::optional<Shard> wrapped = WrapHostBuffer(data, shape, element_bytes, strides,
+                                                  placement.layout, placement.memories, on_done);
+    if (wrapped.has_value()) {
       on_failure.armed = false;  // the buffer's release calls on_done
-      std::vector<Shard> shards{Shard{*std::move(wrapped), MakeReadyFuture()}};
-      return ArrayRef(std::make_shared<RuntimeArray>(this, dtype, std::move(shape),
-                                                     std::move(sharding), *std::move(layout),
-                                                     *std::move(memories), std::move(shards)));
+      return ArrayRef(std::make_shared<RuntimeArray>(
+          this, dtype, std::move(shape), std::move(sharding), std::move(placement.layout),
+          std::move(placement.memories), std::vector<Shard>{*std::move(wrapped)}));
     }
   }
 
-  std::vector<PlanEndpoint> dst(n);
-  for (int i = 0; i < n; ++i) {
-    absl::StatusOr<PlatformBufferRef> buffer =
-        (*memories)[i]->Allocate(ShardBytes(*layout, i, element_bytes));
-    if (!buffer.ok()) return buffer.status();
-    dst[i].memory = (*memories)[i];
-    dst[i].buffer = *std::move(buffer);
-    dst[i].shard_shape = layout->shard_shape(i);
-  }
+  std::vector<PlanEndpoint> dst;
+  TESSERA_RETURN_IF_ERROR(
+      CompleteDestinations(placement.layout, placement.memories, element_bytes, dst));
   on_failure.armed = false;  // from here on, the transfer calls on_done
   PlanEndpoint src;
   src.host = const_cast<void*>(data);
-  src.host_byte_strides = *strides;
-  PlanExecution exec;
-  {
-    std::lock_guard<std::mutex> trace_lock(trace_mu_);
-    std::lock_guard<std::mutex> lock(enqueue_mu_);
-    exec = ExecutePlan(**plan, element_bytes, {src}, dst,
-                       PlanContext{Recorder(), trace_, std::string(kOp), action});
-  }
-  std::vector<Shard> shards(n);
-  for (int i = 0; i < n; ++i) shards[i] = Shard{dst[i].buffer, exec.dst_ready[i]};
-  if (semantics == HostBufferSemantics::kImmutableOnlyDuringCall) {
-    // The caller may reuse `data` as soon as we return: wait until every read
-    // of it is done.
-    exec.all_done.Await().IgnoreError();  // an error reaches the array's ready future
-    on_done();
-  } else {
-    exec.all_done.OnReady([on_done](const absl::Status&) { on_done(); });
-  }
-  return ArrayRef(std::make_shared<RuntimeArray>(this, dtype, std::move(shape), std::move(sharding),
-                                                 *std::move(layout), *std::move(memories),
-                                                 std::move(shards)));
+  src.host_byte_strides = std::move(strides);
+  PlanExecution exec = ExecuteLocked(*plan, element_bytes, {src}, dst, kOp, std::move(action));
+  ReleaseHostBufferWhenRead(semantics, exec.all_done, on_done);
+  return ArrayRef(std::make_shared<RuntimeArray>(
+      this, dtype, std::move(shape), std::move(sharding), std::move(placement.layout),
+      std::move(placement.memories), OutputShards(dst, exec)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -411,63 +585,34 @@ absl::StatusOr<ArrayRef> RuntimeClient::MakeArrayFromHostBuffer(
 Future<> RuntimeClient::CopyToHostBuffer(RuntimeArray& array, void* data,
                                          std::optional<absl::Span<const int64_t>> byte_strides,
                                          TransferOptions options) {
+  absl::StatusOr<Future<>> done = EnqueueCopyToHost(array, data, byte_strides, options);
+  if (!done.ok()) return MakeReadyFuture(done.status());  // the error travels on the future
+  return *std::move(done);
+}
+
+absl::StatusOr<Future<>> RuntimeClient::EnqueueCopyToHost(
+    RuntimeArray& array, void* data, std::optional<absl::Span<const int64_t>> byte_strides,
+    TransferOptions options) {
   constexpr std::string_view kOp = "CopyToHostBuffer";
-  absl::StatusOr<std::vector<Shard>> shards = array.shards();
-  if (!shards.ok()) return MakeReadyFuture(shards.status());
+  TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards, array.shards());
   const Shape& shape = array.shape();
   const int64_t element_bytes = array.element_bytes();
-  absl::StatusOr<Index> strides = HostByteStrides(byte_strides, shape, element_bytes, kOp);
-  if (!strides.ok()) return MakeReadyFuture(strides.status());
-  if (data == nullptr && shape.num_elements() > 0) {
-    return MakeReadyFuture(absl::InvalidArgumentError(
-        absl::StrCat(std::string(kOp), ": data is null but ", array.dtype().DebugString(),
-                     shape.DebugString(), " has ", shape.num_elements(), " elements")));
-  }
-  // Each region is read from one replica, spreading the reads over the
-  // replicas.
-  absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> plan =
-      GetPlan(array.layout(), Locations(array.memories()),
-              sharding::ShardLayout::Replicated(shape.dims(), 1), {kHostLocation}, element_bytes,
-              /*fan_out=*/false);
-  if (!plan.ok()) return MakeReadyFuture(plan.status());
-  std::set<int32_t> src_ids;
-  for (const sharding::BoxCopy& c : (*plan)->copies) {
-    if (c.bytes > 0) src_ids.insert(array.memories()[c.src_slot]->device()->Id().value);
-  }
-  guard::TransferEvent event{
-      .direction = guard::Direction::kDeviceToHost,
-      .is_explicit = options.is_explicit,
-      .operation = std::string(kOp),
-      .dtype = array.dtype().DebugString(),
-      .shape = std::vector<int64_t>(shape.dims().begin(), shape.dims().end()),
-      .bytes = (*plan)->cross_location_bytes,
-      .src_devices = DeviceIds(src_ids),
-      .dst_devices = {},
-      .src_memory_kind = MemoryKindOf(array.memories()),
-      .dst_memory_kind = ""};
-  const std::string action = event.bytes > 0 ? ActionName(guard_.Decide(event)) : "";
-  if (absl::Status s = guard_.Check(event); !s.ok()) return MakeReadyFuture(s);
+  TESSERA_ASSIGN_OR_RETURN(Index strides, HostByteStrides(byte_strides, shape, element_bytes, kOp));
+  TESSERA_RETURN_IF_ERROR(CheckHostData(data, array.dtype(), shape, kOp));
+  // Each region is read from one replica, spreading the reads over the replicas.
+  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<const sharding::ReshardPlan> plan,
+                           GetPlan(array.layout(), Locations(array.memories()),
+                                   sharding::ShardLayout::Replicated(shape.dims(), 1),
+                                   {TransferStats::kHost}, element_bytes, /*fan_out=*/false));
+  TESSERA_ASSIGN_OR_RETURN(std::string action,
+                           GuardTransfer(DownloadEvent(kOp, *plan, array, options)));
 
-  const int n = array.layout().num_slots();
-  std::vector<PlanEndpoint> src(n);
-  for (int i = 0; i < n; ++i) {
-    src[i].memory = array.memories()[i];
-    src[i].buffer = (*shards)[i].buffer;
-    src[i].ready = (*shards)[i].ready;
-    src[i].shard_shape = array.layout().shard_shape(i);
-  }
   PlanEndpoint dst;
   dst.host = data;
-  dst.host_byte_strides = *strides;
-  PlanExecution exec;
-  {
-    std::lock_guard<std::mutex> trace_lock(trace_mu_);
-    std::lock_guard<std::mutex> lock(enqueue_mu_);
-    exec = ExecutePlan(**plan, element_bytes, src, {dst},
-                       PlanContext{Recorder(), trace_, std::string(kOp), action});
-  }
-  // Report the array's own error (a poisoned input) even where no copy read the
-  // failing shard.
+  dst.host_byte_strides = std::move(strides);
+  PlanExecution exec = ExecuteLocked(*plan, element_bytes, SourceEndpoints(array, shards), {dst},
+                                     kOp, std::move(action));
+  // Report the array's own error (a poisoned input) even where no copy read the failing shard.
   return JoinFutures({exec.all_done, array.GetReadyFuture()});
 }
 
@@ -484,21 +629,20 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardArrays(
   }
   std::vector<RuntimeArray*> inputs;
   for (size_t i = 0; i < arrays.size(); ++i) {
-    absl::StatusOr<RuntimeArray*> a = CheckArray(arrays[i], kOp, i);
-    if (!a.ok()) return a.status();
+    TESSERA_ASSIGN_OR_RETURN(RuntimeArray* const a, CheckArray(arrays[i], kOp, i));
     const ArraySpec& spec = specs[i];
-    if (spec.dtype != (*a)->dtype()) {
+    if (spec.dtype != a->dtype()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          std::string(kOp), ": array ", i, " has dtype ", (*a)->dtype().DebugString(),
+          std::string(kOp), ": array ", i, " has dtype ", a->dtype().DebugString(),
           " but its spec asks for ", spec.dtype.DebugString(), " (a reshard does not convert)"));
     }
-    if (spec.shape != (*a)->shape()) {
+    if (spec.shape != a->shape()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(std::string(kOp), ": array ", i, " has shape ", (*a)->shape().DebugString(),
+          absl::StrCat(std::string(kOp), ": array ", i, " has shape ", a->shape().DebugString(),
                        " but its spec asks for ", spec.shape.DebugString()));
     }
-    if (absl::Status s = CheckSharding(spec.sharding, kOp); !s.ok()) return s;
-    inputs.push_back(*a);
+    TESSERA_RETURN_IF_ERROR(CheckSharding(spec.sharding, kOp));
+    inputs.push_back(a);
   }
   return ReshardValidated(kOp, inputs, specs, semantics, options);
 }
@@ -511,23 +655,22 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::CopyArrays(
   std::vector<RuntimeArray*> inputs;
   std::vector<ArraySpec> specs;
   for (size_t i = 0; i < arrays.size(); ++i) {
-    absl::StatusOr<RuntimeArray*> a = CheckArray(arrays[i], kOp, i);
-    if (!a.ok()) return a.status();
+    TESSERA_ASSIGN_OR_RETURN(RuntimeArray* const a, CheckArray(arrays[i], kOp, i));
     if (i > 0) {
       const Sharding& first = inputs[0]->sharding();
-      if (!SameDeviceList((*a)->sharding().devices(), first.devices())) {
+      if (!SameDeviceList(a->sharding().devices(), first.devices())) {
         return absl::InvalidArgumentError(absl::StrCat(
             std::string(kOp), ": all arrays must have the same device list; array 0 is on ",
             first.devices()->DebugString(), " and array ", i, " on ",
-            (*a)->sharding().devices()->DebugString()));
+            a->sharding().devices()->DebugString()));
       }
-      // Compare the memories the kinds resolve to: MemoryKind() and the default
-      // kind's name are the same memory.
-      if ((*a)->memories() != inputs[0]->memories()) {
+      // Compare the memories the kinds resolve to: MemoryKind() and the default kind's name are
+      // the same memory.
+      if (a->memories() != inputs[0]->memories()) {
         return absl::InvalidArgumentError(absl::StrCat(
             std::string(kOp), ": all arrays must have the same memory kind; array 0 is in ",
             first.memory_kind().DebugString(), " and array ", i, " in ",
-            (*a)->sharding().memory_kind().DebugString()));
+            a->sharding().memory_kind().DebugString()));
       }
     }
     if (devices.has_value() && *devices != nullptr) {
@@ -538,129 +681,92 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::CopyArrays(
         }
       }
     }
-    absl::StatusOr<ShardingRef> sharding =
-        (*a)->sharding().WithDeviceAssignment(devices, memory_kind);
-    if (!sharding.ok()) return sharding.status();
-    specs.push_back(ArraySpec{(*a)->dtype(), (*a)->shape(), *std::move(sharding)});
-    inputs.push_back(*a);
+    TESSERA_ASSIGN_OR_RETURN(ShardingRef sharding,
+                             a->sharding().WithDeviceAssignment(devices, memory_kind));
+    specs.push_back(ArraySpec{a->dtype(), a->shape(), std::move(sharding)});
+    inputs.push_back(a);
   }
   return ReshardValidated(kOp, inputs, specs, semantics, options);
 }
 
+// One array of a reshard call: the input, its shards, where the output goes, the plan and the
+// output's endpoints.
+struct RuntimeClient::ReshardWork {
+  RuntimeArray* input;
+  std::vector<Shard> src_shards;
+  Placement placement;
+  std::shared_ptr<const sharding::ReshardPlan> plan;
+  std::vector<PlanEndpoint> dst;
+};
+
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardValidated(
     std::string_view op, absl::Span<RuntimeArray* const> arrays, absl::Span<const ArraySpec> specs,
     ArrayCopySemantics semantics, TransferOptions options) {
-  struct Work {
-    RuntimeArray* input;
-    std::vector<Shard> src_shards;
-    sharding::ShardLayout layout;
-    std::vector<RuntimeMemory*> memories;
-    std::shared_ptr<const sharding::ReshardPlan> plan;
-    std::vector<PlanEndpoint> dst;
-  };
-  std::vector<Work> work;
+  std::vector<ReshardWork> work;
   work.reserve(arrays.size());
-  int64_t moved_bytes = 0;
-  std::set<int32_t> src_ids, dst_ids;
-  std::set<std::string> src_kinds, dst_kinds;
+  DeviceTraffic traffic;
   for (size_t i = 0; i < arrays.size(); ++i) {
-    RuntimeArray* a = arrays[i];
-    absl::StatusOr<std::vector<Shard>> shards = a->shards();
-    if (!shards.ok()) return shards.status();
-    absl::StatusOr<sharding::ShardLayout> layout = specs[i].sharding->Layout(specs[i].shape);
-    if (!layout.ok()) return layout.status();
-    absl::StatusOr<std::vector<RuntimeMemory*>> memories = ResolveMemories(*specs[i].sharding);
-    if (!memories.ok()) return memories.status();
-    absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> plan =
-        GetPlan(a->layout(), Locations(a->memories()), *layout, Locations(*memories),
-                a->element_bytes(), /*fan_out=*/false);
-    if (!plan.ok()) return plan.status();
-    for (const sharding::BoxCopy& c : (*plan)->copies) {
-      if (c.kind != sharding::BoxCopy::Kind::kCrossLocation || c.bytes == 0) continue;
-      const int32_t src_id = a->memories()[c.src_slot]->device()->Id().value;
-      const int32_t dst_id = (*memories)[c.dst_slot]->device()->Id().value;
-      // Between two memories of one device: a local copy, as transfer_stats()
-      // counts it.
-      if (src_id == dst_id) continue;
-      moved_bytes += c.bytes;
-      src_ids.insert(src_id);
-      dst_ids.insert(dst_id);
-      src_kinds.insert(a->memories()[c.src_slot]->Kind().DebugString());
-      dst_kinds.insert((*memories)[c.dst_slot]->Kind().DebugString());
-    }
-    work.push_back(Work{
-        a, *std::move(shards), *std::move(layout), *std::move(memories), *std::move(plan), {}});
+    TESSERA_ASSIGN_OR_RETURN(ReshardWork w, PlanOneReshard(arrays[i], specs[i]));
+    AddDeviceTraffic(*w.plan, w.input->memories(), w.placement.memories, traffic);
+    work.push_back(std::move(w));
   }
 
-  // One guard check for the whole call, before any byte moves. Copies within a
-  // device and aliases are not transfers.
-  const Shape& first_shape = arrays.empty() ? Shape() : arrays[0]->shape();
-  guard::TransferEvent event{
-      .direction = guard::Direction::kDeviceToDevice,
-      .is_explicit = options.is_explicit,
-      .operation = arrays.size() == 1
-                       ? std::string(op)
-                       : absl::StrCat(std::string(op), " (", arrays.size(), " arrays; the first)"),
-      .dtype = arrays.empty() ? "" : arrays[0]->dtype().DebugString(),
-      .shape = std::vector<int64_t>(first_shape.dims().begin(), first_shape.dims().end()),
-      .bytes = moved_bytes,
-      .src_devices = DeviceIds(src_ids),
-      .dst_devices = DeviceIds(dst_ids),
-      .src_memory_kind = absl::StrJoin(src_kinds, ","),
-      .dst_memory_kind = absl::StrJoin(dst_kinds, ",")};
-  const std::string action = moved_bytes > 0 ? ActionName(guard_.Decide(event)) : "";
-  if (absl::Status s = guard_.Check(event); !s.ok()) return s;
+  // One guard check for the whole call, before any byte moves.
+  TESSERA_ASSIGN_OR_RETURN(std::string action,
+                           GuardTransfer(ReshardEvent(op, arrays, traffic, options)));
 
-  // Destination buffers: shared with the source where the plan aliases a whole
-  // shard (unless the caller wants copies), else new.
+  // Destination buffers: shared with the source where the plan aliases a whole shard (unless the
+  // caller wants copies), else new.
   const bool may_alias = semantics != ArrayCopySemantics::kAlwaysCopy;
-  for (Work& w : work) {
-    const int n = w.layout.num_slots();
-    w.dst.resize(n);
+  for (ReshardWork& w : work) TESSERA_RETURN_IF_ERROR(PrepareDestinations(w, may_alias));
+
+  std::vector<ArrayRef> outputs = EnqueueReshards(op, action, work, specs);
+  if (semantics == ArrayCopySemantics::kDonateInput) {
+    for (RuntimeArray* a : arrays) a->Delete();
+  }
+  return outputs;
+}
+
+absl::StatusOr<RuntimeClient::ReshardWork> RuntimeClient::PlanOneReshard(RuntimeArray* array,
+                                                                         const ArraySpec& spec) {
+  TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards, array->shards());
+  TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*spec.sharding, spec.shape));
+  TESSERA_ASSIGN_OR_RETURN(
+      std::shared_ptr<const sharding::ReshardPlan> plan,
+      GetPlan(array->layout(), Locations(array->memories()), placement.layout,
+              Locations(placement.memories), array->element_bytes(), /*fan_out=*/false));
+  return ReshardWork{array, std::move(shards), std::move(placement), std::move(plan), {}};
+}
+
+absl::Status RuntimeClient::PrepareDestinations(ReshardWork& w, bool may_alias) {
+  w.dst.resize(w.placement.layout.num_slots());
+  if (may_alias) {
     for (const sharding::BoxCopy& c : w.plan->copies) {
-      if (may_alias && c.kind == sharding::BoxCopy::Kind::kAlias) {
+      if (c.kind == sharding::BoxCopy::Kind::kAlias) {
         w.dst[c.dst_slot].buffer = w.src_shards[c.src_slot].buffer;
       }
     }
-    for (int i = 0; i < n; ++i) {
-      w.dst[i].memory = w.memories[i];
-      w.dst[i].shard_shape = w.layout.shard_shape(i);
-      if (w.dst[i].buffer != nullptr) continue;
-      absl::StatusOr<PlatformBufferRef> buffer =
-          w.memories[i]->Allocate(ShardBytes(w.layout, i, w.input->element_bytes()));
-      if (!buffer.ok()) return buffer.status();
-      w.dst[i].buffer = *std::move(buffer);
-    }
   }
+  return CompleteDestinations(w.placement.layout, w.placement.memories, w.input->element_bytes(),
+                              w.dst);
+}
 
+std::vector<ArrayRef> RuntimeClient::EnqueueReshards(std::string_view op, const std::string& action,
+                                                     std::vector<ReshardWork>& work,
+                                                     absl::Span<const ArraySpec> specs) {
   std::vector<ArrayRef> outputs;
   outputs.reserve(work.size());
-  {
-    std::lock_guard<std::mutex> trace_lock(trace_mu_);
-    std::lock_guard<std::mutex> lock(enqueue_mu_);
-    for (size_t i = 0; i < work.size(); ++i) {
-      Work& w = work[i];
-      const int src_n = w.input->layout().num_slots();
-      std::vector<PlanEndpoint> src(src_n);
-      for (int s = 0; s < src_n; ++s) {
-        src[s].memory = w.input->memories()[s];
-        src[s].buffer = w.src_shards[s].buffer;
-        src[s].ready = w.src_shards[s].ready;
-        src[s].shard_shape = w.input->layout().shard_shape(s);
-      }
-      PlanExecution exec = ExecutePlan(*w.plan, w.input->element_bytes(), src, w.dst,
-                                       PlanContext{Recorder(), trace_, std::string(op), action});
-      std::vector<Shard> shards(w.dst.size());
-      for (size_t s = 0; s < w.dst.size(); ++s) {
-        shards[s] = Shard{w.dst[s].buffer, exec.dst_ready[s]};
-      }
-      outputs.push_back(std::make_shared<RuntimeArray>(this, w.input->dtype(), specs[i].shape,
-                                                       specs[i].sharding, std::move(w.layout),
-                                                       std::move(w.memories), std::move(shards)));
-    }
-  }
-  if (semantics == ArrayCopySemantics::kDonateInput) {
-    for (RuntimeArray* a : arrays) a->Delete();
+  // The locks are held across the call's arrays: its copies enqueue in one global order.
+  std::lock_guard<std::mutex> trace_lock(trace_mu_);
+  std::lock_guard<std::mutex> lock(enqueue_mu_);
+  for (size_t i = 0; i < work.size(); ++i) {
+    ReshardWork& w = work[i];
+    PlanExecution exec =
+        ExecutePlan(*w.plan, w.input->element_bytes(), SourceEndpoints(*w.input, w.src_shards),
+                    w.dst, Context(op, action));
+    outputs.push_back(std::make_shared<RuntimeArray>(
+        this, w.input->dtype(), specs[i].shape, specs[i].sharding, std::move(w.placement.layout),
+        std::move(w.placement.memories), OutputShards(w.dst, exec)));
   }
   return outputs;
 }
@@ -670,8 +776,7 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardValidated(
 
 absl::StatusOr<Shard> RuntimeClient::CopyShardLocally(const Shard& shard, RuntimeMemory* memory) {
   const int64_t bytes = shard.buffer->size_bytes();
-  absl::StatusOr<PlatformBufferRef> buffer = memory->Allocate(bytes);
-  if (!buffer.ok()) return buffer.status();
+  TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef buffer, memory->Allocate(bytes));
   StridedCopy whole;
   whole.element_bytes = 1;
   whole.extent = {bytes};
@@ -683,30 +788,26 @@ absl::StatusOr<Shard> RuntimeClient::CopyShardLocally(const Shard& shard, Runtim
   {
     std::lock_guard<std::mutex> lock(enqueue_mu_);
     done = d->platform()->CopyBuffersToBuffers(
-        d->platform_device(), {BufferToBufferCopy{shard.buffer, *buffer, whole}}, {shard.ready});
+        d->platform_device(), {BufferToBufferCopy{shard.buffer, buffer, whole}}, {shard.ready});
   }
-  // The shard's future is set only once the bytes are counted (see
-  // ExecutePlan).
+  // The shard's future is set only once the bytes are counted (see ExecutePlan).
   Promise<> counted;
   done.OnReady([this, id, bytes, counted](const absl::Status& s) {
     if (s.ok() && bytes > 0) Record(id, id, bytes, 1);
     counted.Set(s);
   });
-  return Shard{*std::move(buffer), counted.future()};
+  return Shard{std::move(buffer), counted.future()};
 }
 
 absl::StatusOr<ArrayRef> RuntimeClient::AssembleArrayFromSingleDeviceArrays(
     DType dtype, Shape shape, ShardingRef sharding, absl::Span<ArrayRef> arrays,
     ArrayCopySemantics semantics) {
   constexpr std::string_view kOp = "AssembleArrayFromSingleDeviceArrays";
-  if (absl::Status s = CheckDType(dtype, kOp); !s.ok()) return s;
-  if (absl::Status s = ValidateShape(shape); !s.ok()) return s;
-  if (absl::Status s = CheckSharding(sharding, kOp); !s.ok()) return s;
-  absl::StatusOr<sharding::ShardLayout> layout = sharding->Layout(shape);
-  if (!layout.ok()) return layout.status();
-  absl::StatusOr<std::vector<RuntimeMemory*>> memories = ResolveMemories(*sharding);
-  if (!memories.ok()) return memories.status();
-  const int n = layout->num_slots();
+  TESSERA_RETURN_IF_ERROR(CheckDType(dtype, kOp));
+  TESSERA_RETURN_IF_ERROR(ValidateShape(shape));
+  TESSERA_RETURN_IF_ERROR(CheckSharding(sharding, kOp));
+  TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*sharding, shape));
+  const int n = placement.layout.num_slots();
   if (static_cast<int>(arrays.size()) != n) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(kOp), ": the sharding has ", n,
                                                    " devices but ", arrays.size(),
@@ -715,45 +816,21 @@ absl::StatusOr<ArrayRef> RuntimeClient::AssembleArrayFromSingleDeviceArrays(
   std::vector<RuntimeArray*> inputs;
   std::vector<Shard> shards;
   for (int i = 0; i < n; ++i) {
-    absl::StatusOr<RuntimeArray*> a = CheckArray(arrays[i], kOp, i);
-    if (!a.ok()) return a.status();
-    if ((*a)->dtype() != dtype) {
-      return absl::InvalidArgumentError(absl::StrCat(std::string(kOp), ": array ", i, " has dtype ",
-                                                     (*a)->dtype().DebugString(), ", expected ",
-                                                     dtype.DebugString()));
-    }
-    if ((*a)->sharding().devices()->size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(std::string(kOp), ": array ", i, " is on ",
-                                                     (*a)->sharding().devices()->DebugString(),
-                                                     ", not on a single device"));
-    }
-    const Shape expected(layout->shard_shape(i));
-    if ((*a)->shape() != expected) {
-      return absl::InvalidArgumentError(absl::StrCat(std::string(kOp), ": array ", i, " has shape ",
-                                                     (*a)->shape().DebugString(), " but shard ", i,
-                                                     " of ", sharding->DebugString(), " has shape ",
-                                                     expected.DebugString()));
-    }
-    if ((*a)->memories()[0] != (*memories)[i]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          std::string(kOp), ": array ", i, " is in ", (*a)->memories()[0]->DebugString(),
-          " but the sharding puts shard ", i, " in ", (*memories)[i]->DebugString()));
-    }
-    absl::StatusOr<std::vector<Shard>> s = (*a)->shards();
-    if (!s.ok()) return s.status();
-    shards.push_back((*s)[0]);
-    inputs.push_back(*a);
+    TESSERA_ASSIGN_OR_RETURN(RuntimeArray* const a, CheckArray(arrays[i], kOp, i));
+    TESSERA_RETURN_IF_ERROR(
+        CheckAssemblyPart(*a, i, dtype, *sharding, placement.layout, placement.memories[i], kOp));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> part, a->shards());
+    shards.push_back(part[0]);
+    inputs.push_back(a);
   }
   if (semantics == ArrayCopySemantics::kAlwaysCopy) {
     for (int i = 0; i < n; ++i) {
-      absl::StatusOr<Shard> copy = CopyShardLocally(shards[i], (*memories)[i]);
-      if (!copy.ok()) return copy.status();
-      shards[i] = *std::move(copy);
+      TESSERA_ASSIGN_OR_RETURN(shards[i], CopyShardLocally(shards[i], placement.memories[i]));
     }
   }
-  ArrayRef out =
-      std::make_shared<RuntimeArray>(this, dtype, std::move(shape), std::move(sharding),
-                                     *std::move(layout), *std::move(memories), std::move(shards));
+  ArrayRef out = std::make_shared<RuntimeArray>(this, dtype, std::move(shape), std::move(sharding),
+                                                std::move(placement.layout),
+                                                std::move(placement.memories), std::move(shards));
   if (semantics == ArrayCopySemantics::kDonateInput) {
     for (RuntimeArray* a : inputs) a->Delete();
   }
@@ -762,17 +839,14 @@ absl::StatusOr<ArrayRef> RuntimeClient::AssembleArrayFromSingleDeviceArrays(
 
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::Disassemble(RuntimeArray& array,
                                                                  ArrayCopySemantics semantics) {
-  absl::StatusOr<std::vector<Shard>> shards = array.shards();
-  if (!shards.ok()) return shards.status();
+  TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards, array.shards());
   const Sharding& sharding = array.sharding();
   std::vector<ArrayRef> out;
   for (int i = 0; i < array.layout().num_slots(); ++i) {
-    Shard shard = (*shards)[i];
+    Shard shard = shards[i];
     RuntimeMemory* memory = array.memories()[i];
     if (semantics == ArrayCopySemantics::kAlwaysCopy) {
-      absl::StatusOr<Shard> copy = CopyShardLocally(shard, memory);
-      if (!copy.ok()) return copy.status();
-      shard = *std::move(copy);
+      TESSERA_ASSIGN_OR_RETURN(shard, CopyShardLocally(shard, memory));
     }
     const Shape shape(array.layout().shard_shape(i));
     out.push_back(std::make_shared<RuntimeArray>(
@@ -787,97 +861,95 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::Disassemble(RuntimeArray& a
 
 absl::StatusOr<ArrayRef> RuntimeClient::FullyReplicatedShard(RuntimeArray& array,
                                                              ArrayCopySemantics semantics) {
-  if (absl::Status s = array.CheckNotDeleted(); !s.ok()) return s;
+  TESSERA_RETURN_IF_ERROR(array.CheckNotDeleted());
   if (!array.layout().IsFullyReplicated()) {
     return absl::InvalidArgumentError(
         absl::StrCat("FullyReplicatedShard: the array is not fully replicated: ",
                      array.sharding().DebugString()));
   }
-  absl::StatusOr<std::vector<ArrayRef>> parts = Disassemble(array, semantics);
-  if (!parts.ok()) return parts.status();
-  return (*parts)[0];
+  TESSERA_ASSIGN_OR_RETURN(std::vector<ArrayRef> parts, Disassemble(array, semantics));
+  return parts[0];
 }
 
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::RemapArrays(const RemapPlan& plan,
                                                                  absl::Span<ArrayRef> arrays,
                                                                  ArrayCopySemantics semantics) {
   constexpr std::string_view kOp = "RemapArrays";
-  if (absl::Status s = plan.Validate(); !s.ok()) return s;
-  if (arrays.size() != plan.input_specs.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(kOp), ": the plan has ",
-                                                   plan.input_specs.size(), " inputs but ",
-                                                   arrays.size(), " arrays were given"));
-  }
-  if (semantics != ArrayCopySemantics::kDonateInput) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        std::string(kOp), ": kDonateInput is required (got ", ArrayCopySemanticsName(semantics),
-        "): remapping moves shards between arrays without copying"));
-  }
+  TESSERA_RETURN_IF_ERROR(CheckRemapCall(plan, arrays.size(), semantics, kOp));
   std::vector<RuntimeArray*> inputs;
   std::vector<std::vector<Shard>> in_shards;
   for (size_t i = 0; i < arrays.size(); ++i) {
-    absl::StatusOr<RuntimeArray*> a = CheckArray(arrays[i], kOp, i);
-    if (!a.ok()) return a.status();
-    const ArraySpec& spec = plan.input_specs[i];
-    // The same sharding, with memory kinds compared by the memories they
-    // resolve to (MemoryKind() is the default memory, however it is named).
-    bool matches = (*a)->dtype() == spec.dtype && (*a)->shape() == spec.shape &&
-                   spec.sharding != nullptr &&
-                   SameDeviceList((*a)->sharding().devices(), spec.sharding->devices()) &&
-                   (*a)->sharding().HasSamePartitioning(*spec.sharding);
-    if (matches) {
-      absl::StatusOr<std::vector<RuntimeMemory*>> memories = ResolveMemories(*spec.sharding);
-      matches = memories.ok() && *memories == (*a)->memories();
-    }
-    if (!matches) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(std::string(kOp), ": array ", i, " (", (*a)->dtype().DebugString(),
-                       (*a)->shape().DebugString(), ", ", (*a)->sharding().DebugString(),
-                       ") does not match input spec ", i, " (", spec.DebugString(), ")"));
-    }
-    absl::StatusOr<std::vector<Shard>> s = (*a)->shards();
-    if (!s.ok()) return s.status();
-    inputs.push_back(*a);
-    in_shards.push_back(*std::move(s));
+    TESSERA_ASSIGN_OR_RETURN(RuntimeArray* const a, CheckArray(arrays[i], kOp, i));
+    TESSERA_RETURN_IF_ERROR(CheckRemapInput(*a, plan.input_specs[i], i, kOp));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards, a->shards());
+    inputs.push_back(a);
+    in_shards.push_back(std::move(shards));
   }
-  std::vector<std::vector<Shard>> out_shards(plan.output_specs.size());
-  std::vector<std::vector<RuntimeMemory*>> out_memories(plan.output_specs.size());
-  std::vector<sharding::ShardLayout> out_layouts;
+  std::vector<Placement> placements;
+  for (const ArraySpec& spec : plan.output_specs) {
+    TESSERA_RETURN_IF_ERROR(CheckSharding(spec.sharding, kOp));
+    TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*spec.sharding, spec.shape));
+    placements.push_back(std::move(placement));
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::vector<std::vector<Shard>> out_shards,
+                           RemapShards(plan, inputs, in_shards, placements, kOp));
+  std::vector<ArrayRef> outputs;
   for (size_t o = 0; o < plan.output_specs.size(); ++o) {
     const ArraySpec& spec = plan.output_specs[o];
-    if (absl::Status s = CheckSharding(spec.sharding, kOp); !s.ok()) return s;
-    absl::StatusOr<sharding::ShardLayout> layout = spec.sharding->Layout(spec.shape);
-    if (!layout.ok()) return layout.status();
+    outputs.push_back(std::make_shared<RuntimeArray>(
+        this, spec.dtype, spec.shape, spec.sharding, std::move(placements[o].layout),
+        std::move(placements[o].memories), std::move(out_shards[o])));
+  }
+  for (RuntimeArray* a : inputs) a->Delete();
+  return outputs;
+}
+
+absl::Status RuntimeClient::CheckRemapInput(const RuntimeArray& a, const ArraySpec& spec, size_t i,
+                                            std::string_view op) const {
+  // The same sharding, with memory kinds compared by the memories they resolve to (MemoryKind() is
+  // the default memory, however it is named).
+  bool matches = a.dtype() == spec.dtype && a.shape() == spec.shape && spec.sharding != nullptr &&
+                 SameDeviceList(a.sharding().devices(), spec.sharding->devices()) &&
+                 a.sharding().HasSamePartitioning(*spec.sharding);
+  if (matches) {
     absl::StatusOr<std::vector<RuntimeMemory*>> memories = ResolveMemories(*spec.sharding);
-    if (!memories.ok()) return memories.status();
-    out_shards[o].resize(layout->num_slots());
-    out_memories[o] = *std::move(memories);
-    out_layouts.push_back(*std::move(layout));
+    matches = memories.ok() && *memories == a.memories();
+  }
+  if (!matches) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(op), ": array ", i, " (", a.dtype().DebugString(),
+                     a.shape().DebugString(), ", ", a.sharding().DebugString(),
+                     ") does not match input spec ", i, " (", spec.DebugString(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::vector<Shard>>> RuntimeClient::RemapShards(
+    const RemapPlan& plan, const std::vector<RuntimeArray*>& inputs,
+    const std::vector<std::vector<Shard>>& in_shards, const std::vector<Placement>& outputs,
+    std::string_view op) {
+  std::vector<std::vector<Shard>> out_shards(outputs.size());
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    out_shards[o].resize(outputs[o].layout.num_slots());
   }
   for (const RemapPlan::Mapping& m : plan.mappings) {
+    const std::vector<RuntimeMemory*>& from_memories = inputs[m.in_array]->memories();
+    const std::vector<RuntimeMemory*>& to_memories = outputs[m.out_array].memories;
     for (size_t k = 0; k < m.from.size(); ++k) {
       for (int j = 0; j < m.from[k].size(); ++j) {
         const int from = m.from[k].start + j * m.from[k].step;
         const int to = m.to[k].start + j * m.to[k].step;
-        if (inputs[m.in_array]->memories()[from] != out_memories[m.out_array][to]) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              std::string(kOp), ": shard ", from, " of input ", m.in_array, " is in ",
-              inputs[m.in_array]->memories()[from]->DebugString(), " but output ", m.out_array,
-              " wants shard ", to, " in ", out_memories[m.out_array][to]->DebugString()));
+        if (from_memories[from] != to_memories[to]) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(std::string(op), ": shard ", from, " of input ", m.in_array, " is in ",
+                           from_memories[from]->DebugString(), " but output ", m.out_array,
+                           " wants shard ", to, " in ", to_memories[to]->DebugString()));
         }
         out_shards[m.out_array][to] = in_shards[m.in_array][from];
       }
     }
   }
-  std::vector<ArrayRef> outputs;
-  for (size_t o = 0; o < plan.output_specs.size(); ++o) {
-    const ArraySpec& spec = plan.output_specs[o];
-    outputs.push_back(std::make_shared<RuntimeArray>(
-        this, spec.dtype, spec.shape, spec.sharding, std::move(out_layouts[o]),
-        std::move(out_memories[o]), std::move(out_shards[o])));
-  }
-  for (RuntimeArray* a : inputs) a->Delete();
-  return outputs;
+  return out_shards;
 }
 
 Future<> RuntimeClient::GetReadyFuture(absl::Span<const ArrayRef> arrays) {

@@ -1,16 +1,16 @@
 #ifndef TESSERA_IFRT_RUNTIME_RUNTIME_CLIENT_H_
 #define TESSERA_IFRT_RUNTIME_RUNTIME_CLIENT_H_
 
-// RuntimeClient: the generic implementation of Client over one or more
-// Platforms (ifrt/spi/platform.h). It validates every call once, plans data
-// movement with sharding/ (plans cached by geometry, locations and element
-// size), asks the transfer guard once per call and direction before anything
-// moves, enqueues the copies on the devices' streams, and counts what actually
-// moved.
+// RuntimeClient: the generic implementation of Client over one or more Platforms
+// (ifrt/spi/platform.h). It validates every call once, plans data movement with sharding/ (plans
+// cached by geometry, locations and element size), asks the transfer guard once per call and
+// direction before anything moves (always through GuardTransfer), enqueues the copies on the
+// devices' streams, and counts what actually moved.
 //
 // Devices are numbered across platforms in the order the platforms are given.
-// Thread-safe. Destroying the client waits for the copies in flight; arrays
-// must not outlive their client.
+// Ownership: callers share the client (std::shared_ptr); it owns its platforms and devices.
+// Thread-safe. Destroying the client waits for the copies in flight; arrays must not outlive their
+// client.
 
 #include <memory>
 #include <mutex>
@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "guard/policy.h"
+#include "guard/transfer_event.h"
 #include "guard/transfer_guard.h"
 #include "ifrt/client.h"
 #include "ifrt/introspection.h"
@@ -94,26 +95,67 @@ class RuntimeClient final : public Client, public ClientIntrospection {
                             std::optional<absl::Span<const int64_t>> byte_strides,
                             TransferOptions options);
 
+  // The one place where every movement asks the guard (host-to-device, device-to-device,
+  // device-to-host; programs and copies between processes too): TransferGuard::Enforce decides
+  // once, counts and reports. Returns the action's name for the trace ("" when `event` moves no
+  // bytes), or the guard's INVALID_ARGUMENT refusal, which the caller returns before any byte
+  // moves.
+  absl::StatusOr<std::string> GuardTransfer(const guard::TransferEvent& event);
+
  private:
   friend class RuntimeCompiler;
   friend class RuntimeExecutable;
+  // Where an array's shards live: its layout and, per slot, the memory.
+  struct Placement {
+    sharding::ShardLayout layout;
+    std::vector<RuntimeMemory*> memories;
+  };
+  // One array of a reshard call (runtime_client.cc).
+  struct ReshardWork;
 
   explicit RuntimeClient(guard::Policy policy);
 
   // Validation shared by the entry points.
   absl::Status CheckSharding(const ShardingRef& sharding, std::string_view what) const;
   absl::StatusOr<std::vector<RuntimeMemory*>> ResolveMemories(const Sharding& sharding) const;
+  // The layout of `shape` under `sharding`, and the memories of its slots.
+  absl::StatusOr<Placement> ResolvePlacement(const Sharding& sharding, const Shape& shape) const;
   absl::StatusOr<RuntimeArray*> CheckArray(const ArrayRef& array, std::string_view op,
                                            size_t index) const;
 
-  // Reshards after validation; `op` names the entry point for the guard and
-  // errors.
+  // CopyToHostBuffer up to the enqueueing; the future of the copies, or the argument's or the
+  // guard's error.
+  absl::StatusOr<Future<>> EnqueueCopyToHost(RuntimeArray& array, void* data,
+                                             std::optional<absl::Span<const int64_t>> byte_strides,
+                                             TransferOptions options);
+
+  // Reshards after validation; `op` names the entry point for the guard and errors. Its steps:
+  // PlanOneReshard per array, one GuardTransfer for the call, PrepareDestinations per array,
+  // EnqueueReshards.
   absl::StatusOr<std::vector<ArrayRef>> ReshardValidated(std::string_view op,
                                                          absl::Span<RuntimeArray* const> arrays,
                                                          absl::Span<const ArraySpec> specs,
                                                          ArrayCopySemantics semantics,
                                                          TransferOptions options);
-  // Memory ids as the planner's locations.
+  absl::StatusOr<ReshardWork> PlanOneReshard(RuntimeArray* array, const ArraySpec& spec);
+  // The destination endpoints: aliases of source buffers where the plan allows and `may_alias`,
+  // new buffers elsewhere.
+  static absl::Status PrepareDestinations(ReshardWork& work, bool may_alias);
+  // Enqueues every array's copies under the enqueue lock and returns the new arrays.
+  std::vector<ArrayRef> EnqueueReshards(std::string_view op, const std::string& action,
+                                        std::vector<ReshardWork>& work,
+                                        absl::Span<const ArraySpec> specs);
+
+  // RemapArrays: input `i` matches its spec; the shards of each output, taken from the inputs.
+  absl::Status CheckRemapInput(const RuntimeArray& array, const ArraySpec& spec, size_t i,
+                               std::string_view op) const;
+  static absl::StatusOr<std::vector<std::vector<Shard>>> RemapShards(
+      const RemapPlan& plan, const std::vector<RuntimeArray*>& inputs,
+      const std::vector<std::vector<Shard>>& in_shards, const std::vector<Placement>& outputs,
+      std::string_view op);
+
+  // Memory ids as the planner's locations. The host's location is TransferStats::kHost (memory
+  // ids are >= 0).
   static std::vector<int64_t> Locations(const std::vector<RuntimeMemory*>& memories);
   absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> GetPlan(
       const sharding::ShardLayout& src, std::vector<int64_t> src_locations,
@@ -123,6 +165,14 @@ class RuntimeClient final : public Client, public ClientIntrospection {
   absl::StatusOr<Shard> CopyShardLocally(const Shard& shard, RuntimeMemory* memory);
   void Record(int32_t src_device, int32_t dst_device, int64_t bytes, int64_t copies);
   TransferRecorder Recorder();
+  // What ExecutePlan needs besides the plan. The caller holds trace_mu_.
+  PlanContext Context(std::string_view op, std::string guard_action)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(trace_mu_);
+  // ExecutePlan of one plan under the trace and enqueue locks.
+  PlanExecution ExecuteLocked(const sharding::ReshardPlan& plan, int64_t element_bytes,
+                              absl::Span<const PlanEndpoint> sources,
+                              absl::Span<const PlanEndpoint> destinations, std::string_view op,
+                              std::string guard_action);
 
   guard::TransferGuard guard_;
   PlanCache plan_cache_;

@@ -105,7 +105,7 @@ absl::Status RuntimeExecutable::GuardCommunication() {
     event.src_devices.push_back(d->Id().value);
     event.dst_devices.push_back(d->Id().value);
   }
-  return client_->transfer_guard().Check(event);
+  return client_->GuardTransfer(event).status();
 }
 
 absl::StatusOr<std::vector<ArrayRef>> RuntimeExecutable::MatchShardings(

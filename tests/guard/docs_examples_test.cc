@@ -150,6 +150,28 @@ TEST(DocsExamplesTest, Error) {
             "implicit) from host to devices [0]");
 }
 
+TEST(DocsExamplesTest, Enforce) {
+  // docs: enforce
+  TransferGuard enforcing_guard(Policy{.device_to_device = Level::kLog});
+  enforcing_guard.SetDefaultLogSinkEnabled(false);
+  TransferEvent reshard{.direction = Direction::kDeviceToDevice,
+                        .is_explicit = false,
+                        .operation = "ReshardArrays",
+                        .dtype = "f32",
+                        .shape = {1024},
+                        .bytes = 4096,
+                        .src_devices = {0},
+                        .dst_devices = {1}};
+  TransferGuard::Decision decision = enforcing_guard.Enforce(reshard);
+  // decision.action == Action::kLog, decision.status is OK; counted as logged.
+  // decision.status is OK exactly when decision.action is kAllow or kLog.
+  // end docs
+  EXPECT_EQ(decision.action, Action::kLog);
+  EXPECT_THAT(decision.status, IsOk());
+  EXPECT_EQ(enforcing_guard.counters(Direction::kDeviceToDevice),
+            (TransferGuard::DirectionCounters{.logged_events = 1, .logged_bytes = 4096}));
+}
+
 TEST(DocsExamplesTest, Sinks) {
   // docs: sinks
   TransferGuard sink_guard(Policy::Uniform(Level::kDisallow));

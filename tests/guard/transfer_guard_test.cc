@@ -1,6 +1,6 @@
 // The behaviour of JAX's tests/transfer_guard_test.py, against
 // TransferGuard::Check, plus the guard's own contract: policies,
-// allow_below_bytes, sinks, the error message, counters.
+// allow_below_bytes, sinks, the error message, counters, Enforce's decisions.
 
 #include "guard/transfer_guard.h"
 
@@ -429,6 +429,58 @@ TEST_F(TransferGuardTest, DecideHasNoSideEffects) {
   EXPECT_EQ(*guard_.Decide(MakeEvent(Direction::kDeviceToHost, true)), Action::kAllow);
   EXPECT_EQ(*guard_.Decide(MakeEvent(Direction::kDeviceToHost, false, 0)), Action::kAllow);
   EXPECT_EQ(guard_.counters(Direction::kDeviceToHost), TransferGuard::DirectionCounters{});
+  EXPECT_THAT(recorder_->records(), IsEmpty());
+}
+
+TEST_F(TransferGuardTest, EnforceReturnsTheActionWithItsStatus) {
+  guard_.SetPolicy(Policy{.host_to_device = Level::kAllow,
+                          .device_to_device = Level::kLog,
+                          .device_to_host = Level::kDisallow});
+  const TransferEvent upload = MakeEvent(Direction::kHostToDevice, false, 16);
+  const TransferEvent reshard = MakeEvent(Direction::kDeviceToDevice, false, 32);
+  const TransferEvent download = MakeEvent(Direction::kDeviceToHost, false, 64);
+
+  const TransferGuard::Decision allowed = guard_.Enforce(upload);
+  EXPECT_EQ(allowed.action, Action::kAllow);
+  EXPECT_THAT(allowed.status, IsOk());
+  const TransferGuard::Decision logged = guard_.Enforce(reshard);
+  EXPECT_EQ(logged.action, Action::kLog);
+  EXPECT_THAT(logged.status, IsOk());
+  const TransferGuard::Decision refused = guard_.Enforce(download);
+  EXPECT_EQ(refused.action, Action::kDisallow);
+  EXPECT_THAT(refused.status,
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "Disallowed device-to-host transfer: " + download.Description()));
+
+  // Counted and reported exactly as Check counts and reports.
+  EXPECT_EQ(guard_.counters(Direction::kHostToDevice),
+            (TransferGuard::DirectionCounters{.allowed_events = 1, .allowed_bytes = 16}));
+  EXPECT_EQ(guard_.counters(Direction::kDeviceToDevice),
+            (TransferGuard::DirectionCounters{.logged_events = 1, .logged_bytes = 32}));
+  EXPECT_EQ(guard_.counters(Direction::kDeviceToHost),
+            (TransferGuard::DirectionCounters{.refused_events = 1, .refused_bytes = 64}));
+  EXPECT_THAT(recorder_->records(),
+              ElementsAre(RecordingTransferSink::Record{reshard, Action::kLog},
+                          RecordingTransferSink::Record{download, Action::kDisallow}));
+  // Check is Enforce's status.
+  EXPECT_THAT(guard_.Check(download),
+              StatusIs(absl::StatusCode::kInvalidArgument, std::string(refused.status.message())));
+  EXPECT_EQ(guard_.counters(Direction::kDeviceToHost).refused_events, 2);
+}
+
+TEST_F(TransferGuardTest, EnforceZeroByteAndInvalidEvents) {
+  guard_.SetPolicy(Policy::Uniform(Level::kDisallowExplicit));
+  const TransferGuard::Decision zero = guard_.Enforce(MakeEvent(Direction::kHostToDevice, true, 0));
+  EXPECT_EQ(zero.action, Action::kAllow);
+  EXPECT_THAT(zero.status, IsOk());
+  TransferEvent negative = MakeEvent(Direction::kHostToDevice, true);
+  negative.bytes = -1;
+  const TransferGuard::Decision invalid = guard_.Enforce(negative);
+  EXPECT_EQ(invalid.action, Action::kDisallow);
+  EXPECT_THAT(invalid.status,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("negative byte count")));
+  // Neither counted nor reported.
+  EXPECT_EQ(guard_.counters(Direction::kHostToDevice), TransferGuard::DirectionCounters{});
   EXPECT_THAT(recorder_->records(), IsEmpty());
 }
 
