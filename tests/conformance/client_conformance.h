@@ -13,12 +13,10 @@
 #ifndef TESSERA_TESTS_CONFORMANCE_CLIENT_CONFORMANCE_H_
 #define TESSERA_TESTS_CONFORMANCE_CLIENT_CONFORMANCE_H_
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"

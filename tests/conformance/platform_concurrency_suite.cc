@@ -1,6 +1,6 @@
 // Concurrent use of the device SPI: several threads enqueue copies and callbacks on the same and on
 // different streams at once; every operation completes, in each stream's order, with the right
-// bytes. (Run under ThreadSanitizer with `make test-tsan`.)
+// bytes. (Not yet labelled tsan: the binaries await a run under ThreadSanitizer.)
 // Part of the platform conformance suite (tests/conformance/platform_conformance.h).
 
 #include <atomic>
