@@ -8,11 +8,13 @@
 #ifndef TESSERA_TESTS_IFRT_TEST_UTIL_H_
 #define TESSERA_TESTS_IFRT_TEST_UTIL_H_
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -35,6 +37,16 @@ inline std::vector<uint8_t> Pattern(int64_t bytes, uint32_t seed = 1) {
     out[i] = static_cast<uint8_t>(x >> 24);
   }
   return out;
+}
+
+// Polls `pred` every 5 ms for up to 10 s; true once it holds.
+template <typename F>
+bool Eventually(F pred) {
+  for (int i = 0; i < 2000; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
 }
 
 inline int64_t NumElements(absl::Span<const int64_t> dims) {

@@ -1,5 +1,6 @@
 // Plain tests of the value types of ifrt/: DType, Shape, IndexDomain,
-// MemoryKind, AttributeMap, StridedCopy and Future/Promise.
+// MemoryKind, AttributeMap, StridedCopy, DeviceList (over fake devices: no
+// client needed) and Future/Promise.
 
 // GCC 12 reports false -Wmaybe-uninitialized inside absl::InlinedVector moves
 // (Shape, Index).
@@ -10,15 +11,21 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <vector>
 
 #include "absl/hash/hash.h"
 #include "absl/hash/hash_testing.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ifrt/attribute_map.h"
+#include "ifrt/device.h"
+#include "ifrt/device_list.h"
 #include "ifrt/strided_copy.h"
 #include "tests/ifrt/test_util.h"
 
@@ -112,6 +119,102 @@ TEST(IndexDomainTest, Basics) {
   EXPECT_NE(d, IndexDomain(Index{0, 4}, Shape({8, 3})));
   EXPECT_TRUE(absl::VerifyTypeImplementsAbslHashCorrectly(
       {d, whole, IndexDomain(), IndexDomain(Index{4, 0}, Shape({8, 4}))}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// DeviceList, over fake devices
+
+// A device that is only an id and a client pointer, which DeviceList compares but never uses.
+class FakeDevice final : public Device {
+ public:
+  FakeDevice(Client* client, int32_t id) : client_(client), id_(id) {}
+  Client* client() const override { return client_; }
+  DeviceId Id() const override { return DeviceId{id_}; }
+  std::string_view Kind() const override { return "fake"; }
+  const AttributeMap& Attributes() const override { return attributes_; }
+  absl::StatusOr<Memory*> DefaultMemory() const override {
+    return absl::NotFoundError("a fake device has no memory");
+  }
+  absl::Span<Memory* const> Memories() const override { return {}; }
+  std::string ToString() const override { return absl::StrCat("fake:", id_); }
+  std::string DebugString() const override { return absl::StrCat("FakeDevice(", id_, ")"); }
+
+ private:
+  Client* client_;
+  int32_t id_;
+  AttributeMap attributes_;
+};
+
+// Two distinct client identities; never dereferenced.
+Client* FakeClient(int which) {
+  static char tokens[2];
+  return reinterpret_cast<Client*>(&tokens[which]);
+}
+
+class DeviceListTest : public ::testing::Test {
+ protected:
+  DeviceListTest() {
+    for (int i = 0; i < 4; ++i) devices_.push_back(std::make_unique<FakeDevice>(FakeClient(0), i));
+  }
+  Device* d(int i) { return devices_[i].get(); }
+  DeviceListRef List(std::vector<Device*> devices) {
+    absl::StatusOr<DeviceListRef> list = DeviceList::Create(devices);
+    EXPECT_THAT(list, IsOk());
+    return list.ok() ? *list : nullptr;
+  }
+  std::vector<std::unique_ptr<FakeDevice>> devices_;
+};
+
+TEST_F(DeviceListTest, KeepsOrderAndAnswersQueries) {
+  DeviceListRef list = List({d(2), d(0), d(3)});
+  ASSERT_NE(list, nullptr);
+  EXPECT_EQ(list->size(), 3);
+  EXPECT_THAT(list->devices(), ElementsAre(d(2), d(0), d(3)));
+  EXPECT_EQ((*list)[1], d(0));
+  EXPECT_THAT(list->ids(), ElementsAre(2, 0, 3));
+  EXPECT_EQ(list->IndexOf(d(3)), 2);
+  EXPECT_EQ(list->IndexOf(d(2)), 0);
+  EXPECT_EQ(list->IndexOf(d(1)), -1);
+  EXPECT_EQ(list->IndexOf(nullptr), -1);
+  EXPECT_EQ(list->DebugString(), "[fake:2,fake:0,fake:3]");
+  EXPECT_EQ(List({d(1)})->DebugString(), "[fake:1]");
+}
+
+TEST_F(DeviceListTest, EqualityHashAndSameDeviceList) {
+  DeviceListRef a = List({d(0), d(1)}), a2 = List({d(0), d(1)}), reversed = List({d(1), d(0)});
+  DeviceListRef longer = List({d(0), d(1), d(2)});
+  EXPECT_EQ(*a, *a2);
+  EXPECT_NE(*a, *reversed);
+  EXPECT_NE(*a, *longer);
+  EXPECT_EQ(a->hash(), a2->hash());
+  EXPECT_TRUE(absl::VerifyTypeImplementsAbslHashCorrectly({*a, *a2, *reversed, *longer}));
+  EXPECT_TRUE(SameDeviceList(a, a2));
+  EXPECT_TRUE(SameDeviceList(a, a));
+  EXPECT_FALSE(SameDeviceList(a, reversed));
+  EXPECT_TRUE(SameDeviceList(nullptr, nullptr));
+  EXPECT_FALSE(SameDeviceList(a, nullptr));
+  EXPECT_FALSE(SameDeviceList(nullptr, a));
+  // The same ids of another client are other devices.
+  FakeDevice other0(FakeClient(1), 0), other1(FakeClient(1), 1);
+  DeviceListRef other = List({&other0, &other1});
+  EXPECT_EQ(other->ids(), a->ids());
+  EXPECT_NE(*other, *a);
+  EXPECT_FALSE(SameDeviceList(other, a));
+}
+
+TEST_F(DeviceListTest, CreateRejectsBadLists) {
+  EXPECT_THAT(DeviceList::Create({}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must not be empty")));
+  std::vector<Device*> with_null = {d(0), nullptr};
+  EXPECT_THAT(DeviceList::Create(with_null),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("entry 1 is null")));
+  std::vector<Device*> twice = {d(0), d(1), d(0)};
+  EXPECT_THAT(DeviceList::Create(twice),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("fake:0 appears twice")));
+  FakeDevice foreign(FakeClient(1), 7);
+  std::vector<Device*> mixed = {d(0), &foreign};
+  EXPECT_THAT(DeviceList::Create(mixed),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("mixes clients: fake:7")));
 }
 
 // ---------------------------------------------------------------------------------------------

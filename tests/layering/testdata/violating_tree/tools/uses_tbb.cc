@@ -1,2 +1,8 @@
 #include "backends/client_factory.h"
 #include "oneapi/tbb/parallel_for.h"
+#include "backends/cpu/cpu_platform.h"
+#include "ifrt/runtime/runtime_client.h"
+#include "ifrt/spi/platform.h"
+#include "bindings/c/tessera_c.h"
+#include "tessera.h"
+#include "ifrt/client.h"

@@ -1,0 +1,2 @@
+#include <mpi.h>
+#include "ifrt/spi/platform.h"

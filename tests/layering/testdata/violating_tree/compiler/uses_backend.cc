@@ -1,0 +1,5 @@
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/raw_ostream.h"
+#include "ifrt/array.h"
+#include "backends/cpu/cpu_platform.h"
+#include "tessera.h"
