@@ -7,8 +7,8 @@
 //   absl::StatusOr<std::shared_ptr<tessera::Client>> client =
 //       tessera::CreateClient({.cpu_devices = 8, .vulkan = tessera::VulkanMode::kOff});
 //
-// Device ids: the CPU devices first (0..cpu_devices-1), then the Vulkan devices. The platforms
-// come from the platform registry (backends/registry.h), which holds those this build has.
+// Device ids: the CPU devices first (0..cpu_devices-1), then the Vulkan devices. The platforms come
+// from the platform registry (backends/registry.h), which holds those this build has.
 // TESSERA_VULKAN_VALIDATION=1 turns on the Khronos validation layer (when installed).
 //
 // Thread-safe: clients may be created from several threads at once.

@@ -12,8 +12,8 @@
 // backends/vulkan/registration.cc. Which of them a build has is decided by CMake:
 // backends/CMakeLists.txt generates RegisterBuiltPlatforms, a list that calls the entry point of
 // each platform it builds, so no source names a platform that is not built and the linker cannot
-// drop a registration. A platform built outside the repository
-// registers into PlatformRegistry::Default() before the first CreateClient:
+// drop a registration. A platform built outside the repository registers into
+// PlatformRegistry::Default() before the first CreateClient:
 //
 //   PlatformFactory npu;
 //   npu.name = "npu";
