@@ -227,5 +227,14 @@ TEST(CreateClientTest, CpuDevicesComeBeforeVulkanDevices) {
               Not(::testing::Contains("cpu")));
 }
 
+TEST(CreateClientTest, RequiredVulkanInABuildWithoutVulkanIsUnavailable) {
+  if (PlatformRegistry::Default().Contains("vulkan")) {
+    GTEST_SKIP() << "this build has a Vulkan platform (-DTESSERA_ENABLE_VULKAN=OFF tests this)";
+  }
+  EXPECT_THAT(
+      CreateClient({.cpu_devices = 1, .vulkan = VulkanMode::kRequired}),
+      StatusIs(absl::StatusCode::kUnavailable, "this build of Tessera has no Vulkan platform"));
+}
+
 }  // namespace
 }  // namespace tessera
