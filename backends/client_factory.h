@@ -1,17 +1,17 @@
 #ifndef TESSERA_BACKENDS_CLIENT_FACTORY_H_
 #define TESSERA_BACKENDS_CLIENT_FACTORY_H_
 
-// CreateClient: assembles the platforms of this machine into one Client — N CPU
-// devices and, when a Vulkan driver is present, one device per Vulkan GPU
-// (lavapipe where there is no GPU).
+// CreateClient: assembles the platforms of this machine into one Client — N CPU devices and, when a
+// Vulkan driver is present, one device per Vulkan GPU (lavapipe where there is no GPU).
 //
 //   absl::StatusOr<std::shared_ptr<tessera::Client>> client =
-//       tessera::CreateClient({.cpu_devices = 8, .vulkan =
-//       tessera::VulkanMode::kOff});
+//       tessera::CreateClient({.cpu_devices = 8, .vulkan = tessera::VulkanMode::kOff});
 //
-// Device ids: the CPU devices first (0..cpu_devices-1), then the Vulkan
-// devices. TESSERA_VULKAN_VALIDATION=1 turns on the Khronos validation layer
-// (when installed).
+// Device ids: the CPU devices first (0..cpu_devices-1), then the Vulkan devices. The platforms come
+// from the platform registry (backends/registry.h), which holds those this build has.
+// TESSERA_VULKAN_VALIDATION=1 turns on the Khronos validation layer (when installed).
+//
+// Thread-safe: clients may be created from several threads at once.
 
 #include <memory>
 #include <optional>
@@ -24,10 +24,8 @@ namespace tessera {
 
 enum class VulkanMode {
   kOff,          // no Vulkan devices
-  kIfAvailable,  // Vulkan devices when a driver is present; else none, and the
-                 // reason is logged once
-  kRequired,     // CreateClient fails (naming the reason) when no Vulkan device
-                 // can be had
+  kIfAvailable,  // Vulkan devices when a driver is present; else none (the reason is logged once)
+  kRequired,     // CreateClient fails (naming the reason) when no Vulkan device can be had
 };
 
 struct ClientOptions {
@@ -35,14 +33,13 @@ struct ClientOptions {
   int cpu_threads_per_device = 0;  // 0: hardware threads / cpu_devices, at least 1
   VulkanMode vulkan = VulkanMode::kIfAvailable;
   int vulkan_logical_devices_per_gpu = 1;
-  // The client's transfer guard policy. Unset: from TESSERA_TRANSFER_GUARD,
-  // else allow everything.
+  // The client's transfer guard policy. Unset: from TESSERA_TRANSFER_GUARD, else allow everything.
   std::optional<guard::Policy> transfer_guard;
 };
 
-// INVALID_ARGUMENT for negative counts, no devices at all, or a malformed
-// TESSERA_TRANSFER_GUARD; the Vulkan platform's error (NOT_FOUND, UNAVAILABLE,
-// ...) with kRequired.
+// INVALID_ARGUMENT for negative counts, no devices at all, or a malformed TESSERA_TRANSFER_GUARD;
+// with kRequired, the Vulkan platform's error (NOT_FOUND when there is no usable driver or device),
+// or UNAVAILABLE when this build has no Vulkan platform.
 absl::StatusOr<std::shared_ptr<Client>> CreateClient(const ClientOptions& options = {});
 
 }  // namespace tessera

@@ -7,24 +7,22 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "backends/common/parallel_for.h"
+#include "backends/common/parallel_memcpy.h"
 #include "backends/cpu/cpu_stream.h"
 #include "backends/cpu/host_allocator.h"
-#include "backends/cpu/strided_memcpy.h"
-#include "backends/parallel_for.h"
 #include "oneapi/tbb/blocked_range.h"
 #include "oneapi/tbb/global_control.h"
 
 namespace tessera {
 namespace {
 
-// Lets the arenas of all CPU devices together use more worker threads than the
-// machine has cores (TBB's default limit), so that every device gets the
-// threads it was given.
+// Lets the arenas of all CPU devices together use more worker threads than the machine has cores
+// (TBB's default limit), so that every device gets the threads it was given.
 void RaiseTbbThreadLimit() {
-  // Never destroyed (TBB may still run at exit). Constructed in static storage
-  // rather than with `new`: the optimiser drops the store of an unused static
-  // pointer, and LeakSanitizer then reports the object as leaked by every
-  // process that creates a CPU platform.
+  // Never destroyed (TBB may still run at exit). Constructed in static storage rather than with
+  // `new`: the optimiser drops the store of an unused static pointer, and LeakSanitizer then
+  // reports the object as leaked by every process that creates a CPU platform.
   alignas(tbb::global_control) static unsigned char storage[sizeof(tbb::global_control)];
   static tbb::global_control* control =
       new (storage) tbb::global_control(tbb::global_control::max_allowed_parallelism,
@@ -32,8 +30,7 @@ void RaiseTbbThreadLimit() {
   (void)control;
 }
 
-// A 64-byte aligned host allocation; accounts its bytes to the memory's
-// counter.
+// A 64-byte aligned host allocation; accounts its bytes to the memory's counter.
 class CpuBuffer final : public PlatformBuffer {
  public:
   CpuBuffer(void* data, int64_t size, std::atomic<int64_t>* in_use, std::function<void()> release)
@@ -112,7 +109,7 @@ class CpuPlatform final : public Platform {
                              absl::Span<const Future<>> after) override {
     return devices_[device]->stream->Enqueue(after, [copies = std::move(copies)]() -> absl::Status {
       RunAll(copies.size(), [&](size_t i) {
-        StridedMemcpyOf(copies[i].src, copies[i].dst->host_address(), copies[i].geometry);
+        backends::StridedMemcpy(copies[i].src, copies[i].dst->host_address(), copies[i].geometry);
       });
       return absl::OkStatus();
     });
@@ -122,7 +119,7 @@ class CpuPlatform final : public Platform {
                              absl::Span<const Future<>> after) override {
     return devices_[device]->stream->Enqueue(after, [copies = std::move(copies)]() -> absl::Status {
       RunAll(copies.size(), [&](size_t i) {
-        StridedMemcpyOf(copies[i].src->host_address(), copies[i].dst, copies[i].geometry);
+        backends::StridedMemcpy(copies[i].src->host_address(), copies[i].dst, copies[i].geometry);
       });
       return absl::OkStatus();
     });
@@ -132,8 +129,8 @@ class CpuPlatform final : public Platform {
                                 absl::Span<const Future<>> after) override {
     return devices_[device]->stream->Enqueue(after, [copies = std::move(copies)]() -> absl::Status {
       RunAll(copies.size(), [&](size_t i) {
-        StridedMemcpyOf(copies[i].src->host_address(), copies[i].dst->host_address(),
-                        copies[i].geometry);
+        backends::StridedMemcpy(copies[i].src->host_address(), copies[i].dst->host_address(),
+                                copies[i].geometry);
       });
       return absl::OkStatus();
     });
@@ -150,10 +147,6 @@ class CpuPlatform final : public Platform {
     std::unique_ptr<cpu::CpuStream> stream;
     std::atomic<int64_t> bytes_in_use{0};
   };
-
-  static void StridedMemcpyOf(const void* src, void* dst, const StridedCopy& geometry) {
-    cpu::StridedMemcpy(src, dst, geometry);
-  }
 
   // Runs fn(0..n-1), in parallel across the calling arena's threads when n > 1.
   template <typename F>

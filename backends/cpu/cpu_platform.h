@@ -1,16 +1,15 @@
 #ifndef TESSERA_BACKENDS_CPU_CPU_PLATFORM_H_
 #define TESSERA_BACKENDS_CPU_CPU_PLATFORM_H_
 
-// The CPU platform: N "devices", each a group of threads (its own oneTBB
-// task_arena) with an in-order stream and one memory of kind "host" (64-byte
-// aligned buffers, host-addressable). Copies are strided memcpy, split across
-// the device's threads when large.
+// The CPU platform: N "devices", each a group of threads (its own oneTBB task_arena) with an
+// in-order stream and one memory of kind "host" (64-byte aligned buffers, host-addressable). Copies
+// are strided memcpy, split across the device's threads when large.
 //
 //   absl::StatusOr<std::unique_ptr<tessera::Platform>> cpu =
 //       tessera::CreateCpuPlatform({.num_devices = 8});
 //
-// Thread-safe as ifrt/spi/platform.h requires. Destroying the platform waits for
-// every operation already enqueued on its streams.
+// Thread-safe as ifrt/spi/platform.h requires. Destroying the platform waits for every operation
+// already enqueued on its streams.
 
 #include <memory>
 

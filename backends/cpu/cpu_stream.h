@@ -1,14 +1,12 @@
 #ifndef TESSERA_BACKENDS_CPU_CPU_STREAM_H_
 #define TESSERA_BACKENDS_CPU_CPU_STREAM_H_
 
-// CpuStream: the in-order stream of one CPU device. Each enqueued operation
-// runs inside the device's task arena after the previous operation finished and
-// after its `after` futures are set; an error in `after` skips the operation
-// and becomes its result. No thread blocks while an operation waits: waiting is
-// done with future callbacks.
+// CpuStream: the in-order stream of one CPU device. Each enqueued operation runs inside the
+// device's task arena after the previous operation finished and after its `after` futures are set;
+// an error in `after` skips the operation and becomes its result. No thread blocks while an
+// operation waits: waiting is done with future callbacks.
 //
-// Thread-safe. The destructor waits until every enqueued operation has
-// finished.
+// Thread-safe. The destructor waits until every enqueued operation has finished.
 
 #include <condition_variable>
 #include <functional>

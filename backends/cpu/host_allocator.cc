@@ -11,8 +11,8 @@ HostAllocator::~HostAllocator() {
 }
 
 int64_t HostAllocator::RoundedSize(int64_t bytes) {
-  // Small sizes to 64 bytes, large ones to whole pages (so that blocks are
-  // reusable across sizes that differ by a few elements).
+  // Small sizes to 64 bytes, large ones to whole pages (so that blocks are reusable across sizes
+  // that differ by a few elements).
   const int64_t granule = bytes >= (int64_t{1} << 20) ? 4096 : kAlignment;
   return std::max<int64_t>(kAlignment, (bytes + granule - 1) / granule * granule);
 }
@@ -41,11 +41,6 @@ void HostAllocator::Free(void* data, int64_t rounded_bytes) {
     }
   }
   std::free(data);
-}
-
-int64_t HostAllocator::cached_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return cached_bytes_;
 }
 
 }  // namespace tessera::cpu

@@ -1,14 +1,13 @@
 #ifndef TESSERA_BACKENDS_CPU_HOST_ALLOCATOR_H_
 #define TESSERA_BACKENDS_CPU_HOST_ALLOCATOR_H_
 
-// HostAllocator: 64-byte aligned host allocations with a cache of freed blocks
-// by exact (rounded) size, so that repeated reshards of the same arrays reuse
-// memory whose pages are already mapped instead of paying a page fault per 4
-// KiB on every new buffer. The cache holds at most `max_cached_bytes`; beyond
-// it, blocks go back to the system.
+// HostAllocator: 64-byte aligned host allocations with a cache of freed blocks by exact (rounded)
+// size, so that repeated reshards of the same arrays reuse memory whose pages are already mapped
+// instead of paying a page fault per 4 KiB on every new buffer. The cache holds at most
+// `max_cached_bytes`; beyond it, blocks go back to the system.
 //
-// Thread-safe. Held through shared_ptr by the platform and by every live
-// buffer, so it outlives both.
+// Thread-safe. Held through shared_ptr by the platform and by every live buffer, so it outlives
+// both.
 
 #include <cstdint>
 #include <map>
@@ -31,11 +30,10 @@ class HostAllocator {
   // nullptr when the system is out of memory.
   void* Allocate(int64_t rounded_bytes);
   void Free(void* data, int64_t rounded_bytes);
-  int64_t cached_bytes() const;
 
  private:
   const int64_t max_cached_bytes_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::map<int64_t, std::vector<void*>> free_;  // rounded size -> blocks
   int64_t cached_bytes_ = 0;
 };

@@ -1,9 +1,9 @@
 #ifndef TESSERA_BACKENDS_VULKAN_COMMAND_RECORDING_H_
 #define TESSERA_BACKENDS_VULKAN_COMMAND_RECORDING_H_
 
-// Recording helpers shared by every transfer path: begin/end a one-time-submit
-// command buffer, and record a chunk's regions (chunk_plan.h) as
-// vkCmdCopyBuffer calls between a buffer and a staging slot.
+// Recording helpers shared by every transfer path: begin/end a one-time-submit command buffer, and
+// record a chunk's regions (chunk_plan.h) as vkCmdCopyBuffer calls between a buffer and a staging
+// slot.
 //
 // Stateless; a command buffer is recorded by one thread at a time (Vulkan's
 // external-synchronisation rule), which is the caller's business.
@@ -19,17 +19,16 @@
 
 namespace tessera::vulkan {
 
-// vkBeginCommandBuffer with ONE_TIME_SUBMIT. INTERNAL (or RESOURCE_EXHAUSTED)
-// on failure.
+// vkBeginCommandBuffer with ONE_TIME_SUBMIT. INTERNAL (or RESOURCE_EXHAUSTED) on failure.
 absl::Status BeginCmd(VkCommandBuffer cb);
 
-// Makes the command buffer's transfer and shader writes visible to the host and
-// later commands, then vkEndCommandBuffer.
+// Makes the command buffer's transfer and shader writes visible to the host and later commands,
+// then vkEndCommandBuffer.
 absl::Status EndCmd(VkCommandBuffer cb);
 
-// Records vkCmdCopyBuffer for `regions` (grouped by copy); buffer_of(copy)
-// gives (VkBuffer, base offset) of the copy's side, `staging` the staging side
-// at `staging_base`. `to_staging`: buffer -> staging, else staging -> buffer.
+// Records vkCmdCopyBuffer for `regions` (grouped by copy); buffer_of(copy) gives (VkBuffer, base
+// offset) of the copy's side, `staging` the staging side at `staging_base`. `to_staging`: buffer ->
+// staging, else staging -> buffer.
 template <typename BufferOf>
 void RecordRegions(VkCommandBuffer cb, const std::vector<Region>& regions, bool to_staging,
                    VkBuffer staging, int64_t staging_base, BufferOf&& buffer_of) {

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <deque>
 #include <mutex>
 #include <utility>
 #include <vector>
 
+#include "backends/common/parallel_memcpy.h"
 #include "backends/vulkan/chunk_plan.h"
 #include "backends/vulkan/command_recording.h"
 #include "backends/vulkan/host_memory_import.h"
@@ -27,9 +27,8 @@ struct ExportedChunk {
   std::vector<Region> dst_regions;  // where this chunk goes in the destination
 };
 
-// The source device copies the next chunk (at most `cap` bytes) of `geoms`
-// into `staging` at `offset`, recorded in `cb`, and signals its export
-// timeline.
+// The source device copies the next chunk (at most `cap` bytes) of `geoms` into `staging` at
+// `offset`, recorded in `cb`, and signals its export timeline.
 absl::StatusOr<ExportedChunk> ExportChunk(VulkanStream& src_stream, VkCommandBuffer cb,
                                           VulkanBuffer* src, VkBuffer staging, int64_t offset,
                                           int64_t cap, PlanCursor& pc,
@@ -48,8 +47,8 @@ absl::StatusOr<ExportedChunk> ExportChunk(VulkanStream& src_stream, VkCommandBuf
   return chunk;
 }
 
-// This device copies a staged chunk from `staging` at `offset` into `dst`,
-// recorded in `cb`; returns the value on its timeline.
+// This device copies a staged chunk from `staging` at `offset` into `dst`, recorded in `cb`;
+// returns the value on its timeline.
 absl::StatusOr<uint64_t> UploadChunk(VulkanStream& stream, VkCommandBuffer cb,
                                      const std::vector<Region>& regions, VkBuffer staging,
                                      int64_t offset, VulkanBuffer* dst) {
@@ -63,9 +62,8 @@ absl::StatusOr<uint64_t> UploadChunk(VulkanStream& stream, VkCommandBuffer cb,
 
 }  // namespace
 
-// A host staging ring imported into two VkDevices
-// (VK_EXT_external_memory_host): the source device copies a chunk into it, the
-// destination device copies it out. No host memcpy.
+// A host staging ring imported into two VkDevices (VK_EXT_external_memory_host): the source device
+// copies a chunk into it, the destination device copies it out. No host memcpy.
 struct CrossDeviceCopier::SharedStaging {
   VulkanDevice* src = nullptr;
   VulkanDevice* dst = nullptr;
@@ -104,9 +102,8 @@ absl::Status CrossDeviceCopier::Copy(const BufferToBufferCopy& cp) {
   return absl::OkStatus();
 }
 
-// Source device S copies chunks into its export ring (up to `slots` ahead); the
-// host copies each into this device's staging ring; this device uploads it. All
-// on this device's worker.
+// Source device S copies chunks into its export ring (up to `slots` ahead); the host copies each
+// into this device's staging ring; this device uploads it. All on this device's worker.
 absl::Status CrossDeviceCopier::CopyThroughHost(const BufferToBufferCopy& copy) {
   VulkanBuffer* src = AsVulkanBuffer(copy.src);
   VulkanBuffer* dst = AsVulkanBuffer(copy.dst);
@@ -151,8 +148,8 @@ absl::Status CrossDeviceCopier::CopyThroughHost(const BufferToBufferCopy& copy) 
     const int slot = static_cast<int>(j++ % dst_slots);
     if (absl::Status st = stream.WaitValue(stream.timeline(), staging.values[slot]); !st.ok())
       return st;
-    std::memcpy(staging.mapped + slot * chunk, exported.mapped + p.slot * src_chunk,
-                static_cast<size_t>(p.bytes));
+    backends::CopyPieces({{staging.mapped + slot * chunk, exported.mapped + p.slot * src_chunk,
+                           static_cast<size_t>(p.bytes)}});
     if (!CursorDone(pc, geoms)) status = export_chunk(p.slot);
     absl::StatusOr<uint64_t> v =
         UploadChunk(stream, staging.cmds[slot], p.dst_regions, staging.buffer, slot * chunk, dst);
@@ -199,9 +196,8 @@ absl::StatusOr<CrossDeviceCopier::SharedStaging*> CrossDeviceCopier::GetSharedSt
   return raw;
 }
 
-// The source device copies chunk i into shared slot i % K (up to K ahead, on
-// its export semaphore); once the host sees it done, this device copies the
-// slot into the destination.
+// The source device copies chunk i into shared slot i % K (up to K ahead, on its export semaphore);
+// once the host sees it done, this device copies the slot into the destination.
 absl::Status CrossDeviceCopier::CopyThroughSharedStaging(const BufferToBufferCopy& copy,
                                                          SharedStaging& shared) {
   VulkanBuffer* src = AsVulkanBuffer(copy.src);
@@ -223,8 +219,7 @@ absl::Status CrossDeviceCopier::CopyThroughSharedStaging(const BufferToBufferCop
   std::deque<Pending> pending;
   PlanCursor pc = StartCursor(geoms);
   auto export_chunk = [&](int slot) -> absl::Status {
-    // The slot's previous reader is this device's upload recorded in
-    // staging.cmds[slot].
+    // The slot's previous reader is this device's upload recorded in staging.cmds[slot].
     if (absl::Status st = stream.WaitValue(stream.timeline(), staging.values[slot]); !st.ok())
       return st;
     absl::StatusOr<ExportedChunk> c = ExportChunk(

@@ -1,22 +1,20 @@
 #ifndef TESSERA_BACKENDS_VULKAN_DEVICE_MEMORY_ALLOCATOR_H_
 #define TESSERA_BACKENDS_VULKAN_DEVICE_MEMORY_ALLOCATOR_H_
 
-// Sub-allocation of one memory type of one VkDevice: buffers are carved (first
-// fit, coalescing free list) out of blocks of `block_bytes`, each one
-// VkDeviceMemory with one VkBuffer over all of it; a request above
-// block_bytes / 2 gets a dedicated block. Sizes are rounded up to `alignment`.
-// One empty shared block is kept to avoid churn; further empty ones and freed
-// dedicated blocks are destroyed. With a BlockExporter every block's memory is
-// exportable as an opaque fd, so other VkDevices of the same GPU can import it
-// (peer_memory_import.h); destroying a block first runs its on_destroy hooks.
+// Sub-allocation of one memory type of one VkDevice: buffers are carved (first fit, coalescing free
+// list) out of blocks of `block_bytes`, each one VkDeviceMemory with one VkBuffer over all of it; a
+// request above block_bytes / 2 gets a dedicated block. Sizes are rounded up to `alignment`. One
+// empty shared block is kept to avoid churn; further empty ones and freed dedicated blocks are
+// destroyed. With a BlockExporter every block's memory is exportable as an opaque fd, so other
+// VkDevices of the same GPU can import it (peer_memory_import.h); destroying a block first runs its
+// on_destroy hooks.
 //
 //   DeviceMemoryAllocator pool(device, type, /*map=*/false, 64 << 20, 256);
 //   auto a = pool.Allocate(1000);  // a->block->buffer at a->offset
 //   pool.Free(*a);
 //
-// Ownership: owns its blocks (destroyed with it, which must happen before the
-// VkDevice is destroyed and after the GPU is done with them). Allocations
-// borrow their block until freed.
+// Ownership: owns its blocks (destroyed with it, which must happen before the VkDevice is destroyed
+// and after the GPU is done with them). Allocations borrow their block until freed.
 // Thread-safety: Allocate, Free and in_use are thread-safe (one mutex).
 
 #include <vulkan/vulkan.h>
@@ -33,15 +31,15 @@
 
 namespace tessera::vulkan {
 
-// The usage of every buffer over a block (and of imports of one): copies both
-// ways and the strided-copy shader.
+// The usage of every buffer over a block (and of imports of one): copies both ways and the
+// strided-copy shader.
 inline constexpr VkBufferUsageFlags kBlockBufferUsage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                                                         VK_BUFFER_USAGE_TRANSFER_DST_BIT |
                                                         VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
 
-// How a device exports the memory of its blocks (VK_KHR_external_memory_fd,
-// opaque fd handles): the exporting VkDevice, its vkGetMemoryFdKHR and the
-// identity an importer must share (peer_memory_import.h).
+// How a device exports the memory of its blocks (VK_KHR_external_memory_fd, opaque fd handles): the
+// exporting VkDevice, its vkGetMemoryFdKHR and the identity an importer must share
+// (peer_memory_import.h).
 struct BlockExporter {
   VkDevice device = VK_NULL_HANDLE;
   PFN_vkGetMemoryFdKHR get_memory_fd = nullptr;
@@ -49,9 +47,8 @@ struct BlockExporter {
   std::array<uint8_t, VK_UUID_SIZE> driver_uuid{};
 };
 
-// One VkDeviceMemory with one VkBuffer over it (mapped when host-visible), or
-// an imported host range (WrapHostMemory). `free_ranges` belongs to the
-// allocator that made the block.
+// One VkDeviceMemory with one VkBuffer over it (mapped when host-visible), or an imported host
+// range (WrapHostMemory). `free_ranges` belongs to the allocator that made the block.
 struct MemoryBlock {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   VkBuffer buffer = VK_NULL_HANDLE;
@@ -66,8 +63,8 @@ struct MemoryBlock {
   const BlockExporter* exporter = nullptr;
   uint32_t memory_type = 0;
   int64_t allocation_size = 0;  // VkMemoryAllocateInfo::allocationSize
-  // Run (once, without the lock) just before the block is destroyed: imports
-  // of it into other devices are dropped there.
+  // Run (once, without the lock) just before the block is destroyed: imports of it into other
+  // devices are dropped there.
   std::mutex on_destroy_mu;
   std::vector<std::function<void()>> on_destroy;  // guarded by on_destroy_mu
   void RunDestroyHooks();
@@ -75,9 +72,8 @@ struct MemoryBlock {
 
 class DeviceMemoryAllocator {
  public:
-  // `map`: persistently map every block (HOST_VISIBLE types). `exporter`:
-  // null, or blocks are allocated exportable through it (it must outlive the
-  // allocator).
+  // `map`: persistently map every block (HOST_VISIBLE types). `exporter`: null, or blocks are
+  // allocated exportable through it (it must outlive the allocator).
   DeviceMemoryAllocator(VkDevice device, uint32_t type_index, bool map, int64_t block_bytes,
                         int64_t alignment, const BlockExporter* exporter = nullptr);
   DeviceMemoryAllocator(const DeviceMemoryAllocator&) = delete;
@@ -90,8 +86,8 @@ class DeviceMemoryAllocator {
     int64_t size = 0;  // after alignment rounding
   };
 
-  // RESOURCE_EXHAUSTED when vkAllocateMemory fails; INTERNAL for other Vulkan
-  // failures or a memory type that cannot back storage buffers.
+  // RESOURCE_EXHAUSTED when vkAllocateMemory fails; INTERNAL for other Vulkan failures or a memory
+  // type that cannot back storage buffers.
   absl::StatusOr<Allocation> Allocate(int64_t bytes);
   // `a` must come from this allocator's Allocate and be freed once.
   void Free(const Allocation& a);
@@ -113,8 +109,8 @@ class DeviceMemoryAllocator {
   int64_t in_use_ = 0;                                // guarded by mu_
 };
 
-// Picks the memory type with all `required` flags, preferring more of
-// `preferred` and none of `avoided`. Returns -1 if none.
+// Picks the memory type with all `required` flags, preferring more of `preferred` and none of
+// `avoided`. Returns -1 if none.
 int PickMemoryType(const VkPhysicalDeviceMemoryProperties& mp, VkMemoryPropertyFlags required,
                    VkMemoryPropertyFlags preferred, VkMemoryPropertyFlags avoided);
 

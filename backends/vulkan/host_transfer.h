@@ -2,19 +2,17 @@
 #define TESSERA_BACKENDS_VULKAN_HOST_TRANSFER_H_
 
 // Host<->device copies of one stream op, run on the device's stream worker:
-//   host->device: chunks of the copies' runs are packed on the host into
-//     staging slot k while the GPU copies slot k-1 into the buffer
-//     (vkCmdCopyBuffer, regions coalesced).
-//   device->host: the GPU copies up to `slots` chunks ahead; the host unpacks
-//     each chunk as soon as its value is reached and refills the slot.
-//   pinned_host buffers: a memcpy on the worker, in stream order (after the
-//     stream's previous work).
+//   host->device: chunks of the copies' runs are packed on the host into staging slot k while the
+//     GPU copies slot k-1 into the buffer (vkCmdCopyBuffer, regions coalesced).
+//   device->host: the GPU copies up to `slots` chunks ahead; the host unpacks each chunk as soon as
+//     its value is reached and refills the slot.
+//   pinned_host buffers: a memcpy on the worker, in stream order (after the stream's previous
+//     work).
 // An op whose last step is host work signals its value from the host.
 //
-// Borrowed: the copies' host pointers must stay valid until the op's future
-// is set (the SPI's rule); the ring, stream and counters are the device's.
-// Thread-safety: worker only (the ring and the stream's submit side are the
-// worker's).
+// Borrowed: the copies' host pointers must stay valid until the op's future is set (the SPI's
+// rule); the ring, stream and counters are the device's.
+// Thread-safety: worker only (the ring and the stream's submit side are the worker's).
 
 #include <vector>
 

@@ -1,14 +1,12 @@
 #ifndef TESSERA_BACKENDS_VULKAN_PHYSICAL_DEVICE_H_
 #define TESSERA_BACKENDS_VULKAN_PHYSICAL_DEVICE_H_
 
-// What a VkPhysicalDevice is: the properties, limits, memory heaps and
-// extensions the platform reads once when it opens a device, and how they are
-// published as PlatformDeviceInfo::attributes ("vendor", "driver_version",
-// "device_uuid", "heap_sizes", ...).
+// What a VkPhysicalDevice is: the properties, limits, memory heaps and extensions the platform
+// reads once when it opens a device, and how they are published as PlatformDeviceInfo::attributes
+// ("vendor", "driver_version", "device_uuid", "heap_sizes", ...).
 //
-// PhysicalDeviceDescription is a plain value (its Vulkan structs' pNext
-// pointers are cleared); the functions here are pure queries and
-// thread-safe.
+// PhysicalDeviceDescription is a plain value (its Vulkan structs' pNext pointers are cleared); the
+// functions here are pure queries and thread-safe.
 
 #include <vulkan/vulkan.h>
 
@@ -27,8 +25,8 @@ struct PhysicalDeviceDescription {
   VkPhysicalDeviceMaintenance3Properties maintenance3{};
   VkPhysicalDeviceIDProperties ids{};
   VkPhysicalDeviceMemoryProperties memory{};
-  // VkPhysicalDeviceMaintenance4Properties::maxBufferSize on Vulkan >= 1.3
-  // devices, else UINT64_MAX.
+  // VkPhysicalDeviceMaintenance4Properties::maxBufferSize on Vulkan >= 1.3 devices, else
+  // UINT64_MAX.
   uint64_t max_buffer_size = UINT64_MAX;
   std::vector<VkExtensionProperties> extensions;
 
@@ -37,15 +35,14 @@ struct PhysicalDeviceDescription {
 
 PhysicalDeviceDescription DescribePhysicalDevice(VkPhysicalDevice physical);
 
-// The queue family the device's stream uses: one with compute, preferring one
-// without graphics. -1 when there is none.
+// The queue family the device's stream uses: one with compute, preferring one without graphics. -1
+// when there is none.
 int PickComputeQueueFamily(VkPhysicalDevice physical);
 
 // "1.3.239" for a VK_MAKE_API_VERSION value.
 std::string VersionString(uint32_t v);
 
-// Facts about one logical device (VkDevice) that are published next to the
-// physical device's.
+// Facts about one logical device (VkDevice) that are published next to the physical device's.
 struct LogicalDeviceFacts {
   int64_t device_memory_bytes = 0;
   int64_t pinned_host_memory_bytes = 0;
@@ -59,8 +56,8 @@ struct LogicalDeviceFacts {
   bool peer_memory_import = false;
 };
 
-// Sets the device's attributes: the physical device's identity, driver,
-// limits and heaps, then `facts`.
+// Sets the device's attributes: the physical device's identity, driver, limits and heaps, then
+// `facts`.
 void SetDeviceAttributes(const PhysicalDeviceDescription& d, const LogicalDeviceFacts& facts,
                          AttributeMap* a);
 

@@ -1,10 +1,10 @@
 #ifndef TESSERA_BACKENDS_VULKAN_PLATFORM_COUNTERS_H_
 #define TESSERA_BACKENDS_VULKAN_PLATFORM_COUNTERS_H_
 
-// The counters behind VulkanPlatform::stats() (see VulkanPlatformStats in
-// vulkan_platform.h for what each counts). One instance per platform, owned by
-// it; every device of the platform holds a borrowed pointer (devices are
-// drained before the platform goes). Thread-safe: every counter is atomic.
+// The counters behind VulkanPlatform::stats() (see VulkanPlatformStats in vulkan_platform.h for
+// what each counts). One instance per platform, owned by it; every device of the platform holds a
+// borrowed pointer (devices are drained before the platform goes). Thread-safe: every counter is
+// atomic.
 
 #include <atomic>
 #include <cstdint>

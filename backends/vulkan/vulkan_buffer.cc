@@ -11,8 +11,7 @@ VulkanBuffer::VulkanBuffer(std::shared_ptr<VulkanDevice> dev, int memory,
     : dev_(std::move(dev)), memory_(memory), alloc_(alloc), size_(size) {
   if (memory_ == kPinnedHostMemory) {
     host_address_ = mapped();
-    // Zero-byte pinned buffers still get a (unique, never dereferenced)
-    // non-null address.
+    // Zero-byte pinned buffers still get a (unique, never dereferenced) non-null address.
     if (host_address_ == nullptr) host_address_ = this;
   }
 }

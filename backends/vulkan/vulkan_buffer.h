@@ -1,19 +1,17 @@
 #ifndef TESSERA_BACKENDS_VULKAN_VULKAN_BUFFER_H_
 #define TESSERA_BACKENDS_VULKAN_VULKAN_BUFFER_H_
 
-// The Vulkan platform's PlatformBuffer: a sub-allocation of a MemoryBlock (a
-// range of one VkBuffer, device_memory_allocator.h), or an imported host
-// range (WrapHostMemory) that owns its own block.
+// The Vulkan platform's PlatformBuffer: a sub-allocation of a MemoryBlock (a range of one VkBuffer,
+// device_memory_allocator.h), or an imported host range (WrapHostMemory) that owns its own block.
 //
-// host_address() is the mapping for pinned_host buffers (non-null even when
-// empty) and nullptr for device buffers, even where device memory is
-// mappable; mapped() is the mapping whatever host_address() says.
+// host_address() is the mapping for pinned_host buffers (non-null even when empty) and nullptr for
+// device buffers, even where device memory is mappable; mapped() is the mapping whatever
+// host_address() says.
 //
-// Ownership: holds a reference to its VulkanDevice, so a buffer may outlive
-// the platform; the destructor returns the range to the device's allocator
-// (or destroys the imported block and calls `on_release`). Not copyable.
-// Thread-safety: immutable after construction; the destructor is safe on any
-// thread.
+// Ownership: holds a reference to its VulkanDevice, so a buffer may outlive the platform; the
+// destructor returns the range to the device's allocator (or destroys the imported block and calls
+// `on_release`). Not copyable.
+// Thread-safety: immutable after construction; the destructor is safe on any thread.
 
 #include <vulkan/vulkan.h>
 

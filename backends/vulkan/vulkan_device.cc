@@ -13,6 +13,7 @@
 #include "backends/vulkan/physical_device.h"
 #include "backends/vulkan/vulkan_buffer.h"
 #include "backends/vulkan/vulkan_status.h"
+#include "ifrt/status_macros.h"
 
 namespace tessera::vulkan {
 
@@ -40,8 +41,8 @@ VulkanDevice::~VulkanDevice() {
 
 namespace {
 
-// Buffers like the allocators' can be exported and imported as opaque fds,
-// without dedicated allocations.
+// Buffers like the allocators' can be exported and imported as opaque fds, without dedicated
+// allocations.
 bool OpaqueFdBuffersSupported(VkPhysicalDevice physical) {
   VkPhysicalDeviceExternalBufferInfo info{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO};
   info.usage = kBlockBufferUsage;
@@ -56,26 +57,46 @@ bool OpaqueFdBuffersSupported(VkPhysicalDevice physical) {
 
 }  // namespace
 
+// The device extensions Init enables, from what the physical device offers.
+struct VulkanDevice::EnabledExtensions {
+  std::vector<const char*> names;
+  bool push_descriptor = false;  // VK_KHR_push_descriptor: the compute copy pipeline
+  bool peer_import = false;      // VK_KHR_external_memory_fd: exportable blocks
+};
+
 absl::Status VulkanDevice::Init(int physical_index, int logical_index, bool same_gpu_peers) {
   const PhysicalDeviceDescription pd = DescribePhysicalDevice(physical_);
-  const VkPhysicalDeviceProperties& props = pd.properties;
+  ReadLimits(pd);
+  const int family = PickComputeQueueFamily(physical_);
+  if (family < 0) return absl::NotFoundError("no compute queue");
+  queue_family_ = static_cast<uint32_t>(family);
+  const EnabledExtensions extensions = ChooseExtensions(pd, same_gpu_peers);
+  TESSERA_RETURN_IF_ERROR(CreateLogicalDevice(extensions));
+  LoadExtensionFunctions(pd, extensions);
+  TESSERA_RETURN_IF_ERROR(CreateMemories(pd));
+  TESSERA_RETURN_IF_ERROR(CreateStreamAndRings(pd.memory));
+  TESSERA_RETURN_IF_ERROR(CreateComputePipeline(pd, extensions));
+  PublishInfo(pd, physical_index, logical_index);
+  return absl::OkStatus();
+}
+
+void VulkanDevice::ReadLimits(const PhysicalDeviceDescription& pd) {
   max_buffer_bytes_ = static_cast<int64_t>(std::min<uint64_t>(
       {pd.maintenance3.maxMemoryAllocationSize, pd.max_buffer_size, uint64_t{INT64_MAX}}));
   compute_min_runs_ = options_.compute_copy_min_runs;
   if (compute_min_runs_ < 0) {
-    compute_min_runs_ = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? INT64_MAX : 4096;
+    compute_min_runs_ = pd.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? INT64_MAX : 4096;
   }
+}
 
-  const int family = PickComputeQueueFamily(physical_);
-  if (family < 0) return absl::NotFoundError("no compute queue");
-  queue_family_ = static_cast<uint32_t>(family);
-
-  std::vector<const char*> enabled;
-  const bool push_desc = pd.HasExtension(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
-  if (push_desc) enabled.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+VulkanDevice::EnabledExtensions VulkanDevice::ChooseExtensions(const PhysicalDeviceDescription& pd,
+                                                               bool same_gpu_peers) {
+  EnabledExtensions e;
+  e.push_descriptor = pd.HasExtension(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  if (e.push_descriptor) e.names.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   host_import_ = pd.HasExtension(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
   if (host_import_) {
-    enabled.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+    e.names.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
     VkPhysicalDeviceExternalMemoryHostPropertiesEXT hp{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT};
     VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
@@ -84,12 +105,14 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index, bool same
     host_import_alignment_ =
         std::max<int64_t>(4096, static_cast<int64_t>(hp.minImportedHostPointerAlignment));
   }
+  e.peer_import = options_.cross_device_peer_import && same_gpu_peers &&
+                  pd.HasExtension(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME) &&
+                  OpaqueFdBuffersSupported(physical_);
+  if (e.peer_import) e.names.push_back(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
+  return e;
+}
 
-  const bool peer_import = options_.cross_device_peer_import && same_gpu_peers &&
-                           pd.HasExtension(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME) &&
-                           OpaqueFdBuffersSupported(physical_);
-  if (peer_import) enabled.push_back(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
-
+absl::Status VulkanDevice::CreateLogicalDevice(const EnabledExtensions& extensions) {
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qci.queueFamilyIndex = queue_family_;
@@ -101,32 +124,38 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index, bool same
   dci.pNext = &f12;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
-  dci.enabledExtensionCount = static_cast<uint32_t>(enabled.size());
-  dci.ppEnabledExtensionNames = enabled.data();
+  dci.enabledExtensionCount = static_cast<uint32_t>(extensions.names.size());
+  dci.ppEnabledExtensionNames = extensions.names.data();
   TESSERA_VK_RETURN_IF_ERROR(vkCreateDevice(physical_, &dci, nullptr, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+  return absl::OkStatus();
+}
+
+void VulkanDevice::LoadExtensionFunctions(const PhysicalDeviceDescription& pd,
+                                          const EnabledExtensions& extensions) {
   if (host_import_) {
     host_pointer_props_ = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
         vkGetDeviceProcAddr(device_, "vkGetMemoryHostPointerPropertiesEXT"));
     host_import_ = host_pointer_props_ != nullptr;
   }
-  if (peer_import) {
-    auto get_fd =
-        reinterpret_cast<PFN_vkGetMemoryFdKHR>(vkGetDeviceProcAddr(device_, "vkGetMemoryFdKHR"));
-    if (get_fd) {
-      exporter_ = std::make_unique<BlockExporter>();
-      exporter_->device = device_;
-      exporter_->get_memory_fd = get_fd;
-      std::copy(std::begin(pd.ids.deviceUUID), std::end(pd.ids.deviceUUID),
-                exporter_->device_uuid.begin());
-      std::copy(std::begin(pd.ids.driverUUID), std::end(pd.ids.driverUUID),
-                exporter_->driver_uuid.begin());
-    }
+  auto get_fd =
+      extensions.peer_import
+          ? reinterpret_cast<PFN_vkGetMemoryFdKHR>(vkGetDeviceProcAddr(device_, "vkGetMemoryFdKHR"))
+          : nullptr;
+  if (get_fd != nullptr) {
+    exporter_ = std::make_unique<BlockExporter>();
+    exporter_->device = device_;
+    exporter_->get_memory_fd = get_fd;
+    std::copy(std::begin(pd.ids.deviceUUID), std::end(pd.ids.deviceUUID),
+              exporter_->device_uuid.begin());
+    std::copy(std::begin(pd.ids.driverUUID), std::end(pd.ids.driverUUID),
+              exporter_->driver_uuid.begin());
   }
   peer_imports_ =
       std::make_shared<PeerMemoryImports>(device_, exporter_.get(), &counters_->peer_imports_live);
+}
 
-  // Memories.
+absl::Status VulkanDevice::CreateMemories(const PhysicalDeviceDescription& pd) {
   const VkPhysicalDeviceMemoryProperties& mp = pd.memory;
   const int device_type =
       PickMemoryType(mp, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
@@ -137,9 +166,10 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index, bool same
   if (device_type < 0 || host_type < 0) {
     return absl::NotFoundError("no DEVICE_LOCAL or no HOST_VISIBLE|HOST_COHERENT memory type");
   }
+  const VkPhysicalDeviceLimits& limits = pd.properties.limits;
   const int64_t alignment =
-      std::max<int64_t>({256, static_cast<int64_t>(props.limits.minStorageBufferOffsetAlignment),
-                         static_cast<int64_t>(props.limits.nonCoherentAtomSize)});
+      std::max<int64_t>({256, static_cast<int64_t>(limits.minStorageBufferOffsetAlignment),
+                         static_cast<int64_t>(limits.nonCoherentAtomSize)});
   pools_[kDeviceMemory] =
       std::make_unique<DeviceMemoryAllocator>(device_, static_cast<uint32_t>(device_type), false,
                                               options_.block_bytes, alignment, exporter_.get());
@@ -150,37 +180,39 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index, bool same
       static_cast<int64_t>(mp.memoryHeaps[mp.memoryTypes[device_type].heapIndex].size);
   heap_bytes_[kPinnedHostMemory] =
       static_cast<int64_t>(mp.memoryHeaps[mp.memoryTypes[host_type].heapIndex].size);
+  return absl::OkStatus();
+}
 
-  // Stream.
+absl::Status VulkanDevice::CreateStreamAndRings(const VkPhysicalDeviceMemoryProperties& memory) {
   stream_ = std::make_unique<VulkanStream>(device_, queue_, queue_family_, counters_);
-  if (absl::Status s = stream_->Init(); !s.ok()) return s;
-  const int chunks = std::max(2, options_.staging_chunks);
-  auto staging =
-      StagingRing::Create(device_, mp, queue_family_, options_.staging_chunk_bytes, chunks);
-  if (!staging.ok()) return staging.status();
-  staging_ = std::move(*staging);
-  auto exported =
-      StagingRing::Create(device_, mp, queue_family_, options_.staging_chunk_bytes, chunks);
-  if (!exported.ok()) return exported.status();
-  export_ = std::move(*exported);
+  TESSERA_RETURN_IF_ERROR(stream_->Init());
+  TESSERA_ASSIGN_OR_RETURN(
+      staging_, StagingRing::Create(device_, memory, queue_family_, options_.staging_chunk_bytes,
+                                    staging_chunks()));
+  TESSERA_ASSIGN_OR_RETURN(
+      export_, StagingRing::Create(device_, memory, queue_family_, options_.staging_chunk_bytes,
+                                   staging_chunks()));
+  return absl::OkStatus();
+}
 
-  // Compute pipeline for strided copies (needs push descriptors).
-  PFN_vkCmdPushDescriptorSetKHR push_descriptor = nullptr;
-  if (push_desc) {
-    push_descriptor = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
-        vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
-  }
-  if (push_descriptor) {
-    auto compute = ComputeCopyPipeline::Create(device_, push_descriptor, compute_min_runs_,
-                                               props.limits.maxStorageBufferRange,
-                                               props.limits.maxComputeWorkGroupCount[0]);
-    if (!compute.ok()) return compute.status();
-    compute_ = std::move(*compute);
-  }
+absl::Status VulkanDevice::CreateComputePipeline(const PhysicalDeviceDescription& pd,
+                                                 const EnabledExtensions& extensions) {
+  if (!extensions.push_descriptor) return absl::OkStatus();
+  auto push_descriptor = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
+      vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
+  if (push_descriptor == nullptr) return absl::OkStatus();  // no compute copies
+  const VkPhysicalDeviceLimits& limits = pd.properties.limits;
+  TESSERA_ASSIGN_OR_RETURN(compute_,
+                           ComputeCopyPipeline::Create(device_, push_descriptor, compute_min_runs_,
+                                                       limits.maxStorageBufferRange,
+                                                       limits.maxComputeWorkGroupCount[0]));
+  return absl::OkStatus();
+}
 
-  // Device info.
+void VulkanDevice::PublishInfo(const PhysicalDeviceDescription& pd, int physical_index,
+                               int logical_index) {
   info_.kind = "vulkan";
-  info_.name = props.deviceName;
+  info_.name = pd.properties.deviceName;
   LogicalDeviceFacts facts;
   facts.device_memory_bytes = heap_bytes_[kDeviceMemory];
   facts.pinned_host_memory_bytes = heap_bytes_[kPinnedHostMemory];
@@ -190,13 +222,12 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index, bool same
   facts.compute_copy = compute_ != nullptr;
   facts.compute_copy_min_runs = compute_min_runs_;
   facts.staging_chunk_bytes = options_.staging_chunk_bytes;
-  facts.staging_chunks = chunks;
+  facts.staging_chunks = staging_chunks();
   facts.peer_memory_import = exporter_ != nullptr;
   SetDeviceAttributes(pd, facts, &info_.attributes);
   info_.memories.push_back(PlatformMemoryInfo{"device", false, heap_bytes_[kDeviceMemory]});
   info_.memories.push_back(PlatformMemoryInfo{"pinned_host", true, heap_bytes_[kPinnedHostMemory]});
   info_.default_memory = kDeviceMemory;
-  return absl::OkStatus();
 }
 
 void VulkanDevice::Start() {
@@ -295,8 +326,8 @@ absl::Status VulkanDevice::Execute(StreamOp& op, StreamCompletion& c) {
 }
 
 absl::Status VulkanDevice::CopyBuffersToBuffers(StreamOp& op, StreamCompletion& c) {
-  // Copies this device's queue runs as regions, with the VkBuffer to read:
-  // its own buffers, and other devices' blocks imported into it.
+  // Copies this device's queue runs as regions, with the VkBuffer to read: its own buffers, and
+  // other devices' blocks imported into it.
   std::vector<std::pair<const BufferToBufferCopy*, VkBuffer>> local;
   std::vector<const BufferToBufferCopy*> remote;
   for (const BufferToBufferCopy& cp : op.b2b) {

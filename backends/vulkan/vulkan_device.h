@@ -1,34 +1,32 @@
 #ifndef TESSERA_BACKENDS_VULKAN_VULKAN_DEVICE_H_
 #define TESSERA_BACKENDS_VULKAN_VULKAN_DEVICE_H_
 
-// One device of the Vulkan platform: one VkDevice (a physical device may back
-// several, VulkanPlatformOptions::logical_devices_per_gpu) with its compute
-// queue and in-order stream (vulkan_stream.h), the allocators of its two
-// memories (device, pinned_host), its staging and export rings
-// (staging_ring.h), the strided-copy compute pipeline where push descriptors
-// exist (compute_copy.h), its imports of other devices' memory
-// (peer_memory_import.h) and its cross-device copier (cross_device_copy.h).
-// It runs the stream's ops: host<->device transfers (host_transfer.h),
-// buffer->buffer copies on one VkDevice (vkCmdCopyBuffer with one region per
-// run, or the compute shader for boxes with many short rows), copies from
-// other devices (region copies from the source block imported into this
-// device where both are one GPU, else staged), and host callbacks.
+// One device of the Vulkan platform: one VkDevice (a physical device may back several,
+// VulkanPlatformOptions::logical_devices_per_gpu) with its compute queue and in-order stream
+// (vulkan_stream.h), the allocators of its two memories (device, pinned_host), its staging and
+// export rings (staging_ring.h), the strided-copy compute pipeline where push descriptors exist
+// (compute_copy.h), its imports of other devices' memory (peer_memory_import.h) and its
+// cross-device copier (cross_device_copy.h). It runs the stream's ops: host<->device transfers
+// (host_transfer.h), buffer->buffer copies on one VkDevice (vkCmdCopyBuffer with one region per
+// run, or the compute shader for boxes with many short rows), copies from other devices (region
+// copies from the source block imported into this device where both are one GPU, else staged), and
+// host callbacks.
 //
-// Lifecycle: construct, Init (creates everything; NOT_FOUND when the physical
-// device lacks a compute queue or usable memory types), Start (threads), and
-// at the end BeginShutdown / Quiet / CancelAndJoin (see ~VulkanPlatformImpl).
+// Lifecycle: construct, Init (creates everything; NOT_FOUND when the physical device lacks a
+// compute queue or usable memory types), Start (threads), and at the end BeginShutdown / Quiet /
+// CancelAndJoin (see ~VulkanPlatformImpl).
 //
-// Ownership: shared (std::shared_ptr): the platform holds every device and
-// each buffer holds its own, so a buffer may outlive the platform; the
-// destructor waits for the GPU to be idle and destroys everything, the
-// VkDevice last. Holds the VulkanInstance; borrows the platform's counters.
-// Thread-safety: Allocate, WrapHost, DestroyImported, allocator, Enqueue, the
-// drain protocol and InjectSubmitFailures are thread-safe. staging_ring() is
-// the stream worker's; export_ring() is used under export_mu() (held by other
-// devices' workers during cross-device copies).
+// Ownership: shared (std::shared_ptr): the platform holds every device and each buffer holds its
+// own, so a buffer may outlive the platform; the destructor waits for the GPU to be idle and
+// destroys everything, the VkDevice last. Holds the VulkanInstance; borrows the platform's
+// counters.
+// Thread-safety: Allocate, WrapHost, DestroyImported, allocator, Enqueue, the drain protocol and
+// InjectSubmitFailures are thread-safe. staging_ring() is the stream worker's; export_ring() is
+// used under export_mu() (held by other devices' workers during cross-device copies).
 
 #include <vulkan/vulkan.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -50,6 +48,8 @@
 
 namespace tessera::vulkan {
 
+struct PhysicalDeviceDescription;  // physical_device.h
+
 class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
  public:
   VulkanDevice(std::shared_ptr<VulkanInstance> instance, VkPhysicalDevice physical,
@@ -58,11 +58,10 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   VulkanDevice& operator=(const VulkanDevice&) = delete;
   ~VulkanDevice();
 
-  // NOT_FOUND: no compute queue, no usable memory type or no staging memory
-  // (the platform then skips the physical device); other Vulkan failures as
-  // VkStatus (vulkan_status.h). `same_gpu_peers`: another device of the
-  // platform is the same GPU (then blocks are allocated exportable where
-  // VulkanPlatformOptions::cross_device_peer_import and the driver allow).
+  // NOT_FOUND: no compute queue, no usable memory type or no staging memory (the platform then
+  // skips the physical device); other Vulkan failures as VkStatus (vulkan_status.h).
+  // `same_gpu_peers`: another device of the platform is the same GPU (then blocks are allocated
+  // exportable where VulkanPlatformOptions::cross_device_peer_import and the driver allow).
   absl::Status Init(int physical_index, int logical_index, bool same_gpu_peers = false);
   // Starts the stream's threads.
   void Start();
@@ -70,11 +69,11 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   const PlatformDeviceInfo& info() const { return info_; }
   DeviceMemoryAllocator& allocator(int memory) { return *pools_[memory]; }
 
-  // INVALID_ARGUMENT above the largest buffer or the memory's heap;
-  // RESOURCE_EXHAUSTED when the memory cannot be allocated.
+  // INVALID_ARGUMENT above the largest buffer or the memory's heap; RESOURCE_EXHAUSTED when the
+  // memory cannot be allocated.
   absl::StatusOr<PlatformBufferRef> Allocate(int memory, int64_t bytes);
-  // UNIMPLEMENTED unless pinned_host memory, VK_EXT_external_memory_host and
-  // an aligned non-empty range (the caller then copies).
+  // UNIMPLEMENTED unless pinned_host memory, VK_EXT_external_memory_host and an aligned non-empty
+  // range (the caller then copies).
   absl::StatusOr<PlatformBufferRef> WrapHost(int memory, void* data, int64_t bytes,
                                              std::function<void()> on_release);
   // Destroys the Vulkan objects of a block made by WrapHost.
@@ -108,6 +107,22 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   }
 
  private:
+  struct EnabledExtensions;
+
+  // The steps of Init, in order.
+  void ReadLimits(const PhysicalDeviceDescription& pd);
+  EnabledExtensions ChooseExtensions(const PhysicalDeviceDescription& pd, bool same_gpu_peers);
+  absl::Status CreateLogicalDevice(const EnabledExtensions& extensions);
+  void LoadExtensionFunctions(const PhysicalDeviceDescription& pd,
+                              const EnabledExtensions& extensions);
+  absl::Status CreateMemories(const PhysicalDeviceDescription& pd);
+  absl::Status CreateStreamAndRings(const VkPhysicalDeviceMemoryProperties& memory);
+  absl::Status CreateComputePipeline(const PhysicalDeviceDescription& pd,
+                                     const EnabledExtensions& extensions);
+  void PublishInfo(const PhysicalDeviceDescription& pd, int physical_index, int logical_index);
+  // Slots of each staging ring (at least 2).
+  int staging_chunks() const { return std::max(2, options_.staging_chunks); }
+
   // The stream's executor.
   absl::Status Execute(StreamOp& op, StreamCompletion& c);
   absl::Status CopyBuffersToBuffers(StreamOp& op, StreamCompletion& c);
@@ -124,8 +139,8 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   int64_t heap_bytes_[2] = {0, 0};
   int64_t max_buffer_bytes_ = 0;
   int64_t compute_min_runs_ = 4096;
-  // VK_EXT_external_memory_host: WrapHostMemory, and cross-device copies share
-  // an imported host staging ring.
+  // VK_EXT_external_memory_host: WrapHostMemory, and cross-device copies share an imported host
+  // staging ring.
   bool host_import_ = false;
   int64_t host_import_alignment_ = 4096;
   PFN_vkGetMemoryHostPointerPropertiesEXT host_pointer_props_ = nullptr;

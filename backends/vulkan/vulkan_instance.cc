@@ -14,11 +14,10 @@
 #ifdef TESSERA_LSAN_PIN_VULKAN_DRIVERS
 #include <dlfcn.h>
 
-// AddressSanitizer builds only. Mesa's lavapipe (with its LLVM) and the Khronos
-// validation layer keep one-time allocations that the loader's dlclose at
-// vkDestroyInstance turns into "leaks" in an unknown module, in every program
-// that creates a Vulkan client. Keep those modules loaded (RTLD_NODELETE) so
-// their frames are named, and suppress leaks inside them — never in Tessera.
+// AddressSanitizer builds only. Mesa's lavapipe (with its LLVM) and the Khronos validation layer
+// keep one-time allocations that the loader's dlclose at vkDestroyInstance turns into "leaks" in an
+// unknown module, in every program that creates a Vulkan client. Keep those modules loaded
+// (RTLD_NODELETE) so their frames are named, and suppress leaks inside them — never in Tessera.
 extern "C" const char* __lsan_default_suppressions() {
   return "leak:libvulkan_lvp\nleak:libVkLayer_khronos_validation\nleak:"
          "libLLVM\n";

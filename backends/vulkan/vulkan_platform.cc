@@ -1,5 +1,5 @@
-// The Vulkan platform: VulkanPlatformImpl and CreateVulkanPlatform. The parts,
-// one concept per file (all internal to backends/vulkan/):
+// The Vulkan platform: VulkanPlatformImpl and CreateVulkanPlatform. The parts, one concept per file
+// (all internal to backends/vulkan/):
 //
 //   vulkan_instance      the VkInstance, validation layer and messenger
 //   physical_device      what a physical device is; its published attributes
@@ -58,9 +58,8 @@ class VulkanPlatformImpl : public VulkanPlatform {
       : instance_(std::move(instance)) {}
   ~VulkanPlatformImpl() override {
     for (auto& d : devices_) d->BeginShutdown();
-    // Let every operation whose dependencies are (or become) ready run: wait
-    // until no stream is executing or has a runnable head and no completion is
-    // pending, twice in a row.
+    // Let every operation whose dependencies are (or become) ready run: wait until no stream is
+    // executing or has a runnable head and no completion is pending, twice in a row.
     int quiet_rounds = 0;
     while (quiet_rounds < 2) {
       bool quiet = true;
@@ -68,8 +67,7 @@ class VulkanPlatformImpl : public VulkanPlatform {
       quiet_rounds = quiet ? quiet_rounds + 1 : 0;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    // What is left waits on futures nobody in this platform will set: cancel
-    // it.
+    // What is left waits on futures nobody in this platform will set: cancel it.
     for (auto& d : devices_) d->CancelAndJoin();
   }
 
@@ -152,9 +150,8 @@ absl::StatusOr<std::unique_ptr<VulkanPlatform>> CreateVulkanPlatform(
   const std::vector<VkPhysicalDevice> physical = (*instance)->PhysicalDevices();
   const uint32_t n = static_cast<uint32_t>(physical.size());
 
-  // Physical devices that are one GPU (equal device and driver UUIDs: the
-  // same driver listed twice) can import each other's memory, as can the
-  // logical devices of one physical device.
+  // Physical devices that are one GPU (equal device and driver UUIDs: the same driver listed twice)
+  // can import each other's memory, as can the logical devices of one physical device.
   std::vector<VkPhysicalDeviceIDProperties> ids;
   for (VkPhysicalDevice d : physical) {
     ids.push_back(vulkan::DescribePhysicalDevice(d).ids);

@@ -1,47 +1,41 @@
 #ifndef TESSERA_BACKENDS_VULKAN_VULKAN_PLATFORM_H_
 #define TESSERA_BACKENDS_VULKAN_VULKAN_PLATFORM_H_
 
-// The Vulkan compute platform: an implementation of the device SPI
-// (ifrt/spi/platform.h) over Vulkan.
+// The Vulkan compute platform: an implementation of the device SPI (ifrt/spi/platform.h) over
+// Vulkan.
 //
 //   auto p = tessera::CreateVulkanPlatform();
 //   if (!p.ok()) ...;  // NOT_FOUND: no Vulkan driver / compute device
 //   auto buf = (*p)->Allocate(/*device=*/0, /*memory=*/0, 1 << 20);
 //
-// Devices: one per VkPhysicalDevice that has a compute queue and Vulkan >= 1.2
-// (timeline semaphores), times `logical_devices_per_gpu` (each logical device
-// is its own VkDevice). Physical devices are never de-duplicated by UUID.
+// Devices: one per VkPhysicalDevice that has a compute queue and Vulkan >= 1.2 (timeline
+// semaphores), times `logical_devices_per_gpu` (each logical device is its own VkDevice). Physical
+// devices are never de-duplicated by UUID.
 //
 // Memories (indices into PlatformDeviceInfo::memories):
-//   0 "device": DEVICE_LOCAL memory, the default. host_address() is always
-//     nullptr, even on drivers (lavapipe, integrated GPUs) where it is
-//     mappable: host transfers go through the staging ring.
-//   1 "pinned_host": HOST_VISIBLE|HOST_COHERENT memory, persistently mapped;
-//     host_address() is the mapping and host copies into/out of it are a
-//     memcpy done in stream order.
+//   0 "device": DEVICE_LOCAL memory, the default. host_address() is always nullptr, even on drivers
+//     (lavapipe, integrated GPUs) where it is mappable: host transfers go through the staging ring.
+//   1 "pinned_host": HOST_VISIBLE|HOST_COHERENT memory, persistently mapped; host_address() is the
+//     mapping and host copies into/out of it are a memcpy done in stream order.
 //
-// Allocation sub-allocates (first fit, coalescing free list) from blocks of
-// `block_bytes`; requests above block_bytes / 2 get a dedicated VkDeviceMemory.
-// Offsets are aligned to max(256, minStorageBufferOffsetAlignment,
-// nonCoherentAtomSize). A request above min(maxMemoryAllocationSize,
-// maxBufferSize) or above the memory heap is INVALID_ARGUMENT; a failed
-// vkAllocateMemory is RESOURCE_EXHAUSTED. Buffers above maxStorageBufferRange
-// are fine (copies on them use vkCmdCopyBuffer, never the compute shader).
+// Allocation sub-allocates (first fit, coalescing free list) from blocks of `block_bytes`; requests
+// above block_bytes / 2 get a dedicated VkDeviceMemory. Offsets are aligned to max(256,
+// minStorageBufferOffsetAlignment, nonCoherentAtomSize). A request above
+// min(maxMemoryAllocationSize, maxBufferSize) or above the memory heap is INVALID_ARGUMENT; a
+// failed vkAllocateMemory is RESOURCE_EXHAUSTED. Buffers above maxStorageBufferRange are fine
+// (copies on them use vkCmdCopyBuffer, never the compute shader). BytesInUse (the SPI's) counts the
+// bytes of live buffers after this rounding.
 //
-// WrapHostMemory: pinned_host only, through VK_EXT_external_memory_host; the
-// address and size must be multiples of minImportedHostPointerAlignment (4096
-// on most drivers), else UNIMPLEMENTED (the caller then copies). Wrapped bytes
-// are not counted by BytesInUse.
+// WrapHostMemory: pinned_host only, through VK_EXT_external_memory_host; the address and size must
+// be multiples of minImportedHostPointerAlignment (4096 on most drivers), else UNIMPLEMENTED (the
+// caller then copies). Wrapped bytes are not counted by BytesInUse.
 //
-// Streams: one in-order stream per device; operations are recorded by a
-// per-device worker thread, submitted with a timeline semaphore (each
-// submission waits for the previous value and signals the next), and their
-// futures are set by a per-device completion thread that waits on the
-// semaphore. See vulkan_stream.h, host_transfer.h and cross_device_copy.h
-// for the transfer paths.
+// Streams: one in-order stream per device; operations are recorded by a per-device worker thread,
+// submitted with a timeline semaphore (each submission waits for the previous value and signals the
+// next), and their futures are set by a per-device completion thread that waits on the semaphore.
+// See vulkan_stream.h, host_transfer.h and cross_device_copy.h for the transfer paths.
 //
-// Thread-safety: everything here is thread-safe. No Vulkan header is included
-// by this file.
+// Thread-safety: everything here is thread-safe. No Vulkan header is included by this file.
 
 #include <cstdint>
 #include <memory>
@@ -54,33 +48,29 @@ namespace tessera {
 struct VulkanPlatformOptions {
   // Split each physical device into N logical devices (one VkDevice each).
   int logical_devices_per_gpu = 1;
-  // Enable VK_LAYER_KHRONOS_validation when installed; every validation warning
-  // or error is printed to stderr and counted (VulkanValidationMessageCount()).
+  // Enable VK_LAYER_KHRONOS_validation when installed; every validation warning or error is printed
+  // to stderr and counted (VulkanValidationMessageCount()).
   bool enable_validation = true;
-  // Staging ring per device: `staging_chunks` chunks of `staging_chunk_bytes`
-  // host-visible memory.
+  // Staging ring per device: `staging_chunks` chunks of `staging_chunk_bytes` host-visible memory.
   int64_t staging_chunk_bytes = int64_t{16} << 20;
   int staging_chunks = 3;
   // Size of the VkDeviceMemory blocks buffers are sub-allocated from.
   int64_t block_bytes = int64_t{64} << 20;
-  // Buffer->buffer copies on one VkDevice use the strided-copy compute shader
-  // when they have more than this many contiguous runs, each shorter than 256
-  // bytes (and everything is 4-byte aligned). -1: 4096 on GPUs, never on
-  // CPU-type devices (lavapipe), where vkCmdCopyBuffer regions measured ~2x
-  // faster than the emulated shader.
+  // Buffer->buffer copies on one VkDevice use the strided-copy compute shader when they have more
+  // than this many contiguous runs, each shorter than 256 bytes (and everything is 4-byte aligned).
+  // -1: 4096 on GPUs, never on CPU-type devices (lavapipe), where vkCmdCopyBuffer regions measured
+  // ~2x faster than the emulated shader.
   int64_t compute_copy_min_runs = -1;
-  // Buffer->buffer copies between two VkDevices that both have
-  // VK_EXT_external_memory_host go through a host staging ring imported into
-  // both devices (source GPU writes it, destination GPU reads it: no host
-  // memcpy). Otherwise (or when false) the source copies into its own staging
+  // Buffer->buffer copies between two VkDevices that both have VK_EXT_external_memory_host go
+  // through a host staging ring imported into both devices (source GPU writes it, destination GPU
+  // reads it: no host memcpy). Otherwise (or when false) the source copies into its own staging
   // ring, the host memcpys into the destination's, and the destination uploads.
   bool cross_device_shared_staging = true;
-  // Buffer->buffer copies between two VkDevices of one GPU (logical devices of
-  // one physical device, or one driver listed twice: equal deviceUUID and
-  // driverUUID) are one vkCmdCopyBuffer on the destination device, reading
-  // the source's memory imported into it (VK_KHR_external_memory_fd, opaque
-  // fds; blocks are then allocated exportable). Takes precedence over both
-  // paths above; they remain for other pairs or when an import fails.
+  // Buffer->buffer copies between two VkDevices of one GPU (logical devices of one physical device,
+  // or one driver listed twice: equal deviceUUID and driverUUID) are one vkCmdCopyBuffer on the
+  // destination device, reading the source's memory imported into it (VK_KHR_external_memory_fd,
+  // opaque fds; blocks are then allocated exportable). Takes precedence over both paths above; they
+  // remain for other pairs or when an import fails.
   bool cross_device_peer_import = true;
 };
 
@@ -94,29 +84,25 @@ struct VulkanPlatformStats {
   int64_t host_memcpy_copies = 0;     // copies done by a host memcpy (pinned_host buffers)
   int64_t shared_staging_copies = 0;  // cross-device copies through imported host memory
   int64_t peer_import_copies = 0;     // cross-device copies reading the source's imported memory
-  int64_t peer_imports_live = 0;  // source blocks imported into other devices now (not cumulative)
+  int64_t peer_imports_live = 0;      // blocks imported into other devices now (not cumulative)
 };
 
 // The Platform returned by CreateVulkanPlatform, with Vulkan-specific queries.
 class VulkanPlatform : public Platform {
  public:
-  // Bytes allocated (after alignment rounding) in memory `memory` of `device`,
-  // by live buffers.
-  virtual int64_t BytesInUse(int device, int memory) const = 0;
   virtual VulkanPlatformStats stats() const = 0;
-  // Testing: the next `count` queue submissions of `device` fail as if
-  // vkQueueSubmit returned VK_ERROR_DEVICE_LOST (nothing is submitted).
+  // Testing: the next `count` queue submissions of `device` fail as if vkQueueSubmit returned
+  // VK_ERROR_DEVICE_LOST (nothing is submitted).
   virtual void InjectSubmitFailuresForTesting(int device, int count) = 0;
 };
 
-// NOT_FOUND with a message naming the reason when there is no Vulkan driver or
-// no compute-capable Vulkan >= 1.2 device; INTERNAL for other Vulkan failures
-// during set-up.
+// NOT_FOUND with a message naming the reason when there is no Vulkan driver or no compute-capable
+// Vulkan >= 1.2 device; INTERNAL for other Vulkan failures during set-up.
 absl::StatusOr<std::unique_ptr<VulkanPlatform>> CreateVulkanPlatform(
     const VulkanPlatformOptions& options = {});
 
-// Number of validation-layer messages (warnings and errors) seen by all Vulkan
-// platforms of the process.
+// Number of validation-layer messages (warnings and errors) seen by all Vulkan platforms of the
+// process.
 int64_t VulkanValidationMessageCount();
 
 }  // namespace tessera

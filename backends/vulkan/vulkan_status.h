@@ -1,14 +1,14 @@
 #ifndef TESSERA_BACKENDS_VULKAN_VULKAN_STATUS_H_
 #define TESSERA_BACKENDS_VULKAN_VULKAN_STATUS_H_
 
-// Turning VkResult codes into absl::Status, for the Vulkan platform's internal
-// files (this header includes <vulkan/vulkan.h>; vulkan_platform.h does not).
+// Turning VkResult codes into absl::Status, for the Vulkan platform's internal files (this header
+// includes <vulkan/vulkan.h>; vulkan_platform.h does not).
 //
 //   TESSERA_VK_RETURN_IF_ERROR(vkCreateBuffer(...), "vkCreateBuffer");
 //
-// Error mapping: VK_ERROR_OUT_OF_DEVICE_MEMORY and VK_ERROR_OUT_OF_HOST_MEMORY
-// are RESOURCE_EXHAUSTED, every other failure is INTERNAL; the message names
-// the call and the VkResult. Everything here is stateless and thread-safe.
+// Error mapping: VK_ERROR_OUT_OF_DEVICE_MEMORY and VK_ERROR_OUT_OF_HOST_MEMORY are
+// RESOURCE_EXHAUSTED, every other failure is INTERNAL; the message names the call and the VkResult.
+// Everything here is stateless and thread-safe.
 
 #include <vulkan/vulkan.h>
 
@@ -30,8 +30,7 @@ inline int64_t RoundUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 }  // namespace tessera::vulkan
 
-// Returns VkStatus(expr, what) from the enclosing function unless `expr` is
-// VK_SUCCESS.
+// Returns VkStatus(expr, what) from the enclosing function unless `expr` is VK_SUCCESS.
 #define TESSERA_VK_RETURN_IF_ERROR(expr, what)                            \
   do {                                                                    \
     VkResult _r = (expr);                                                 \

@@ -43,9 +43,9 @@ Future<> VulkanStream::Enqueue(std::shared_ptr<StreamOp> op, absl::Span<const Fu
   Future<> result = op->promise.future();
   op->after = JoinFutures(after);
   std::shared_ptr<Sync> sync = sync_;
-  // A weak reference: the queue owns the op, and whoever runs this callback
-  // may hold it (its closure) until after the op has run and completed; the
-  // op's buffers must go with the op, not with that thread.
+  // A weak reference: the queue owns the op, and whoever runs this callback may hold it (its
+  // closure) until after the op has run and completed; the op's buffers must go with the op, not
+  // with that thread.
   std::weak_ptr<StreamOp> weak_op = op;
   op->after.OnReady([sync, weak_op](const absl::Status&) {
     std::lock_guard<std::mutex> lock(sync->mu);
@@ -114,8 +114,8 @@ absl::StatusOr<VkCommandBuffer> VulkanStream::AcquireCmd() {
   return cb;
 }
 
-// One command buffer on the queue, after this stream's timeline reaches
-// `wait_value`, signalling `signal` to `signal_value`.
+// One command buffer on the queue, after this stream's timeline reaches `wait_value`, signalling
+// `signal` to `signal_value`.
 VkResult VulkanStream::QueueSubmit(VkCommandBuffer cb, uint64_t wait_value, VkSemaphore signal,
                                    uint64_t signal_value) {
   VkTimelineSemaphoreSubmitInfo ts{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
@@ -157,8 +157,8 @@ absl::StatusOr<uint64_t> VulkanStream::Submit(VkCommandBuffer cb) {
 }
 
 absl::StatusOr<uint64_t> VulkanStream::SubmitExport(VkCommandBuffer cb) {
-  // Wait for the stream's current value (already reached: gives a formal memory
-  // dependency on the writes of the stream's finished operations).
+  // Wait for the stream's current value (already reached: gives a formal memory dependency on the
+  // writes of the stream's finished operations).
   uint64_t wait_value = 0;
   vkGetSemaphoreCounterValue(device_, timeline_, &wait_value);
   const uint64_t signal_value = export_value_ + 1;

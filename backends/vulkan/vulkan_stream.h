@@ -1,36 +1,29 @@
 #ifndef TESSERA_BACKENDS_VULKAN_VULKAN_STREAM_H_
 #define TESSERA_BACKENDS_VULKAN_VULKAN_STREAM_H_
 
-// The in-order stream of one VkDevice: its queue, its timeline semaphore, a
-// worker thread that runs operations and a completion thread that sets their
-// futures.
+// The in-order stream of one VkDevice: its queue, its timeline semaphore, a worker thread that runs
+// operations and a completion thread that sets their futures.
 //
-// Enqueue pushes a StreamOp into a FIFO. The worker takes the head op once its
-// `after` futures are set (an OnReady callback wakes it; callers never block)
-// and hands it to the executor given to Start, which records command buffers
-// and submits them with Submit: each submission waits for the previous
-// timeline value and signals the next, so the stream is in order on the GPU.
-// Host work in an op runs on the worker after the values it depends on are
-// reached (WaitValue); an op whose last step is host work signals its value
-// from the host (HostSignal). The op's promise, its command buffers and
-// references to its buffers go to the completion thread, which waits for the
-// op's value (vkWaitSemaphores with a timeout, no spinning), releases the
-// resources and sets the promise, in order. A failed step fails the op's
-// future; the op keeps the last value it submitted, so later ops are
-// unaffected. A failed wait on the semaphore fails every pending op.
+// Enqueue pushes a StreamOp into a FIFO. The worker takes the head op once its `after` futures are
+// set (an OnReady callback wakes it; callers never block) and hands it to the executor given to
+// Start, which records command buffers and submits them with Submit: each submission waits for the
+// previous timeline value and signals the next, so the stream is in order on the GPU. Host work in
+// an op runs on the worker after the values it depends on are reached (WaitValue); an op whose last
+// step is host work signals its value from the host (HostSignal). The op's promise, its command
+// buffers and references to its buffers go to the completion thread, which waits for the op's value
+// (vkWaitSemaphores with a timeout, no spinning), releases the resources and sets the promise, in
+// order. A failed step fails the op's future; the op keeps the last value it submitted, so later
+// ops are unaffected. A failed wait on the semaphore fails every pending op.
 //
-// A second timeline semaphore, the export timeline, orders the submissions
-// other devices' workers make on this queue to read this device's buffers
-// (SubmitExport, cross_device_copy.h).
+// A second timeline semaphore, the export timeline, orders the submissions other devices' workers
+// make on this queue to read this device's buffers (SubmitExport, cross_device_copy.h).
 //
-// Ownership: owned by its VulkanDevice; borrows the VkDevice, the VkQueue and
-// the platform's counters. Owns the semaphores and the command pool, destroyed
-// with it (after the GPU is idle). CancelAndJoin must have been called (or
-// Start never) before destruction.
-// Thread-safety: Enqueue, BeginShutdown, Quiet, CancelAndJoin,
-// InjectSubmitFailures and WaitValue are thread-safe. AcquireCmd, Submit,
-// HostSignal, WaitStream and last_value are for the worker (the executor)
-// only. SubmitExport is for one thread at a time: the caller holds the owning
+// Ownership: owned by its VulkanDevice; borrows the VkDevice, the VkQueue and the platform's
+// counters. Owns the semaphores and the command pool, destroyed with it (after the GPU is idle).
+// CancelAndJoin must have been called (or Start never) before destruction.
+// Thread-safety: Enqueue, BeginShutdown, Quiet, CancelAndJoin, InjectSubmitFailures and WaitValue
+// are thread-safe. AcquireCmd, Submit, HostSignal, WaitStream and last_value are for the worker
+// (the executor) only. SubmitExport is for one thread at a time: the caller holds the owning
 // device's export mutex.
 
 #include <vulkan/vulkan.h>
@@ -66,8 +59,8 @@ struct StreamOp {
   Promise<> promise;
 };
 
-// What the completion thread needs to finish an op: the timeline value that
-// completes it, its result, and what to release first.
+// What the completion thread needs to finish an op: the timeline value that completes it, its
+// result, and what to release first.
 struct StreamCompletion {
   uint64_t value = 0;
   absl::Status status;
@@ -78,8 +71,7 @@ struct StreamCompletion {
 
 class VulkanStream {
  public:
-  // Runs one op on the worker; fills `c.keep_alive` and `c.cmds`, returns the
-  // op's result.
+  // Runs one op on the worker; fills `c.keep_alive` and `c.cmds`, returns the op's result.
   using Executor = std::function<absl::Status(StreamOp&, StreamCompletion&)>;
 
   VulkanStream(VkDevice device, VkQueue queue, uint32_t queue_family, PlatformCounters* counters);
@@ -95,9 +87,9 @@ class VulkanStream {
   // Appends `op`, to run once `after` are all set; returns its future.
   Future<> Enqueue(std::shared_ptr<StreamOp> op, absl::Span<const Future<>> after);
 
-  // Drain protocol (see ~VulkanPlatformImpl): BeginShutdown, then poll Quiet
-  // (nothing executing, no runnable head, no pending completion), then
-  // CancelAndJoin fails what is left with CANCELLED and joins both threads.
+  // Drain protocol (see ~VulkanPlatformImpl): BeginShutdown, then poll Quiet (nothing executing, no
+  // runnable head, no pending completion), then CancelAndJoin fails what is left with CANCELLED and
+  // joins both threads.
   void BeginShutdown();
   bool Quiet();
   void CancelAndJoin();
@@ -106,11 +98,9 @@ class VulkanStream {
   void InjectSubmitFailures(int count) { inject_submit_failures_.store(count); }
 
   // ---- for the worker ----
-  // A reset command buffer from the stream's pool (return it through
-  // StreamCompletion::cmds).
+  // A reset command buffer from the stream's pool (return it through StreamCompletion::cmds).
   absl::StatusOr<VkCommandBuffer> AcquireCmd();
-  // Submits `cb` waiting for the previous value of the stream; returns the
-  // signalled value.
+  // Submits `cb` waiting for the previous value of the stream; returns the signalled value.
   absl::StatusOr<uint64_t> Submit(VkCommandBuffer cb);
   // Signals the next value from the host.
   absl::Status HostSignal();
@@ -123,8 +113,8 @@ class VulkanStream {
   VkSemaphore export_timeline() const { return export_timeline_; }
   // Waits (no timeout) until `sem` of this device reaches `value`.
   absl::Status WaitValue(VkSemaphore sem, uint64_t value);
-  // Submits `cb` on the export timeline, after the stream's current value;
-  // returns the signalled export value.
+  // Submits `cb` on the export timeline, after the stream's current value; returns the signalled
+  // export value.
   absl::StatusOr<uint64_t> SubmitExport(VkCommandBuffer cb);
 
  private:

@@ -17,7 +17,7 @@ OUTDIR=${OUT:-/tmp/vulkan-check}
 mkdir -p "$OUTDIR"
 
 TEST=$BUILD/tests/backends/vulkan/vulkan_platform_test
-BENCH=$BUILD/backends/vulkan/vulkan_transfer_benchmark
+BENCH=$BUILD/benchmarks/backends/vulkan_transfer_benchmark
 # The run tool carries at most 64 MiB: binaries copied into .devrun/bin win.
 [ -x .devrun/bin/vulkan_platform_test ] && TEST=.devrun/bin/vulkan_platform_test
 [ -x .devrun/bin/vulkan_transfer_benchmark ] && BENCH=.devrun/bin/vulkan_transfer_benchmark

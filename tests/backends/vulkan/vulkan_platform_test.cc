@@ -1,9 +1,8 @@
-// SPI-level tests of the Vulkan platform. In CI they run on lavapipe: the test
-// points VK_DRIVER_FILES (and VK_ICD_FILENAMES) at one or two copies of
-// lavapipe's ICD manifest. With TESSERA_VULKAN_TEST_SYSTEM_DRIVERS=1 they use
-// the system's drivers instead (a real GPU; two devices then come from
-// logical_devices_per_gpu=2 where only one GPU exists). The Khronos validation
-// layer is enabled when installed; any validation message fails the test.
+// SPI-level tests of the Vulkan platform. In CI they run on lavapipe: the test points
+// VK_DRIVER_FILES (and VK_ICD_FILENAMES) at one or two copies of lavapipe's ICD manifest. With
+// TESSERA_VULKAN_TEST_SYSTEM_DRIVERS=1 they use the system's drivers instead (a real GPU; two
+// devices then come from logical_devices_per_gpu=2 where only one GPU exists). The Khronos
+// validation layer is enabled when installed; any validation message fails the test.
 
 #include "backends/vulkan/vulkan_platform.h"
 
@@ -23,9 +22,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-// Under LeakSanitizer, the Vulkan platform keeps lavapipe and the validation
-// layer loaded and suppresses their one-time allocations (see
-// backends/vulkan/vulkan_instance.cc).
+// Under LeakSanitizer, the Vulkan platform keeps lavapipe and the validation layer loaded and
+// suppresses their one-time allocations (see backends/vulkan/vulkan_instance.cc).
 
 namespace tessera {
 namespace {
@@ -88,8 +86,8 @@ class VulkanPlatformTest : public ::testing::Test {
         << "validation-layer messages were printed above";
   }
 
-  // A platform with `lavapipe` lavapipe devices (or the system's devices),
-  // skipping when there is no Vulkan driver at all.
+  // A platform with `lavapipe` lavapipe devices (or the system's devices), skipping when there is
+  // no Vulkan driver at all.
   std::unique_ptr<VulkanPlatform> Make(int lavapipe = 1, VulkanPlatformOptions o = TestOptions()) {
     SelectLavapipe(lavapipe);
     auto p = CreateVulkanPlatform(o);
@@ -103,8 +101,7 @@ class VulkanPlatformTest : public ::testing::Test {
   static void ADD_FAILURE_IF_CI(const absl::Status& s) {
     if (std::getenv("CI")) ADD_FAILURE() << "CI must have lavapipe: " << s;
   }
-  // A platform with at least two VkDevices: two lavapipe ICDs, or logical
-  // devices.
+  // A platform with at least two VkDevices: two lavapipe ICDs, or logical devices.
   std::unique_ptr<VulkanPlatform> MakeTwo(bool logical) {
     VulkanPlatformOptions o = TestOptions();
     if (logical) o.logical_devices_per_gpu = 2;
@@ -256,9 +253,8 @@ INSTANTIATE_TEST_SUITE_P(Sizes, RoundTripTest,
                                   "_" + std::to_string(std::get<1>(info.param));
                          });
 
-// Chunks above the parallel-memcpy threshold: the host packs and unpacks them
-// with several threads. Pitched rows (1000 bytes of every 1024) make many
-// pieces per chunk.
+// Chunks above the parallel-memcpy threshold: the host packs and unpacks them with several threads.
+// Pitched rows (1000 bytes of every 1024) make many pieces per chunk.
 TEST_F(VulkanPlatformTest, LargeChunksArePackedInParallelBitExactly) {
   VulkanPlatformOptions o = TestOptions();
   o.staging_chunk_bytes = 4 << 20;
@@ -291,8 +287,8 @@ TEST_F(VulkanPlatformTest, LargeChunksArePackedInParallelBitExactly) {
   }
 }
 
-// A column-major host array (rows x cols of 4-byte elements) into a row-major
-// buffer, then out again into a host array with padded (non-compact) rows.
+// A column-major host array (rows x cols of 4-byte elements) into a row-major buffer, then out
+// again into a host array with padded (non-compact) rows.
 TEST_F(VulkanPlatformTest, StridedGeometryBothWays) {
   MAKE_OR_SKIP(p, Make(1));
   const int64_t rows = 150, cols = 131, eb = 4;  // 78600 bytes: crosses a chunk
@@ -309,8 +305,7 @@ TEST_F(VulkanPlatformTest, StridedGeometryBothWays) {
     HostCopy(in, host.data(), expect.data());
     EXPECT_EQ(ReadAll(*p, 0, buf), expect);
 
-    // Read rows 10..109, columns 3..102 into a padded host array (row pitch
-    // 1000 bytes).
+    // Read rows 10..109, columns 3..102 into a padded host array (row pitch 1000 bytes).
     StridedCopy out;
     out.element_bytes = eb;
     out.extent = {100, 100};
@@ -340,8 +335,8 @@ StridedCopy Box(int64_t eb, int64_t rows, int64_t cols) {
                                          {rows - 4, cols - 2});
 }
 
-// A row-major rows x cols array of 4-byte elements read into a column-major
-// one: a strided inner dimension.
+// A row-major rows x cols array of 4-byte elements read into a column-major one: a strided inner
+// dimension.
 StridedCopy Transpose(int64_t rows, int64_t cols) {
   StridedCopy c;
   c.element_bytes = 4;
@@ -399,8 +394,7 @@ TEST_F(VulkanPlatformTest, BufferToBufferComputeShaderForManyShortRows) {
     CheckBufferCopy(this, *p, 0, 0, kDevice, kDevice, Box(eb, rows, cols), rows * cols * eb,
                     (rows + 1) * (cols + 3) * eb);
   }
-  // A transpose (strided inner dimension) of 4-byte elements, into pinned
-  // memory.
+  // A transpose (strided inner dimension) of 4-byte elements, into pinned memory.
   CheckBufferCopy(this, *p, 0, 0, kDevice, kPinned, Transpose(64, 48), 64 * 48 * 4, 64 * 48 * 4);
   EXPECT_EQ(p->stats().compute_copies, 3);
   // 2-byte elements fall back to regions.
@@ -473,9 +467,9 @@ INSTANTIATE_TEST_SUITE_P(Topologies, CrossDeviceTest,
                                                               CrossDevicePath::kPeerImport)),
                          CrossDeviceName);
 
-// Imports of another device's blocks follow the blocks: a freed source block
-// drops its import in the destination device, a new block is imported anew,
-// and buffers may outlive their platform in any order.
+// Imports of another device's blocks follow the blocks: a freed source block drops its import in
+// the destination device, a new block is imported anew, and buffers may outlive their platform in
+// any order.
 TEST_F(VulkanPlatformTest, PeerImportsFollowTheSourceBlocks) {
   VulkanPlatformOptions o = TestOptions();
   o.logical_devices_per_gpu = 2;
@@ -485,8 +479,7 @@ TEST_F(VulkanPlatformTest, PeerImportsFollowTheSourceBlocks) {
   if (!BoolAttribute(*p, 0, "peer_memory_import")) {
     GTEST_SKIP() << "no VK_KHR_external_memory_fd opaque-fd buffers";
   }
-  // Dedicated blocks (above block_bytes / 2): freeing the buffer destroys
-  // its block.
+  // Dedicated blocks (above block_bytes / 2): freeing the buffer destroys its block.
   const int64_t n = 700 << 10;
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE(round);
