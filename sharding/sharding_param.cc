@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sharding/checked_math.h"
 #include "sharding/parse_util.h"
 
 namespace tessera::sharding {
@@ -175,11 +176,7 @@ int ShardingParam::NumDevices() const {
   return static_cast<int>(n);
 }
 
-int64_t ShardingParam::NumTiles() const {
-  int64_t n = 1;
-  for (int64_t s : dim_shards_) n *= s;
-  return n;
-}
+int64_t ShardingParam::NumTiles() const { return CheckedProduct(dim_shards_).value_or(-1); }
 
 int ShardingParam::replication() const { return static_cast<int>(NumDevices() / NumTiles()); }
 
