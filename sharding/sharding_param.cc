@@ -27,6 +27,16 @@ bool ParseDims(internal::TextCursor& lex, std::vector<int64_t>* out) {
   return true;
 }
 
+// absl::StrJoin for an error message: at most 16 entries, then "..." and the count, so that a
+// message stays short whatever the input's length.
+template <typename T>
+std::string JoinForMessage(const std::vector<T>& values, const char* separator) {
+  constexpr size_t kShown = 16;
+  if (values.size() <= kShown) return absl::StrJoin(values, separator);
+  return absl::StrCat(absl::StrJoin(values.begin(), values.begin() + kShown, separator), separator,
+                      "...(", values.size(), " in all)");
+}
+
 bool FitsInt(int64_t v) {
   return v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max();
 }
@@ -104,19 +114,19 @@ absl::Status ShardingParam::Verify() const {
     num_devices *= axes[a];
     if (num_devices > kMaxDevices) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "Too many devices: axis_sizes ", absl::StrJoin(axes, "x"), " exceed ", kMaxDevices));
+          "Too many devices: axis_sizes ", JoinForMessage(axes, "x"), " exceed ", kMaxDevices));
     }
   }
   absl::flat_hash_set<int> seen(perm.begin(), perm.end());
   if (seen.size() != perm.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("`permutation` [", absl::StrJoin(perm, ","), "] has duplicate values"));
+        absl::StrCat("`permutation` [", JoinForMessage(perm, ","), "] has duplicate values"));
   }
   for (int index : perm) {
     if (index < 0 || index >= static_cast<int>(axes.size())) {
       return absl::InvalidArgumentError(absl::StrCat("Out of range axis ", index,
-                                                     " to the mesh of [", absl::StrJoin(perm, ","),
-                                                     "] on ", absl::StrJoin(axes, "x")));
+                                                     " to the mesh of [", JoinForMessage(perm, ","),
+                                                     "] on ", JoinForMessage(axes, "x")));
     }
   }
   // IFRT's ShardingParam::verify, verbatim in structure.
@@ -138,8 +148,8 @@ absl::Status ShardingParam::Verify() const {
   }
   if (dim_index != dim_shards_.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Can't shard the dims ", absl::StrJoin(dim_shards_, "x"), " to the mesh of [",
-                     absl::StrJoin(perm, ","), "] on ", absl::StrJoin(axes, "x")));
+        absl::StrCat("Can't shard the dims ", JoinForMessage(dim_shards_, "x"), " to the mesh of [",
+                     JoinForMessage(perm, ","), "] on ", JoinForMessage(axes, "x")));
   }
   return absl::OkStatus();
 }

@@ -99,6 +99,13 @@ TEST(ParseLocation, ParserMessagesStayOneShortLine) {
   EXPECT_EQ(message.find('\x1b'), std::string::npos);
   const absl::Status p = ShardingParam::Parse(std::string(100000, '2')).status();
   EXPECT_LT(p.message().size(), 200u) << p;
+  // Verify's messages list at most 16 dims.
+  std::string dims = "2";
+  for (int i = 0; i < 5000; ++i) dims += "x2";
+  const absl::Status v = ShardingParam::Parse(dims + " to [0] on 2").status();
+  EXPECT_THAT(std::string(v.message()),
+              HasSubstr("Can't shard the dims 2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x...(5001 in all)"));
+  EXPECT_LT(v.message().size(), 200u) << v;
 }
 
 }  // namespace
