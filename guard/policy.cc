@@ -1,5 +1,6 @@
 #include "guard/policy.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -8,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -32,10 +34,21 @@ Token Strip(Token token) {
   return token;
 }
 
+// `s` made fit for a one-line message: C-escaped (control characters and non-ASCII bytes as \xNN:
+// a policy is ASCII) and, when longer than 80 bytes, cut to 60 bytes around `position` with "...".
+std::string Excerpt(absl::string_view s, size_t position) {
+  constexpr size_t kLimit = 80, kKeep = 60;
+  if (s.size() <= kLimit) return absl::CHexEscape(s);
+  const size_t begin = std::min(position > kKeep / 2 ? position - kKeep / 2 : 0, s.size() - kKeep);
+  const size_t end = begin + kKeep;
+  return absl::StrCat(begin > 0 ? "..." : "", absl::CHexEscape(s.substr(begin, end - begin)),
+                      end < s.size() ? "..." : "");
+}
+
 absl::Status Error(std::string_view text, absl::string_view what, const Token& token) {
-  return absl::InvalidArgumentError(absl::StrCat("invalid transfer guard policy \"", AbslView(text),
-                                                 "\": ", what, " '", token.text, "' at position ",
-                                                 token.position));
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid transfer guard policy \"", Excerpt(AbslView(text), token.position),
+                   "\": ", what, " '", Excerpt(token.text, 0), "' at position ", token.position));
 }
 
 absl::StatusOr<Level> ParseLevelToken(std::string_view text, const Token& token) {
@@ -175,7 +188,8 @@ absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
     const size_t end = comma == absl::string_view::npos ? all.size() : comma;
     const Token entry = Strip({all.substr(start, end - start), start});
     if (entry.text.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("invalid transfer guard policy \"", all,
+      return absl::InvalidArgumentError(absl::StrCat("invalid transfer guard policy \"",
+                                                     Excerpt(all, start),
                                                      "\": empty entry at position ", start));
     }
     if (absl::Status status = ParseEntry(text, entry, policy); !status.ok()) return status;

@@ -58,7 +58,9 @@ struct Policy {
   // Parses the text form above. INVALID_ARGUMENT naming the offending token and
   // its position (a 0-based character offset into `text`) for an unknown level
   // or key, a missing '=', an empty entry, or a byte count that is not a
-  // non-negative decimal integer.
+  // non-negative decimal integer. The message stays one line: the text and the
+  // token are C-escaped, and a text longer than 80 bytes is cut to 60 bytes
+  // around the position, with "..." where it was cut.
   static absl::StatusOr<Policy> Parse(std::string_view text);
 
   // The canonical text form: "allow" / "disallow" ... when every direction has

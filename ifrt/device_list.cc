@@ -1,5 +1,8 @@
 #include "ifrt/device_list.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
@@ -10,7 +13,17 @@ namespace tessera {
 DeviceList::DeviceList(std::vector<Device*> devices) : devices_(std::move(devices)) {
   std::vector<int32_t> ids;
   ids.reserve(devices_.size());
-  for (Device* d : devices_) ids.push_back(d->Id().value);
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    if (devices_[i] == nullptr) {
+      // A broken precondition of the unchecked constructor: abort with a message, never segfault.
+      std::fprintf(stderr,
+                   "tessera: fatal: DeviceList constructed with a null device at entry %zu "
+                   "(use DeviceList::Create)\n",
+                   i);
+      std::abort();
+    }
+    ids.push_back(devices_[i]->Id().value);
+  }
   hash_ = absl::HashOf(ids, devices_.empty() ? nullptr : devices_[0]->client());
 }
 

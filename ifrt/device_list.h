@@ -48,7 +48,9 @@ class DeviceList {
     return H::combine(std::move(h), l.hash_);
   }
 
-  explicit DeviceList(std::vector<Device*> devices);  // unchecked; use Create
+  // Unchecked; use Create. Precondition: no device is null (a null one aborts the process with a
+  // message naming the entry).
+  explicit DeviceList(std::vector<Device*> devices);
 
  private:
   std::vector<Device*> devices_;

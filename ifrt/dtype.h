@@ -44,7 +44,8 @@ class DType {
   // Short lower-case name as XLA prints it: "pred", "s32", "bf16", "f32", ...
   std::string DebugString() const;
 
-  // Parses DebugString()'s form. INVALID_ARGUMENT naming the text otherwise.
+  // Parses DebugString()'s form. INVALID_ARGUMENT naming the text otherwise (quoted, escaped and
+  // shortened: sharding::QuoteExcerpt).
   static absl::StatusOr<DType> Parse(std::string_view name);
 
   friend constexpr bool operator==(DType a, DType b) { return a.kind_ == b.kind_; }

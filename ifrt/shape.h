@@ -8,7 +8,9 @@
 //   tessera::IndexDomain tile(tessera::Index{0, 4096}, tessera::Shape({8192, 4096}));
 //
 // Value types; thread-compatible. Shape's constructor does not validate: a Shape with a negative
-// dimension is rejected by every API that receives one (INVALID_ARGUMENT), see ValidateShape().
+// dimension, or one whose element or byte count overflows int64_t, is rejected by every API that
+// receives one (INVALID_ARGUMENT), see ValidateShape(). Code that sizes memory from a Shape relies
+// on ValidateShape(shape, dtype) having passed.
 
 #include <cstdint>
 #include <string>
@@ -17,6 +19,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "ifrt/dtype.h"
 
 namespace tessera {
 
@@ -30,7 +33,9 @@ class Shape {
 
   absl::Span<const int64_t> dims() const { return dims_; }
   int rank() const { return static_cast<int>(dims_.size()); }
-  // Product of the dimensions (1 for a scalar, 0 if any dimension is 0).
+  // Product of the dimensions (1 for a scalar, 0 if any dimension is 0). Meaningful once
+  // ValidateShape(*this) is OK; -1 (never a wrapped value) when the product of the non-zero
+  // dimensions overflows int64_t.
   int64_t num_elements() const;
   // "[8192,8192]"
   std::string DebugString() const;
@@ -46,8 +51,14 @@ class Shape {
   Index dims_;
 };
 
-// OK if every dimension is >= 0; INVALID_ARGUMENT naming the dimension otherwise.
+// OK if every dimension is >= 0 and the element count fits in int64_t (counting the non-zero
+// dimensions: dense strides of [0, 2^62, 2^62] would overflow although it is empty);
+// INVALID_ARGUMENT naming the problem otherwise.
 absl::Status ValidateShape(const Shape& shape);
+// ValidateShape(shape), and `dtype` has a size, and the byte count (element count times the
+// element size, again over the non-zero dimensions) fits in int64_t. Every API call that sizes or
+// copies memory for an array of `shape` checks this first.
+absl::Status ValidateShape(const Shape& shape, DType dtype);
 
 // A box inside an array: `origin` (inclusive) and `shape` (size per dimension).
 class IndexDomain {

@@ -1,13 +1,24 @@
 #include "ifrt/sharding.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sharding/checked_math.h"
 
 namespace tessera {
 namespace {
 
 sharding::Index ToIndex(absl::Span<const int64_t> v) { return sharding::Index(v.begin(), v.end()); }
+
+// A broken non-null precondition of an unchecked factory: abort with a message, never segfault.
+[[noreturn]] void DieNull(const char* call, const char* argument) {
+  std::fprintf(stderr, "tessera: fatal: %s called with a null %s (use CreateChecked)\n", call,
+               argument);
+  std::abort();
+}
 
 std::string DevicesAndMemory(const Sharding& s) {
   return absl::StrCat("devices=", s.devices()->DebugString(),
@@ -74,8 +85,15 @@ absl::StatusOr<std::pair<DeviceListRef, MemoryKind>> Sharding::ResolveAssignment
 // SingleDeviceSharding
 
 ShardingRef SingleDeviceSharding::Create(Device* device, MemoryKind memory_kind) {
+  if (device == nullptr) DieNull("SingleDeviceSharding::Create", "device");
   return std::make_shared<const SingleDeviceSharding>(
       std::make_shared<const DeviceList>(std::vector<Device*>{device}), std::move(memory_kind));
+}
+
+absl::StatusOr<ShardingRef> SingleDeviceSharding::CreateChecked(Device* device,
+                                                                MemoryKind memory_kind) {
+  if (device == nullptr) return absl::InvalidArgumentError("SingleDeviceSharding: null device");
+  return Create(device, std::move(memory_kind));
 }
 
 bool SingleDeviceSharding::HasSamePartitioning(const Sharding& other) const {
@@ -104,7 +122,14 @@ std::string SingleDeviceSharding::DebugString() const {
 // OpaqueSharding
 
 ShardingRef OpaqueSharding::Create(DeviceListRef devices, MemoryKind memory_kind) {
+  if (devices == nullptr) DieNull("OpaqueSharding::Create", "device list");
   return std::make_shared<const OpaqueSharding>(std::move(devices), std::move(memory_kind));
+}
+
+absl::StatusOr<ShardingRef> OpaqueSharding::CreateChecked(DeviceListRef devices,
+                                                          MemoryKind memory_kind) {
+  if (devices == nullptr) return absl::InvalidArgumentError("OpaqueSharding: null device list");
+  return Create(std::move(devices), std::move(memory_kind));
 }
 
 bool OpaqueSharding::HasSamePartitioning(const Sharding& other) const {
@@ -263,9 +288,16 @@ absl::StatusOr<ShardingRef> ConcreteEvenSharding::Create(DeviceListRef devices,
           absl::StrCat("ConcreteEvenSharding: shard shape ", shard_shape.DebugString(),
                        " has an empty dimension ", d, " but ", shape.DebugString(), " does not"));
     }
-    const int64_t count = size == 0 ? 1 : (size + tile - 1) / tile;
+    const int64_t count = size == 0 ? 1 : sharding::CeilDiv(size, tile);
     tiles_per_dim.push_back(count);
-    tiles *= count;
+    // count <= size, so a shape that passed ValidateShape keeps this in range; checked anyway.
+    const std::optional<int64_t> product = sharding::CheckedMul(tiles, count);
+    if (!product.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("ConcreteEvenSharding: ", shape.DebugString(),
+                                                     " in tiles of ", shard_shape.DebugString(),
+                                                     " makes a tile count that overflows int64"));
+    }
+    tiles = *product;
   }
   if (tiles > n || n % tiles != 0) {
     return absl::InvalidArgumentError(absl::StrCat(

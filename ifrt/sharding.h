@@ -102,7 +102,11 @@ class Sharding {
 
 class SingleDeviceSharding final : public Sharding {
  public:
+  // Precondition: `device` is not null; a null device aborts the process with a message naming
+  // this call (never a later segfault). Use CreateChecked for untrusted input.
   static ShardingRef Create(Device* device, MemoryKind memory_kind);
+  // INVALID_ARGUMENT for a null device; otherwise Create(device, memory_kind).
+  static absl::StatusOr<ShardingRef> CreateChecked(Device* device, MemoryKind memory_kind);
   Device* device() const { return devices()->devices()[0]; }
   bool HasSamePartitioning(const Sharding& other) const override;
   absl::StatusOr<ShardingRef> WithDeviceAssignment(
@@ -119,7 +123,11 @@ class SingleDeviceSharding final : public Sharding {
 
 class OpaqueSharding final : public Sharding {
  public:
+  // Precondition: `devices` is not null; a null list aborts the process with a message naming
+  // this call. Use CreateChecked for untrusted input.
   static ShardingRef Create(DeviceListRef devices, MemoryKind memory_kind);
+  // INVALID_ARGUMENT for a null device list; otherwise Create(devices, memory_kind).
+  static absl::StatusOr<ShardingRef> CreateChecked(DeviceListRef devices, MemoryKind memory_kind);
   bool HasSamePartitioning(const Sharding& other) const override;
   absl::StatusOr<ShardingRef> WithDeviceAssignment(
       std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const override;
@@ -135,8 +143,9 @@ class OpaqueSharding final : public Sharding {
 
 class ConcreteSharding final : public Sharding {
  public:
-  // INVALID_ARGUMENT unless there is one shard shape and one index domain per device, each domain
-  // has its shard's shape, lies inside `shape`, and the domains together cover it.
+  // INVALID_ARGUMENT for a null device list, a shape that fails ValidateShape, and unless there is
+  // one shard shape and one index domain per device, each domain has its shard's shape, lies
+  // inside `shape` (its end computed without overflow), and the domains together cover it.
   static absl::StatusOr<ShardingRef> Create(DeviceListRef devices, MemoryKind memory_kind,
                                             Shape shape, std::vector<Shape> shard_shapes,
                                             std::vector<IndexDomain> index_domains);
@@ -167,8 +176,9 @@ class ConcreteEvenSharding final : public Sharding {
  public:
   // Shards tile `shape` as a row-major grid of `shard_shape` tiles (ceil division); with more
   // devices than tiles, each tile is held by devices/tiles consecutive devices. INVALID_ARGUMENT
-  // when ranks differ, a size is negative, or the device count is not a multiple of the tile count
-  // (or, with is_fully_replicated, shard_shape != shape).
+  // for a null device list, when ranks differ, a size is negative, an element count overflows
+  // int64 (ValidateShape), or the device count is not a multiple of the tile count (or, with
+  // is_fully_replicated, shard_shape != shape).
   static absl::StatusOr<ShardingRef> Create(DeviceListRef devices, MemoryKind memory_kind,
                                             Shape shape, Shape shard_shape,
                                             bool is_fully_replicated = false);

@@ -1,15 +1,16 @@
 #include "ifrt/strided_copy.h"
 
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sharding/checked_math.h"
 
 namespace tessera {
 
-int64_t StridedCopy::num_elements() const {
-  int64_t n = 1;
-  for (int64_t e : extent) n *= e;
-  return n;
-}
+int64_t StridedCopy::num_elements() const { return sharding::CheckedProduct(extent).value_or(-1); }
 
 Index StridedCopy::RowMajorByteStrides(absl::Span<const int64_t> shape, int64_t element_bytes) {
   Index strides(shape.size());
@@ -105,6 +106,48 @@ void StridedCopy::ForEachRun(absl::FunctionRef<void(int64_t, int64_t, int64_t)> 
     }
     if (d < 0) return;
   }
+}
+
+absl::StatusOr<int64_t> HostSpanBytes(absl::Span<const int64_t> dims,
+                                      absl::Span<const int64_t> byte_strides,
+                                      int64_t element_bytes) {
+  const auto error = [&](auto... what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("byte_strides [", absl::StrJoin(byte_strides, ","), "] for shape [",
+                     absl::StrJoin(dims, ","), "]: ", what...));
+  };
+  if (dims.size() != byte_strides.size()) {
+    return error("the ranks differ (", byte_strides.size(), " strides, ", dims.size(), " dims)");
+  }
+  if (element_bytes < 1) return error("element size ", element_bytes, " is not positive");
+  bool empty = false;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] < 0) return error("dimension ", d, " is negative");
+    if (byte_strides[d] < 0) return error("the stride of dimension ", d, " is negative");
+    empty = empty || dims[d] == 0;
+  }
+  if (empty) return 0;
+  int64_t span = element_bytes;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const std::optional<int64_t> reach = sharding::CheckedMul(dims[d] - 1, byte_strides[d]);
+    const std::optional<int64_t> sum =
+        reach.has_value() ? sharding::CheckedAdd(span, *reach) : std::nullopt;
+    if (!sum.has_value()) {
+      return error("the offset of the last element overflows int64 (in dimension ", d, ")");
+    }
+    span = *sum;
+  }
+  return span;
+}
+
+absl::Status CheckHostRange(const void* data, int64_t span_bytes) {
+  const uintptr_t start = reinterpret_cast<uintptr_t>(data);
+  if (span_bytes < 0 || static_cast<uint64_t>(span_bytes) > UINTPTR_MAX - start) {
+    return absl::InvalidArgumentError(absl::StrCat("a host buffer of ", span_bytes,
+                                                   " bytes at address ", absl::Hex(start),
+                                                   " runs past the end of the address space"));
+  }
+  return absl::OkStatus();
 }
 
 std::string StridedCopy::DebugString() const {

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ifrt/shape.h"
 
@@ -32,10 +33,12 @@ struct StridedCopy {
   int64_t dst_offset = 0;
   Index dst_byte_strides;
 
+  // Product of the extent; -1 (never a wrapped value) when it overflows int64_t.
   int64_t num_elements() const;
   int64_t bytes() const { return num_elements() * element_bytes; }
 
-  // Byte strides of a dense row-major array of `shape`.
+  // Byte strides of a dense row-major array of `shape`. Precondition: the shape is valid
+  // (ValidateShape(shape, dtype) is OK), so that no stride overflows.
   static Index RowMajorByteStrides(absl::Span<const int64_t> shape, int64_t element_bytes);
 
   // Box `extent` at `src_origin` of a dense row-major array of `src_shape` to `dst_origin` of a
@@ -59,6 +62,20 @@ struct StridedCopy {
 
   std::string DebugString() const;
 };
+
+// The number of bytes a strided host buffer of `dims` spans from its first byte: one past the last
+// byte of its last element, (dims[0]-1)*byte_strides[0] + ... + element_bytes; 0 when a dimension
+// is 0. Every product and sum is checked, so that no offset a copy engine computes from these
+// strides wraps. INVALID_ARGUMENT (naming the problem) when the ranks differ, a dimension or stride
+// is negative, element_bytes < 1, or an offset overflows int64_t. Call it on every user-given
+// byte_strides (MakeArrayFromHostBuffer, CopyToHostBuffer) before any copy is planned.
+absl::StatusOr<int64_t> HostSpanBytes(absl::Span<const int64_t> dims,
+                                      absl::Span<const int64_t> byte_strides,
+                                      int64_t element_bytes);
+
+// INVALID_ARGUMENT when the `span_bytes` bytes from `data` run past the end of the address space
+// (a host pointer plus HostSpanBytes would wrap).
+absl::Status CheckHostRange(const void* data, int64_t span_bytes);
 
 }  // namespace tessera
 

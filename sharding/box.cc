@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sharding/checked_math.h"
 
 namespace tessera::sharding {
 
@@ -25,6 +26,15 @@ absl::StatusOr<Box> Box::Create(Index origin, Index shape) {
       return absl::InvalidArgumentError(
           absl::StrCat("Box shape has negative size ", shape[d], " in dimension ", d));
     }
+    if (!CheckedAdd(origin[d], shape[d]).has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("Box exclusive_max ", origin[d], " + ",
+                                                     shape[d], " in dimension ", d,
+                                                     " overflows int64"));
+    }
+  }
+  if (!CheckedProduct(shape).has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("Box shape [", absl::StrJoin(shape, ","),
+                                                   "] has an element count that overflows int64"));
   }
   return Box(std::move(origin), std::move(shape));
 }
@@ -33,11 +43,7 @@ Box Box::FromShape(absl::Span<const int64_t> shape) {
   return Box(Index(shape.size(), 0), Index(shape.begin(), shape.end()));
 }
 
-int64_t Box::num_elements() const {
-  int64_t n = 1;
-  for (int64_t s : shape_) n *= s;
-  return n;
-}
+int64_t Box::num_elements() const { return CheckedProduct(shape_).value_or(-1); }
 
 bool Box::is_empty() const {
   return std::any_of(shape_.begin(), shape_.end(), [](int64_t s) { return s == 0; });

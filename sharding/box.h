@@ -8,9 +8,11 @@
 //   Intersect(b, Box::FromShape({2, 3})) == Box({0, 2}, {2, 1});
 //   ShiftOrigin(b, {0, 2}) == Box({0, 0}, {4, 4});   // global -> shard-local
 //
-// Overflow: all coordinates are int64_t; functions assume that every
-// inclusive_min, exclusive_max and num_elements() fits in int64_t and do not
-// check (callers validate shapes at the API boundary).
+// Overflow: all coordinates are int64_t. Box::Create rejects a box whose
+// exclusive_max or element count does not fit (INVALID_ARGUMENT); the other
+// functions assume that every inclusive_min, exclusive_max and num_elements()
+// fits and do not check (callers validate shapes at the API boundary, see
+// sharding/checked_math.h).
 #ifndef TESSERA_SHARDING_BOX_H_
 #define TESSERA_SHARDING_BOX_H_
 
@@ -36,7 +38,8 @@ class Box {
   // Unchecked. Precondition (asserted in debug builds): origin.size() ==
   // shape.size() and every shape entry >= 0.
   Box(Index origin, Index shape);
-  // Checked constructor. INVALID_ARGUMENT on rank mismatch or a negative size.
+  // Checked constructor. INVALID_ARGUMENT on rank mismatch, a negative size, an
+  // exclusive_max (origin + size) or an element count that overflows int64_t.
   static absl::StatusOr<Box> Create(Index origin, Index shape);
   // The box [0, shape). Precondition: every entry >= 0.
   static Box FromShape(absl::Span<const int64_t> shape);
@@ -48,7 +51,8 @@ class Box {
   int64_t exclusive_max(int d) const { return origin_[d] + shape_[d]; }
   int64_t size(int d) const { return shape_[d]; }
 
-  // Product of the sizes; 1 for rank 0.
+  // Product of the sizes; 1 for rank 0; -1 (never a wrapped value) when the
+  // product of the non-zero sizes overflows int64_t (see CheckedProduct).
   int64_t num_elements() const;
   // True iff some size is 0 (never for rank 0).
   bool is_empty() const;

@@ -5,6 +5,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "sharding/checked_math.h"
+#include "sharding/message_text.h"
 #include "sharding/parse_util.h"
 
 namespace tessera::sharding {
@@ -32,21 +34,25 @@ absl::StatusOr<Mesh> Mesh::Create(std::vector<Axis> axes) {
   int64_t devices = 1;
   for (const Axis& axis : axes) {
     if (!IsValidAxisName(axis.name)) {
-      return absl::InvalidArgumentError(absl::StrCat("Invalid mesh axis name \"", axis.name, "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Invalid mesh axis name ", QuoteExcerpt(axis.name)));
     }
     if (!names.insert(axis.name).second) {
       return absl::InvalidArgumentError(
-          absl::StrCat("Repeated mesh axis name \"", axis.name, "\""));
+          absl::StrCat("Repeated mesh axis name ", QuoteExcerpt(axis.name)));
     }
     if (axis.size < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Mesh axis \"", axis.name, "\" has non-positive size ", axis.size));
+      return absl::InvalidArgumentError(absl::StrCat("Mesh axis ", QuoteExcerpt(axis.name),
+                                                     " has non-positive size ", axis.size));
     }
-    devices *= axis.size;
-    if (devices > kMaxDevices) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Mesh has more than ", kMaxDevices, " devices"));
+    const std::optional<int64_t> product = CheckedMul(devices, axis.size);
+    if (!product.has_value() || *product > kMaxDevices) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Mesh has more than ", kMaxDevices, " devices (axis \"", axis.name, "\" of size ",
+          axis.size, " makes ",
+          product.has_value() ? absl::StrCat(*product) : "more than int64 holds", ")"));
     }
+    devices = *product;
   }
   return Mesh(std::move(axes));
 }

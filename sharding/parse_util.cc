@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "absl/strings/str_cat.h"
+#include "sharding/message_text.h"
 
 namespace tessera::sharding::internal {
 
@@ -58,9 +59,11 @@ bool TextCursor::AtEnd() {
 }
 
 absl::Status TextCursor::Error(std::string_view expected) const {
-  return absl::InvalidArgumentError(absl::StrCat("Cannot parse ", AsAbsl(what_), " \"",
-                                                 AsAbsl(text_), "\": expected ", AsAbsl(expected),
-                                                 " at offset ", pos_));
+  absl::Status status = absl::InvalidArgumentError(
+      absl::StrCat("Cannot parse ", AsAbsl(what_), " ", QuoteExcerpt(text_, pos_), ": expected ",
+                   AsAbsl(expected), " at offset ", pos_));
+  AttachParseLocation(status, ParseLocation{pos_, std::string(expected)});
+  return status;
 }
 
 }  // namespace tessera::sharding::internal

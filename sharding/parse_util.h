@@ -28,7 +28,8 @@ class TextCursor {
   // [A-Za-z_][A-Za-z0-9_]*
   bool ConsumeIdentifier(std::string_view* out);
   bool AtEnd();
-  // INVALID_ARGUMENT "Cannot parse <what> "<text>": expected <x> at offset N".
+  // INVALID_ARGUMENT "Cannot parse <what> "<text>": expected <x> at offset N", the text quoted
+  // by QuoteExcerpt (escaped, shortened around N) and the location attached (GetParseLocation).
   absl::Status Error(std::string_view expected) const;
 
  private:

@@ -8,8 +8,37 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sharding/box_index.h"
+#include "sharding/checked_math.h"
 
 namespace tessera::sharding {
+
+namespace {
+
+// INVALID_ARGUMENT unless every dim is >= 0 and the element count fits in int64_t.
+absl::Status CheckGlobalShape(absl::Span<const int64_t> global_shape) {
+  for (size_t d = 0; d < global_shape.size(); ++d) {
+    if (global_shape[d] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Global shape has negative size ", global_shape[d], " in dimension ", d));
+    }
+  }
+  if (!CheckedProduct(global_shape).has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("Global shape [",
+                                                   absl::StrJoin(global_shape, ","),
+                                                   "] has an element count that overflows int64"));
+  }
+  return absl::OkStatus();
+}
+
+// The [min, size) of tile t of k along a dim of size n (XLA's ceil division), without overflow.
+std::pair<int64_t, int64_t> Tile(int64_t n, int64_t k, int64_t t) {
+  const int64_t c = CeilDiv(n, k);
+  if (c == 0) return {0, 0};
+  const int64_t lo = t <= n / c ? t * c : n;  // t * c <= n exactly when t <= n / c
+  return {lo, std::min(c, n - lo)};
+}
+
+}  // namespace
 
 ShardLayout::ShardLayout(Index global_shape, std::vector<Box> boxes)
     : global_shape_(std::move(global_shape)), boxes_(std::move(boxes)) {
@@ -26,16 +55,13 @@ ShardLayout::ShardLayout(Index global_shape, std::vector<Box> boxes)
 absl::StatusOr<ShardLayout> ShardLayout::FromShardingParam(const ShardingParam& param,
                                                            absl::Span<const int64_t> global_shape) {
   if (absl::Status s = param.VerifyForShape(global_shape); !s.ok()) return s;
+  if (absl::Status s = CheckGlobalShape(global_shape); !s.ok()) return s;
   const int rank = static_cast<int>(global_shape.size());
   // Per dim, the [min, size) of each tile.
   std::vector<std::vector<std::pair<int64_t, int64_t>>> tiles(rank);
   for (int d = 0; d < rank; ++d) {
     const int64_t n = global_shape[d], k = param.dim_shards()[d];
-    const int64_t c = (n + k - 1) / k;
-    for (int64_t t = 0; t < k; ++t) {
-      int64_t lo = std::min(t * c, n), hi = std::min(lo + c, n);
-      tiles[d].push_back({lo, hi - lo});
-    }
+    for (int64_t t = 0; t < k; ++t) tiles[d].push_back(Tile(n, k, t));
   }
   std::vector<Index> tile_indices = param.DeviceTileIndices();
   std::vector<Box> boxes;
@@ -57,12 +83,7 @@ absl::StatusOr<ShardLayout> ShardLayout::FromBoxes(absl::Span<const int64_t> glo
   if (slot_boxes.empty()) {
     return absl::InvalidArgumentError("ShardLayout needs at least one slot");
   }
-  for (int d = 0; d < rank; ++d) {
-    if (global_shape[d] < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Global shape has negative size ", global_shape[d], " in dimension ", d));
-    }
-  }
+  if (absl::Status s = CheckGlobalShape(global_shape); !s.ok()) return s;
   for (size_t slot = 0; slot < slot_boxes.size(); ++slot) {
     const Box& box = slot_boxes[slot];
     if (box.rank() != rank) {
@@ -71,7 +92,9 @@ absl::StatusOr<ShardLayout> ShardLayout::FromBoxes(absl::Span<const int64_t> glo
                                                      " but the array has rank ", rank));
     }
     for (int d = 0; d < rank; ++d) {
-      if (box.inclusive_min(d) < 0 || box.exclusive_max(d) > global_shape[d]) {
+      // Overflow-free form of 0 <= min && min + size <= global_shape[d].
+      if (box.inclusive_min(d) < 0 || box.inclusive_min(d) > global_shape[d] ||
+          box.size(d) > global_shape[d] - box.inclusive_min(d)) {
         return absl::InvalidArgumentError(absl::StrCat("Slot ", slot, " box ", box.ToString(),
                                                        " lies outside the array of shape [",
                                                        absl::StrJoin(global_shape, ","), "]"));

@@ -35,15 +35,17 @@ class ShardLayout {
   // `param`. Each dim of size n cut into k tiles uses XLA's ceil division:
   // tile t covers [min(t*c, n), min((t+1)*c, n)) with c = ceil(n/k), so the
   // last tiles may be smaller or empty. INVALID_ARGUMENT when
-  // param.VerifyForShape(global_shape) fails.
+  // param.VerifyForShape(global_shape) fails or the element count of
+  // `global_shape` overflows int64_t (CheckedProduct).
   static absl::StatusOr<ShardLayout> FromShardingParam(const ShardingParam& param,
                                                        absl::Span<const int64_t> global_shape);
   // Arbitrary boxes, one per slot. INVALID_ARGUMENT when: no slots; a
-  // negative global dim; a box of another rank; a box outside the array; the
-  // boxes do not cover the array.
+  // negative global dim; a global element count that overflows int64_t; a box
+  // of another rank; a box outside the array; the boxes do not cover the array.
   static absl::StatusOr<ShardLayout> FromBoxes(absl::Span<const int64_t> global_shape,
                                                std::vector<Box> slot_boxes);
   // Every one of `num_slots` (>= 1, precondition) slots holds the whole array.
+  // Unchecked: `global_shape` must be valid (dims >= 0, CheckedProduct fits).
   static ShardLayout Replicated(absl::Span<const int64_t> global_shape, int num_slots);
 
   int num_slots() const { return static_cast<int>(boxes_.size()); }

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "sharding/checked_math.h"
 #include "sharding/parse_util.h"
 
 namespace tessera::sharding {
@@ -24,6 +25,16 @@ bool ParseDims(internal::TextCursor& lex, std::vector<int64_t>* out) {
     out->push_back(v);
   }
   return true;
+}
+
+// absl::StrJoin for an error message: at most 16 entries, then "..." and the count, so that a
+// message stays short whatever the input's length.
+template <typename T>
+std::string JoinForMessage(const std::vector<T>& values, const char* separator) {
+  constexpr size_t kShown = 16;
+  if (values.size() <= kShown) return absl::StrJoin(values, separator);
+  return absl::StrCat(absl::StrJoin(values.begin(), values.begin() + kShown, separator), separator,
+                      "...(", values.size(), " in all)");
 }
 
 bool FitsInt(int64_t v) {
@@ -103,19 +114,19 @@ absl::Status ShardingParam::Verify() const {
     num_devices *= axes[a];
     if (num_devices > kMaxDevices) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "Too many devices: axis_sizes ", absl::StrJoin(axes, "x"), " exceed ", kMaxDevices));
+          "Too many devices: axis_sizes ", JoinForMessage(axes, "x"), " exceed ", kMaxDevices));
     }
   }
   absl::flat_hash_set<int> seen(perm.begin(), perm.end());
   if (seen.size() != perm.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("`permutation` [", absl::StrJoin(perm, ","), "] has duplicate values"));
+        absl::StrCat("`permutation` [", JoinForMessage(perm, ","), "] has duplicate values"));
   }
   for (int index : perm) {
     if (index < 0 || index >= static_cast<int>(axes.size())) {
       return absl::InvalidArgumentError(absl::StrCat("Out of range axis ", index,
-                                                     " to the mesh of [", absl::StrJoin(perm, ","),
-                                                     "] on ", absl::StrJoin(axes, "x")));
+                                                     " to the mesh of [", JoinForMessage(perm, ","),
+                                                     "] on ", JoinForMessage(axes, "x")));
     }
   }
   // IFRT's ShardingParam::verify, verbatim in structure.
@@ -137,8 +148,8 @@ absl::Status ShardingParam::Verify() const {
   }
   if (dim_index != dim_shards_.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Can't shard the dims ", absl::StrJoin(dim_shards_, "x"), " to the mesh of [",
-                     absl::StrJoin(perm, ","), "] on ", absl::StrJoin(axes, "x")));
+        absl::StrCat("Can't shard the dims ", JoinForMessage(dim_shards_, "x"), " to the mesh of [",
+                     JoinForMessage(perm, ","), "] on ", JoinForMessage(axes, "x")));
   }
   return absl::OkStatus();
 }
@@ -175,11 +186,7 @@ int ShardingParam::NumDevices() const {
   return static_cast<int>(n);
 }
 
-int64_t ShardingParam::NumTiles() const {
-  int64_t n = 1;
-  for (int64_t s : dim_shards_) n *= s;
-  return n;
-}
+int64_t ShardingParam::NumTiles() const { return CheckedProduct(dim_shards_).value_or(-1); }
 
 int ShardingParam::replication() const { return static_cast<int>(NumDevices() / NumTiles()); }
 

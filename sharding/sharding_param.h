@@ -72,7 +72,8 @@ class ShardingParam {
 
   // Product of axis_sizes (the number of device slots).
   int NumDevices() const;
-  // Product of dim_shards.
+  // Product of dim_shards (at most NumDevices() once Verify() is OK; -1 when an
+  // unverified param's product overflows int64_t).
   int64_t NumTiles() const;
   // NumDevices() / NumTiles(): how many slots hold each tile.
   int replication() const;

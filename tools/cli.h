@@ -27,7 +27,8 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
 
-// Prints "tessera: error: <message>" on stderr and returns `code`.
+// Prints "tessera: error: <message>" on stderr and returns `code`. The message is printed as one
+// line whatever it holds (OneLine).
 int Fail(int code, const std::string& message);
 int Fail(int code, absl::string_view message);
 int Fail(int code, const char* message);
@@ -36,7 +37,21 @@ int Fail(int code, const char* message);
 inline std::string Str(std::string_view s) { return std::string(s); }
 inline std::string Str(absl::string_view s) { return std::string(s); }
 
+// `message` made one printable line: control characters, invalid UTF-8 and invisible Unicode
+// controls escaped (sharding::EscapeText without quote escaping), cut after 4096 bytes.
+std::string OneLine(std::string_view message);
+
+// "invalid <option> "<text>": <what> at position <position>": the option's text quoted once
+// (sharding::QuoteExcerpt: escaped, cut to about 60 characters around `position` when long), and
+// `position` a byte offset into `text` as the user typed it.
+std::string OptionError(std::string_view option, std::string_view text, size_t position,
+                        std::string_view what);
+
 // ---- Option parsers (INVALID_ARGUMENT naming the option, the text and the position) ----
+//
+// Each message quotes the option's text once (escaped and shortened, see OptionError) and gives
+// positions as byte offsets into that text, also for a failure inside one part of it (the
+// PartitionSpec after a mesh).
 
 // One entry of --devices: "cpu:8" -> {"cpu", 8}.
 struct DeviceRequest {

@@ -112,6 +112,25 @@ TEST(PolicyTest, ErrorsNameTheBadTokenAndItsPosition) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown key")));
 }
 
+TEST(PolicyTest, ErrorsStayOneShortLine) {
+  // Control characters and non-ASCII bytes are C-escaped, in the text and in the token.
+  EXPECT_THAT(
+      Policy::Parse("d2d=nev\ner\x1b[2J\xff"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("\"d2d=nev\\ner\\x1b[2J\\xff\": unknown level (expected allow, log, "
+                         "disallow, log_explicit or disallow_explicit) "
+                         "'nev\\ner\\x1b[2J\\xff' at position 4")));
+  // A long text keeps 60 bytes around the position; a long token its first 60 bytes.
+  const std::string text = "log," + std::string(50000, ' ') + "h2d=" + std::string(50000, 'z');
+  const absl::Status s = Policy::Parse(text).status();
+  EXPECT_LT(s.message().size(), 400u) << s;
+  EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument,
+                          AllOf(HasSubstr("\"..." + std::string(26, ' ') +
+                                          "h2d=" + std::string(30, 'z') + "...\""),
+                                HasSubstr("'" + std::string(60, 'z') + "...'"),
+                                HasSubstr("zzz...' at position 50008"))));
+}
+
 std::vector<Policy> AllPolicies() {
   std::vector<Policy> all;
   for (Level a : kAllLevels) {

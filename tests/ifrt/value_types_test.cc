@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -69,7 +70,14 @@ TEST(DTypeTest, ParseRejectsUnknownNames) {
         << bad;
   }
   EXPECT_THAT(DType::Parse("float32"),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'float32'")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"float32\"")));
+}
+
+TEST(DTypeTest, ParseErrorsEscapeAndShortenTheName) {
+  absl::StatusOr<DType> bad = DType::Parse("f32\n\x1b[2J" + std::string(100000, 'x'));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("unknown dtype \"f32\\n\\x1B[2Jxxx"));
+  EXPECT_LT(bad.status().message().size(), 300u);
 }
 
 TEST(DTypeTest, EqualityAndHash) {
@@ -105,6 +113,31 @@ TEST(ShapeTest, ValidateShape) {
   EXPECT_THAT(ValidateShape(Shape()), IsOk());
   EXPECT_THAT(ValidateShape(Shape({4, -1})),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("-1")));
+}
+
+TEST(ShapeTest, ValidateShapeRejectsCountsThatOverflow) {
+  constexpr int64_t k2Pow61 = int64_t{1} << 61, k2Pow62 = int64_t{1} << 62;
+  const auto overflow = [](const char* what) {
+    return StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(what));
+  };
+  // 3 * 6148914691236517206 = 2^64 + 2; 2^62 * 2^62 = 2^124.
+  EXPECT_THAT(ValidateShape(Shape({3, 6148914691236517206})),
+              overflow("element count that overflows int64"));
+  EXPECT_THAT(ValidateShape(Shape({k2Pow62, k2Pow62})), overflow("[4611686018427387904,"));
+  EXPECT_THAT(ValidateShape(Shape({0, k2Pow62, k2Pow62})), overflow("overflows int64"));
+  EXPECT_THAT(ValidateShape(Shape({std::numeric_limits<int64_t>::max()})), IsOk());
+  // Bytes: 2^61 f32 elements are 2^63 bytes.
+  const DType f32(DType::kF32), u8(DType::kU8);
+  EXPECT_THAT(ValidateShape(Shape({k2Pow61}), f32),
+              overflow("f32[2305843009213693952] has a byte"));
+  EXPECT_THAT(ValidateShape(Shape({k2Pow61 - 1}), u8), IsOk());
+  EXPECT_THAT(ValidateShape(Shape({int64_t{1} << 60}), f32), IsOk());
+  EXPECT_THAT(ValidateShape(Shape({0, k2Pow61}), f32), overflow("byte count"));
+  EXPECT_THAT(ValidateShape(Shape({2}), DType(DType::kInvalid)), overflow("no element size"));
+  EXPECT_THAT(ValidateShape(Shape({-2}), f32), overflow("negative dimension"));
+  // num_elements never returns a wrapped value.
+  EXPECT_EQ(Shape({3, 6148914691236517206}).num_elements(), -1);
+  EXPECT_EQ(Shape({k2Pow62, k2Pow62}).num_elements(), -1);
 }
 
 TEST(IndexDomainTest, Basics) {
@@ -293,6 +326,69 @@ void ReferenceCopy(const StridedCopy& c, const uint8_t* src, uint8_t* dst) {
       idx[d] = 0;
     }
   }
+}
+
+MATCHER_P(IsOkAndHolds, value, "is OK and holds " + ::testing::PrintToString(value)) {
+  if (!arg.ok()) {
+    *result_listener << "status " << arg.status();
+    return false;
+  }
+  *result_listener << "holds " << *arg;
+  return *arg == value;
+}
+
+TEST(HostSpanBytesTest, SpansOfStridedBuffers) {
+  // Dense f32[4,2]: the last element ends at byte 32.
+  EXPECT_THAT(HostSpanBytes({4, 2}, {8, 4}, 4), IsOkAndHolds(32));
+  // Column-major f32[4,2].
+  EXPECT_THAT(HostSpanBytes({4, 2}, {4, 16}, 4), IsOkAndHolds(32));
+  // Padded rows: 3 rows of 2 elements, 100 bytes apart: 2*100 + 4 + 4.
+  EXPECT_THAT(HostSpanBytes({3, 2}, {100, 4}, 4), IsOkAndHolds(208));
+  // Broadcast (stride 0), scalars and empty arrays.
+  EXPECT_THAT(HostSpanBytes({5}, {0}, 8), IsOkAndHolds(8));
+  EXPECT_THAT(HostSpanBytes({}, {}, 2), IsOkAndHolds(2));
+  EXPECT_THAT(HostSpanBytes({0, 7}, {1 << 20, 4}, 4), IsOkAndHolds(0));
+  // The largest span that fits.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_THAT(HostSpanBytes({2}, {kMax - 1}, 1), IsOkAndHolds(kMax));
+}
+
+TEST(HostSpanBytesTest, RejectsOffsetsThatOverflow) {
+  constexpr int64_t k2Pow62 = int64_t{1} << 62;
+  const auto invalid = [](const char* what) {
+    return StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(what));
+  };
+  // (4-1) * 2^62 overflows: the copy engines would read wild addresses.
+  EXPECT_THAT(HostSpanBytes({4, 2}, {k2Pow62, 4}, 4),
+              invalid("byte_strides [4611686018427387904,4] for shape [4,2]: the offset of the "
+                      "last element overflows int64 (in dimension 0)"));
+  // Each term fits but the sum does not.
+  EXPECT_THAT(HostSpanBytes({2, 2}, {k2Pow62, k2Pow62}, 4), invalid("overflows int64"));
+  // The element size pushes it over.
+  EXPECT_THAT(HostSpanBytes({2}, {std::numeric_limits<int64_t>::max() - 1}, 2),
+              invalid("overflows int64"));
+  EXPECT_THAT(HostSpanBytes({4, 2}, {8}, 4), invalid("the ranks differ"));
+  EXPECT_THAT(HostSpanBytes({4, 2}, {8, -4}, 4), invalid("stride of dimension 1 is negative"));
+  EXPECT_THAT(HostSpanBytes({-4, 2}, {8, 4}, 4), invalid("dimension 0 is negative"));
+  EXPECT_THAT(HostSpanBytes({4}, {4}, 0), invalid("element size 0"));
+}
+
+TEST(HostSpanBytesTest, CheckHostRange) {
+  std::vector<uint8_t> buffer(16);
+  EXPECT_THAT(CheckHostRange(buffer.data(), 16), IsOk());
+  EXPECT_THAT(CheckHostRange(nullptr, 0), IsOk());
+  EXPECT_THAT(CheckHostRange(reinterpret_cast<void*>(~uintptr_t{0} - 8), 16),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("end of the address space")));
+  EXPECT_THAT(CheckHostRange(buffer.data(), -1),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+}
+
+TEST(StridedCopyTest, NumElementsNeverWraps) {
+  StridedCopy c;
+  c.extent = {int64_t{1} << 62, int64_t{1} << 62};
+  EXPECT_EQ(c.num_elements(), -1);
+  c.extent = {3, 5};
+  EXPECT_EQ(c.num_elements(), 15);
 }
 
 TEST(StridedCopyTest, RowMajorByteStrides) {

@@ -1,22 +1,37 @@
 // libFuzzer target for the sharding parsers: ShardingParam::Parse,
 // Mesh::Parse and PartitionSpec::Parse must never crash, and on success
-// ToString() must re-parse to an equal value (and print identically).
+// ToString() must re-parse to an equal value (and print identically); on
+// failure the message must be one short line of printable text (the input
+// escaped and shortened by QuoteExcerpt).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "sharding/mesh.h"
 #include "sharding/partition_spec.h"
 #include "sharding/sharding_param.h"
 
 namespace {
 
+// One line, no control characters, bounded whatever the input's length.
+void CheckMessage(const absl::Status& status) {
+  const std::string_view message(status.message().data(), status.message().size());
+  if (message.size() > 600) std::abort();
+  for (unsigned char c : message) {
+    if (c < 0x20 || c == 0x7F) std::abort();
+  }
+}
+
 template <typename T>
 void CheckRoundTrip(std::string_view text) {
   auto parsed = T::Parse(text);
-  if (!parsed.ok()) return;
+  if (!parsed.ok()) {
+    CheckMessage(parsed.status());
+    return;
+  }
   const std::string printed = parsed->ToString();
   auto reparsed = T::Parse(printed);
   if (!reparsed.ok() || !(*reparsed == *parsed) || reparsed->ToString() != printed) {

@@ -14,7 +14,7 @@ if ! command -v "$CXX" >/dev/null 2>&1; then
 fi
 mkdir -p "$WORK/corpus"
 SRCS=(sharding/sharding_param.cc sharding/mesh.cc sharding/partition_spec.cc
-      sharding/parse_util.cc tests/sharding/parser_fuzzer.cc)
+      sharding/parse_util.cc sharding/message_text.cc tests/sharding/parser_fuzzer.cc)
 BIN="$WORK/sharding_parser_fuzzer"
 # Rebuild only when a source is newer than the binary.
 NEED_BUILD=0

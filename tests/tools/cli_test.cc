@@ -28,7 +28,8 @@ TEST(ParseDevices, OrderAndCounts) {
 
 TEST(ParseDevices, Errors) {
   EXPECT_THAT(Message(ParseDevices("").status()), HasSubstr("empty device list"));
-  EXPECT_THAT(Message(ParseDevices("tpu:1").status()), HasSubstr("unknown platform 'tpu'"));
+  EXPECT_THAT(Message(ParseDevices("tpu:1").status()),
+              HasSubstr("invalid --devices \"tpu:1\": unknown platform"));
   EXPECT_THAT(Message(ParseDevices("cpu:0").status()), HasSubstr("at position 4"));
   EXPECT_THAT(Message(ParseDevices("cpu:1,").status()), HasSubstr("missing ':'"));
   EXPECT_THAT(Message(ParseDevices("cpu:1,cpu:2").status()), HasSubstr("given twice"));
@@ -39,8 +40,43 @@ TEST(ParseShape, Forms) {
   EXPECT_THAT(*ParseShape("2,3,0"), ElementsAre(2, 3, 0));
   EXPECT_TRUE(ParseShape("scalar")->empty());
   EXPECT_TRUE(ParseShape("")->empty());
-  EXPECT_THAT(Message(ParseShape("8xx8").status()), HasSubstr("dimension '' at position 2"));
-  EXPECT_THAT(Message(ParseShape("8x-1").status()), HasSubstr("'-1' at position 2"));
+  EXPECT_THAT(Message(ParseShape("8xx8").status()),
+              HasSubstr("invalid --shape \"8xx8\": dimension 1 is not a non-negative integer of at "
+                        "most 18 digits at position 2"));
+  EXPECT_THAT(Message(ParseShape("8x-1").status()), HasSubstr("dimension 1 is not"));
+}
+
+TEST(ParseErrors, PositionsCountFromTheOptionsText) {
+  EXPECT_THAT(Message(ParseShape("  8x?").status()), HasSubstr("at position 4"));
+  EXPECT_THAT(Message(ParseDevices("cpu:2,  vulkan:x").status()), HasSubstr("at position 15"));
+  EXPECT_THAT(Message(ParseDevices("cpu:2,cpu:1").status()),
+              HasSubstr("platform cpu given twice at position 6"));
+  // In the PartitionSpec after the mesh: offset 8 of "P(x,None", position 21 of the option.
+  EXPECT_THAT(Message(ParseSharding("--from", "  mesh{x=4}  P(x,None").status()),
+              HasSubstr("in the PartitionSpec: expected ')' at position 21"));
+  EXPECT_THAT(Message(ParseSharding("--from", "mesh{x:4} P(x)").status()),
+              HasSubstr("in the mesh: expected '=' at position 6"));
+  EXPECT_THAT(Message(ParseSharding("--to", " 2x1 to [0] 2").status()),
+              HasSubstr("nor a ShardingParam: expected 'on' at position 12"));
+}
+
+TEST(ParseErrors, TheTextIsQuotedOnceEscapedAndShort) {
+  const std::string message = Message(ParseSharding("--from", "mesh{x=4} P(x,\n\x1b[0m").status());
+  EXPECT_EQ(message,
+            "invalid --from \"mesh{x=4} P(x,\\n\\x1B[0m\": in the PartitionSpec: expected None, an "
+            "axis name or a tuple of names at position 15");
+  const std::string huge = "mesh{x=4} P(" + std::string(100000, 'x') + "?)";
+  const std::string long_message = Message(ParseSharding("--from", huge).status());
+  EXPECT_LT(long_message.size(), 200u);
+  EXPECT_THAT(long_message, HasSubstr("xxx?)\": in the PartitionSpec: expected ')' at position "
+                                      "100012"));
+  EXPECT_THAT(Message(ParseDType("f3\xff").status()), HasSubstr("invalid --dtype \"f3\\xFF\""));
+}
+
+TEST(OneLine, EscapesWhatTheLibraryDidNot) {
+  EXPECT_EQ(OneLine("a\nb\x1b[1m\xc3\x97\xff \"q\" \\"), "a\\nb\\x1B[1m\xc3\x97\\xFF \"q\" \\");
+  const std::string cut = OneLine(std::string(10000, 'z'));
+  EXPECT_EQ(cut, std::string(4096, 'z') + "... (5904 more bytes)");
 }
 
 TEST(ParseSharding, BothNotations) {
@@ -56,9 +92,11 @@ TEST(ParseSharding, BothNotations) {
 
 TEST(ParseSharding, ErrorsNameTheOption) {
   EXPECT_THAT(Message(ParseSharding("--to", "mesh{x=2}").status()),
-              HasSubstr("invalid --to 'mesh{x=2}': a PartitionSpec must follow the mesh"));
+              HasSubstr("invalid --to \"mesh{x=2}\": a PartitionSpec must follow the mesh"));
   EXPECT_THAT(Message(ParseSharding("--from", "mesh{x=0} P()").status()),
-              HasSubstr("invalid --from 'mesh{x=0} P()': in the mesh: "));
+              HasSubstr("invalid --from \"mesh{x=0} P()\": in the mesh: "));
+  EXPECT_THAT(Message(ParseSharding("--from", "mesh{x=32,y=576460752303423489} P(x)").status()),
+              HasSubstr("in the mesh: Mesh has more than 16777216 devices"));
   EXPECT_THAT(Message(ParseSharding("--from", "P(x)").status()),
               HasSubstr("neither 'mesh{...} P(...)' nor a ShardingParam"));
 }

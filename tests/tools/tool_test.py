@@ -184,19 +184,21 @@ def case_demo_vulkan():
 
 
 BAD_INPUT = [
-    (["--shape", "8x?"], "invalid --shape '8x?': dimension '?' at position 2"),
-    (["--shape", "-8x8"], "invalid --shape '-8x8'"),
-    (["--dtype", "f33"], "invalid --dtype 'f33'"),
-    (["--from", "mesh{x=4 P(x,None)"], "invalid --from 'mesh{x=4 P(x,None)'"),
-    (["--from", "mesh{x=4} P(x,None"], "expected ')' at offset 8"),
+    (["--shape", "8x?"], 'invalid --shape "8x?": dimension 1 is not a non-negative integer of at '
+                         'most 18 digits at position 2'),
+    (["--shape", "-8x8"], 'invalid --shape "-8x8"'),
+    (["--dtype", "f33"], 'invalid --dtype "f33"'),
+    (["--from", "mesh{x=4 P(x,None)"], 'invalid --from "mesh{x=4 P(x,None)"'),
+    (["--from", "mesh{x=4} P(x,None"], "expected ')' at position 18"),
     (["--from", "mesh{x=4}"], "a PartitionSpec must follow the mesh"),
-    (["--to", "2x1 to [0] on"], "invalid --to '2x1 to [0] on'"),
+    (["--to", "2x1 to [0] on"], 'invalid --to "2x1 to [0] on"'),
     (["--to", "mesh{x=4} P(y,None)"], "unknown axis"),
     (["--to", "mesh{x=4} P(x,None,None)"], "does not fit shape [8,8]"),
     (["--to", "mesh{x=8} P(x,None)"], "needs 8 devices but only 4 are available"),
-    (["--devices", "gpu:4"], "invalid --devices 'gpu:4': unknown platform 'gpu'"),
-    (["--devices", "cpu:x"], "device count 'x' is not an integer"),
-    (["--devices", "cpu:4,cpu:2"], "platform 'cpu' given twice at position 6"),
+    (["--devices", "gpu:4"], 'invalid --devices "gpu:4": unknown platform (expected cpu or vulkan) '
+                             "at position 0"),
+    (["--devices", "cpu:x"], "the device count is not an integer in 1..4096 at position 4"),
+    (["--devices", "cpu:4,cpu:2"], "platform cpu given twice at position 6"),
     (["--devices", "cpu"], "missing ':'"),
     (["--guard", "d2d=never"], "--guard: invalid transfer guard policy \"d2d=never\""),
     (["--repeat", "0", "--run"], "--repeat must be >= 1"),
@@ -230,6 +232,59 @@ def case_bad_input():
         check(rc == 2 and message in err, f"{argv} exits 2 with {message!r}", out, err)
     rc, out, err = run("trace", "--shape", "8x8", "--devices", "cpu:4", "--from", ROWS, "--to", COLS)
     check(rc == 2 and "--out is required" in err, "trace without --out", out, err)
+
+
+def run_bytes(*args):
+    """Runs tessera with raw byte arguments; returns (exit code, stderr bytes)."""
+    env = dict(os.environ)
+    env.pop("TESSERA_TRANSFER_GUARD", None)
+    p = subprocess.run([TESSERA.encode(), *args], capture_output=True, timeout=300, env=env)
+    return p.returncode, p.stderr
+
+
+def case_hostile_input():
+    """Error lines quote the input once, escaped, shortened, with positions in the option's text."""
+    base = {b"--shape": b"8x8", b"--devices": b"cpu:4", b"--from": ROWS.encode(),
+            b"--to": COLS.encode()}
+    cases = [
+        # Line breaks, a terminal escape sequence and an invalid UTF-8 byte.
+        ({b"--from": b"mesh{x=4} P(x,\n\x1b[31m\xff"},
+         [b'invalid --from "mesh{x=4} P(x,\\n\\x1B[31m\\xFF": in the PartitionSpec: expected None, '
+          b"an axis name or a tuple of names at position 15"]),
+        # 100 KB: about 60 characters around the error, its position in the whole text.
+        ({b"--from": b"mesh{x=4} P(x," + b"a" * 100000 + b"!"},
+         [b'invalid --from "...' + b"a" * 59 + b'!": in the PartitionSpec: expected \')\' at '
+          b"position 100014"]),
+        # Positions count from the option's text, leading blanks included.
+        ({b"--from": b"   mesh{x=4} P(x,None"}, [b"expected ')' at position 21"]),
+        ({b"--from": b"mesh{x=4} 2x1"}, [b"at position 10"]),
+        ({b"--shape": b" 8x?"}, [b"at position 3"]),
+        ({b"--devices": b"cpu:4, gpu:2"}, [b"unknown platform (expected cpu or vulkan) at position 7"]),
+        ({b"--devices": b"cpu: 0"}, [b"at position 5"]),
+        # Invisible Unicode controls (RIGHT-TO-LEFT OVERRIDE) are escaped; UTF-8 otherwise stays.
+        ({b"--shape": b"8\xc3\x978\xe2\x80\xae"}, [b'"8\xc3\x978\\xE2\\x80\\xAE"']),
+        ({b"--guard": b"d2d=nev\ner\x1b"}, [b"'nev\\ner\\x1b' at position 4"]),
+        ({b"--dtype": b"f32\r\n" + b"x" * 5000}, [b'invalid --dtype "f32\\r\\nxxx']),
+    ]
+    for override, messages in cases:
+        args = dict(base)
+        args.update(override)
+        rc, err = run_bytes(b"reshard", *[x for kv in args.items() for x in kv])
+        text = err.decode("utf-8", errors="replace")
+        name = repr(override)[:80]
+        check(rc == 2, f"{name} exits 2 (got {rc})", "", text)
+        check(err.count(b"\n") == 1 and err.startswith(b"tessera: error: "),
+              f"{name}: exactly one error line", "", text)
+        check(len(err) < 400, f"{name}: the line is short ({len(err)} bytes)", "", text)
+        check(not any(c < 0x20 and c != 0x0A or c == 0x7F for c in err),
+              f"{name}: no control characters", "", text)
+        err.decode("utf-8")  # valid UTF-8, or the test fails with UnicodeDecodeError
+        for m in messages:
+            check(m in err, f"{name}: message contains {m!r}", "", text)
+    # The option's text appears once in the line (not once more inside the parser's message).
+    rc, err = run_bytes(b"reshard", b"--shape", b"8x8", b"--from", b"mesh{x=4} P(x,None",
+                        b"--to", COLS.encode())
+    check(err.count(b"P(x,None") == 1, "the option's text is quoted once", "", err.decode())
 
 
 def case_guard():

@@ -1,0 +1,112 @@
+// User text inside error messages (sharding/message_text.h): escaping of every kind of hostile
+// byte, excerpts of long text around a position, and the parse location the parsers attach.
+
+#include "sharding/message_text.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sharding/mesh.h"
+#include "sharding/partition_spec.h"
+#include "sharding/sharding_param.h"
+
+namespace tessera::sharding {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+TEST(EscapeText, ControlCharactersAndLineBreaks) {
+  EXPECT_EQ(EscapeText("a\nb\r\tc"), "a\\nb\\r\\tc");
+  EXPECT_EQ(EscapeText(std::string("\0\x1b[31m\x7f", 7)), "\\x00\\x1B[31m\\x7F");
+  EXPECT_EQ(EscapeText("say \"hi\" \\o/"), "say \\\"hi\\\" \\\\o/");
+  EXPECT_EQ(EscapeText("say \"hi\" \\o/", /*quote_safe=*/false), "say \"hi\" \\o/");
+}
+
+TEST(EscapeText, Utf8PassesAndInvalidBytesAreHex) {
+  EXPECT_EQ(EscapeText("8\xC3\x97"
+                       "8 \xE2\x86\x92 \xF0\x9F\x98\x80"),
+            "8\xC3\x97"
+            "8 \xE2\x86\x92 \xF0\x9F\x98\x80");  // ×, →, an emoji
+  EXPECT_EQ(EscapeText("\xFF\xFE"), "\\xFF\\xFE");
+  EXPECT_EQ(EscapeText("\xC0\xAF"), "\\xC0\\xAF");                    // overlong '/'
+  EXPECT_EQ(EscapeText("\xED\xA0\x80"), "\\xED\\xA0\\x80");           // a surrogate
+  EXPECT_EQ(EscapeText("\xF4\x90\x80\x80"), "\\xF4\\x90\\x80\\x80");  // above U+10FFFF
+  EXPECT_EQ(EscapeText("ab\xE2\x86"), "ab\\xE2\\x86");                // cut short
+}
+
+TEST(EscapeText, InvisibleUnicodeControlsAreHex) {
+  EXPECT_EQ(EscapeText("\xC2\x85"), "\\xC2\\x85");  // NEL (C1)
+  EXPECT_EQ(EscapeText("a\xE2\x80\xA8"
+                       "b"),
+            "a\\xE2\\x80\\xA8b");                            // LINE SEPARATOR
+  EXPECT_EQ(EscapeText("\xE2\x80\xAE"), "\\xE2\\x80\\xAE");  // RIGHT-TO-LEFT OVERRIDE
+  EXPECT_EQ(EscapeText("\xE2\x81\xA6"), "\\xE2\\x81\\xA6");  // LEFT-TO-RIGHT ISOLATE
+}
+
+TEST(QuoteExcerpt, ShortTextIsWhole) {
+  EXPECT_EQ(QuoteExcerpt(""), "\"\"");
+  EXPECT_EQ(QuoteExcerpt("P(x,\nNone)", 4), "\"P(x,\\nNone)\"");
+  EXPECT_EQ(QuoteExcerpt(std::string(kExcerptLimit, 'a')),
+            "\"" + std::string(kExcerptLimit, 'a') + "\"");
+}
+
+TEST(QuoteExcerpt, LongTextKeepsAWindowAroundThePosition) {
+  const std::string text = std::string(50000, 'a') + "X" + std::string(50000, 'b');
+  const std::string middle = QuoteExcerpt(text, 50000);
+  EXPECT_EQ(middle, "\"..." + std::string(30, 'a') + "X" + std::string(29, 'b') + "...\"");
+  const std::string start = QuoteExcerpt(text, 0);
+  EXPECT_EQ(start, "\"" + std::string(kExcerptBytes, 'a') + "...\"");
+  const std::string end = QuoteExcerpt(text, text.size());
+  EXPECT_EQ(end, "\"..." + std::string(kExcerptBytes, 'b') + "\"");
+  EXPECT_EQ(QuoteExcerpt(text, 1u << 30), end);  // clamped
+}
+
+TEST(QuoteExcerpt, NeverSplitsAUtf8Character) {
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += "\xC3\x97";  // 200 bytes of U+00D7
+  for (size_t position : {0u, 1u, 77u, 100u, 199u}) {
+    const std::string q = QuoteExcerpt(text, position);
+    EXPECT_THAT(q, Not(HasSubstr("\\x"))) << position;  // every character stays whole
+  }
+}
+
+TEST(ParseLocation, ParsersAttachOffsetAndExpectation) {
+  absl::Status s = PartitionSpec::Parse("P(x,None").status();
+  std::optional<ParseLocation> at = GetParseLocation(s);
+  ASSERT_TRUE(at.has_value()) << s;
+  EXPECT_EQ(at->offset, 8u);
+  EXPECT_EQ(at->expected, "')'");
+  at = GetParseLocation(Mesh::Parse("mesh{x:2}").status());
+  ASSERT_TRUE(at.has_value());
+  EXPECT_EQ(at->offset, 6u);
+  EXPECT_EQ(at->expected, "'='");
+  // Errors that are not about a position carry none.
+  EXPECT_FALSE(GetParseLocation(Mesh::Parse("mesh{x=0}").status()).has_value());
+  EXPECT_FALSE(GetParseLocation(absl::OkStatus()).has_value());
+}
+
+TEST(ParseLocation, ParserMessagesStayOneShortLine) {
+  const std::string hostile = "mesh{x=2}\n\x1b[2J" + std::string(100000, 'y') + "\xFF";
+  const absl::Status s = Mesh::Parse(hostile).status();
+  const std::string message(s.message());
+  EXPECT_THAT(message, StartsWith("Cannot parse Mesh \"mesh{x=2}\\n\\x1B[2Jyyy"));
+  EXPECT_THAT(message, HasSubstr("...\": expected end of input at offset 10"));
+  EXPECT_LT(message.size(), 200u);
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+  EXPECT_EQ(message.find('\x1b'), std::string::npos);
+  const absl::Status p = ShardingParam::Parse(std::string(100000, '2')).status();
+  EXPECT_LT(p.message().size(), 200u) << p;
+  // Verify's messages list at most 16 dims.
+  std::string dims = "2";
+  for (int i = 0; i < 5000; ++i) dims += "x2";
+  const absl::Status v = ShardingParam::Parse(dims + " to [0] on 2").status();
+  EXPECT_THAT(std::string(v.message()),
+              HasSubstr("Can't shard the dims 2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x2x...(5001 in all)"));
+  EXPECT_LT(v.message().size(), 200u) << v;
+}
+
+}  // namespace
+}  // namespace tessera::sharding
