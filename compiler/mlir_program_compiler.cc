@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler/internal.h"
 #include "ifrt/status_macros.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -143,6 +144,54 @@ absl::Status CheckRequest(const ProgramCompileRequest& request) {
   return absl::OkStatus();
 }
 
+// The shard shape of `global` under `spec` (the division is even: ResolveShardings checked it).
+ProgramValue LocalValue(const ProgramValue& global, const sharding::Mesh& mesh,
+                        const sharding::PartitionSpec& spec) {
+  std::vector<int64_t> dims(global.local_shape.dims().begin(), global.local_shape.dims().end());
+  for (int d = 0; d < spec.size(); ++d) {
+    for (const std::string& axis : spec.dims()[d])
+      dims[d] /= mesh.axes()[*mesh.FindAxis(axis)].size;
+  }
+  return ProgramValue{global.dtype, Shape(dims)};
+}
+
+// MLIR 22's shard-partition crashes on a function whose arguments are all unused. Unused
+// arguments take no part in the computation: they are removed before partitioning (with their
+// shardings) and given back to the plan by RestoreUnusedParameters. Returns which were removed.
+std::vector<bool> RemoveUnusedArguments(mlir::func::FuncOp main, ProgramShardings& shardings) {
+  std::vector<bool> unused(main.getNumArguments());
+  llvm::BitVector erase(main.getNumArguments());
+  std::vector<sharding::PartitionSpec> kept;
+  for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+    unused[i] = main.getArgument(i).use_empty();
+    if (unused[i]) {
+      erase.set(i);
+    } else {
+      kept.push_back(shardings.parameters[i]);
+    }
+  }
+  (void)main.eraseArguments(erase);
+  shardings.parameters = std::move(kept);
+  return unused;
+}
+
+void RestoreUnusedParameters(const std::vector<bool>& unused, const ProgramPlan& signature,
+                             const ProgramShardings& shardings, ProgramPlan& plan) {
+  std::vector<int> parameters;
+  size_t next_kept = 0;
+  for (size_t i = 0; i < unused.size(); ++i) {
+    if (!unused[i]) {
+      parameters.push_back(plan.parameters[next_kept++]);
+      continue;
+    }
+    absl::StatusOr<sharding::PartitionSpec> spec =
+        sharding::PartitionSpec::Parse(signature.parameter_shardings[i].spec);
+    parameters.push_back(static_cast<int>(plan.values.size()));
+    plan.values.push_back(LocalValue(signature.global_parameters[i], shardings.mesh, *spec));
+  }
+  plan.parameters = std::move(parameters);
+}
+
 class MlirProgramCompiler final : public ProgramCompiler {
  public:
   absl::StatusOr<ProgramPlan> Compile(const ProgramCompileRequest& request) override {
@@ -155,10 +204,12 @@ class MlirProgramCompiler final : public ProgramCompiler {
     ProgramPlan signature;
     TESSERA_RETURN_IF_ERROR(FillSignature(main, shardings, signature));
 
+    std::vector<bool> unused = RemoveUnusedArguments(main, shardings);
     AnnotateShardings(*module, main, shardings);
     TESSERA_RETURN_IF_ERROR(PartitionProgram(*module));
     std::string partitioned_text = PrintOp(*module);
     TESSERA_ASSIGN_OR_RETURN(CutProgram cut, CutIntoSteps(*module, main, signature.grid_shape));
+    RestoreUnusedParameters(unused, signature, shardings, cut.plan);
 
     for (size_t i = 0; i < cut.kernels.size(); ++i) {
       KernelStep& step = cut.plan.steps[cut.kernel_step_indices[i]].kernel;
