@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/Transform/Transforms/Passes.h"
@@ -28,6 +29,75 @@
 
 namespace tessera::compiler {
 namespace {
+
+// The transform script BuildMatmulTilingPipeline runs: each linalg.matmul is tiled 8x32 over its
+// output, then by 1 along the contraction, and each tile becomes masked vector code (an 8x32
+// accumulator updated by outer products: one broadcast row of A times a 32-wide row of B).
+constexpr char kMatmulTilingScript[] = R"mlir(
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %mm = transform.structured.match ops{["linalg.matmul"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %tile, %i, %j = transform.structured.tile_using_for %mm tile_sizes [8, 32, 0]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    %step, %k = transform.structured.tile_using_for %tile tile_sizes [0, 0, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.structured.vectorize %step vector_sizes [8, 32, 1] : !transform.any_op
+    %func = transform.structured.match ops{["func.func"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %func {
+      transform.apply_patterns.vector.lower_masked_transfers
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.lower_outerproduct
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.yield
+  }
+})mlir";
+
+void BuildMatmulTilingPipeline(mlir::OpPassManager& pm) {
+  // Run the transform script embedded in the module (tiling + vectorization of matmuls).
+  pm.addPass(mlir::transform::createInterpreterPass());
+  // Fold the tiling's affine.min / extract_slice chains.
+  pm.addPass(mlir::createCanonicalizerPass());
+  // Hoist the loop-invariant masks out of the contraction loop, so that ...
+  pm.addPass(mlir::createLoopInvariantCodeMotionPass());
+  // ... the accumulator's read / write pair leaves the loop: it stays in vector registers.
+  pm.addPass(mlir::createLoopInvariantSubsetHoistingPass());
+  // Clean up what hoisting leaves.
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+}
+
+// Tiles and vectorizes the kernel's matmuls; a kernel without one is left as it is.
+absl::Status TileMatmuls(mlir::ModuleOp kernel, const std::string& name) {
+  // Matmuls with a zero-size dimension (nothing to compute, or only the init to keep) stay
+  // loops: the masked vector code assumes non-empty operands.
+  bool has_matmul = false, has_empty_matmul = false;
+  kernel.walk([&](mlir::linalg::MatmulOp matmul) {
+    has_matmul = true;
+    for (mlir::Value operand : matmul->getOperands()) {
+      auto type = mlir::cast<mlir::ShapedType>(operand.getType());
+      has_empty_matmul |= type.getNumElements() == 0;
+    }
+  });
+  if (!has_matmul || has_empty_matmul) return absl::OkStatus();
+  mlir::MLIRContext* context = kernel.getContext();
+  mlir::ParserConfig config(context);
+  mlir::OwningOpRef<mlir::ModuleOp> script =
+      mlir::parseSourceString<mlir::ModuleOp>(kMatmulTilingScript, config);
+  if (!script) return absl::InternalError("the matmul tiling script does not parse");
+  mlir::ModuleOp script_module = script.release();
+  kernel.getBody()->push_back(script_module);
+  kernel->setAttr("transform.with_named_sequence", mlir::UnitAttr::get(context));
+  mlir::PassManager pm(context);
+  BuildMatmulTilingPipeline(pm);
+  absl::Status status = RunPipeline(pm, kernel, absl::StatusCode::kInternal,
+                                    absl::StrCat("tiling the matmuls of ", name));
+  script_module.erase();
+  kernel->removeAttr("transform.with_named_sequence");
+  return status;
+}
 
 void BuildBufferizationPipeline(mlir::OpPassManager& pm) {
   // Tensors -> memrefs across the whole module, function signatures included, with plain
@@ -63,6 +133,8 @@ void BuildLlvmLoweringPipeline(mlir::OpPassManager& pm) {
   pm.addPass(mlir::createLowerAffinePass());
   // memref descriptors, loads, stores, alloc / dealloc -> LLVM (malloc / free).
   pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
+  // vector ops -> LLVM vector types and intrinsics (first: it leaves arith and ub ops behind).
+  pm.addPass(mlir::createConvertVectorToLLVMPass());
   // math ops LLVM has intrinsics for -> llvm.intr.*.
   pm.addPass(mlir::createConvertMathToLLVMPass());
   // the remaining math ops (erf, tan, ...) -> calls into libm, resolved by the JIT.
@@ -71,12 +143,12 @@ void BuildLlvmLoweringPipeline(mlir::OpPassManager& pm) {
   pm.addPass(mlir::createArithToLLVMConversionPass());
   // index arithmetic -> i64.
   pm.addPass(mlir::createConvertIndexToLLVMPass());
-  // vector ops -> LLVM vector types and intrinsics.
-  pm.addPass(mlir::createConvertVectorToLLVMPass());
   // func.func / call / return -> llvm.func (memref arguments expanded into descriptor fields).
   pm.addPass(mlir::createConvertFuncToLLVMPass());
   // cf branches -> llvm branches.
   pm.addPass(mlir::createConvertControlFlowToLLVMPass());
+  // ub.poison (the padding of masked vector reads, made by the conversions above) -> LLVM.
+  pm.addPass(mlir::createUBToLLVMConversionPass());
   // Drop the casts between the type systems the conversions above left.
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
 }
@@ -125,6 +197,7 @@ absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const st
   for (mlir::Type type : func.getArgumentTypes()) num_position += type.isInteger(64) ? 1 : 0;
   if (!takes_device_position) num_position = 0;
   MarkInputsReadOnly(func);
+  TESSERA_RETURN_IF_ERROR(TileMatmuls(kernel, name));
 
   mlir::PassManager bufferize(kernel.getContext());
   BuildBufferizationPipeline(bufferize);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -105,12 +106,25 @@ void ExpectNear(const HostArray& actual, const HostArray& expected) {
   }
 }
 
+int Count(const std::string& text, const std::string& word) {
+  int n = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
 // Compiles `program` for 4 devices, runs it on `inputs`, and compares with `expected`.
 void CompileRunAndCompare(const std::string& program, const std::vector<HostArray>& inputs,
                           const std::vector<HostArray>& expected,
                           std::vector<ProgramSharding> params = {},
                           std::vector<ProgramSharding> results = {}) {
   ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(program, 4, params, results));
+  // No kernel leaks: every temporary buffer it mallocs it frees (outputs are the caller's).
+  for (const ProgramStep& step : plan.steps) {
+    if (step.kind != ProgramStep::Kind::kKernel) continue;
+    const std::string& code = step.kernel.artifacts.at("cpu").code;
+    EXPECT_EQ(Count(code, "llvm.call @malloc("), Count(code, "llvm.call @free("))
+        << step.kernel.name;
+  }
   SpmdInterpreter interpreter(plan);
   ASSERT_OK_AND_ASSIGN(std::vector<HostArray> outputs, interpreter.Run(inputs));
   ASSERT_EQ(outputs.size(), expected.size());
@@ -485,6 +499,44 @@ TEST(ExamplesTest, MegatronMlpMatchesReference) {
   CompileRunAndCompare(
       testing::ReadFile(std::string(TESSERA_SOURCE_DIR) + "/examples/mlp2_megatron.mlir"),
       {x, w1, b1, w2, b2}, {y});
+}
+
+// Compile time of the examples and the speed of a 256^3 matmul kernel, recorded as test
+// properties (and printed) for the report; asserts only that the kernel is right.
+TEST(MeasurementTest, CompileTimesAndMatmulThroughput) {
+  for (const char* example : {"/examples/mlp.mlir", "/examples/mlp2_megatron.mlir"}) {
+    std::string text = testing::ReadFile(std::string(TESSERA_SOURCE_DIR) + example);
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_OK(CompileText(text).status());
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::printf("compile %s: %.1f ms\n", example, ms);
+  }
+  const int64_t n = 256;
+  std::string t = TensorType({n, n});
+  std::string program = "func.func @main(%a: " + t + ", %b: " + t + ") -> " + t +
+                        " {\n  %zero = arith.constant 0.0 : f32\n  %e = tensor.empty() : " + t +
+                        "\n  %f = linalg.fill ins(%zero : f32) outs(%e : " + t + ") -> " + t +
+                        "\n  %c = linalg.matmul ins(%a, %b : " + t + ", " + t + ") outs(%f : " + t +
+                        ") -> " + t + "\n  return %c : " + t + "\n}";
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(program, 1));
+  ASSERT_EQ(plan.steps.size(), 1u);
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<CpuKernel> kernel,
+                       LoadCpuKernel(plan.steps[0].kernel.artifacts.at("cpu")));
+  double jit_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  HostArray a = Random(DType(DType::kF32), {n, n}, 30), b = Random(DType(DType::kF32), {n, n}, 31);
+  HostArray c = HostArray::Zeros(DType(DType::kF32), {n, n});
+  std::vector<void*> buffers = {a.bytes.data(), b.bytes.data(), c.bytes.data()};
+  std::vector<Shape> shapes(3, Shape({n, n}));
+  start = std::chrono::steady_clock::now();
+  const int reps = 5;
+  for (int r = 0; r < reps; ++r) ASSERT_OK(kernel->Run(buffers, shapes, {}));
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / reps;
+  std::printf("matmul %ldx%ldx%ld: JIT %.1f ms, %.3f ms/run, %.2f GFLOP/s\n", n, n, n, jit_ms,
+              s * 1e3, 2.0 * n * n * n / s / 1e9);
+  ExpectNear(c, ReferenceMatmul(a, b, 0, n, n, n));
 }
 
 // ---- the kernel loader ----------------------------------------------------------------------
