@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "backends/default_program_compiler.h"
 #include "backends/registry.h"
 #include "ifrt/runtime/runtime_client.h"
 #include "ifrt/status_macros.h"
@@ -85,8 +86,9 @@ absl::StatusOr<std::shared_ptr<Client>> CreateClientFromRegistry(const PlatformR
     return absl::InvalidArgumentError(
         "no devices: cpu_devices is 0 and no Vulkan device is available");
   }
-  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<runtime::RuntimeClient> client,
-                           runtime::RuntimeClient::Create(std::move(platforms), policy));
+  TESSERA_ASSIGN_OR_RETURN(
+      std::shared_ptr<runtime::RuntimeClient> client,
+      runtime::RuntimeClient::Create(std::move(platforms), policy, CreateDefaultProgramCompiler()));
   return std::shared_ptr<Client>(std::move(client));
 }
 

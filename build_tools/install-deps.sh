@@ -7,6 +7,7 @@ PACKAGES=(
   cmake ninja-build g++ make pkg-config git
   libabsl-dev            # Status, StatusOr, Span, containers, Mutex, logging
   libtbb-dev             # oneTBB: task arenas of the CPU platform
+  libmlir-22-dev llvm-22-dev mlir-22-tools  # MLIR: the program compiler (compiler/), CPU kernel JIT
   libgtest-dev libgmock-dev
   libbenchmark-dev
   libcli11-dev           # argument parsing of the tessera tool

@@ -3,12 +3,18 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <new>
+#include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "backends/common/parallel_for.h"
 #include "backends/common/parallel_memcpy.h"
+#include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_stream.h"
 #include "backends/cpu/host_allocator.h"
 #include "oneapi/tbb/blocked_range.h"
@@ -141,7 +147,33 @@ class CpuPlatform final : public Platform {
     return devices_[device]->stream->Enqueue(after, std::move(fn));
   }
 
+  absl::StatusOr<PlatformKernelRef> LoadKernel(int device,
+                                               const KernelArtifact& artifact) override {
+    // One JIT per artifact, shared by every device of the platform.
+    std::lock_guard<std::mutex> lock(kernels_mu_);
+    const std::string key =
+        absl::StrCat(artifact.format, "\n", artifact.entry, "\n", artifact.code);
+    if (auto it = kernels_.find(key); it != kernels_.end()) {
+      if (PlatformKernelRef live = it->second.lock()) return live;
+    }
+    absl::StatusOr<PlatformKernelRef> kernel = cpu::LoadCpuPlatformKernel(artifact);
+    if (kernel.ok()) kernels_[key] = *kernel;
+    return kernel;
+  }
+
+  Future<> LaunchKernel(int device, KernelLaunch launch,
+                        absl::Span<const Future<>> after) override {
+    // On the device's stream, in its arena; the launch keeps its buffers and kernel alive.
+    return devices_[device]->stream->Enqueue(
+        after, [launch = std::move(launch)]() { return cpu::RunCpuPlatformKernel(launch); });
+  }
+
  private:
+  // Loaded kernels by artifact, held weakly: a kernel lives as long as an executable uses it.
+  std::mutex kernels_mu_;
+  absl::flat_hash_map<std::string, std::weak_ptr<const PlatformKernel>> kernels_
+      ABSL_GUARDED_BY(kernels_mu_);
+
   struct Device {
     PlatformDeviceInfo info;
     std::unique_ptr<cpu::CpuStream> stream;

@@ -1,0 +1,173 @@
+#include "backends/cpu/kernel_loader.h"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+
+namespace tessera {
+namespace {
+
+std::string ErrorText(llvm::Error error) { return llvm::toString(std::move(error)); }
+
+class JitCpuKernel final : public CpuKernel {
+ public:
+  JitCpuKernel(std::string entry, unsigned num_llvm_args,
+               std::unique_ptr<mlir::MLIRContext> context,
+               std::unique_ptr<mlir::ExecutionEngine> engine, void (*function)(void**))
+      : entry_(std::move(entry)),
+        num_llvm_args_(num_llvm_args),
+        context_(std::move(context)),
+        engine_(std::move(engine)),
+        function_(function) {}
+
+  absl::Status Run(absl::Span<void* const> buffers, absl::Span<const Shape> shapes,
+                   absl::Span<const int64_t> device_position) const override;
+  const std::string& entry() const override { return entry_; }
+
+ private:
+  std::string entry_;
+  unsigned num_llvm_args_;
+  std::unique_ptr<mlir::MLIRContext> context_;
+  std::unique_ptr<mlir::ExecutionEngine> engine_;
+  void (*function_)(void**);
+};
+
+absl::Status JitCpuKernel::Run(absl::Span<void* const> buffers, absl::Span<const Shape> shapes,
+                               absl::Span<const int64_t> device_position) const {
+  if (buffers.size() != shapes.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(entry_, ": ", buffers.size(), " buffers but ", shapes.size(), " shapes"));
+  }
+  size_t num_scalars = device_position.size();
+  for (const Shape& shape : shapes) num_scalars += 3 + 2 * shape.dims().size();
+  if (num_scalars != num_llvm_args_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(entry_, ": the buffers' ranks and the device position make ", num_scalars,
+                     " arguments, the kernel takes ", num_llvm_args_));
+  }
+  // Every descriptor field lives in `pointers` or `integers`; `args` points at each field. Both
+  // are sized before any address is taken.
+  std::vector<void*> pointers(2 * buffers.size());
+  std::vector<int64_t> integers(num_scalars);
+  std::vector<void*> args;
+  args.reserve(num_scalars);
+  size_t next_integer = 0;
+  auto push_integer = [&](int64_t value) {
+    integers[next_integer] = value;
+    args.push_back(&integers[next_integer++]);
+  };
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    absl::Span<const int64_t> dims = shapes[i].dims();
+    if (buffers[i] == nullptr && shapes[i].num_elements() != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(entry_, ": buffer ", i, " is null"));
+    }
+    pointers[2 * i] = pointers[2 * i + 1] = buffers[i];
+    args.push_back(&pointers[2 * i]);      // allocated
+    args.push_back(&pointers[2 * i + 1]);  // aligned
+    push_integer(0);                       // offset
+    for (int64_t dim : dims) push_integer(dim);
+    std::vector<int64_t> strides(dims.size(), 1);
+    for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
+    for (int64_t stride : strides) push_integer(stride);
+  }
+  for (int64_t coordinate : device_position) push_integer(coordinate);
+  function_(args.data());
+  return absl::OkStatus();
+}
+
+void InitializeNativeTargetOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+std::unique_ptr<mlir::MLIRContext> CreateLlvmContext() {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::LLVM::LLVMDialect>();
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  return std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
+}
+
+// The host's target machine at -O3 with its CPU's features.
+absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> HostTargetMachine() {
+  llvm::Expected<llvm::orc::JITTargetMachineBuilder> builder =
+      llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) return absl::InternalError(ErrorText(builder.takeError()));
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine = builder->createTargetMachine();
+  if (!machine) return absl::InternalError(ErrorText(machine.takeError()));
+  return std::move(*machine);
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<CpuKernel>> LoadCpuKernel(const KernelArtifact& artifact) {
+  if (artifact.format != "mlir-llvm") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the CPU loads \"mlir-llvm\" kernels, not \"", artifact.format, "\""));
+  }
+  InitializeNativeTargetOnce();
+  std::unique_ptr<mlir::MLIRContext> context = CreateLlvmContext();
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(context.get(), [&](mlir::Diagnostic& diagnostic) {
+    absl::StrAppend(&diagnostics, diagnostics.empty() ? "" : "; ", diagnostic.str());
+    return mlir::success();
+  });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(artifact.code, mlir::ParserConfig(context.get()));
+  if (!module) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel ", artifact.entry, " does not parse: ", diagnostics));
+  }
+  auto entry = module->lookupSymbol<mlir::LLVM::LLVMFuncOp>(artifact.entry);
+  if (!entry || entry.isExternal()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the kernel module has no function @", artifact.entry));
+  }
+  unsigned num_llvm_args = entry.getNumArguments();
+
+  absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> machine = HostTargetMachine();
+  if (!machine.ok()) return machine.status();
+  mlir::ExecutionEngineOptions options;
+  auto transformer =
+      mlir::makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0, machine->get());
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  options.enableGDBNotificationListener = false;
+  auto engine = mlir::ExecutionEngine::create(*module, options, *std::move(machine));
+  if (!engine) {
+    return absl::InternalError(absl::StrCat("JIT compiling ", artifact.entry, ": ",
+                                            ErrorText(engine.takeError()), " ", diagnostics));
+  }
+  auto function = (*engine)->lookupPacked(artifact.entry);
+  if (!function) {
+    return absl::InternalError(absl::StrCat("no packed entry for ", artifact.entry, ": ",
+                                            ErrorText(function.takeError())));
+  }
+  return std::shared_ptr<CpuKernel>(std::make_shared<JitCpuKernel>(
+      artifact.entry, num_llvm_args, std::move(context), std::move(*engine), *function));
+}
+
+}  // namespace tessera

@@ -1,0 +1,219 @@
+// Step e: CPU code generation. A kernel module over tensors (as cut.cc makes it) becomes an LLVM
+// dialect module whose entry takes its buffers in KernelArtifact's order: inputs, outputs (written
+// in place), then the device position. Three pipelines, side by side:
+//   BuildMatmulTilingPipeline      tile + vectorize matmuls (transform dialect), on tensors
+//   BuildBufferizationPipeline     tensors -> memrefs, results -> out-params, no leaked buffers
+//   BuildLlvmLoweringPipeline      memrefs, loops, vectors -> the LLVM dialect
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/internal.h"
+#include "ifrt/status_macros.h"
+#include "llvm/ADT/BitVector.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/Transform/Transforms/Passes.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace tessera::compiler {
+namespace {
+
+// The transform script BuildMatmulTilingPipeline runs: each linalg.matmul is tiled 8x32 over its
+// output, then by 1 along the contraction, and each tile becomes masked vector code (an 8x32
+// accumulator updated by outer products: one broadcast row of A times a 32-wide row of B).
+constexpr char kMatmulTilingScript[] = R"mlir(
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %mm = transform.structured.match ops{["linalg.matmul"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %tile, %i, %j = transform.structured.tile_using_for %mm tile_sizes [8, 32, 0]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    %step, %k = transform.structured.tile_using_for %tile tile_sizes [0, 0, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.structured.vectorize %step vector_sizes [8, 32, 1] : !transform.any_op
+    %func = transform.structured.match ops{["func.func"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %func {
+      transform.apply_patterns.vector.lower_masked_transfers
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.lower_outerproduct
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.yield
+  }
+})mlir";
+
+void BuildMatmulTilingPipeline(mlir::OpPassManager& pm) {
+  // Run the transform script embedded in the module (tiling + vectorization of matmuls).
+  pm.addPass(mlir::transform::createInterpreterPass());
+  // Fold the tiling's affine.min / extract_slice chains.
+  pm.addPass(mlir::createCanonicalizerPass());
+  // Hoist the loop-invariant masks out of the contraction loop, so that ...
+  pm.addPass(mlir::createLoopInvariantCodeMotionPass());
+  // ... the accumulator's read / write pair leaves the loop: it stays in vector registers.
+  pm.addPass(mlir::createLoopInvariantSubsetHoistingPass());
+  // Clean up what hoisting leaves.
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+}
+
+// Tiles and vectorizes the kernel's matmuls; a kernel without one is left as it is.
+absl::Status TileMatmuls(mlir::ModuleOp kernel, const std::string& name) {
+  // Matmuls with a zero-size dimension (nothing to compute, or only the init to keep) stay
+  // loops: the masked vector code assumes non-empty operands.
+  bool has_matmul = false, has_empty_matmul = false;
+  kernel.walk([&](mlir::linalg::MatmulOp matmul) {
+    has_matmul = true;
+    for (mlir::Value operand : matmul->getOperands()) {
+      auto type = mlir::cast<mlir::ShapedType>(operand.getType());
+      has_empty_matmul |= type.getNumElements() == 0;
+    }
+  });
+  if (!has_matmul || has_empty_matmul) return absl::OkStatus();
+  mlir::MLIRContext* context = kernel.getContext();
+  mlir::ParserConfig config(context);
+  mlir::OwningOpRef<mlir::ModuleOp> script =
+      mlir::parseSourceString<mlir::ModuleOp>(kMatmulTilingScript, config);
+  if (!script) return absl::InternalError("the matmul tiling script does not parse");
+  mlir::ModuleOp script_module = script.release();
+  kernel.getBody()->push_back(script_module);
+  kernel->setAttr("transform.with_named_sequence", mlir::UnitAttr::get(context));
+  mlir::PassManager pm(context);
+  BuildMatmulTilingPipeline(pm);
+  absl::Status status = RunPipeline(pm, kernel, absl::StatusCode::kInternal,
+                                    absl::StrCat("tiling the matmuls of ", name));
+  script_module.erase();
+  kernel->removeAttr("transform.with_named_sequence");
+  return status;
+}
+
+void BuildBufferizationPipeline(mlir::OpPassManager& pm) {
+  // Tensors -> memrefs across the whole module, function signatures included, with plain
+  // row-major memrefs at the boundary (the runtime's buffers are contiguous).
+  mlir::bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      mlir::bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(mlir::bufferization::createOneShotBufferizePass(bufferize));
+  // Returned memrefs -> trailing out-params the caller allocates; a static allocation that is
+  // returned becomes the out-param itself (written in place, nothing escapes).
+  mlir::bufferization::BufferResultsToOutParamsPassOptions out_params;
+  out_params.hoistStaticAllocs = true;
+  out_params.modifyPublicFunctions = true;
+  pm.addPass(mlir::bufferization::createBufferResultsToOutParamsPass(out_params));
+  // Free every temporary buffer bufferization allocated (ownership-based deallocation).
+  mlir::bufferization::buildBufferDeallocationPipeline(pm);
+  // Fold the copies and casts the two passes above leave.
+  pm.addPass(mlir::createCanonicalizerPass());
+}
+
+void BuildLlvmLoweringPipeline(mlir::OpPassManager& pm) {
+  mlir::OpPassManager& func = pm.nest<mlir::func::FuncOp>();
+  // linalg ops on memrefs -> scf.for loop nests (what tiling and vectorization left over).
+  func.addPass(mlir::createConvertLinalgToLoopsPass());
+  // vector.transfer ops with masks or permutations -> scf loops of simple transfers.
+  func.addPass(mlir::createConvertVectorToSCFPass());
+  // Structured control flow -> blocks and branches.
+  pm.addPass(mlir::createSCFToControlFlowPass());
+  // subviews and reinterpret casts -> explicit offset / size / stride arithmetic.
+  pm.addPass(mlir::memref::createExpandStridedMetadataPass());
+  // affine.apply / min / max from tiling and the expansion above -> arith.
+  pm.addPass(mlir::createLowerAffinePass());
+  // memref descriptors, loads, stores, alloc / dealloc -> LLVM (malloc / free).
+  pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
+  // vector ops -> LLVM vector types and intrinsics (first: it leaves arith and ub ops behind).
+  pm.addPass(mlir::createConvertVectorToLLVMPass());
+  // math ops LLVM has intrinsics for -> llvm.intr.*.
+  pm.addPass(mlir::createConvertMathToLLVMPass());
+  // the remaining math ops (erf, tan, ...) -> calls into libm, resolved by the JIT.
+  pm.addPass(mlir::createConvertMathToLibmPass());
+  // Scalar and vector arithmetic -> LLVM.
+  pm.addPass(mlir::createArithToLLVMConversionPass());
+  // index arithmetic -> i64.
+  pm.addPass(mlir::createConvertIndexToLLVMPass());
+  // func.func / call / return -> llvm.func (memref arguments expanded into descriptor fields).
+  pm.addPass(mlir::createConvertFuncToLLVMPass());
+  // cf branches -> llvm branches.
+  pm.addPass(mlir::createConvertControlFlowToLLVMPass());
+  // ub.poison (the padding of masked vector reads, made by the conversions above) -> LLVM.
+  pm.addPass(mlir::createUBToLLVMConversionPass());
+  // Drop the casts between the type systems the conversions above left.
+  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+}
+
+// Inputs are the runtime's buffers, shared with other steps and the caller: never written.
+void MarkInputsReadOnly(mlir::func::FuncOp func) {
+  mlir::OpBuilder builder(func.getContext());
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    if (mlir::isa<mlir::TensorType>(func.getArgumentTypes()[i])) {
+      func.setArgAttr(i, mlir::bufferization::BufferizationDialect::kWritableAttrName,
+                      builder.getBoolAttr(false));
+    }
+  }
+}
+
+// After out-params were appended: (inputs, position, outputs) -> (inputs, outputs, position).
+absl::Status MovePositionLast(mlir::func::FuncOp func, unsigned num_position) {
+  if (num_position == 0) return absl::OkStatus();
+  unsigned num_args = func.getNumArguments();
+  unsigned first = 0;
+  while (first < num_args && !func.getArgumentTypes()[first].isInteger(64)) ++first;
+  if (first + num_position > num_args) return absl::InternalError("position arguments not found");
+  llvm::BitVector erase(num_args + num_position);
+  for (unsigned i = 0; i < num_position; ++i) {
+    mlir::BlockArgument old_arg = func.getArgument(first + i);
+    if (mlir::failed(
+            func.insertArgument(func.getNumArguments(), old_arg.getType(), {}, old_arg.getLoc()))) {
+      return absl::InternalError("cannot append a position argument");
+    }
+    old_arg.replaceAllUsesWith(func.getArgument(func.getNumArguments() - 1));
+    erase.set(first + i);
+  }
+  if (mlir::failed(func.eraseArguments(erase))) {
+    return absl::InternalError("cannot erase the position arguments");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const std::string& name,
+                                                 bool takes_device_position) {
+  auto func = kernel.lookupSymbol<mlir::func::FuncOp>(name);
+  if (!func) return absl::InternalError(absl::StrCat("kernel module has no @", name));
+  unsigned num_position = 0;
+  for (mlir::Type type : func.getArgumentTypes()) num_position += type.isInteger(64) ? 1 : 0;
+  if (!takes_device_position) num_position = 0;
+  MarkInputsReadOnly(func);
+  TESSERA_RETURN_IF_ERROR(TileMatmuls(kernel, name));
+
+  mlir::PassManager bufferize(kernel.getContext());
+  BuildBufferizationPipeline(bufferize);
+  TESSERA_RETURN_IF_ERROR(RunPipeline(bufferize, kernel, absl::StatusCode::kInternal,
+                                      absl::StrCat("bufferizing ", name)));
+  TESSERA_RETURN_IF_ERROR(MovePositionLast(func, num_position));
+
+  mlir::PassManager lower(kernel.getContext());
+  BuildLlvmLoweringPipeline(lower);
+  TESSERA_RETURN_IF_ERROR(RunPipeline(lower, kernel, absl::StatusCode::kInternal,
+                                      absl::StrCat("lowering ", name, " to LLVM")));
+  KernelArtifact artifact;
+  artifact.format = "mlir-llvm";
+  artifact.entry = name;
+  artifact.code = PrintOp(kernel);
+  return artifact;
+}
+
+}  // namespace tessera::compiler

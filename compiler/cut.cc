@@ -1,0 +1,358 @@
+// Step d: cut the partitioned @main at its shard collectives into kernel and collective steps.
+//
+// The top-level ops of @main fall into three kinds:
+//   collectives      shard.all_reduce / all_gather / all_to_all / all_slice / reduce_scatter: one
+//                    CollectiveStep each; they separate kernels;
+//   rematerialized   cheap pure ops without regions that yield no tensor (constants, index
+//                    arithmetic, shard.process_multi_index) and tensor.empty: cloned into every
+//                    kernel that uses them instead of being passed between steps;
+//   kernel ops       everything else: consecutive ones form one kernel.
+// A kernel's inputs are the tensors it uses from outside (parameters, earlier steps' outputs);
+// its outputs are the tensors it defines that a later step or the return uses.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/internal.h"
+#include "ifrt/status_macros.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace tessera::compiler {
+namespace {
+
+bool IsCollective(mlir::Operation* op) {
+  return mlir::isa<mlir::shard::AllReduceOp, mlir::shard::AllGatherOp, mlir::shard::AllToAllOp,
+                   mlir::shard::AllSliceOp, mlir::shard::ReduceScatterOp>(op);
+}
+
+bool IsRematerialized(mlir::Operation* op) {
+  if (mlir::isa<mlir::shard::ProcessMultiIndexOp, mlir::tensor::EmptyOp>(op)) return true;
+  if (op->getNumRegions() != 0 || !mlir::isMemoryEffectFree(op)) return false;
+  if (op->getDialect()->getNamespace() == "shard") return false;
+  for (mlir::Type type : op->getResultTypes()) {
+    if (mlir::isa<mlir::ShapedType>(type)) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<ReductionKind> ToReduction(mlir::Operation* op, mlir::shard::ReductionKind kind) {
+  switch (kind) {
+    case mlir::shard::ReductionKind::Sum:
+      return ReductionKind::kSum;
+    case mlir::shard::ReductionKind::Product:
+      return ReductionKind::kProduct;
+    case mlir::shard::ReductionKind::Min:
+      return ReductionKind::kMin;
+    case mlir::shard::ReductionKind::Max:
+      return ReductionKind::kMax;
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("reduction '", mlir::shard::stringifyReductionKind(kind).str(), "' of ",
+                       op->getName().getStringRef().str(), " at ", FormatLocation(op->getLoc())));
+  }
+}
+
+// The CollectiveStep of `op` (input and output ids filled by the caller).
+absl::StatusOr<CollectiveStep> DescribeCollective(mlir::Operation* op) {
+  CollectiveStep step;
+  auto axes = [&](llvm::ArrayRef<int16_t> grid_axes) {
+    step.grid_axes.assign(grid_axes.begin(), grid_axes.end());
+  };
+  if (auto all_reduce = mlir::dyn_cast<mlir::shard::AllReduceOp>(op)) {
+    step.kind = CollectiveKind::kAllReduce;
+    axes(all_reduce.getGridAxes());
+    TESSERA_ASSIGN_OR_RETURN(step.reduction, ToReduction(op, all_reduce.getReduction()));
+    if (all_reduce.getInput().getType() != all_reduce.getResult().getType()) {
+      return absl::UnimplementedError(absl::StrCat("all_reduce at ", FormatLocation(op->getLoc()),
+                                                   " changes the element type"));
+    }
+  } else if (auto gather = mlir::dyn_cast<mlir::shard::AllGatherOp>(op)) {
+    step.kind = CollectiveKind::kAllGather;
+    axes(gather.getGridAxes());
+    step.gather_axis = gather.getGatherAxis().getSExtValue();
+  } else if (auto to_all = mlir::dyn_cast<mlir::shard::AllToAllOp>(op)) {
+    step.kind = CollectiveKind::kAllToAll;
+    axes(to_all.getGridAxes());
+    step.split_axis = to_all.getSplitAxis().getSExtValue();
+    step.concat_axis = to_all.getConcatAxis().getSExtValue();
+  } else if (auto slice = mlir::dyn_cast<mlir::shard::AllSliceOp>(op)) {
+    step.kind = CollectiveKind::kAllSlice;
+    axes(slice.getGridAxes());
+    step.split_axis = slice.getSliceAxis().getSExtValue();
+  } else if (auto scatter = mlir::dyn_cast<mlir::shard::ReduceScatterOp>(op)) {
+    step.kind = CollectiveKind::kReduceScatter;
+    axes(scatter.getGridAxes());
+    step.split_axis = scatter.getScatterAxis().getSExtValue();
+    TESSERA_ASSIGN_OR_RETURN(step.reduction, ToReduction(op, scatter.getReduction()));
+  }
+  return step;
+}
+
+// The cutter's state over one @main.
+class Cutter {
+ public:
+  Cutter(mlir::func::FuncOp main, const std::vector<int64_t>& grid_shape)
+      : main_(main), block_(main.getBody().front()), grid_rank_(grid_shape.size()) {}
+
+  absl::StatusOr<CutProgram> Run();
+
+ private:
+  struct Segment {
+    std::vector<mlir::Operation*> ops;
+    absl::flat_hash_set<mlir::Operation*> members;
+    llvm::SetVector<mlir::Value> inputs;      // plan values, in first-use order
+    llvm::SetVector<mlir::Operation*> remat;  // top-level ops to clone in
+    llvm::SetVector<mlir::Value> outputs;
+  };
+
+  absl::Status CheckOps();
+  void FormSegments();
+  absl::Status CollectInputs(Segment& segment);
+  absl::Status AddExternal(Segment& segment, mlir::Value value);
+  absl::Status CollectOutputs(Segment& segment);
+  absl::StatusOr<int> NewValue(mlir::Value value);
+  absl::StatusOr<int> IdOf(mlir::Value value, std::string_view use);
+  absl::Status EmitKernel(Segment& segment, CutProgram& cut);
+  absl::Status EmitCollective(mlir::Operation* op, CutProgram& cut);
+
+  mlir::func::FuncOp main_;
+  mlir::Block& block_;
+  size_t grid_rank_;
+  // In program order: a segment (index into segments_) or a collective op.
+  std::vector<std::pair<int, mlir::Operation*>> order_;
+  std::vector<Segment> segments_;
+  llvm::DenseMap<mlir::Operation*, int> segment_of_;  // kernel op -> segment
+  llvm::DenseMap<mlir::Value, int> ids_;
+  std::vector<ProgramValue> values_;
+};
+
+absl::Status Cutter::CheckOps() {
+  for (mlir::Operation& op : block_.without_terminator()) {
+    absl::Status status;
+    op.walk([&](mlir::Operation* nested) {
+      if (nested->getDialect()->getNamespace() != "shard" || IsCollective(nested) ||
+          mlir::isa<mlir::shard::ProcessMultiIndexOp>(nested)) {
+        return mlir::WalkResult::advance();
+      }
+      status = absl::UnimplementedError(absl::StrCat(
+          "the partitioned program uses '", nested->getName().getStringRef().str(), "' at ",
+          FormatLocation(nested->getLoc()), ", which the runtime cannot execute"));
+      return mlir::WalkResult::interrupt();
+    });
+    TESSERA_RETURN_IF_ERROR(status);
+    if ((IsCollective(&op) || mlir::isa<mlir::shard::ProcessMultiIndexOp>(&op)) &&
+        op.getParentOp() != main_) {
+      return absl::UnimplementedError("a shard op nested in a region of @main");
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Cutter::FormSegments() {
+  int current = -1;
+  for (mlir::Operation& op : block_.without_terminator()) {
+    if (IsCollective(&op)) {
+      order_.push_back({-1, &op});
+      current = -1;
+    } else if (!IsRematerialized(&op)) {
+      if (current < 0) {
+        current = static_cast<int>(segments_.size());
+        segments_.emplace_back();
+        order_.push_back({current, nullptr});
+      }
+      segments_[current].ops.push_back(&op);
+      segments_[current].members.insert(&op);
+      segment_of_[&op] = current;
+    }
+  }
+}
+
+absl::Status Cutter::AddExternal(Segment& segment, mlir::Value value) {
+  mlir::Operation* def = value.getDefiningOp();
+  if (def && IsRematerialized(def)) {
+    if (segment.remat.contains(def)) return absl::OkStatus();
+    for (mlir::Value operand : def->getOperands()) {
+      TESSERA_RETURN_IF_ERROR(AddExternal(segment, operand));
+    }
+    segment.remat.insert(def);
+    return absl::OkStatus();
+  }
+  if (!mlir::isa<mlir::RankedTensorType>(value.getType())) {
+    return absl::UnimplementedError(
+        absl::StrCat("a non-tensor value defined at ", FormatLocation(value.getLoc()),
+                     " is used across a collective; only tensors can pass between steps"));
+  }
+  segment.inputs.insert(value);
+  return absl::OkStatus();
+}
+
+absl::Status Cutter::CollectInputs(Segment& segment) {
+  absl::Status status;
+  for (mlir::Operation* op : segment.ops) {
+    op->walk([&](mlir::Operation* nested) {
+      for (mlir::Value operand : nested->getOperands()) {
+        mlir::Operation* def = operand.getDefiningOp();
+        mlir::Operation* owner = def ? block_.findAncestorOpInBlock(*def) : nullptr;
+        if (owner == nullptr) {
+          // A block argument: of @main (external) or of a region inside this segment.
+          if (mlir::cast<mlir::BlockArgument>(operand).getOwner() != &block_) continue;
+        } else if (segment.members.contains(owner)) {
+          continue;
+        }
+        status.Update(AddExternal(segment, operand));
+      }
+    });
+  }
+  return status;
+}
+
+absl::Status Cutter::CollectOutputs(Segment& segment) {
+  for (mlir::Operation* op : segment.ops) {
+    for (mlir::Value result : op->getResults()) {
+      for (mlir::Operation* user : result.getUsers()) {
+        mlir::Operation* owner = block_.findAncestorOpInBlock(*user);
+        if (owner != nullptr && segment.members.contains(owner)) continue;
+        if (!mlir::isa<mlir::RankedTensorType>(result.getType())) {
+          return absl::UnimplementedError(
+              absl::StrCat("a non-tensor value defined at ", FormatLocation(result.getLoc()),
+                           " is used across a collective; only tensors can pass between steps"));
+        }
+        segment.outputs.insert(result);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> Cutter::NewValue(mlir::Value value) {
+  TESSERA_ASSIGN_OR_RETURN(ProgramValue program_value, ValueOfType(value.getType()));
+  int id = static_cast<int>(values_.size());
+  values_.push_back(std::move(program_value));
+  ids_[value] = id;
+  return id;
+}
+
+absl::StatusOr<int> Cutter::IdOf(mlir::Value value, std::string_view use) {
+  auto it = ids_.find(value);
+  if (it != ids_.end()) return it->second;
+  return absl::UnimplementedError(absl::StrCat(
+      std::string(use), " at ", FormatLocation(value.getLoc()), " uses a value no step defines"));
+}
+
+absl::Status Cutter::EmitKernel(Segment& segment, CutProgram& cut) {
+  if (segment.outputs.empty()) return absl::OkStatus();  // dead code: nothing uses its values
+  KernelStep step;
+  step.name = absl::StrCat("kernel_", cut.kernels.size());
+  std::vector<mlir::Type> arg_types, result_types;
+  for (mlir::Value input : segment.inputs) {
+    TESSERA_ASSIGN_OR_RETURN(int id, IdOf(input, step.name));
+    step.inputs.push_back(id);
+    arg_types.push_back(input.getType());
+  }
+  for (mlir::Operation* op : segment.remat) {
+    step.takes_device_position |= mlir::isa<mlir::shard::ProcessMultiIndexOp>(op);
+  }
+  mlir::OpBuilder builder(main_.getContext());
+  if (step.takes_device_position)
+    arg_types.resize(arg_types.size() + grid_rank_, builder.getI64Type());
+  for (mlir::Value output : segment.outputs) result_types.push_back(output.getType());
+
+  mlir::Location loc = segment.ops.front()->getLoc();
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(loc);
+  builder.setInsertionPointToEnd(module->getBody());
+  auto func = mlir::func::FuncOp::create(builder, loc, step.name,
+                                         builder.getFunctionType(arg_types, result_types));
+  mlir::Block* body = func.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  mlir::IRMapping mapping;
+  for (size_t i = 0; i < segment.inputs.size(); ++i) {
+    mapping.map(segment.inputs[i], body->getArgument(i));
+  }
+  for (mlir::Operation* op : segment.remat) {
+    auto position = mlir::dyn_cast<mlir::shard::ProcessMultiIndexOp>(op);
+    if (!position) {
+      builder.clone(*op, mapping);
+      continue;
+    }
+    // The device's coordinate per grid axis arrives as trailing i64 arguments.
+    llvm::ArrayRef<int16_t> axes = position.getAxes();
+    for (size_t j = 0; j < position.getNumResults(); ++j) {
+      size_t axis = axes.empty() ? j : static_cast<size_t>(axes[j]);
+      mlir::Value coordinate = body->getArgument(segment.inputs.size() + axis);
+      mapping.map(position->getResult(j),
+                  mlir::arith::IndexCastOp::create(builder, op->getLoc(), builder.getIndexType(),
+                                                   coordinate)
+                      .getResult());
+    }
+  }
+  for (mlir::Operation* op : segment.ops) builder.clone(*op, mapping);
+  std::vector<mlir::Value> returned;
+  for (mlir::Value output : segment.outputs) {
+    returned.push_back(mapping.lookup(output));
+    TESSERA_ASSIGN_OR_RETURN(int id, NewValue(output));
+    step.outputs.push_back(id);
+  }
+  mlir::func::ReturnOp::create(builder, loc, returned);
+
+  cut.kernel_step_indices.push_back(cut.plan.steps.size());
+  cut.kernels.push_back(std::move(module));
+  cut.plan.steps.push_back({ProgramStep::Kind::kKernel, std::move(step), {}});
+  return absl::OkStatus();
+}
+
+absl::Status Cutter::EmitCollective(mlir::Operation* op, CutProgram& cut) {
+  TESSERA_ASSIGN_OR_RETURN(CollectiveStep step, DescribeCollective(op));
+  TESSERA_ASSIGN_OR_RETURN(step.input, IdOf(op->getOperand(0), op->getName().getStringRef().str()));
+  TESSERA_ASSIGN_OR_RETURN(step.output, NewValue(op->getResult(0)));
+  cut.plan.steps.push_back({ProgramStep::Kind::kCollective, {}, std::move(step)});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CutProgram> Cutter::Run() {
+  TESSERA_RETURN_IF_ERROR(CheckOps());
+  FormSegments();
+  for (Segment& segment : segments_) {
+    TESSERA_RETURN_IF_ERROR(CollectInputs(segment));
+    TESSERA_RETURN_IF_ERROR(CollectOutputs(segment));
+  }
+  CutProgram cut;
+  for (mlir::BlockArgument arg : block_.getArguments()) {
+    TESSERA_ASSIGN_OR_RETURN(int id, NewValue(arg));
+    cut.plan.parameters.push_back(id);
+  }
+  for (auto [segment, collective] : order_) {
+    if (collective != nullptr) {
+      TESSERA_RETURN_IF_ERROR(EmitCollective(collective, cut));
+    } else {
+      TESSERA_RETURN_IF_ERROR(EmitKernel(segments_[segment], cut));
+    }
+  }
+  for (mlir::Value result : block_.getTerminator()->getOperands()) {
+    TESSERA_ASSIGN_OR_RETURN(int id, IdOf(result, "the return"));
+    cut.plan.results.push_back(id);
+  }
+  cut.plan.values = std::move(values_);
+  return cut;
+}
+
+}  // namespace
+
+absl::StatusOr<CutProgram> CutIntoSteps(mlir::ModuleOp module, mlir::func::FuncOp main,
+                                        const std::vector<int64_t>& grid_shape) {
+  return Cutter(main, grid_shape).Run();
+}
+
+}  // namespace tessera::compiler

@@ -1,0 +1,128 @@
+#ifndef TESSERA_COMPILER_INTERNAL_H_
+#define TESSERA_COMPILER_INTERNAL_H_
+
+// compiler/internal.h: the steps of the MLIR program compiler (mlir_program_compiler.h), one
+// function each, in the order Compile runs them. Internal to compiler/ (not installed); every
+// function works on IR owned by the caller's MLIRContext, which is confined to one Compile call
+// (one thread).
+//
+//   ParseProgram          text -> module with a verified func.func @main (parse.cc)
+//   ResolveShardings      request / tessera.sharding attributes -> one mesh, a spec per value
+//                         (shardings.cc)
+//   AnnotateShardings     shard.grid, shard.sharding and shard.shard ops around @main
+//                         (partition.cc)
+//   PartitionProgram      sharding propagation + SPMD partitioning (partition.cc)
+//   CutIntoSteps          partitioned @main -> plan skeleton + one kernel module per kernel step
+//                         (cut.cc)
+//   LowerKernelForCpu     a kernel module (tensors) -> "mlir-llvm" artifact (cpu_codegen.cc)
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ifrt/spi/program_compiler.h"
+#include "ifrt/spi/program_plan.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Pass/PassManager.h"
+#include "sharding/mesh.h"
+#include "sharding/partition_spec.h"
+
+namespace tessera::compiler {
+
+// The name of the argument / result attribute that carries a sharding in the program text.
+inline constexpr std::string_view kShardingAttrName = "tessera.sharding";
+
+// A context with every dialect and interface the compiler uses registered (loaded lazily),
+// multithreading off: one Compile call runs on one thread.
+std::unique_ptr<mlir::MLIRContext> CreateCompilerContext();
+
+// Collects the error diagnostics of a context while alive ("line:column: message", with notes).
+class DiagnosticCollector {
+ public:
+  explicit DiagnosticCollector(mlir::MLIRContext* context);
+  // The errors so far, joined by "; "; `fallback` when there were none.
+  std::string Message(std::string_view fallback) const;
+
+ private:
+  std::vector<std::string> errors_;
+  mlir::ScopedDiagnosticHandler handler_;
+};
+
+// Runs `pm` on `module`; a failure is `code` with `what` and the pass diagnostics.
+absl::Status RunPipeline(mlir::PassManager& pm, mlir::ModuleOp module, absl::StatusCode code,
+                         std::string_view what);
+
+// "line:column" of `loc` when it is (or wraps) a file location, else its printed form.
+std::string FormatLocation(mlir::Location loc);
+
+// The dtype and shape of a ranked static tensor type. INVALID_ARGUMENT: not a ranked static
+// tensor; UNIMPLEMENTED: an element type other than f32, f64, i32, i64.
+absl::StatusOr<ProgramValue> ValueOfType(mlir::Type type);
+
+// The op printed in MLIR's generic-free (custom) form.
+std::string PrintOp(mlir::Operation* op);
+
+// Parses and verifies `text`; returns the module with its @main.
+// INVALID_ARGUMENT: parse or verifier errors ("3:14: expected ..."), no func.func @main, or
+// @main's signature is not over ranked static tensors. UNIMPLEMENTED: an op outside the supported
+// set (named with its location), a dtype other than f32, f64, i32, i64, or a second function.
+absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ParseProgram(mlir::MLIRContext& context,
+                                                               std::string_view text);
+
+// The shardings of the program: one mesh (the grid) and a PartitionSpec per argument and result.
+struct ProgramShardings {
+  sharding::Mesh mesh;
+  std::vector<sharding::PartitionSpec> parameters;
+  std::vector<sharding::PartitionSpec> results;
+  // Arguments and results whose sharding came from a `tessera.sharding` attribute.
+  int from_attributes = 0;
+};
+
+// Reads the shardings from the request (when given) or from @main's `tessera.sharding`
+// attributes; a value without one is replicated. INVALID_ARGUMENT: a count that differs from
+// @main's arguments / results, a text the parsers reject, two different meshes, a mesh whose size
+// is not `num_devices`, a spec longer than its value's rank or naming an unknown axis, a sharded
+// dimension its tile count does not divide.
+absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
+                                                  const ProgramCompileRequest& request);
+
+// Adds `shard.grid @grid` (the mesh's axis sizes) and annotates every argument (shard.shard) and
+// every returned value (shard.shard annotate_for_users) of @main with its sharding.
+void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
+                       const ProgramShardings& shardings);
+
+// Propagates the shardings and partitions @main into the program one device runs (local shapes,
+// shard collectives). INVALID_ARGUMENT / UNIMPLEMENTED with the partitioner's diagnostics.
+absl::Status PartitionProgram(mlir::ModuleOp module);
+
+// A plan without artifacts, and one module per kernel step (steps[kernel_step_indices[i]]),
+// holding a func.func named like the step over tensors: inputs, then one i64 per grid axis when
+// the step takes the device position; results = the step's outputs.
+struct CutProgram {
+  ProgramPlan plan;
+  std::vector<size_t> kernel_step_indices;
+  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> kernels;
+};
+
+// Cuts the partitioned @main at each shard collective. UNIMPLEMENTED: a shard op other than the
+// collectives all_reduce, all_gather, all_to_all, all_slice, reduce_scatter, a reduction other
+// than sum, product, min, max, or a non-tensor value that crosses a collective.
+absl::StatusOr<CutProgram> CutIntoSteps(mlir::ModuleOp module, mlir::func::FuncOp main,
+                                        const std::vector<int64_t>& grid_shape);
+
+// Lowers one kernel module (as CutIntoSteps makes it) to the LLVM dialect: artifact format
+// "mlir-llvm", entry = the kernel's name, arguments as KernelArtifact documents them.
+// INTERNAL when a pass fails (with its diagnostics).
+absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const std::string& name,
+                                                 bool takes_device_position);
+
+}  // namespace tessera::compiler
+
+#endif  // TESSERA_COMPILER_INTERNAL_H_

@@ -1,0 +1,242 @@
+#include "compiler/mlir_program_compiler.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler/internal.h"
+#include "ifrt/status_macros.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Location.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+
+namespace tessera {
+namespace compiler {
+
+std::unique_ptr<mlir::MLIRContext> CreateCompilerContext() {
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  auto context =
+      std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
+  // The dialects whose ops the compiler builds itself (the rest load as the parser meets them).
+  context->loadDialect<mlir::shard::ShardDialect, mlir::arith::ArithDialect,
+                       mlir::func::FuncDialect, mlir::tensor::TensorDialect>();
+  return context;
+}
+
+std::string FormatLocation(mlir::Location loc) {
+  if (auto file = loc->findInstanceOf<mlir::FileLineColRange>()) {
+    return absl::StrCat(file.getStartLine(), ":", file.getStartColumn());
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  loc.print(os);
+  return text;
+}
+
+DiagnosticCollector::DiagnosticCollector(mlir::MLIRContext* context)
+    : handler_(context, [this](mlir::Diagnostic& diagnostic) {
+        if (diagnostic.getSeverity() != mlir::DiagnosticSeverity::Error) {
+          return mlir::success();  // remarks and warnings are not errors
+        }
+        std::string text =
+            absl::StrCat(FormatLocation(diagnostic.getLocation()), ": ", diagnostic.str());
+        for (const mlir::Diagnostic& note : diagnostic.getNotes()) {
+          if (note.str().rfind("see current operation", 0) == 0) continue;  // the whole op, noise
+          absl::StrAppend(&text, " (", note.str(), ")");
+        }
+        errors_.push_back(std::move(text));
+        return mlir::success();
+      }) {}
+
+std::string DiagnosticCollector::Message(std::string_view fallback) const {
+  return errors_.empty() ? std::string(fallback) : absl::StrJoin(errors_, "; ");
+}
+
+absl::Status RunPipeline(mlir::PassManager& pm, mlir::ModuleOp module, absl::StatusCode code,
+                         std::string_view what) {
+  DiagnosticCollector diagnostics(module.getContext());
+  if (mlir::failed(pm.run(module))) {
+    return absl::Status(
+        code, absl::StrCat(std::string(what), " failed: ", diagnostics.Message("no diagnostic")));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ProgramValue> ValueOfType(mlir::Type type) {
+  auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape()) {
+    return absl::InvalidArgumentError("expected a ranked tensor of static shape");
+  }
+  mlir::Type element = tensor.getElementType();
+  DType dtype(DType::kInvalid);
+  if (element.isF32()) {
+    dtype = DType(DType::kF32);
+  } else if (element.isF64()) {
+    dtype = DType(DType::kF64);
+  } else if (element.isSignlessInteger(32)) {
+    dtype = DType(DType::kS32);
+  } else if (element.isSignlessInteger(64)) {
+    dtype = DType(DType::kS64);
+  } else {
+    return absl::UnimplementedError("unsupported element type (f32, f64, i32, i64 are)");
+  }
+  llvm::ArrayRef<int64_t> dims = tensor.getShape();
+  return ProgramValue{dtype, Shape(absl::MakeConstSpan(dims.data(), dims.size()))};
+}
+
+std::string PrintOp(mlir::Operation* op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  op->print(os);
+  return text;
+}
+
+namespace {
+
+// The global signature and the sharding texts of the plan, from @main before partitioning.
+absl::Status FillSignature(mlir::func::FuncOp main, const ProgramShardings& shardings,
+                           ProgramPlan& plan) {
+  for (mlir::Type type : main.getArgumentTypes()) {
+    TESSERA_ASSIGN_OR_RETURN(ProgramValue value, ValueOfType(type));
+    plan.global_parameters.push_back(std::move(value));
+  }
+  for (mlir::Type type : main.getResultTypes()) {
+    TESSERA_ASSIGN_OR_RETURN(ProgramValue value, ValueOfType(type));
+    plan.global_results.push_back(std::move(value));
+  }
+  const std::string mesh = shardings.mesh.ToString();
+  for (const sharding::PartitionSpec& spec : shardings.parameters) {
+    plan.parameter_shardings.push_back({mesh, spec.ToString()});
+  }
+  for (const sharding::PartitionSpec& spec : shardings.results) {
+    plan.result_shardings.push_back({mesh, spec.ToString()});
+  }
+  for (const sharding::Mesh::Axis& axis : shardings.mesh.axes()) {
+    plan.grid_shape.push_back(axis.size);
+  }
+  plan.sharding_attributes = shardings.from_attributes;
+  return absl::OkStatus();
+}
+
+absl::Status CheckRequest(const ProgramCompileRequest& request) {
+  if (request.num_devices < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_devices must be at least 1, got ", request.num_devices));
+  }
+  for (const std::string& platform : request.platforms) {
+    if (platform != "cpu") {
+      return absl::UnimplementedError(
+          absl::StrCat("no code generator for platform '", platform, "' (only cpu)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The shard shape of `global` under `spec` (the division is even: ResolveShardings checked it).
+ProgramValue LocalValue(const ProgramValue& global, const sharding::Mesh& mesh,
+                        const sharding::PartitionSpec& spec) {
+  std::vector<int64_t> dims(global.local_shape.dims().begin(), global.local_shape.dims().end());
+  for (int d = 0; d < spec.size(); ++d) {
+    for (const std::string& axis : spec.dims()[d])
+      dims[d] /= mesh.axes()[*mesh.FindAxis(axis)].size;
+  }
+  return ProgramValue{global.dtype, Shape(dims)};
+}
+
+// MLIR 22's shard-partition crashes on a function whose arguments are all unused. Unused
+// arguments take no part in the computation: they are removed before partitioning (with their
+// shardings) and given back to the plan by RestoreUnusedParameters. Returns which were removed.
+std::vector<bool> RemoveUnusedArguments(mlir::func::FuncOp main, ProgramShardings& shardings) {
+  std::vector<bool> unused(main.getNumArguments());
+  llvm::BitVector erase(main.getNumArguments());
+  std::vector<sharding::PartitionSpec> kept;
+  for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+    unused[i] = main.getArgument(i).use_empty();
+    if (unused[i]) {
+      erase.set(i);
+    } else {
+      kept.push_back(shardings.parameters[i]);
+    }
+  }
+  (void)main.eraseArguments(erase);
+  shardings.parameters = std::move(kept);
+  return unused;
+}
+
+void RestoreUnusedParameters(const std::vector<bool>& unused, const ProgramPlan& signature,
+                             const ProgramShardings& shardings, ProgramPlan& plan) {
+  std::vector<int> parameters;
+  size_t next_kept = 0;
+  for (size_t i = 0; i < unused.size(); ++i) {
+    if (!unused[i]) {
+      parameters.push_back(plan.parameters[next_kept++]);
+      continue;
+    }
+    absl::StatusOr<sharding::PartitionSpec> spec =
+        sharding::PartitionSpec::Parse(signature.parameter_shardings[i].spec);
+    parameters.push_back(static_cast<int>(plan.values.size()));
+    plan.values.push_back(LocalValue(signature.global_parameters[i], shardings.mesh, *spec));
+  }
+  plan.parameters = std::move(parameters);
+}
+
+class MlirProgramCompiler final : public ProgramCompiler {
+ public:
+  absl::StatusOr<ProgramPlan> Compile(const ProgramCompileRequest& request) override {
+    TESSERA_RETURN_IF_ERROR(CheckRequest(request));
+    std::unique_ptr<mlir::MLIRContext> context = CreateCompilerContext();
+    TESSERA_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
+                             ParseProgram(*context, request.mlir_text));
+    auto main = module->lookupSymbol<mlir::func::FuncOp>("main");
+    TESSERA_ASSIGN_OR_RETURN(ProgramShardings shardings, ResolveShardings(main, request));
+    ProgramPlan signature;
+    TESSERA_RETURN_IF_ERROR(FillSignature(main, shardings, signature));
+
+    std::vector<bool> unused = RemoveUnusedArguments(main, shardings);
+    AnnotateShardings(*module, main, shardings);
+    TESSERA_RETURN_IF_ERROR(PartitionProgram(*module));
+    std::string partitioned_text = PrintOp(*module);
+    TESSERA_ASSIGN_OR_RETURN(CutProgram cut, CutIntoSteps(*module, main, signature.grid_shape));
+    RestoreUnusedParameters(unused, signature, shardings, cut.plan);
+
+    for (size_t i = 0; i < cut.kernels.size(); ++i) {
+      KernelStep& step = cut.plan.steps[cut.kernel_step_indices[i]].kernel;
+      TESSERA_ASSIGN_OR_RETURN(
+          KernelArtifact artifact,
+          LowerKernelForCpu(*cut.kernels[i], step.name, step.takes_device_position));
+      step.artifacts["cpu"] = std::move(artifact);
+    }
+    ProgramPlan plan = std::move(cut.plan);
+    plan.name = "main";
+    plan.grid_shape = std::move(signature.grid_shape);
+    plan.global_parameters = std::move(signature.global_parameters);
+    plan.global_results = std::move(signature.global_results);
+    plan.parameter_shardings = std::move(signature.parameter_shardings);
+    plan.result_shardings = std::move(signature.result_shardings);
+    plan.sharding_attributes = signature.sharding_attributes;
+    plan.partitioned_text = std::move(partitioned_text);
+    return plan;
+  }
+};
+
+}  // namespace
+}  // namespace compiler
+
+std::unique_ptr<ProgramCompiler> CreateMlirProgramCompiler() {
+  return std::make_unique<compiler::MlirProgramCompiler>();
+}
+
+}  // namespace tessera

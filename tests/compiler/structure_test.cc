@@ -1,0 +1,268 @@
+// The structure of compiled plans (which steps, which collectives, on which axes) and the
+// compiler's errors: golden-structure tests on program text.
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/compiler/test_programs.h"
+#include "tests/testing/status_matchers.h"
+
+namespace tessera {
+namespace {
+
+using ::tessera::testing::CompileText;
+using ::tessera::testing::StatusIs;
+using ::tessera::testing::StepKinds;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+int CountOf(const std::string& text, const std::string& word) {
+  int n = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
+// A two-matmul MLP without bias; the shardings of x, w1, w2 and y are the parameters.
+std::string Mlp(const std::string& x, const std::string& w1, const std::string& w2,
+                const std::string& y) {
+  auto attr = [](const std::string& spec) {
+    return "{tessera.sharding = \"mesh{x=4} " + spec + "\"}";
+  };
+  return "func.func @main(%x: tensor<8x16xf32> " + attr(x) + ", %w1: tensor<16x32xf32> " +
+         attr(w1) + ", %w2: tensor<32x16xf32> " + attr(w2) + ") -> (tensor<8x16xf32> " + attr(y) +
+         R"mlir() {
+  %c0 = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<8x32xf32>
+  %f1 = linalg.fill ins(%c0 : f32) outs(%e1 : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %h = linalg.matmul ins(%x, %w1 : tensor<8x16xf32>, tensor<16x32xf32>)
+                     outs(%f1 : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %e2 = tensor.empty() : tensor<8x16xf32>
+  %f2 = linalg.fill ins(%c0 : f32) outs(%e2 : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %y = linalg.matmul ins(%h, %w2 : tensor<8x32xf32>, tensor<32x16xf32>)
+                     outs(%f2 : tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %y : tensor<8x16xf32>
+})mlir";
+}
+
+TEST(CompilerStructureTest, MegatronMlpHasOneAllReduceAfterTheSecondMatmul) {
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(Mlp("P()", "P(None,x)", "P(x,None)", "P()")));
+  EXPECT_THAT(StepKinds(plan), ElementsAre("kernel", "all_reduce"));
+  const CollectiveStep& reduce = plan.steps[1].collective;
+  EXPECT_EQ(reduce.reduction, ReductionKind::kSum);
+  EXPECT_THAT(reduce.grid_axes, ElementsAre(0));
+  // The all-reduce sums the kernel's output: the second matmul's partial products, 8x16.
+  EXPECT_THAT(plan.steps[0].kernel.outputs, ElementsAre(reduce.input));
+  EXPECT_THAT(plan.values[reduce.input].local_shape.dims(), ElementsAre(8, 16));
+  EXPECT_THAT(plan.results, ElementsAre(reduce.output));
+  // Local shapes: w1 is 16x8 and w2 8x16 on each device.
+  EXPECT_THAT(plan.values[plan.parameters[1]].local_shape.dims(), ElementsAre(16, 8));
+  EXPECT_THAT(plan.values[plan.parameters[2]].local_shape.dims(), ElementsAre(8, 16));
+  EXPECT_EQ(CountOf(plan.partitioned_text, "shard.all_reduce"), 1);
+  EXPECT_THAT(plan.partitioned_text, HasSubstr("tensor<16x8xf32>"));
+  EXPECT_THAT(plan.grid_shape, ElementsAre(4));
+  EXPECT_EQ(plan.parameter_shardings[1].mesh, "mesh{x=4}");
+  EXPECT_EQ(plan.parameter_shardings[1].spec, "P(None,x)");
+  EXPECT_EQ(plan.result_shardings[0].spec, "P()");
+  EXPECT_THAT(plan.global_results[0].local_shape.dims(), ElementsAre(8, 16));
+}
+
+TEST(CompilerStructureTest, RowShardedMlpNeedsNoCommunication) {
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(Mlp("P(x,None)", "P()", "P()", "P(x,None)")));
+  EXPECT_THAT(StepKinds(plan), ElementsAre("kernel"));
+  EXPECT_THAT(plan.values[plan.parameters[0]].local_shape.dims(), ElementsAre(2, 16));
+  EXPECT_THAT(plan.values[plan.results[0]].local_shape.dims(), ElementsAre(2, 16));
+  EXPECT_FALSE(plan.steps[0].kernel.takes_device_position);
+  const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("cpu");
+  EXPECT_EQ(artifact.format, "mlir-llvm");
+  EXPECT_EQ(artifact.entry, plan.steps[0].kernel.name);
+  EXPECT_THAT(artifact.code, HasSubstr("llvm.func @" + artifact.entry));
+}
+
+std::string ReduceProgram(const std::string& combiner) {
+  return R"mlir(
+func.func @main(%x: tensor<8x16xf32> {tessera.sharding = "mesh{x=4} P(None,x)"})
+    -> (tensor<8xf32> {tessera.sharding = "mesh{x=4} P()"}) {
+  %init = arith.constant -1.0e30 : f32
+  %e = tensor.empty() : tensor<8xf32>
+  %f = linalg.fill ins(%init : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+  %r = linalg.reduce ins(%x : tensor<8x16xf32>) outs(%f : tensor<8xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %s = )mlir" +
+         combiner + R"mlir( %in, %acc : f32
+      linalg.yield %s : f32
+    }
+  return %r : tensor<8xf32>
+})mlir";
+}
+
+TEST(CompilerStructureTest, ReductionOverAShardedDimensionIsAnAllReduce) {
+  ASSERT_OK_AND_ASSIGN(ProgramPlan sum, CompileText(ReduceProgram("arith.addf")));
+  EXPECT_THAT(StepKinds(sum), ElementsAre("kernel", "all_reduce"));
+  EXPECT_EQ(sum.steps[1].collective.reduction, ReductionKind::kSum);
+  // Only device 0 keeps the init value; the others start from the neutral element.
+  EXPECT_TRUE(sum.steps[0].kernel.takes_device_position);
+
+  ASSERT_OK_AND_ASSIGN(ProgramPlan max, CompileText(ReduceProgram("arith.maximumf")));
+  EXPECT_THAT(StepKinds(max), ElementsAre("kernel", "all_reduce"));
+  EXPECT_EQ(max.steps[1].collective.reduction, ReductionKind::kMax);
+}
+
+// z = a + b over 8x8 with the given shardings.
+std::string AddProgram(const std::string& a, const std::string& b, const std::string& z,
+                       const std::string& mesh = "mesh{x=4}") {
+  auto attr = [&](const std::string& spec) {
+    return "{tessera.sharding = \"" + mesh + " " + spec + "\"}";
+  };
+  return "func.func @main(%a: tensor<8x8xf32> " + attr(a) + ", %b: tensor<8x8xf32> " + attr(b) +
+         ") -> (tensor<8x8xf32> " + attr(z) + R"mlir() {
+  %z = arith.addf %a, %b : tensor<8x8xf32>
+  return %z : tensor<8x8xf32>
+})mlir";
+}
+
+TEST(CompilerStructureTest, MismatchedElementwiseOperandsAreResharded) {
+  ASSERT_OK_AND_ASSIGN(ProgramPlan to_all,
+                       CompileText(AddProgram("P(x,None)", "P(None,x)", "P(x,None)")));
+  EXPECT_THAT(StepKinds(to_all), ElementsAre("all_to_all", "kernel"));
+  EXPECT_EQ(to_all.steps[0].collective.input, to_all.parameters[1]);
+  EXPECT_EQ(to_all.steps[0].collective.split_axis, 0);
+  EXPECT_EQ(to_all.steps[0].collective.concat_axis, 1);
+
+  ASSERT_OK_AND_ASSIGN(ProgramPlan slice, CompileText(AddProgram("P(x,None)", "P()", "P(x,None)")));
+  EXPECT_THAT(StepKinds(slice), ElementsAre("all_slice", "kernel"));
+  EXPECT_EQ(slice.steps[0].collective.split_axis, 0);
+
+  ASSERT_OK_AND_ASSIGN(ProgramPlan gather,
+                       CompileText(AddProgram("P(x,None)", "P(x,None)", "P()")));
+  EXPECT_THAT(StepKinds(gather), ElementsAre("kernel", "all_gather"));
+  EXPECT_EQ(gather.steps[1].collective.gather_axis, 0);
+  EXPECT_THAT(gather.steps[1].collective.grid_axes, ElementsAre(0));
+}
+
+TEST(CompilerStructureTest, TwoDimensionalMeshCollectivesNameTheirAxes) {
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan,
+                       CompileText(AddProgram("P(x,y)", "P(x,y)", "P(x,None)", "mesh{x=2,y=2}")));
+  EXPECT_THAT(StepKinds(plan), ElementsAre("kernel", "all_gather"));
+  EXPECT_THAT(plan.steps[1].collective.grid_axes, ElementsAre(1));
+  EXPECT_EQ(plan.steps[1].collective.gather_axis, 1);
+  EXPECT_THAT(plan.grid_shape, ElementsAre(2, 2));
+}
+
+TEST(CompilerStructureTest, ReturningAParameterNeedsNoKernel) {
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(R"mlir(
+func.func @main(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  return %a : tensor<4x4xf32>
+})mlir"));
+  EXPECT_TRUE(plan.steps.empty());
+  EXPECT_THAT(plan.results, ElementsAre(plan.parameters[0]));
+  EXPECT_EQ(plan.parameter_shardings[0].mesh, "mesh{x=4}");
+  EXPECT_EQ(plan.parameter_shardings[0].spec, "P()");
+}
+
+TEST(CompilerStructureTest, RequestShardingsOverrideAttributes) {
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan,
+                       CompileText(AddProgram("P()", "P()", "P()"), 4,
+                                   {{"mesh{d=4}", "P(d,None)"}, {"mesh{d=4}", "P(d,None)"}},
+                                   {{"mesh{d=4}", "P(d,None)"}}));
+  EXPECT_THAT(StepKinds(plan), ElementsAre("kernel"));
+  EXPECT_EQ(plan.result_shardings[0].spec, "P(d,None)");
+  EXPECT_THAT(plan.values[plan.results[0]].local_shape.dims(), ElementsAre(2, 8));
+}
+
+TEST(CompilerStructureTest, ExamplesCompileForFourDevices) {
+  ASSERT_OK_AND_ASSIGN(
+      ProgramPlan mlp,
+      CompileText(testing::ReadFile(std::string(TESSERA_SOURCE_DIR) + "/examples/mlp.mlir")));
+  EXPECT_THAT(StepKinds(mlp), ElementsAre("kernel"));
+  ASSERT_OK_AND_ASSIGN(ProgramPlan megatron,
+                       CompileText(testing::ReadFile(std::string(TESSERA_SOURCE_DIR) +
+                                                     "/examples/mlp2_megatron.mlir")));
+  EXPECT_EQ(CountOf(megatron.partitioned_text, "shard.all_reduce"), 1);
+  int all_reduces = 0;
+  for (const std::string& kind : StepKinds(megatron)) all_reduces += kind == "all_reduce";
+  EXPECT_EQ(all_reduces, 1);
+  EXPECT_EQ(StepKinds(megatron).size(), CountOf(megatron.partitioned_text, "shard.all_") + 2u);
+}
+
+// ---- Errors --------------------------------------------------------------------------------
+
+TEST(CompilerErrorTest, ParseErrorHasLineAndColumn) {
+  EXPECT_THAT(CompileText("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                          "  return %b : tensor<4xf32>\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("2:10")));
+  EXPECT_THAT(CompileText("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                          "  %z = arith.addf %a, %a : tensor<4xf32>\n"
+                          "  return %z, %z : tensor<4xf32>, tensor<4xf32>\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("3:3")));
+}
+
+TEST(CompilerErrorTest, UnsupportedOpIsNamedWithItsLocation) {
+  EXPECT_THAT(CompileText("func.func @main(%a: tensor<4x4xf32>) -> tensor<16xf32> {\n"
+                          "  %r = tensor.collapse_shape %a [[0, 1]] : tensor<4x4xf32> into "
+                          "tensor<16xf32>\n"
+                          "  return %r : tensor<16xf32>\n}"),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("unsupported op 'tensor.collapse_shape' at 2:8")));
+}
+
+TEST(CompilerErrorTest, MissingMainAndOtherDtypes) {
+  EXPECT_THAT(CompileText("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                          "  return %a : tensor<4xf32>\n}"),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("@f")));
+  EXPECT_THAT(CompileText("func.func @main(%a: tensor<4xf16>) -> tensor<4xf16> {\n"
+                          "  return %a : tensor<4xf16>\n}"),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("element type")));
+  EXPECT_THAT(CompileText("func.func @main(%a: tensor<?xf32>) -> tensor<?xf32> {\n"
+                          "  return %a : tensor<?xf32>\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("static shape")));
+}
+
+TEST(CompilerErrorTest, WrongShardingCounts) {
+  EXPECT_THAT(CompileText(AddProgram("P()", "P()", "P()"), 4, {{"mesh{x=4}", "P()"}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("expected 2 argument shardings (one per @main argument), got 1")));
+  EXPECT_THAT(
+      CompileText(AddProgram("P()", "P()", "P()"), 4, {},
+                  {{"mesh{x=4}", "P()"}, {"mesh{x=4}", "P()"}}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected 1 result shardings")));
+}
+
+TEST(CompilerErrorTest, MeshSizeMustMatchTheDevices) {
+  EXPECT_THAT(CompileText(AddProgram("P(x,None)", "P()", "P()", "mesh{x=2}")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("mesh mesh{x=2} has 2 devices but the executable has 4")));
+  EXPECT_THAT(CompileText(AddProgram("P()", "P()", "P()"), 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("num_devices")));
+}
+
+TEST(CompilerErrorTest, BadShardings) {
+  EXPECT_THAT(CompileText(AddProgram("P(x,None)", "P()", "P()", "mesh{x=4}"), 4,
+                          {{"mesh{x=4}", "P(x)"}, {"mesh{y=4}", "P()"}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("two meshes")));
+  EXPECT_THAT(CompileText(AddProgram("P(z,None)", "P()", "P()")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("argument 0 sharding")));
+  EXPECT_THAT(CompileText(AddProgram("P(x,None,None)", "P()", "P()")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("argument 0 sharding")));
+  EXPECT_THAT(CompileText("func.func @main(%a: tensor<6xf32> {tessera.sharding = \"mesh{x=4} "
+                          "P(x)\"}) -> tensor<6xf32> {\n  return %a : tensor<6xf32>\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("dimension 0 of size 6 does not divide evenly into 4 tiles")));
+  EXPECT_THAT(CompileText("func.func @main(%a: tensor<4xf32> {tessera.sharding = 3}) -> "
+                          "tensor<4xf32> {\n  return %a : tensor<4xf32>\n}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be a string")));
+}
+
+TEST(CompilerErrorTest, OnlyTheCpuPlatform) {
+  ProgramCompileRequest request;
+  request.mlir_text = AddProgram("P()", "P()", "P()");
+  request.num_devices = 4;
+  request.platforms = {"cpu", "vulkan"};
+  EXPECT_THAT(CreateMlirProgramCompiler()->Compile(request),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("'vulkan'")));
+}
+
+}  // namespace
+}  // namespace tessera
