@@ -40,7 +40,7 @@ def expect_ok(*args):
 
 def case_help():
     out, _ = expect_ok("--help")
-    for sub in ("info", "reshard", "trace", "demo"):
+    for sub in ("info", "reshard", "trace", "run", "demo"):
         check(sub in out, f"--help lists {sub}", out)
         sub_out, _ = expect_ok(sub, "--help")
         check("--devices" in sub_out, f"{sub} --help shows --devices", sub_out)
@@ -305,6 +305,43 @@ def case_guard():
         check(rc == 1 and "Disallowed host-to-device transfer" in err, "h2d refusal", out, err)
         with open(path) as f:
             json.load(f)
+
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+
+
+def case_run_program():
+    # The Megatron example: one all-reduce, checked against a 1-device run.
+    megatron = os.path.join(EXAMPLES, "mlp2_megatron.mlir")
+    out, _ = expect_ok("run", megatron, "--devices", "cpu:4", "--explain", "--repeat", "2")
+    for text in ("shard.all_reduce", "all_reduce of value", "groups of 4", "execute + await (sharded)",
+                 "outputs match the 1-device run"):
+        check(text in out, f"run --explain shows {text!r}", out)
+    out, _ = expect_ok("run", os.path.join(EXAMPLES, "mlp.mlir"), "--devices", "cpu:4",
+                       "--repeat", "1")
+    check("outputs match the 1-device run" in out, "mlp.mlir runs and matches", out)
+    # Shardings given on the command line instead of the attributes.
+    out, _ = expect_ok("run", megatron, "--devices", "cpu:4", "--repeat", "1",
+                       "--in", "mesh{x=4} P()", "--in", "mesh{x=4} P()", "--in", "mesh{x=4} P()",
+                       "--in", "mesh{x=4} P()", "--in", "mesh{x=4} P()", "--out", "mesh{x=4} P()")
+    check("outputs match the 1-device run" in out, "replicated run matches", out)
+    # The program's communication is explicit: disallow_explicit refuses it.
+    rc, out, err = run("run", megatron, "--devices", "cpu:4", "--guard", "d2d=disallow_explicit")
+    check(rc == 1 and "Disallowed device-to-device transfer: Execute of 'main'" in err,
+          "d2d=disallow_explicit refuses the all-reduce", out, err)
+    # Bad input: a missing file, a parse error with its position, too few devices.
+    rc, out, err = run("run", "/nonexistent.mlir")
+    check(rc == 2 and "cannot read" in err, "a missing program is bad input", out, err)
+    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
+        f.write("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %y\n}\n")
+    try:
+        rc, out, err = run("run", f.name, "--devices", "cpu:2")
+        check(rc == 2 and "2:" in err and "\n" not in err.strip(), "a parse error names its line",
+              out, err)
+    finally:
+        os.unlink(f.name)
+    rc, out, err = run("run", megatron, "--devices", "cpu:2")
+    check(rc == 2 and "span 4 devices" in err, "too few devices is bad input", out, err)
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
