@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "ifrt/runtime/collectives.h"
 #include "ifrt/runtime/runtime_client.h"
+#include "ifrt/shape.h"
 #include "ifrt/status_macros.h"
 #include "sharding/mesh.h"
 #include "sharding/partition_spec.h"
@@ -217,8 +218,54 @@ absl::Status RuntimeCompiler::LoadKernels(CompiledProgram& program) const {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Every size the runtime will allocate or copy from the plan must be a valid, non-overflowing one
+// (the plan comes from a compiler the runtime does not trust blindly), and every value id in range.
+absl::Status CheckPlan(const ProgramPlan& plan) {
+  auto check_values = [](const std::vector<ProgramValue>& values, std::string_view what) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (absl::Status s = ValidateShape(values[i].local_shape, values[i].dtype); !s.ok()) {
+        return absl::InternalError(absl::StrCat("the compiler's plan has an invalid ",
+                                                std::string(what), " ", i, ": ", s.message()));
+      }
+    }
+    return absl::OkStatus();
+  };
+  TESSERA_RETURN_IF_ERROR(check_values(plan.values, "value"));
+  TESSERA_RETURN_IF_ERROR(check_values(plan.global_parameters, "parameter"));
+  TESSERA_RETURN_IF_ERROR(check_values(plan.global_results, "result"));
+  const int n = static_cast<int>(plan.values.size());
+  auto in_range = [n](int v) { return v >= 0 && v < n; };
+  bool ok = plan.parameters.size() == plan.global_parameters.size() &&
+            plan.results.size() == plan.global_results.size();
+  for (int v : plan.parameters) ok = ok && in_range(v);
+  for (int v : plan.results) ok = ok && in_range(v);
+  for (const ProgramStep& step : plan.steps) {
+    for (int v : step.kernel.inputs) ok = ok && in_range(v);
+    for (int v : step.kernel.outputs) ok = ok && in_range(v);
+    if (step.kind == ProgramStep::Kind::kCollective) {
+      ok = ok && in_range(step.collective.input) && in_range(step.collective.output);
+      for (int a : step.collective.grid_axes) {
+        ok = ok && a >= 0 && a < static_cast<int>(plan.grid_shape.size());
+      }
+    }
+  }
+  if (!ok) return absl::InternalError("the compiler's plan refers to values or axes it lacks");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<const CompiledProgram>> RuntimeCompiler::Bind(
     ProgramPlan plan, const CompileOptions& options, std::string fingerprint) const {
+  TESSERA_RETURN_IF_ERROR(CheckPlan(plan));
+  int64_t grid_size = 1;
+  for (int64_t axis : plan.grid_shape) grid_size *= axis;
+  if (grid_size != options.devices->size()) {
+    return absl::InternalError(absl::StrCat("the compiler's grid has ", grid_size,
+                                            " devices; the executable ", options.devices->size()));
+  }
   auto program = std::make_shared<CompiledProgram>();
   program->plan = std::move(plan);
   program->fingerprint = std::move(fingerprint);
