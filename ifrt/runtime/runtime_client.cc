@@ -569,9 +569,9 @@ absl::StatusOr<ArrayRef> RuntimeClient::MakeArrayFromHostBuffer(
   TESSERA_RETURN_IF_ERROR(
       CompleteDestinations(placement.layout, placement.memories, element_bytes, dst));
   on_failure.armed = false;  // from here on, the transfer calls on_done
-  PlanEndpoint src;
-  src.host = const_cast<void*>(data);
-  src.host_byte_strides = std::move(strides);
+  // Built in one expression: GCC 12 -O2 with ASan sees InlinedVector's move-assignment into a
+  // default-constructed endpoint as a read of uninitialized storage (-Wmaybe-uninitialized).
+  const PlanEndpoint src{.host = const_cast<void*>(data), .host_byte_strides = std::move(strides)};
   PlanExecution exec = ExecuteLocked(*plan, element_bytes, {src}, dst, kOp, std::move(action));
   ReleaseHostBufferWhenRead(semantics, exec.all_done, on_done);
   return ArrayRef(std::make_shared<RuntimeArray>(
