@@ -342,6 +342,22 @@ class Planner {
 };
 
 void Planner::NumberLocations() {
+  // Small non-negative locations (memory ids, usually) number themselves.
+  const size_t total = src_locations_.size() + dst_locations_.size();
+  int64_t lo = 0, hi = -1;
+  for (absl::Span<const int64_t> list : {src_locations_, dst_locations_}) {
+    for (int64_t l : list) {
+      lo = std::min(lo, l);
+      hi = std::max(hi, l);
+    }
+  }
+  if (lo >= 0 && hi < static_cast<int64_t>(4 * total + 64)) {
+    src_index_.assign(src_locations_.begin(), src_locations_.end());
+    dst_index_.assign(dst_locations_.begin(), dst_locations_.end());
+    sent_.assign(hi + 1, 0);
+    receiver_of_location_.assign(hi + 1, -1);
+    return;
+  }
   std::vector<int64_t> all(src_locations_.begin(), src_locations_.end());
   all.insert(all.end(), dst_locations_.begin(), dst_locations_.end());
   std::sort(all.begin(), all.end());
