@@ -74,13 +74,22 @@ absl::Status CheckIntervals(size_t k, const RemapPlan::Interval& f, const RemapP
   return absl::OkStatus();
 }
 
+// How often each shard is moved so far: per input array its reads, per output array its writes.
+struct ShardUses {
+  std::vector<std::vector<int>> read;
+  std::vector<std::vector<int>> written;
+};
+
 // Checks that shard `from` of input `m.in_array` may become shard `to` of output `m.out_array`
-// (same device, same shape) and counts the write in `written` (the output's writes per shard).
+// (same device, same shape, neither moved before) and counts the move in `uses`.
 absl::Status CheckShardMove(const RemapPlan::Mapping& m, const ArraySpec& in,
                             const sharding::ShardLayout& in_layout, int from, const ArraySpec& out,
-                            const sharding::ShardLayout& out_layout, int to,
-                            std::vector<int>& written) {
-  if (++written[to] > 1) {
+                            const sharding::ShardLayout& out_layout, int to, ShardUses& uses) {
+  if (++uses.read[m.in_array][from] > 1) {
+    // IFRT moves each input shard at most once: a shard cannot be aliased by two outputs.
+    return Error(absl::StrCat("shard ", from, " of input ", m.in_array, " is used more than once"));
+  }
+  if (++uses.written[m.out_array][to] > 1) {
     return Error(
         absl::StrCat("shard ", to, " of output ", m.out_array, " is written more than once"));
   }
@@ -100,10 +109,9 @@ absl::Status CheckShardMove(const RemapPlan::Mapping& m, const ArraySpec& in,
   return absl::OkStatus();
 }
 
-// Checks mapping `k` whole, counting its writes in `written` (per output array, per shard).
+// Checks mapping `k` whole, counting its moves in `uses`.
 absl::Status CheckMapping(const RemapPlan& plan, size_t k, const std::vector<int>& in_shards,
-                          const std::vector<int>& out_shards,
-                          std::vector<std::vector<int>>& written) {
+                          const std::vector<int>& out_shards, ShardUses& uses) {
   TESSERA_RETURN_IF_ERROR(CheckMappingArrays(plan, k));
   const RemapPlan::Mapping& m = plan.mappings[k];
   const ArraySpec& in = plan.input_specs[m.in_array];
@@ -117,8 +125,7 @@ absl::Status CheckMapping(const RemapPlan& plan, size_t k, const std::vector<int
         CheckIntervals(k, f, t, in_shards[m.in_array], out_shards[m.out_array]));
     for (int e = 0; e < f.size(); ++e) {
       TESSERA_RETURN_IF_ERROR(CheckShardMove(m, in, in_layout, f.start + e * f.step, out,
-                                             out_layout, t.start + e * t.step,
-                                             written[m.out_array]));
+                                             out_layout, t.start + e * t.step, uses));
     }
   }
   return absl::OkStatus();
@@ -135,14 +142,15 @@ absl::Status RemapPlan::Validate() const {
   if (output_specs.empty()) return Error("no output specs");
   TESSERA_ASSIGN_OR_RETURN(std::vector<int> in_shards, ShardCounts(input_specs, "input"));
   TESSERA_ASSIGN_OR_RETURN(std::vector<int> out_shards, ShardCounts(output_specs, "output"));
-  std::vector<std::vector<int>> written(output_specs.size());  // per output, per shard
-  for (size_t o = 0; o < output_specs.size(); ++o) written[o].assign(out_shards[o], 0);
+  ShardUses uses;
+  for (int n : in_shards) uses.read.emplace_back(n, 0);
+  for (int n : out_shards) uses.written.emplace_back(n, 0);
   for (size_t k = 0; k < mappings.size(); ++k) {
-    TESSERA_RETURN_IF_ERROR(CheckMapping(*this, k, in_shards, out_shards, written));
+    TESSERA_RETURN_IF_ERROR(CheckMapping(*this, k, in_shards, out_shards, uses));
   }
-  for (size_t o = 0; o < written.size(); ++o) {
-    for (size_t s = 0; s < written[o].size(); ++s) {
-      if (written[o][s] == 0) {
+  for (size_t o = 0; o < uses.written.size(); ++o) {
+    for (size_t s = 0; s < uses.written[o].size(); ++s) {
+      if (uses.written[o][s] == 0) {
         return Error(absl::StrCat("shard ", s, " of output ", o, " is not written"));
       }
     }

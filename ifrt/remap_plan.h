@@ -7,7 +7,8 @@
 // for each pair of intervals (from[k], to[k]), shard from[k].start + j*from[k].step goes to
 // position to[k].start + j*to[k].step of the output, for as long as both intervals last (they must
 // have the same number of elements). Every output shard must be written exactly once, by a shard
-// on the same device the output's sharding names for that position.
+// on the same device the output's sharding names for that position; every input shard may be used
+// at most once (as in IFRT: one input shard never becomes two output shards).
 //
 //   // Interleave two 2-shard arrays (a on devices 0,1; b on devices 2,3) into one 4-shard array
 //   // whose sharding lists devices 0,2,1,3:
@@ -21,6 +22,7 @@
 //
 // A plain value type (its specs share their immutable shardings); thread-compatible.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,7 +37,10 @@ struct RemapPlan {
     int start = 0;
     int end = 0;
     int step = 1;
-    int size() const { return end <= start ? 0 : (end - start + step - 1) / step; }
+    // The number of shards; 0 when end <= start. Precondition: step > 0.
+    int size() const {
+      return end <= start ? 0 : static_cast<int>(1 + (int64_t{end} - start - 1) / step);
+    }
     std::string DebugString() const;
   };
   struct Mapping {
@@ -50,8 +55,10 @@ struct RemapPlan {
   std::vector<Mapping> mappings;
 
   // Checks the plan on its own: dtypes agree between the arrays a mapping connects, intervals fit,
-  // each output shard is written exactly once, by a shard of the same shape on the same device.
-  // INVALID_ARGUMENT naming the first problem.
+  // each output shard is written exactly once, by a shard of the same shape on the same device,
+  // and no input shard is used twice (in one output or in two). INVALID_ARGUMENT naming the first
+  // problem (e.g. "RemapPlan: shard 1 of input 0 is used more than once"); a sharding's own
+  // Layout error as is (UNIMPLEMENTED for an OpaqueSharding, which has no shard shapes).
   absl::Status Validate() const;
   std::string DebugString() const;
 };

@@ -1,6 +1,8 @@
 #include "sharding/box_index.h"
 
 #include <algorithm>
+#include <map>
+#include <vector>
 
 namespace tessera::sharding::internal {
 namespace {
@@ -10,10 +12,24 @@ int64_t IndexOf(const std::vector<int64_t>& sorted, int64_t v) {
 }
 
 // Recursive sweep: does the union of boxes `ids` contain `region` in dims
-// [d, rank)? All boxes already span region's extent in dims [0, d).
+// [d, rank)? All boxes already span region's extent in dims [0, d). The answer
+// depends only on (d, ids), so it is memoized per dim in `memo`: the sweep
+// visits each distinct set of boxes spanning a slab once, not each cell of the
+// grid of all boundaries (which grows as the product of boundaries per dim).
+// (A std::map: it stays destructible if an allocation throws.)
 bool SweepCovers(const std::vector<Box>& boxes, const std::vector<int>& ids, const Box& region,
-                 int d) {
-  if (d == region.rank()) return !ids.empty();
+                 int d, std::vector<std::map<std::vector<int>, bool>>& memo) {
+  if (ids.empty()) return false;
+  if (d == region.rank()) return true;
+  for (int i : ids) {  // one box spanning the rest of the region settles it
+    bool spans = true;
+    for (int e = d; e < region.rank() && spans; ++e) {
+      spans = boxes[i].inclusive_min(e) <= region.inclusive_min(e) &&
+              boxes[i].exclusive_max(e) >= region.exclusive_max(e);
+    }
+    if (spans) return true;
+  }
+  if (auto it = memo[d].find(ids); it != memo[d].end()) return it->second;
   const int64_t lo = region.inclusive_min(d), hi = region.exclusive_max(d);
   std::vector<int64_t> cuts = {lo, hi};
   for (int i : ids) {
@@ -23,17 +39,19 @@ bool SweepCovers(const std::vector<Box>& boxes, const std::vector<int>& ids, con
   }
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  bool covered = true;
   std::vector<int> sub;
-  for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+  for (size_t c = 0; c + 1 < cuts.size() && covered; ++c) {
     sub.clear();
     for (int i : ids) {
       if (boxes[i].inclusive_min(d) <= cuts[c] && boxes[i].exclusive_max(d) >= cuts[c + 1]) {
         sub.push_back(i);
       }
     }
-    if (!SweepCovers(boxes, sub, region, d + 1)) return false;
+    covered = SweepCovers(boxes, sub, region, d + 1, memo);
   }
-  return true;
+  memo[d].emplace(ids, covered);
+  return covered;
 }
 
 }  // namespace
@@ -155,7 +173,8 @@ bool BoxIndex::Covers(const Box& region) const {
   }
   std::vector<int> ids;
   ForEachIntersecting(region, [&](int i) { ids.push_back(i); });
-  return SweepCovers(boxes_, ids, region, 0);
+  std::vector<std::map<std::vector<int>, bool>> memo(rank_);
+  return SweepCovers(boxes_, ids, region, 0, memo);
 }
 
 }  // namespace tessera::sharding::internal

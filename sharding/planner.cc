@@ -1,11 +1,12 @@
 #include "sharding/planner.h"
 
 #include <algorithm>
+#include <new>
+#include <stdexcept>
 #include <tuple>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -45,45 +46,93 @@ struct Cell {
   absl::InlinedVector<int, 2> holders;
 };
 
-// Splits `b` along every source-box boundary that crosses it.
-absl::Status ComputeCells(const Box& b, const std::vector<int>& candidates,
-                          const std::vector<SrcGroup>& groups, std::vector<Cell>* cells) {
-  const int rank = b.rank();
-  std::vector<std::vector<int64_t>> cuts(rank);
+// True iff `a` and `b` (same rank) share an element.
+bool Overlaps(const Box& a, const Box& b) {
+  for (int d = 0; d < a.rank(); ++d) {
+    if (a.exclusive_max(d) <= b.inclusive_min(d) || b.exclusive_max(d) <= a.inclusive_min(d)) {
+      return false;
+    }
+  }
+  return !a.is_empty() && !b.is_empty();
+}
+
+// Splits `cell` by `c` (which overlaps it but does not contain it): peels off,
+// dim by dim, the slabs of the cell below and above c (holders unchanged), then
+// appends what is left, cell ∩ c, with holder `g` added. At most 2*rank + 1
+// cells come out, and only dims that c actually cuts are split.
+void SplitCell(Cell cell, const Box& c, int g, std::vector<Cell>& out) {
+  const int rank = cell.box.rank();
+  Index lo = cell.box.origin(), hi(rank);
+  for (int d = 0; d < rank; ++d) hi[d] = cell.box.exclusive_max(d);
+  auto slab = [&](int d, int64_t from, int64_t to) {
+    Index origin = lo, shape(rank);
+    for (int e = 0; e < rank; ++e) shape[e] = hi[e] - lo[e];
+    origin[d] = from;
+    shape[d] = to - from;
+    out.push_back({Box(std::move(origin), std::move(shape)), cell.holders});
+  };
   for (int d = 0; d < rank; ++d) {
-    const int64_t lo = b.inclusive_min(d), hi = b.exclusive_max(d);
-    cuts[d] = {lo, hi};
-    for (int c : candidates) {
-      for (int64_t v : {groups[c].box.inclusive_min(d), groups[c].box.exclusive_max(d)}) {
-        if (v > lo && v < hi) cuts[d].push_back(v);
+    if (lo[d] < c.inclusive_min(d)) {
+      slab(d, lo[d], c.inclusive_min(d));
+      lo[d] = c.inclusive_min(d);
+    }
+    if (hi[d] > c.exclusive_max(d)) {
+      slab(d, c.exclusive_max(d), hi[d]);
+      hi[d] = c.exclusive_max(d);
+    }
+  }
+  Index shape(rank);
+  for (int d = 0; d < rank; ++d) shape[d] = hi[d] - lo[d];
+  cell.box = Box(std::move(lo), std::move(shape));
+  cell.holders.push_back(g);
+  out.push_back(std::move(cell));
+}
+
+// Cuts destination box `b` into disjoint cells that every candidate source
+// box either contains or misses, refining one candidate at a time (each
+// splits only the cells it cuts, only along the dims it cuts). Cells come out
+// sorted by origin (row-major), holders ascending. Every cell is a union of
+// cells of the grid of all candidate boundaries, so there are at most
+// min(prod_d (boundaries in dim d + 1), (2*rank + 1)^candidates) of them; when
+// the candidates tile `b` as a grid, the cells are exactly their
+// intersections with `b`. RESOURCE_EXHAUSTED beyond `max_cells`. `next` is
+// scratch.
+absl::Status ComputeCells(const Box& b, const std::vector<int>& candidates,
+                          const std::vector<SrcGroup>& groups, int64_t max_cells,
+                          std::vector<Cell>* cells, std::vector<Cell>& next) {
+  cells->clear();
+  cells->push_back({b, {}});
+  for (int c : candidates) {
+    const Box& box = groups[c].box;
+    next.clear();
+    for (Cell& cell : *cells) {
+      if (!Overlaps(cell.box, box)) {
+        next.push_back(std::move(cell));
+      } else if (Contains(box, cell.box)) {
+        cell.holders.push_back(c);
+        next.push_back(std::move(cell));
+      } else {
+        SplitCell(std::move(cell), box, c, next);
       }
     }
-    std::sort(cuts[d].begin(), cuts[d].end());
-    cuts[d].erase(std::unique(cuts[d].begin(), cuts[d].end()), cuts[d].end());
+    if (static_cast<int64_t>(next.size()) > max_cells) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "Reshard plan too large: destination box ", b.ToString(), " splits into more than ",
+          max_cells, " pieces over ", candidates.size(), " overlapping source shards"));
+    }
+    cells->swap(next);
   }
-  Index cur(rank, 0);
-  while (true) {
-    Index origin(rank), shape(rank);
-    for (int d = 0; d < rank; ++d) {
-      origin[d] = cuts[d][cur[d]];
-      shape[d] = cuts[d][cur[d] + 1] - origin[d];
-    }
-    Cell cell{Box(std::move(origin), std::move(shape)), {}};
-    for (int c : candidates) {
-      if (Contains(groups[c].box, cell.box)) cell.holders.push_back(c);
-    }
+  for (const Cell& cell : *cells) {
     if (cell.holders.empty()) {
       return absl::InternalError(absl::StrCat("No source shard holds ", cell.box.ToString(),
                                               " (source layout does not cover the array)"));
     }
-    cells->push_back(std::move(cell));
-    int d = rank - 1;
-    for (; d >= 0; --d) {
-      if (++cur[d] + 1 < static_cast<int64_t>(cuts[d].size())) break;
-      cur[d] = 0;
-    }
-    if (d < 0) return absl::OkStatus();
   }
+  if (cells->size() > 1) {
+    std::sort(cells->begin(), cells->end(),
+              [](const Cell& x, const Cell& y) { return x.box.origin() < y.box.origin(); });
+  }
+  return absl::OkStatus();
 }
 
 // Merges abutting boxes (equal extents in all dims but one, touching in it)
@@ -169,7 +218,7 @@ int TreeDepth(int i) {  // floor(log2(i + 1))
 
 absl::Status CheckArguments(const ShardLayout& src, absl::Span<const int64_t> src_locations,
                             const ShardLayout& dst, absl::Span<const int64_t> dst_locations,
-                            int64_t element_bytes) {
+                            int64_t element_bytes, int64_t max_copies) {
   if (src.global_shape() != dst.global_shape()) {
     return absl::InvalidArgumentError(absl::StrCat("Source and destination global shapes differ: [",
                                                    absl::StrJoin(src.global_shape(), ","), "] vs [",
@@ -188,6 +237,10 @@ absl::Status CheckArguments(const ShardLayout& src, absl::Span<const int64_t> sr
   if (element_bytes <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("element_bytes must be positive, got ", element_bytes));
+  }
+  if (max_copies <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PlanOptions::max_copies must be positive, got ", max_copies));
   }
   return absl::OkStatus();
 }
@@ -230,7 +283,9 @@ class Planner {
         options_(options),
         groups_(GroupSources(src, src_locations)),
         index_(src.rank(), BoxesOf(groups_)),
-        pieces_(dst.num_slots()) {}
+        pieces_(dst.num_slots()) {
+    NumberLocations();
+  }
 
   // Plans the slots of one destination replica group (equal boxes): splits
   // the box into cells, then aliases, local pieces, and remote fetches.
@@ -248,8 +303,8 @@ class Planner {
   // remotely are added to remote_.
   void PlanSlot(int slot, int alias_group);
   // Cheapest remote replica among the holders of a cell: least bytes sent so
-  // far, then lowest slot. Returns (slot, location).
-  std::pair<int, int64_t> ChooseRemote(const Cell& cell) const;
+  // far, then lowest slot. Returns the source slot.
+  int ChooseRemote(const Cell& cell) const;
   // Each slot in `needing` fetches `cell` from a source.
   void FetchDirect(const Cell& cell, const std::vector<int>& needing);
   // One receiver per location fetches or is forwarded `cell` through a
@@ -257,6 +312,9 @@ class Planner {
   void FetchFanOut(const Cell& cell, const std::vector<int>& needing);
   // The copy that fills `piece` of destination slot `slot`.
   BoxCopy MakeCopy(int slot, const Piece& piece) const;
+  // Numbers the distinct locations 0..n-1 (src_index_, dst_index_) and sizes
+  // the per-location state.
+  void NumberLocations();
 
   const ShardLayout& src_;
   absl::Span<const int64_t> src_locations_;
@@ -267,16 +325,51 @@ class Planner {
   const std::vector<SrcGroup> groups_;
   const internal::BoxIndex index_;
 
-  absl::flat_hash_map<int64_t, int64_t> sent_;  // source location -> bytes sent
-  std::vector<std::vector<Piece>> pieces_;      // per destination slot
-  std::vector<std::pair<int, int>> aliases_;    // (dst slot, src slot)
+  // Locations are numbered densely; the state is in vectors (not hash maps:
+  // absl's containers are not safe to destroy after a failed allocation, and
+  // PlanReshard turns std::bad_alloc into RESOURCE_EXHAUSTED).
+  std::vector<int> src_index_, dst_index_;    // per slot: its location's number
+  std::vector<int64_t> sent_;                 // per location number: bytes sent
+  std::vector<std::vector<Piece>> pieces_;    // per destination slot
+  std::vector<std::pair<int, int>> aliases_;  // (dst slot, src slot)
   int64_t lower_bound_elements_ = 0;
+  int64_t num_pieces_ = 0;  // upper bound on the pieces planned so far, before merging
   // Scratch, per destination group.
   std::vector<int> candidates_;
-  std::vector<Cell> cells_;
-  std::vector<std::vector<int>> remote_;  // per cell: dst slots needing it
-  absl::flat_hash_map<int64_t, int> receiver_of_location_;
+  std::vector<Cell> cells_, cells_scratch_;
+  std::vector<std::vector<int>> remote_;   // per cell: dst slots needing it
+  std::vector<int> receiver_of_location_;  // per location number, or -1
 };
+
+void Planner::NumberLocations() {
+  // Small non-negative locations (memory ids, usually) number themselves.
+  const size_t total = src_locations_.size() + dst_locations_.size();
+  int64_t lo = 0, hi = -1;
+  for (absl::Span<const int64_t> list : {src_locations_, dst_locations_}) {
+    for (int64_t l : list) {
+      lo = std::min(lo, l);
+      hi = std::max(hi, l);
+    }
+  }
+  if (lo >= 0 && hi < static_cast<int64_t>(4 * total + 64)) {
+    src_index_.assign(src_locations_.begin(), src_locations_.end());
+    dst_index_.assign(dst_locations_.begin(), dst_locations_.end());
+    sent_.assign(hi + 1, 0);
+    receiver_of_location_.assign(hi + 1, -1);
+    return;
+  }
+  std::vector<int64_t> all(src_locations_.begin(), src_locations_.end());
+  all.insert(all.end(), dst_locations_.begin(), dst_locations_.end());
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  auto number = [&](int64_t location) {
+    return static_cast<int>(std::lower_bound(all.begin(), all.end(), location) - all.begin());
+  };
+  for (int64_t l : src_locations_) src_index_.push_back(number(l));
+  for (int64_t l : dst_locations_) dst_index_.push_back(number(l));
+  sent_.assign(all.size(), 0);
+  receiver_of_location_.assign(all.size(), -1);
+}
 
 absl::Status Planner::PlanGroup(const std::vector<int>& dst_slots) {
   const Box& box = dst_.slot_box(dst_slots[0]);
@@ -285,8 +378,21 @@ absl::Status Planner::PlanGroup(const std::vector<int>& dst_slots) {
   index_.ForEachIntersecting(box, [&](int g) { candidates_.push_back(g); });
   std::sort(candidates_.begin(), candidates_.end());
   const int alias_group = AliasGroup(box);
-  cells_.clear();
-  if (absl::Status s = ComputeCells(box, candidates_, groups_, &cells_); !s.ok()) return s;
+  if (absl::Status s =
+          ComputeCells(box, candidates_, groups_, options_.max_copies, &cells_, cells_scratch_);
+      !s.ok()) {
+    return s;
+  }
+  // Each slot gets at most one piece per cell (before merging).
+  const int64_t new_pieces =
+      static_cast<int64_t>(cells_.size()) * static_cast<int64_t>(dst_slots.size());
+  if (new_pieces > options_.max_copies - num_pieces_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "Reshard plan too large: more than ", options_.max_copies, " copies (destination box ",
+        box.ToString(), " of ", dst_slots.size(), " slots splits into ", cells_.size(),
+        " pieces after ", num_pieces_, " pieces for earlier slots)"));
+  }
+  num_pieces_ += new_pieces;
   remote_.assign(cells_.size(), {});
   for (int slot : dst_slots) PlanSlot(slot, alias_group);
   for (size_t i = 0; i < cells_.size(); ++i) {
@@ -332,48 +438,46 @@ void Planner::PlanSlot(int slot, int alias_group) {
   }
 }
 
-std::pair<int, int64_t> Planner::ChooseRemote(const Cell& cell) const {
+int Planner::ChooseRemote(const Cell& cell) const {
   int best_slot = -1;
-  int64_t best_location = 0, best_load = 0;
+  int64_t best_load = 0;
   for (int h : cell.holders) {
     for (const auto& [location, slot] : groups_[h].by_location) {
-      auto it = sent_.find(location);
-      const int64_t load = it == sent_.end() ? 0 : it->second;
+      const int64_t load = sent_[src_index_[slot]];
       if (best_slot < 0 || load < best_load || (load == best_load && slot < best_slot)) {
         best_slot = slot;
-        best_location = location;
         best_load = load;
       }
     }
   }
-  return {best_slot, best_location};
+  return best_slot;
 }
 
 void Planner::FetchDirect(const Cell& cell, const std::vector<int>& needing) {
   const int64_t bytes = cell.box.num_elements() * element_bytes_;
   for (int slot : needing) {
-    auto [src_slot, src_location] = ChooseRemote(cell);
+    const int src_slot = ChooseRemote(cell);
     pieces_[slot].push_back({false, src_slot, 0, cell.box});
-    sent_[src_location] += bytes;
+    sent_[src_index_[src_slot]] += bytes;
   }
 }
 
 void Planner::FetchFanOut(const Cell& cell, const std::vector<int>& needing) {
   std::vector<int> receivers;
   std::vector<std::pair<int, int>> extras;  // (slot, receiver index)
-  receiver_of_location_.clear();
   for (int slot : needing) {
-    auto [it, inserted] =
-        receiver_of_location_.try_emplace(dst_locations_[slot], static_cast<int>(receivers.size()));
-    if (inserted) {
+    int& receiver = receiver_of_location_[dst_index_[slot]];
+    if (receiver < 0) {
+      receiver = static_cast<int>(receivers.size());
       receivers.push_back(slot);
     } else {
-      extras.push_back({slot, it->second});
+      extras.push_back({slot, receiver});
     }
   }
-  auto [src_slot, src_location] = ChooseRemote(cell);
+  for (int slot : receivers) receiver_of_location_[dst_index_[slot]] = -1;
+  const int src_slot = ChooseRemote(cell);
   pieces_[receivers[0]].push_back({false, src_slot, 0, cell.box});
-  sent_[src_location] += cell.box.num_elements() * element_bytes_;
+  sent_[src_index_[src_slot]] += cell.box.num_elements() * element_bytes_;
   for (int r = 1; r < static_cast<int>(receivers.size()); ++r) {
     pieces_[receivers[r]].push_back({true, receivers[(r - 1) / 2], TreeDepth(r), cell.box});
   }
@@ -446,15 +550,26 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
                                         const ShardLayout& dst,
                                         absl::Span<const int64_t> dst_locations,
                                         int64_t element_bytes, const PlanOptions& options) {
-  if (absl::Status s = CheckArguments(src, src_locations, dst, dst_locations, element_bytes);
+  if (absl::Status s =
+          CheckArguments(src, src_locations, dst, dst_locations, element_bytes, options.max_copies);
       !s.ok()) {
     return s;
   }
-  Planner planner(src, src_locations, dst, dst_locations, element_bytes, options);
-  for (const std::vector<int>& dst_slots : dst.replica_groups()) {
-    if (absl::Status s = planner.PlanGroup(dst_slots); !s.ok()) return s;
+  try {
+    Planner planner(src, src_locations, dst, dst_locations, element_bytes, options);
+    for (const std::vector<int>& dst_slots : dst.replica_groups()) {
+      if (absl::Status s = planner.PlanGroup(dst_slots); !s.ok()) return s;
+    }
+    return planner.Assemble();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "Out of memory planning the reshard of [", absl::StrJoin(src.global_shape(), ","),
+        "] from ", src.num_slots(), " to ", dst.num_slots(), " slots"));
+  } catch (const std::length_error&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "Reshard plan of [", absl::StrJoin(src.global_shape(), ","), "] from ", src.num_slots(),
+        " to ", dst.num_slots(), " slots exceeds a container's maximum size"));
   }
-  return planner.Assemble();
 }
 
 }  // namespace tessera::sharding

@@ -26,6 +26,14 @@
 // receiver (i-1)/2), and copied locally to further slots at a receiver's
 // location; these copies have from_destination set.
 //
+// Cost: each destination box is cut into cells that every source box
+// overlapping it either contains or misses, refining by one source box at a
+// time and only along the dims it cuts: with k such source boxes, at most
+// min(prod_d (distinct boundaries in dim d + 1), (2*rank + 1)^k) cells, and
+// exactly one cell per source box when the sources tile it as a grid (every
+// ShardingParam layout). Each destination slot gets at most one copy per cell
+// before copies are merged.
+//
 // Planning is deterministic: equal inputs give equal plans.
 #ifndef TESSERA_SHARDING_PLANNER_H_
 #define TESSERA_SHARDING_PLANNER_H_
@@ -39,15 +47,23 @@
 
 namespace tessera::sharding {
 
+// The default bound on the copies of one plan (counted before merging).
+inline constexpr int64_t kMaxPlanCopies = int64_t{1} << 24;
+
 struct PlanOptions {
   bool fan_out = false;
+  // Beyond this many copies (or cells of one destination box) PlanReshard
+  // fails with RESOURCE_EXHAUSTED instead of building the plan.
+  int64_t max_copies = kMaxPlanCopies;
 };
 
 // Thread-safe (pure function; borrows its arguments for the call only).
 // `src_locations[i]` is the location of source slot i, likewise for dst; the
 // same location may appear in both lists and several times in one list.
 // INVALID_ARGUMENT when the global shapes differ, a location list's length is
-// not its layout's num_slots(), or element_bytes <= 0.
+// not its layout's num_slots(), element_bytes <= 0 or options.max_copies <= 0.
+// RESOURCE_EXHAUSTED when the plan would exceed options.max_copies copies, or
+// memory runs out while planning (nothing throws).
 absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
                                         absl::Span<const int64_t> src_locations,
                                         const ShardLayout& dst,

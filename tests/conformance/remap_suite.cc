@@ -8,6 +8,7 @@
 #endif
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -205,6 +206,31 @@ TEST_P(RemapTest, RemapRejectsBadInput) {
   unwritten.mappings.clear();
   EXPECT_THAT(client().RemapArrays(unwritten, absl::MakeSpan(in), sem),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not written")));
+  // One input shard into two outputs (IFRT rejects it: a shard is moved, not copied).
+  RemapPlan fork = extract({kS32, shape, rows}, d0);
+  fork.output_specs.push_back(fork.output_specs[0]);
+  fork.mappings.push_back({0, 1, {{0, 1, 1}}, {{0, 1, 1}}});
+  EXPECT_THAT(fork.Validate(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                        HasSubstr("shard 0 of input 0 is used more than once")));
+  EXPECT_THAT(client().RemapArrays(fork, absl::MakeSpan(in), sem),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("used more than once")));
+  // The same input shard twice into one output, by two mappings or by two intervals of one.
+  RemapPlan twice = extract({kS32, shape, rows}, d0);
+  twice.mappings.push_back(twice.mappings[0]);
+  EXPECT_THAT(twice.Validate(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                         HasSubstr("shard 0 of input 0 is used more than once")));
+  RemapPlan intervals = extract({kS32, shape, rows}, d0);
+  intervals.mappings[0].from.push_back({0, 1, 1});
+  intervals.mappings[0].to.push_back({0, 1, 1});
+  EXPECT_THAT(intervals.Validate(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("shard 0 of input 0 is used more than once")));
+  // A huge step is one shard, not an overflow.
+  RemapPlan step = extract({kS32, shape, rows}, d0);
+  step.mappings[0].from = {{0, 1, std::numeric_limits<int>::max()}};
+  step.mappings[0].to = {{0, 1, std::numeric_limits<int>::max()}};
+  EXPECT_EQ(step.mappings[0].from[0].size(), 1);
+  EXPECT_OK(step.Validate());
   EXPECT_FALSE(a->IsDeleted());
   ExpectContents(a, data);
 }

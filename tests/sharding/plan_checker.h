@@ -30,14 +30,11 @@ namespace internal {
 // Per slot, the global row-major id of each element of its box (the painted
 // contents of a source shard, the expected contents of a destination shard).
 inline std::vector<std::vector<int64_t>> PaintedShards(const ShardLayout& layout) {
+  // The runs of a box in the global array come in the row-major order of the
+  // shard's own buffer, so element i of the shard is the i-th global id.
   std::vector<std::vector<int64_t>> buffers(layout.num_slots());
-  for (int s = 0; s < layout.num_slots(); ++s) {
-    const Box& box = layout.slot_box(s);
-    std::vector<int64_t> local = Offsets(box.shape(), Box::FromShape(box.shape()));
-    std::vector<int64_t> ids = Offsets(layout.global_shape(), box);
-    buffers[s].assign(box.num_elements(), -1);
-    for (size_t i = 0; i < ids.size(); ++i) buffers[s][local[i]] = ids[i];
-  }
+  for (int s = 0; s < layout.num_slots(); ++s)
+    buffers[s] = Offsets(layout.global_shape(), layout.slot_box(s));
   return buffers;
 }
 
@@ -101,17 +98,16 @@ inline ::testing::AssertionResult CheckDestinations(
     const ShardLayout& dst, const std::vector<std::vector<int64_t>>& dst_buf,
     const std::vector<std::vector<int64_t>>& writes) {
   for (int s = 0; s < dst.num_slots(); ++s) {
-    const Box& box = dst.slot_box(s);
-    std::vector<int64_t> local = Offsets(box.shape(), Box::FromShape(box.shape()));
-    std::vector<int64_t> ids = Offsets(dst.global_shape(), box);
+    // Element i of the shard's buffer has the i-th global id of its box's runs.
+    std::vector<int64_t> ids = Offsets(dst.global_shape(), dst.slot_box(s));
     for (size_t i = 0; i < ids.size(); ++i) {
-      if (writes[s][local[i]] != 1) {
+      if (writes[s][i] != 1) {
         return ::testing::AssertionFailure() << "dst slot " << s << " element " << ids[i]
-                                             << " written " << writes[s][local[i]] << " times";
+                                             << " written " << writes[s][i] << " times";
       }
-      if (dst_buf[s][local[i]] != ids[i]) {
+      if (dst_buf[s][i] != ids[i]) {
         return ::testing::AssertionFailure()
-               << "dst slot " << s << " element " << ids[i] << " holds " << dst_buf[s][local[i]];
+               << "dst slot " << s << " element " << ids[i] << " holds " << dst_buf[s][i];
       }
     }
   }

@@ -265,5 +265,29 @@ TEST(PlannerTest, TransposedMeshAtScale) {
   EXPECT_EQ(plan->cross_location_bytes, 240 * 16 * 16 * 4);
 }
 
+TEST(PlannerTest, LocationsAreOnlyCompared) {
+  // The same reshard over small locations (which number themselves) and over negative and huge
+  // ones (numbered by sorting): equal plans up to the location values, with fan-out and local
+  // copies (locations 0-5 hold several slots).
+  ShardLayout rows = Named("mesh{x=4,y=2}", "P(x,None)", {8, 6});
+  ShardLayout cols = Named("mesh{x=2,y=4}", "P(None,y)", {8, 6});
+  const std::vector<int64_t> src_small = {0, 1, 2, 3, 4, 5, 0, 1},
+                             dst_small = {5, 4, 3, 2, 1, 0, 2, 3};
+  auto far = [](int64_t l) { return l * 1'000'000'000'000 - 2'500'000'000'000; };
+  std::vector<int64_t> src_far, dst_far;
+  for (int64_t l : src_small) src_far.push_back(far(l));
+  for (int64_t l : dst_small) dst_far.push_back(far(l));
+  for (bool fan_out : {false, true}) {
+    ReshardPlan small = PlanAndCheck(rows, src_small, cols, dst_small, {.fan_out = fan_out});
+    ReshardPlan big = PlanAndCheck(rows, src_far, cols, dst_far, {.fan_out = fan_out});
+    for (BoxCopy& c : small.copies) {
+      c.src_location = far(c.src_location);
+      c.dst_location = far(c.dst_location);
+    }
+    EXPECT_TRUE(small == big) << "fan_out=" << fan_out;
+    EXPECT_GT(Count(small, BoxCopy::Kind::kLocal), 0);
+  }
+}
+
 }  // namespace
 }  // namespace tessera::sharding

@@ -1,0 +1,77 @@
+#!/bin/bash
+# Builds one libFuzzer target with clang++-14 (libFuzzer + ASan + UBSan) and runs
+# it over its checked-in seed corpus (tests/fuzz/corpus/<target>) for a few seconds.
+#   usage: run_fuzz.sh <repo root> <work dir> <target> [extra libFuzzer flags]
+#   targets: sharding_parser guard_policy remap_plan planner
+# FUZZ_SECONDS (default 5) sets the run time; FUZZ_CXX the compiler. New inputs
+# go to <work dir>/corpus, crashes to <work dir>/crash-*; the seeds are read only.
+# Exit 77 (reported as skipped by ctest) when clang++-14 or libFuzzer is absent.
+set -euo pipefail
+ROOT=${1:?repo root}
+WORK=${2:?work dir}
+TARGET=${3:?target}
+shift 3
+CXX=${FUZZ_CXX:-clang++-14}
+SECONDS_TO_RUN=${FUZZ_SECONDS:-5}
+if ! command -v "$CXX" >/dev/null 2>&1; then
+  echo "SKIP: $CXX not found; install clang-14 and libclang-rt-14-dev to fuzz"
+  exit 77
+fi
+
+SHARDING=(sharding/box.cc sharding/box_index.cc sharding/mesh.cc sharding/parse_util.cc
+          sharding/partition_spec.cc sharding/planner.cc sharding/reshard_plan.cc
+          sharding/shard_layout.cc sharding/sharding_param.cc)
+EXTRA_LIBS=()
+MAX_LEN=256
+case "$TARGET" in
+  sharding_parser)
+    SRCS=("${SHARDING[@]}" tests/fuzz/sharding_parser_fuzzer.cc) ;;
+  guard_policy)
+    SRCS=(guard/level.cc guard/policy.cc tests/fuzz/guard_policy_fuzzer.cc) ;;
+  remap_plan)
+    SRCS=("${SHARDING[@]}" ifrt/array_spec.cc ifrt/attribute_map.cc ifrt/device_list.cc
+          ifrt/dtype.cc ifrt/remap_plan.cc ifrt/shape.cc ifrt/sharding.cc
+          tests/fuzz/remap_plan_fuzzer.cc) ;;
+  planner)
+    # plan_checker.h reports through gtest's AssertionResult.
+    SRCS=("${SHARDING[@]}" tests/fuzz/planner_fuzzer.cc)
+    EXTRA_LIBS=(-lgtest -lpthread) ;;
+  *)
+    echo "FAIL: unknown fuzz target '$TARGET'"
+    exit 1 ;;
+esac
+
+mkdir -p "$WORK/corpus"
+BIN="$WORK/${TARGET}_fuzzer"
+# Rebuild only when a source or header is newer than the binary.
+NEED_BUILD=0
+[[ -x "$BIN" ]] || NEED_BUILD=1
+for f in "${SRCS[@]}" sharding/*.h guard/*.h ifrt/*.h tests/fuzz/*.h tests/sharding/*.h; do
+  [[ "$ROOT/$f" -nt "$BIN" ]] && NEED_BUILD=1
+done
+if [[ $NEED_BUILD == 1 ]]; then
+  ABSL_LIBS=(-labsl_status -labsl_statusor -labsl_strings -labsl_strings_internal
+             -labsl_str_format_internal -labsl_int128 -labsl_throw_delegate
+             -labsl_raw_logging_internal -labsl_hash -labsl_city
+             -labsl_low_level_hash -labsl_raw_hash_set -labsl_cord
+             -labsl_cord_internal -labsl_base -labsl_spinlock_wait)
+  FULL_SRCS=()
+  for f in "${SRCS[@]}"; do FULL_SRCS+=("$ROOT/$f"); done
+  if ! "$CXX" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined \
+      -fno-sanitize-recover=undefined -I"$ROOT" "${FULL_SRCS[@]}" "${ABSL_LIBS[@]}" \
+      "${EXTRA_LIBS[@]}" -o "$BIN.tmp" 2> "$WORK/build.log"; then
+    if grep -q -e "libclang_rt.fuzzer" -e "cannot find -l.*fuzzer" "$WORK/build.log"; then
+      echo "SKIP: libFuzzer runtime missing (install libclang-rt-14-dev)"
+      cat "$WORK/build.log"
+      exit 77
+    fi
+    cat "$WORK/build.log"
+    echo "FAIL: could not build the $TARGET fuzzer"
+    exit 1
+  fi
+  mv "$BIN.tmp" "$BIN"
+fi
+cd "$WORK"
+# libFuzzer exits 77 on a crash by default, which ctest would report as a skip: make it 1.
+"$BIN" -max_total_time="$SECONDS_TO_RUN" -max_len="$MAX_LEN" -timeout=10 -rss_limit_mb=2048 \
+  -error_exitcode=1 -timeout_exitcode=1 "$@" "$WORK/corpus" "$ROOT/tests/fuzz/corpus/$TARGET"
