@@ -145,9 +145,8 @@ struct Bench {
   int repeat;
 
   ShardingRef Named(const std::string& spec) const {
-    return *NamedSharding::Create(
-        *sharding::Mesh::Parse(absl::StrCat("mesh{x=", num_devices, "}")),
-        *sharding::PartitionSpec::Parse(spec), devices, MemoryKind());
+    return *NamedSharding::Create(*sharding::Mesh::Parse(absl::StrCat("mesh{x=", num_devices, "}")),
+                                  *sharding::PartitionSpec::Parse(spec), devices, MemoryKind());
   }
 
   ArrayRef Put(const std::vector<float>& data, std::vector<int64_t> dims,
