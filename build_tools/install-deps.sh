@@ -8,6 +8,7 @@ PACKAGES=(
   libabsl-dev            # Status, StatusOr, Span, containers, Mutex, logging
   libtbb-dev             # oneTBB: task arenas of the CPU platform
   libmlir-22-dev llvm-22-dev mlir-22-tools  # MLIR: the program compiler (compiler/), CPU kernel JIT
+  libopenblas-dev        # optional: CPU f32 / f64 matmuls through cblas_sgemm / cblas_dgemm
   libgtest-dev libgmock-dev
   libbenchmark-dev
   libcli11-dev           # argument parsing of the tessera tool

@@ -4,6 +4,10 @@
 //   BuildMatmulTilingPipeline      tile + vectorize matmuls (transform dialect), on tensors
 //   BuildBufferizationPipeline     tensors -> memrefs, results -> out-params, no leaked buffers
 //   BuildLlvmLoweringPipeline      memrefs, loops, vectors -> the LLVM dialect
+// In a build with OpenBLAS (TESSERA_CPU_BLAS), f32 / f64 matmuls are not tiled: after
+// bufferization each becomes a call to tessera_blas_sgemm / tessera_blas_dgemm (C interface:
+// `_mlir_ciface_*` taking three 2-D strided memref descriptors, C += A @ B), which the CPU kernel
+// loader resolves to OpenBLAS, one thread per call (the devices already run in parallel).
 
 #include <string>
 #include <vector>
@@ -21,6 +25,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/Transform/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"
@@ -69,12 +74,74 @@ void BuildMatmulTilingPipeline(mlir::OpPassManager& pm) {
   pm.addPass(mlir::createCSEPass());
 }
 
-// Tiles and vectorizes the kernel's matmuls; a kernel without one is left as it is.
+#ifdef TESSERA_CPU_BLAS
+constexpr bool kHaveBlas = true;
+#else
+constexpr bool kHaveBlas = false;
+#endif
+
+// Whether `matmul` (on tensors or memrefs) can be a BLAS call: f32 or f64 throughout, the default
+// indexing maps (no transposed or broadcast operands), a BLAS in the build.
+bool IsBlasMatmul(mlir::linalg::MatmulOp matmul) {
+  if (!kHaveBlas || matmul.hasUserDefinedMaps()) return false;
+  mlir::Type element = mlir::getElementTypeOrSelf(matmul->getOperand(0).getType());
+  if (!element.isF32() && !element.isF64()) return false;
+  for (mlir::Value operand : matmul->getOperands()) {
+    if (mlir::getElementTypeOrSelf(operand.getType()) != element) return false;
+  }
+  return true;
+}
+
+// Every f32 / f64 matmul on memrefs -> a call to tessera_blas_{s,d}gemm(A, B, C), its operands
+// cast to memref<?x?xT, strided<[?, 1], offset: ?>>. An operand whose inner stride is not 1 keeps
+// its matmul (lowered to loops).
+void CallBlasForMatmuls(mlir::ModuleOp kernel) {
+  std::vector<mlir::linalg::MatmulOp> matmuls;
+  kernel.walk([&](mlir::linalg::MatmulOp matmul) {
+    if (IsBlasMatmul(matmul) && matmul.hasPureBufferSemantics()) matmuls.push_back(matmul);
+  });
+  mlir::MLIRContext* context = kernel.getContext();
+  for (mlir::linalg::MatmulOp matmul : matmuls) {
+    mlir::Type element = mlir::getElementTypeOrSelf(matmul->getOperand(0).getType());
+    constexpr int64_t kDynamic = mlir::ShapedType::kDynamic;
+    auto generic =
+        mlir::MemRefType::get({kDynamic, kDynamic}, element,
+                              mlir::StridedLayoutAttr::get(context, kDynamic, {kDynamic, 1}));
+    bool castable = true;
+    for (mlir::Value operand : matmul->getOperands()) {
+      castable &= mlir::memref::CastOp::areCastCompatible(operand.getType(), generic);
+    }
+    if (!castable) continue;
+    const std::string callee = element.isF32() ? "tessera_blas_sgemm" : "tessera_blas_dgemm";
+    mlir::OpBuilder builder(context);
+    auto function = kernel.lookupSymbol<mlir::func::FuncOp>(callee);
+    if (!function) {
+      builder.setInsertionPointToEnd(kernel.getBody());
+      function =
+          mlir::func::FuncOp::create(builder, kernel.getLoc(), callee,
+                                     builder.getFunctionType({generic, generic, generic}, {}));
+      function.setPrivate();
+      function->setAttr("llvm.emit_c_interface", builder.getUnitAttr());
+    }
+    builder.setInsertionPoint(matmul);
+    std::vector<mlir::Value> operands;
+    for (mlir::Value operand : matmul->getOperands()) {
+      operands.push_back(
+          mlir::memref::CastOp::create(builder, matmul.getLoc(), generic, operand).getResult());
+    }
+    mlir::func::CallOp::create(builder, matmul.getLoc(), function, operands);
+    matmul->erase();
+  }
+}
+
+// Tiles and vectorizes the kernel's matmuls; a kernel without one, or whose matmuls all become
+// BLAS calls, is left as it is.
 absl::Status TileMatmuls(mlir::ModuleOp kernel, const std::string& name) {
   // Matmuls with a zero-size dimension (nothing to compute, or only the init to keep) stay
   // loops: the masked vector code assumes non-empty operands.
   bool has_matmul = false, has_empty_matmul = false;
   kernel.walk([&](mlir::linalg::MatmulOp matmul) {
+    if (IsBlasMatmul(matmul)) return;
     has_matmul = true;
     for (mlir::Value operand : matmul->getOperands()) {
       auto type = mlir::cast<mlir::ShapedType>(operand.getType());
@@ -204,6 +271,7 @@ absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const st
   TESSERA_RETURN_IF_ERROR(RunPipeline(bufferize, kernel, absl::StatusCode::kInternal,
                                       absl::StrCat("bufferizing ", name)));
   TESSERA_RETURN_IF_ERROR(MovePositionLast(func, num_position));
+  CallBlasForMatmuls(kernel);
 
   mlir::PassManager lower(kernel.getContext());
   BuildLlvmLoweringPipeline(lower);

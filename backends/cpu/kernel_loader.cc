@@ -1,5 +1,7 @@
 #include "backends/cpu/kernel_loader.h"
 
+#include <climits>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,10 +25,68 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 
+#ifdef TESSERA_CPU_BLAS
+#include <cblas.h>  // OpenBLAS's (Debian: libopenblas-dev)
+#endif
+
 namespace tessera {
 namespace {
 
 std::string ErrorText(llvm::Error error) { return llvm::toString(std::move(error)); }
+
+#ifdef TESSERA_CPU_BLAS
+// A 2-D strided memref descriptor, as MLIR's C interface passes it.
+template <typename T>
+struct Memref2D {
+  T* allocated;
+  T* aligned;
+  int64_t offset;
+  int64_t sizes[2];
+  int64_t strides[2];
+};
+
+// C += A @ B for the compiler's tessera_blas_{s,d}gemm calls (compiler/cpu_codegen.cc): inner
+// strides are 1 (the compiler casts to strided<[?, 1]>). Sizes BLAS cannot take (over INT_MAX)
+// or cannot describe (an empty dimension) run as plain loops.
+template <typename T, typename Gemm>
+void Gemm2D(Memref2D<T>* a, Memref2D<T>* b, Memref2D<T>* c, Gemm gemm) {
+  const int64_t m = c->sizes[0], n = c->sizes[1], k = a->sizes[1];
+  T* pa = a->aligned + a->offset;
+  T* pb = b->aligned + b->offset;
+  T* pc = c->aligned + c->offset;
+  const int64_t lda = a->strides[0], ldb = b->strides[0], ldc = c->strides[0];
+  auto fits = [](int64_t v) { return v > 0 && v <= INT_MAX; };
+  if (fits(m) && fits(n) && fits(k) && fits(lda) && fits(ldb) && fits(ldc)) {
+    gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, T(1), pa, lda, pb, ldb, T(1), pc, ldc);
+    return;
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t p = 0; p < k; ++p) {
+      for (int64_t j = 0; j < n; ++j) pc[i * ldc + j] += pa[i * lda + p] * pb[p * ldb + j];
+    }
+  }
+}
+
+extern "C" void TesseraBlasSgemm(Memref2D<float>* a, Memref2D<float>* b, Memref2D<float>* c) {
+  Gemm2D(a, b, c, cblas_sgemm);
+}
+extern "C" void TesseraBlasDgemm(Memref2D<double>* a, Memref2D<double>* b, Memref2D<double>* c) {
+  Gemm2D(a, b, c, cblas_dgemm);
+}
+
+// The symbols the compiler's BLAS calls resolve to; OpenBLAS runs each call on its caller's
+// thread (each device's kernel already has one).
+llvm::orc::SymbolMap BlasSymbols(llvm::orc::MangleAndInterner interner) {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+  llvm::orc::SymbolMap symbols;
+  symbols[interner("_mlir_ciface_tessera_blas_sgemm")] = {
+      llvm::orc::ExecutorAddr::fromPtr(&TesseraBlasSgemm), llvm::JITSymbolFlags::Exported};
+  symbols[interner("_mlir_ciface_tessera_blas_dgemm")] = {
+      llvm::orc::ExecutorAddr::fromPtr(&TesseraBlasDgemm), llvm::JITSymbolFlags::Exported};
+  return symbols;
+}
+#endif
 
 class JitCpuKernel final : public CpuKernel {
  public:
@@ -161,6 +221,9 @@ absl::StatusOr<std::shared_ptr<CpuKernel>> LoadCpuKernel(const KernelArtifact& a
     return absl::InternalError(absl::StrCat("JIT compiling ", artifact.entry, ": ",
                                             ErrorText(engine.takeError()), " ", diagnostics));
   }
+#ifdef TESSERA_CPU_BLAS
+  (*engine)->registerSymbols(BlasSymbols);
+#endif
   auto function = (*engine)->lookupPacked(artifact.entry);
   if (!function) {
     return absl::InternalError(absl::StrCat("no packed entry for ", artifact.entry, ": ",
