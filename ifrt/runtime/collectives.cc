@@ -147,9 +147,31 @@ CollectiveGroup GroupOf(absl::Span<const int64_t> grid_shape, absl::Span<const i
   return group;
 }
 
+std::pair<int64_t, int64_t> AllReduceRange(int64_t elements, int group_size, int position) {
+  const int64_t base = elements / group_size, extra = elements % group_size;
+  const int64_t begin = position * base + std::min<int64_t>(position, extra);
+  return {begin, begin + base + (position < extra ? 1 : 0)};
+}
+
+absl::Status ReduceElements(ReductionKind reduction, DType dtype,
+                            absl::Span<const void* const> inputs, int64_t begin, int64_t end,
+                            void* output) {
+  if (inputs.empty() || end <= begin) return absl::OkStatus();
+  auto accumulate = AccumulatorFor(dtype);
+  if (!accumulate.ok()) return accumulate.status();
+  const int64_t size = *dtype.byte_size();
+  char* out = static_cast<char*>(output) + begin * size;
+  std::memcpy(out, static_cast<const char*>(inputs[0]) + begin * size, (end - begin) * size);
+  for (size_t j = 1; j < inputs.size(); ++j) {
+    (*accumulate)(reduction, static_cast<const char*>(inputs[j]) + begin * size, out, end - begin);
+  }
+  return absl::OkStatus();
+}
+
 int64_t BytesFromEachPeer(const CollectiveStep& step, int64_t input_bytes, int group_size) {
   switch (step.kind) {
     case CollectiveKind::kAllReduce:
+      return group_size > 0 ? 2 * input_bytes / group_size : 0;
     case CollectiveKind::kAllGather:
       return input_bytes;
     case CollectiveKind::kAllToAll:

@@ -9,6 +9,7 @@
 // Pure functions over plain data; thread-safe.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -31,7 +32,19 @@ CollectiveGroup GroupOf(absl::Span<const int64_t> grid_shape, absl::Span<const i
 // The coordinates of linear index `device` on `grid_shape` (row-major).
 std::vector<int64_t> GridPosition(absl::Span<const int64_t> grid_shape, int device);
 
-// Bytes one member reads from each peer for `step` on an input of `input_bytes`.
+// The element range [begin, end) that member `position` of a group of `group_size` reduces in a
+// two-phase all-reduce of `elements` elements: an even split, the first ranges one longer.
+std::pair<int64_t, int64_t> AllReduceRange(int64_t elements, int group_size, int position);
+
+// output[begin, end) = the reduction of inputs[j][begin, end) over j (element indices of `dtype`).
+// INVALID_ARGUMENT for a dtype the reductions do not support.
+absl::Status ReduceElements(ReductionKind reduction, DType dtype,
+                            absl::Span<const void* const> inputs, int64_t begin, int64_t end,
+                            void* output);
+
+// Bytes one member reads from each peer for `step` on an input of `input_bytes`. An all-reduce runs
+// in two phases (each member reduces its range of every peer's input, then copies every peer's
+// reduced range), so it reads 2 * input_bytes / group_size from each peer, not input_bytes.
 int64_t BytesFromEachPeer(const CollectiveStep& step, int64_t input_bytes, int group_size);
 
 // Computes this member's output of `step`: `inputs[j]` is member j's input (dense row-major, of

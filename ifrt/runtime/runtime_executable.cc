@@ -1,5 +1,6 @@
 #include "ifrt/runtime/runtime_executable.h"
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -165,8 +166,74 @@ absl::Status RuntimeExecutable::LaunchKernelStep(size_t index, ValueShards& valu
   return absl::OkStatus();
 }
 
+absl::Status RuntimeExecutable::RunAllReduce(const CollectiveStep& step, ValueShards& values,
+                                             std::vector<Future<>>& done) {
+  const ProgramPlan& plan = program_->plan;
+  const ProgramValue& in = plan.values[step.input];
+  const int64_t elements = in.local_shape.num_elements();
+  const size_t slots = program_->slot_devices.size();
+  // Phase 1: each member reduces its range of every member's input into its own output.
+  std::vector<Shard> outputs(slots);
+  for (size_t s = 0; s < slots; ++s) {
+    const CollectiveGroup group = GroupOf(plan.grid_shape, step.grid_axes, static_cast<int>(s));
+    TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef output,
+                             program_->slot_memories[s]->Allocate(ValueBytes(in)));
+    std::vector<PlatformBufferRef> inputs;
+    for (int m : group.members) inputs.push_back(values[step.input][m].buffer);
+    const auto [begin, end] =
+        AllReduceRange(elements, static_cast<int>(group.members.size()), group.position);
+    auto reduce = [reduction = step.reduction, dtype = in.dtype, inputs, output, begin = begin,
+                   end = end]() -> absl::Status {
+      std::vector<const void*> pointers;
+      for (const PlatformBufferRef& b : inputs) pointers.push_back(b->host_address());
+      return ReduceElements(reduction, dtype, pointers, begin, end, output->host_address());
+    };
+    RuntimeDevice* device = program_->slot_devices[s];
+    outputs[s] = Shard{std::move(output), device->platform()->EnqueueHostCallback(
+                                              device->platform_device(), std::move(reduce),
+                                              ReadyOf(values[step.input], group.members))};
+  }
+  // Phase 2: each member copies every peer's reduced range from the peer's output into its own.
+  const int64_t element_bytes = *in.dtype.byte_size();
+  for (size_t s = 0; s < slots; ++s) {
+    const CollectiveGroup group = GroupOf(plan.grid_shape, step.grid_axes, static_cast<int>(s));
+    const int size = static_cast<int>(group.members.size());
+    std::vector<PlatformBufferRef> peers;
+    for (int m : group.members) peers.push_back(outputs[m].buffer);
+    std::vector<int32_t> peer_ids;
+    for (int m : group.members) {
+      if (m != static_cast<int>(s)) peer_ids.push_back(program_->slot_devices[m]->Id().value);
+    }
+    const int64_t peer_bytes = BytesFromEachPeer(step, ValueBytes(in), size);
+    RuntimeDevice* device = program_->slot_devices[s];
+    auto gather = [peers, position = group.position, elements, element_bytes, size,
+                   client = client_, self = device->Id().value, peer_ids, peer_bytes]() {
+      char* own = static_cast<char*>(peers[position]->host_address());
+      for (int j = 0; j < size; ++j) {
+        if (j == position) continue;
+        const auto [begin, end] = AllReduceRange(elements, size, j);
+        std::memcpy(own + begin * element_bytes,
+                    static_cast<const char*>(peers[j]->host_address()) + begin * element_bytes,
+                    (end - begin) * element_bytes);
+      }
+      for (int32_t peer : peer_ids) {
+        if (peer_bytes > 0) client->Record(peer, self, peer_bytes, 1);
+      }
+      return absl::OkStatus();
+    };
+    std::vector<Future<>> after;
+    for (int m : group.members) after.push_back(outputs[m].ready);
+    Future<> finished = device->platform()->EnqueueHostCallback(device->platform_device(),
+                                                                std::move(gather), after);
+    values[step.output][s] = Shard{outputs[s].buffer, finished};
+    done.push_back(std::move(finished));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RuntimeExecutable::RunCollectiveStep(const CollectiveStep& step, ValueShards& values,
                                                   std::vector<Future<>>& done) {
+  if (step.kind == CollectiveKind::kAllReduce) return RunAllReduce(step, values, done);
   const ProgramPlan& plan = program_->plan;
   const ProgramValue& in = plan.values[step.input];
   const ProgramValue& out = plan.values[step.output];

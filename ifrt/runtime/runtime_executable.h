@@ -82,6 +82,10 @@ class RuntimeExecutable final : public LoadedExecutable {
                                                        absl::Span<RuntimeArray* const> checked);
   absl::Status RunSteps(ValueShards& values, std::vector<Future<>>& done);
   absl::Status LaunchKernelStep(size_t step, ValueShards& values, std::vector<Future<>>& done);
+  // An all-reduce in two phases (reduce a range, then gather the ranges): each member reads
+  // 2 * bytes / group_size from each peer instead of every peer's whole input.
+  absl::Status RunAllReduce(const CollectiveStep& step, ValueShards& values,
+                            std::vector<Future<>>& done);
   absl::Status RunCollectiveStep(const CollectiveStep& step, ValueShards& values,
                                  std::vector<Future<>>& done);
   absl::StatusOr<std::vector<ArrayRef>> MakeOutputs(const ValueShards& values);

@@ -135,8 +135,25 @@ TEST(ComputeCollectiveTest, AxesThatDoNotSplitAreErrors) {
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("out of rank")));
 }
 
+TEST(ComputeCollectiveTest, TwoPhaseAllReduceRangesCoverEveryElementOnce) {
+  EXPECT_EQ(AllReduceRange(10, 4, 0), std::make_pair(int64_t{0}, int64_t{3}));
+  EXPECT_EQ(AllReduceRange(10, 4, 1), std::make_pair(int64_t{3}, int64_t{6}));
+  EXPECT_EQ(AllReduceRange(10, 4, 2), std::make_pair(int64_t{6}, int64_t{8}));
+  EXPECT_EQ(AllReduceRange(10, 4, 3), std::make_pair(int64_t{8}, int64_t{10}));
+  EXPECT_EQ(AllReduceRange(2, 4, 3), std::make_pair(int64_t{2}, int64_t{2}));  // fewer than members
+  // The ranges reduced one by one equal the whole reduction.
+  auto inputs = Inputs(3, 8);
+  std::vector<float> out(8, -1.0f);
+  for (int m = 0; m < 3; ++m) {
+    auto [begin, end] = AllReduceRange(8, 3, m);
+    ASSERT_OK(ReduceElements(ReductionKind::kSum, DType(DType::kF32), Pointers(inputs), begin, end,
+                             out.data()));
+  }
+  EXPECT_THAT(out, ElementsAre(300, 303, 306, 309, 312, 315, 318, 321));
+}
+
 TEST(ComputeCollectiveTest, BytesReadFromPeers) {
-  EXPECT_EQ(BytesFromEachPeer({.kind = CollectiveKind::kAllReduce}, 64, 4), 64);
+  EXPECT_EQ(BytesFromEachPeer({.kind = CollectiveKind::kAllReduce}, 64, 4), 32);  // two phases
   EXPECT_EQ(BytesFromEachPeer({.kind = CollectiveKind::kAllGather}, 64, 4), 64);
   EXPECT_EQ(BytesFromEachPeer({.kind = CollectiveKind::kAllToAll}, 64, 4), 16);
   EXPECT_EQ(BytesFromEachPeer({.kind = CollectiveKind::kReduceScatter}, 64, 4), 16);

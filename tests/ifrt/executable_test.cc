@@ -155,9 +155,10 @@ TEST_F(ExecutableTest, MegatronAllReducesOnceAndCountsItsBytes) {
   std::vector<float> h = MatMul(x, w1, 4, 12, 16);
   for (float& v : h) v = std::max(v, 0.0f);
   ExpectNear(Get(result.outputs[0]), MatMul(h, w2, 4, 16, 8));
-  // Each of 4 devices reads the 3 peers' partial sums of f32[4x8] (128 bytes each).
+  // A two-phase all-reduce of f32[4x8] (128 bytes) over 4 devices: each device reads a quarter
+  // from each of its 3 peers to reduce, and a quarter from each to gather: 2 * 128 / 4 per peer.
   EXPECT_EQ(client_->transfer_stats().device_to_device.bytes - before.device_to_device.bytes,
-            4 * 3 * 128);
+            4 * 3 * (2 * 128 / 4));
 }
 
 TEST_F(ExecutableTest, MismatchedArgumentIsReshardedAsAnImplicitTransfer) {
@@ -219,7 +220,7 @@ TEST_F(ExecutableTest, CommunicationIsAnExplicitTransferTheGuardSees) {
   EXPECT_TRUE(sink->records()[0].event.is_explicit);
   EXPECT_THAT(sink->records()[0].event.operation, HasSubstr("'main'"));
   EXPECT_THAT(sink->records()[0].event.operation, HasSubstr("all_reduce"));
-  EXPECT_EQ(sink->records()[0].event.bytes, 4 * 3 * 128);
+  EXPECT_EQ(sink->records()[0].event.bytes, 4 * 3 * (2 * 128 / 4));
 
   client_->transfer_guard().SetPolicy(*guard::Policy::Parse("d2d=disallow_explicit"));
   const TransferStats before = client_->transfer_stats();
