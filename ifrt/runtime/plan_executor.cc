@@ -23,10 +23,10 @@ namespace {
 
 // Sets `promise` to `status`, or to the allocation failure of `record` (which counts the bytes of
 // a successful copy): a callback on a device thread never throws.
-void RecordAndSet(const Promise<>& promise, const absl::Status& status,
-                  const std::function<void()>& record) {
+template <typename F>
+void RecordAndSet(const Promise<>& promise, const absl::Status& status, F&& record) {
   promise.Set(CatchAllocationFailure("counting a finished copy", [&]() -> absl::Status {
-    if (status.ok() && record) record();
+    if (status.ok()) record();
     return status;
   }));
 }
@@ -391,7 +391,11 @@ void PlanRun::SubmitBatch(Batch& b) {
   // statistics sees them.
   Promise<> counted;
   enqueued.OnReady([record = context_.record, counted, traffic = std::move(traffic),
-                    keep_alive = std::move(keep_alive)](const absl::Status& st) {
+                    keep_alive = std::move(keep_alive)](const absl::Status& st) mutable {
+    // The copy is over: release the buffers it read or wrote through raw pointers before anyone
+    // learns so. A waiter woken below may destroy the client, and with it the platforms that own
+    // those buffers, while this callback is still on its way out.
+    keep_alive.clear();
     RecordAndSet(counted, st, [&] {
       if (!record) return;
       for (const auto& [pair, amount] : traffic) {

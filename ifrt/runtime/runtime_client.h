@@ -7,6 +7,11 @@
 // direction before anything moves (always through GuardTransfer), enqueues the copies on the
 // devices' streams, and counts what actually moved.
 //
+// Errors: argument errors come back from the call (a null ArrayRef, ShardingRef or DeviceListRef
+// is INVALID_ARGUMENT naming the argument or its index); running out of host memory anywhere in a
+// call is RESOURCE_EXHAUSTED naming the call, never an exception; execution errors (a failed copy,
+// a lost device) arrive on the output arrays' ready futures, which always resolve.
+//
 // Devices are numbered across platforms in the order the platforms are given.
 // Ownership: callers share the client (std::shared_ptr); it owns its platforms and devices.
 // Thread-safe. Destroying the client waits for the copies in flight; arrays must not outlive their

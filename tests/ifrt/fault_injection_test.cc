@@ -90,6 +90,8 @@ struct FaultTopology {
   bool vulkan;
 };
 
+void PrintTo(const FaultTopology& t, std::ostream* os) { *os << t.name; }
+
 // One call of an entry point on fresh inputs.
 struct Operation {
   std::string name;

@@ -69,6 +69,8 @@ enum class Entry {
   kRemapArrays,
 };
 
+void PrintTo(const Topology& t, std::ostream* os) { *os << t.name; }
+
 std::string EntryName(Entry e) {
   switch (e) {
     case Entry::kMakeArrayReplicated:
@@ -92,6 +94,8 @@ std::string EntryName(Entry e) {
   }
   return "unknown";
 }
+
+void PrintTo(Entry e, std::ostream* os) { *os << EntryName(e); }
 
 void EnsureVulkanIcds() {
   const std::string icds = TESSERA_IFRT_TEST_ICDS;

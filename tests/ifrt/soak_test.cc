@@ -55,6 +55,8 @@ struct SoakTopology {
   VulkanMode vulkan;
 };
 
+void PrintTo(const SoakTopology& t, std::ostream* os) { *os << t.name; }
+
 // One array of the pool and the bytes it must hold (row-major).
 struct Entry {
   ArrayRef array;
@@ -252,7 +254,6 @@ void SoakTest::Delete(std::mt19937& rng) {
   std::optional<Entry> in = Pick(rng);
   if (!in.has_value()) return;
   Remove(in->array);
-  std::optional<absl::Status> unused;
   ASSERT_THAT(in->array->Delete().Await(), IsOk());
 }
 
