@@ -8,11 +8,28 @@
 #include <string>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "ifrt/strided_copy.h"
 #include "ifrt/transfer_stats.h"
 
 namespace tessera::runtime {
+
+absl::Status AllocationFailure(std::string_view what, const std::exception& e) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat(std::string(what), ": out of host memory (", e.what(), ")"));
+}
+
 namespace {
+
+// Sets `promise` to `status`, or to the allocation failure of `record` (which counts the bytes of
+// a successful copy): a callback on a device thread never throws.
+template <typename F>
+void RecordAndSet(const Promise<>& promise, const absl::Status& status, F&& record) {
+  promise.Set(CatchAllocationFailure("counting a finished copy", [&]() -> absl::Status {
+    if (status.ok()) record();
+    return status;
+  }));
+}
 
 enum class OpKind { kHostToBuffer, kBufferToHost, kBufferToBuffer };
 
@@ -83,9 +100,16 @@ Future<> StagedCopy(const PlanEndpoint& s, const PlanEndpoint& d, const StridedC
   RuntimeDevice* dd = d.memory->device();
   Future<> down_done = sd->platform()->CopyBuffersToHost(
       sd->platform_device(), {BufferToHostCopy{s.buffer, staging->data(), down}}, {s.ready});
-  Future<> up_done = dd->platform()->CopyHostToBuffers(
-      dd->platform_device(), {HostToBufferCopy{staging->data(), d.buffer, up}}, {down_done});
-  up_done.OnReady([staging](const absl::Status&) {});  // keeps the staging buffer alive
+  Future<> up_done;
+  try {
+    up_done = dd->platform()->CopyHostToBuffers(
+        dd->platform_device(), {HostToBufferCopy{staging->data(), d.buffer, up}}, {down_done});
+    up_done.OnReady([staging](const absl::Status&) {});  // keeps the staging buffer alive
+  } catch (...) {
+    // The copies already enqueued use `staging`: they finish before it goes.
+    (up_done.valid() ? up_done : down_done).Await().IgnoreError();
+    throw;
+  }
   return up_done;
 }
 
@@ -109,32 +133,44 @@ const char* DirectionOf(int32_t src, int32_t dst) {
   return src == dst ? "local" : "device_to_device";
 }
 
-void FinishTracing(
-    const PlanContext& context, int32_t exec_device,
-    const std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>>& traffic,
-    std::string src_box, std::string dst_box, const TraceStart& start, const Future<>& done) {
+using Traffic = std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>>;
+
+// One trace event per (source, destination) pair of a finished batch.
+void AddTraceEvents(TransferTrace& trace, const std::string& op, const std::string& action,
+                    int32_t exec_device, const Traffic& traffic, const std::string& src_box,
+                    const std::string& dst_box, const TraceStart& start, const absl::Status& st) {
+  const int64_t end = trace.NowNs();
+  for (const auto& [pair, amount] : traffic) {
+    TransferTraceEvent e;
+    e.operation = op;
+    e.device = exec_device;
+    e.src_device = pair.first;
+    e.dst_device = pair.second;
+    e.bytes = amount.first;
+    e.copies = amount.second;
+    e.src_box = src_box;
+    e.dst_box = dst_box;
+    e.direction = DirectionOf(pair.first, pair.second);
+    e.guard_action = e.direction == std::string("local") ? "" : action;
+    e.start_ns = std::min(end, start.ns->load(std::memory_order_relaxed));
+    e.end_ns = end;
+    e.ok = st.ok();
+    trace.Add(std::move(e));
+  }
+}
+
+void FinishTracing(const PlanContext& context, int32_t exec_device, const Traffic& traffic,
+                   std::string src_box, std::string dst_box, const TraceStart& start,
+                   const Future<>& done) {
   std::shared_ptr<TransferTrace> trace = context.trace;
   done.OnReady([trace, start, traffic, exec_device, op = context.operation,
                 action = context.guard_action, src_box = std::move(src_box),
                 dst_box = std::move(dst_box)](const absl::Status& st) {
-    const int64_t end = trace->NowNs();
-    for (const auto& [pair, amount] : traffic) {
-      TransferTraceEvent e;
-      e.operation = op;
-      e.device = exec_device;
-      e.src_device = pair.first;
-      e.dst_device = pair.second;
-      e.bytes = amount.first;
-      e.copies = amount.second;
-      e.src_box = src_box;
-      e.dst_box = dst_box;
-      e.direction = DirectionOf(pair.first, pair.second);
-      e.guard_action = e.direction == std::string("local") ? "" : action;
-      e.start_ns = std::min(end, start.ns->load(std::memory_order_relaxed));
-      e.end_ns = end;
-      e.ok = st.ok();
-      trace->Add(std::move(e));
-    }
+    // A trace that cannot grow loses the event; the copy's own future is unaffected.
+    CatchAllocationFailure("tracing a copy", [&] {
+      AddTraceEvents(*trace, op, action, exec_device, traffic, src_box, dst_box, start, st);
+      return absl::OkStatus();
+    }).IgnoreError();
   });
 }
 
@@ -154,6 +190,9 @@ class PlanRun {
         dst_ready_(destinations.size()) {}
 
   PlanExecution Run();
+  // What Run returns when enqueueing failed with `status` part way: every future is set once the
+  // copies already enqueued have finished, with their error or `status`.
+  PlanExecution Abandon(absl::Status status);
 
  private:
   // The wave of each copy: 0 for copies from sources, 1 + the wave of what filled its source slot
@@ -182,6 +221,8 @@ class PlanRun {
 };
 
 PlanExecution PlanRun::Run() {
+  // One entry per batch or staged copy, at most one per copy: push_back never allocates below.
+  all_.reserve(plan_.copies.size());
   const std::vector<int> wave_of = Waves();
   const int max_wave = wave_of.empty() ? 0 : *std::max_element(wave_of.begin(), wave_of.end());
   for (int wave = 0; wave <= max_wave; ++wave) RunWave(wave_of, wave);
@@ -191,6 +232,18 @@ PlanExecution PlanRun::Run() {
     if (!ready.valid()) ready = MakeReadyFuture();
   }
   out.all_done = JoinFutures(all_);
+  return out;
+}
+
+PlanExecution PlanRun::Abandon(absl::Status status) {
+  // Wait for what was enqueued: those copies may read or write through raw pointers into buffers
+  // the caller frees once it has the error. They wait only for operations enqueued before them
+  // (the caller holds the enqueue lock), so this cannot wait on itself.
+  for (const Future<>& f : all_) f.Await().IgnoreError();
+  PlanExecution out;
+  out.status = status;
+  out.all_done = MakeReadyFuture(status);
+  out.dst_ready.assign(destinations_.size(), out.all_done);
   return out;
 }
 
@@ -242,7 +295,12 @@ void PlanRun::PlaceCopy(size_t i, std::map<BatchKey, Batch>& batches) {
   g.extent.assign(c.src_box.shape().begin(), c.src_box.shape().end());
   Place(s, element_bytes_, c.src_box, &g.src_offset, &g.src_byte_strides);
   Place(d, element_bytes_, c.dst_box, &g.dst_offset, &g.dst_byte_strides);
-  const auto pair = std::make_pair(DeviceIdOf(s), DeviceIdOf(d));
+  // Who the bytes count as coming from: the source, except for an upload's forwards, which are
+  // legs of its host-to-device transfer (PlanContext::forwards_are_host_to_device).
+  const int32_t counted_src = c.from_destination && context_.forwards_are_host_to_device
+                                  ? TransferStats::kHost
+                                  : DeviceIdOf(s);
+  const auto pair = std::make_pair(counted_src, DeviceIdOf(d));
 
   // The executing device and the kind of platform call, as the header's table says.
   Batch* b = nullptr;
@@ -290,17 +348,19 @@ void PlanRun::StartStagedCopy(const sharding::BoxCopy& c, const PlanEndpoint& s,
   Promise<> counted;
   const int64_t bytes = c.bytes;
   Future<> staged = StagedCopy(s, d, g);
-  if (traced_) {  // on two streams, neither in the trace's order
+  all_.push_back(staged);  // replaced by `counted` below; Abandon waits for it meanwhile
+  if (traced_) {           // on two streams, neither in the trace's order
     FinishTracing(context_, DeviceIdOf(d), {{pair, {bytes, 1}}}, c.src_box.ToString(),
                   c.dst_box.ToString(), StartTracing(context_.trace, {s.ready}), staged);
   }
   staged.OnReady([record = context_.record, pair, bytes, counted](const absl::Status& st) {
-    if (st.ok() && record) record(pair.first, pair.second, bytes, 1);
-    counted.Set(st);
+    RecordAndSet(counted, st, [&] {
+      if (record) record(pair.first, pair.second, bytes, 1);
+    });
   });
   Future<> f = counted.future();
   slot_writes_[c.dst_slot].push_back(f);
-  all_.push_back(f);
+  all_.back() = f;
 }
 
 void PlanRun::SubmitBatch(Batch& b) {
@@ -320,6 +380,7 @@ void PlanRun::SubmitBatch(Batch& b) {
     trace_start = StartTracing(context_.trace, start_after);
   }
   Future<> enqueued = Enqueue(b);
+  all_.push_back(enqueued);  // replaced by `counted` below; Abandon waits for it meanwhile
   if (traced_) {
     FinishTracing(context_, exec_device, traffic, std::move(b.src_box), std::move(b.dst_box),
                   trace_start, enqueued);
@@ -330,19 +391,23 @@ void PlanRun::SubmitBatch(Batch& b) {
   // statistics sees them.
   Promise<> counted;
   enqueued.OnReady([record = context_.record, counted, traffic = std::move(traffic),
-                    keep_alive = std::move(keep_alive)](const absl::Status& st) {
-    if (st.ok() && record) {
+                    keep_alive = std::move(keep_alive)](const absl::Status& st) mutable {
+    // The copy is over: release the buffers it read or wrote through raw pointers before anyone
+    // learns so. A waiter woken below may destroy the client, and with it the platforms that own
+    // those buffers, while this callback is still on its way out.
+    keep_alive.clear();
+    RecordAndSet(counted, st, [&] {
+      if (!record) return;
       for (const auto& [pair, amount] : traffic) {
         record(pair.first, pair.second, amount.first, amount.second);
       }
-    }
-    counted.Set(st);
+    });
   });
   Future<> f = counted.future();
   std::sort(dst_slots.begin(), dst_slots.end());
   dst_slots.erase(std::unique(dst_slots.begin(), dst_slots.end()), dst_slots.end());
   for (int slot : dst_slots) slot_writes_[slot].push_back(f);
-  all_.push_back(f);
+  all_.back() = f;
 }
 
 }  // namespace
@@ -350,7 +415,16 @@ void PlanRun::SubmitBatch(Batch& b) {
 PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_bytes,
                           absl::Span<const PlanEndpoint> sources,
                           absl::Span<const PlanEndpoint> destinations, const PlanContext& context) {
-  return PlanRun(plan, element_bytes, sources, destinations, context).Run();
+  PlanRun run(plan, element_bytes, sources, destinations, context);
+  absl::Status failure;
+  try {
+    return run.Run();
+  } catch (const std::bad_alloc& e) {
+    failure = AllocationFailure(context.operation, e);
+  } catch (const std::length_error& e) {
+    failure = AllocationFailure(context.operation, e);
+  }
+  return run.Abandon(std::move(failure));
 }
 
 }  // namespace tessera::runtime

@@ -24,11 +24,20 @@
 // (so that concurrent calls enqueue in one global order and never wait on each other in a cycle):
 // calls are serialized by that lock, not by ExecutePlan. Endpoint buffers are shared references;
 // the copies in flight keep the buffers and staging memory they use alive until they finish.
+//
+// Allocation failure: the callbacks ExecutePlan leaves on the streams (counting, tracing) turn a
+// std::bad_alloc into RESOURCE_EXHAUSTED on the future they set, never into an exception on a
+// device thread. CatchAllocationFailure does the same for a whole entry point of the runtime.
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <new>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -55,6 +64,9 @@ struct PlanEndpoint {
 };
 
 struct PlanExecution {
+  // OK, or RESOURCE_EXHAUSTED when enqueueing ran out of memory part way (ExecutePlan then waited
+  // for the copies it had enqueued; the futures below carry the error).
+  absl::Status status;
   std::vector<Future<>> dst_ready;  // per destination slot
   Future<> all_done;                // every copy of the plan finished (all reads of sources done)
 };
@@ -69,11 +81,44 @@ struct PlanContext {
   std::shared_ptr<TransferTrace> trace;  // null: nothing is traced and no time is taken
   std::string operation;                 // for the trace
   std::string guard_action;              // the guard's action for the call, for the trace
+  // An upload's forwards (fan-out copies from one destination replica to the next) are legs of
+  // the host-to-device transfer: counted and traced as from the host (TransferStats::kHost),
+  // with direction host_to_device. Otherwise a forward is the device-to-device copy it is.
+  bool forwards_are_host_to_device = false;
 };
 
+// Never throws: an allocation failure while enqueueing is PlanExecution::status (naming
+// context.operation), and an error on the futures.
 PlanExecution ExecutePlan(const sharding::ReshardPlan& plan, int64_t element_bytes,
                           absl::Span<const PlanEndpoint> sources,
                           absl::Span<const PlanEndpoint> destinations, const PlanContext& context);
+
+// RESOURCE_EXHAUSTED naming `what` (an entry point, a callback) for an allocation that failed.
+absl::Status AllocationFailure(std::string_view what, const std::exception& e);
+
+// Runs `fn` and returns its result, or RESOURCE_EXHAUSTED naming `what` when it throws
+// std::bad_alloc (memory ran out) or std::length_error (a container sized from input grew past
+// its limit): what an entry point of the runtime returns instead of throwing. `fn` returns
+// absl::Status, absl::StatusOr<T> or Future<> (then the error travels on a ready future). Nothing
+// is rolled back: the entry points delete donated inputs only after everything else succeeded,
+// and copies already enqueued when an allocation failed finish into buffers that are then freed.
+template <typename F>
+auto CatchAllocationFailure(std::string_view what, F&& fn) -> std::invoke_result_t<F> {
+  using Result = std::invoke_result_t<F>;
+  absl::Status failure;
+  try {
+    return std::forward<F>(fn)();
+  } catch (const std::bad_alloc& e) {
+    failure = AllocationFailure(what, e);
+  } catch (const std::length_error& e) {
+    failure = AllocationFailure(what, e);
+  }
+  if constexpr (std::is_same_v<Result, Future<>>) {
+    return MakeReadyFuture(std::move(failure));
+  } else {
+    return Result(std::move(failure));
+  }
+}
 
 }  // namespace tessera::runtime
 

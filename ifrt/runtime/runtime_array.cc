@@ -1,6 +1,7 @@
 #include "ifrt/runtime/runtime_array.h"
 
 #include "absl/strings/str_cat.h"
+#include "ifrt/runtime/plan_executor.h"
 #include "ifrt/runtime/runtime_client.h"
 
 namespace tessera::runtime {
@@ -24,11 +25,14 @@ RuntimeArray::RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, Shar
 Client* RuntimeArray::client() const { return client_; }
 
 Future<> RuntimeArray::GetReadyFuture() const {
-  if (absl::Status s = CheckNotDeleted(); !s.ok()) return MakeReadyFuture(s);
-  return ready_;
+  return CatchAllocationFailure("Array::GetReadyFuture", [&] {
+    if (absl::Status s = CheckNotDeleted(); !s.ok()) return MakeReadyFuture(s);
+    return ready_;
+  });
 }
 
 Future<> RuntimeArray::Delete() {
+  // The array is deleted whatever happens: the shards go first, without allocating.
   std::vector<Shard> released;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -38,9 +42,11 @@ Future<> RuntimeArray::Delete() {
   // In-flight operations hold their own references to the buffers; dropping
   // ours is enough. The future reports when the array's pending writes are
   // over, whatever their outcome.
-  Promise<> done;
-  ready_.OnReady([done](const absl::Status&) { done.Set(absl::OkStatus()); });
-  return done.future();
+  return CatchAllocationFailure("Array::Delete", [&] {
+    Promise<> done;
+    ready_.OnReady([done](const absl::Status&) { done.Set(absl::OkStatus()); });
+    return done.future();
+  });
 }
 
 bool RuntimeArray::IsDeleted() const {
@@ -69,17 +75,21 @@ absl::StatusOr<std::vector<Shard>> RuntimeArray::shards() const {
 
 absl::StatusOr<std::vector<ArrayRef>> RuntimeArray::DisassembleIntoSingleDeviceArrays(
     ArrayCopySemantics semantics) {
-  return client_->Disassemble(*this, semantics);
+  return CatchAllocationFailure("DisassembleIntoSingleDeviceArrays",
+                                [&] { return client_->Disassemble(*this, semantics); });
 }
 
 absl::StatusOr<ArrayRef> RuntimeArray::FullyReplicatedShard(ArrayCopySemantics semantics) {
-  return client_->FullyReplicatedShard(*this, semantics);
+  return CatchAllocationFailure("FullyReplicatedShard",
+                                [&] { return client_->FullyReplicatedShard(*this, semantics); });
 }
 
 Future<> RuntimeArray::CopyToHostBuffer(void* data,
                                         std::optional<absl::Span<const int64_t>> byte_strides,
                                         ArrayCopySemantics semantics, TransferOptions options) {
-  return client_->CopyToHostBuffer(*this, data, byte_strides, options);
+  return CatchAllocationFailure("CopyToHostBuffer", [&] {
+    return client_->CopyToHostBuffer(*this, data, byte_strides, options);
+  });
 }
 
 std::string RuntimeArray::DebugString() const {

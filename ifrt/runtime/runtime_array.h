@@ -8,6 +8,8 @@
 // alive while operations that touch them are in flight.
 //
 // Thread-safe: the shard list is guarded by a mutex and cleared by Delete().
+// Errors: every Array method returns RESOURCE_EXHAUSTED naming the call when memory runs out
+// inside it (CatchAllocationFailure), never an exception.
 
 #include <memory>
 #include <mutex>

@@ -1,5 +1,14 @@
 #include "ifrt/runtime/runtime_client.h"
 
+#include "ifrt/array_spec.h"
+#include "ifrt/strided_copy.h"
+
+// GCC 12 reports false -Wmaybe-uninitialized inside absl::InlinedVector moves (PlanEndpoint's
+// Index) when building with -fsanitize=address (make test-asan).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <set>
@@ -18,8 +27,12 @@ namespace {
 // Runs a callback exactly once, however many copies of the holder call it.
 class OnceCallback {
  public:
-  explicit OnceCallback(std::function<void()> fn)
-      : state_(std::make_shared<State>(std::move(fn))) {}
+  // Takes `fn` only once its own state is allocated: if that allocation fails, `fn` is still the
+  // caller's to call.
+  explicit OnceCallback(std::function<void()>& fn) : state_(std::make_shared<State>()) {
+    state_->fn = std::move(fn);
+    fn = nullptr;
+  }
   void operator()() const {
     if (!state_->fn) return;
     if (!state_->called.exchange(true)) state_->fn();
@@ -27,7 +40,6 @@ class OnceCallback {
 
  private:
   struct State {
-    explicit State(std::function<void()> f) : fn(std::move(f)) {}
     std::function<void()> fn;
     std::atomic<bool> called{false};
   };
@@ -70,10 +82,10 @@ absl::Status CheckDType(DType dtype, std::string_view op) {
   return absl::OkStatus();
 }
 
-// Byte strides of the user's host buffer: given ones (checked), else row-major.
-absl::StatusOr<Index> HostByteStrides(std::optional<absl::Span<const int64_t>> byte_strides,
-                                      const Shape& shape, int64_t element_bytes,
-                                      std::string_view op) {
+// The byte strides given for the user's host buffer (checked), else row-major ones.
+absl::StatusOr<Index> GivenByteStrides(std::optional<absl::Span<const int64_t>> byte_strides,
+                                       const Shape& shape, int64_t element_bytes,
+                                       std::string_view op) {
   if (!byte_strides.has_value()) {
     return StridedCopy::RowMajorByteStrides(shape.dims(), element_bytes);
   }
@@ -91,6 +103,20 @@ absl::StatusOr<Index> HostByteStrides(std::optional<absl::Span<const int64_t>> b
     }
   }
   return Index(byte_strides->begin(), byte_strides->end());
+}
+
+// Byte strides of the user's host buffer at `data`: given ones (checked), else row-major; the bytes
+// they span must neither overflow nor run past the end of the address space.
+absl::StatusOr<Index> HostByteStrides(std::optional<absl::Span<const int64_t>> byte_strides,
+                                      const Shape& shape, int64_t element_bytes,
+                                      std::string_view op, const void* data) {
+  TESSERA_ASSIGN_OR_RETURN(Index strides, GivenByteStrides(byte_strides, shape, element_bytes, op));
+  absl::StatusOr<int64_t> span = HostSpanBytes(shape.dims(), strides, element_bytes);
+  absl::Status status = span.ok() ? CheckHostRange(data, *span) : span.status();
+  if (!status.ok()) {
+    return absl::Status(status.code(), absl::StrCat(std::string(op), ": ", status.message()));
+  }
+  return strides;
 }
 
 // The user's host buffer may be null only when there is nothing to read or write.
@@ -141,16 +167,17 @@ std::vector<Shard> OutputShards(const std::vector<PlanEndpoint>& dst, const Plan
   return shards;
 }
 
-// The host-to-device movement of an upload: the bytes read from the host (forwards between
-// devices are part of it, not counted again) and the devices they go to.
+// The host-to-device movement of an upload: every byte written to a replica, whether read from
+// the host or forwarded from another replica (the forwards are legs of the upload, as
+// docs/transfer-guard.md says), and the devices they go to.
 guard::TransferEvent UploadEvent(std::string_view op, const sharding::ReshardPlan& plan,
                                  const std::vector<RuntimeMemory*>& memories, DType dtype,
                                  const Shape& shape, TransferOptions options) {
-  int64_t host_bytes = 0;
+  int64_t bytes = 0;
   std::set<int32_t> dst_ids;
   for (const sharding::BoxCopy& c : plan.copies) {
-    if (!c.from_destination && c.bytes > 0) {
-      host_bytes += c.bytes;
+    if (c.kind != sharding::BoxCopy::Kind::kAlias && c.bytes > 0) {
+      bytes += c.bytes;
       dst_ids.insert(memories[c.dst_slot]->device()->Id().value);
     }
   }
@@ -159,7 +186,7 @@ guard::TransferEvent UploadEvent(std::string_view op, const sharding::ReshardPla
                               .operation = std::string(op),
                               .dtype = dtype.DebugString(),
                               .shape = Dims(shape),
-                              .bytes = host_bytes,
+                              .bytes = bytes,
                               .src_devices = {},
                               .dst_devices = DeviceIds(dst_ids),
                               .src_memory_kind = "",
@@ -314,7 +341,17 @@ absl::Status CheckRemapCall(const RemapPlan& plan, size_t num_arrays, ArrayCopyS
 RuntimeClient::RuntimeClient(guard::Policy policy) : guard_(policy) {}
 
 RuntimeClient::~RuntimeClient() {
-  // Drain every stream before the members that in-flight callbacks use go away.
+  // Drain every stream of every platform before any platform goes away: an operation of one
+  // platform may use another's buffers (a GPU copying through a CPU buffer's host address), and
+  // in-flight callbacks use the members below. Each stream is in order, so a no-op on it finishes
+  // after everything enqueued before it.
+  std::vector<Future<>> drained;
+  for (const std::unique_ptr<Platform>& p : platforms_) {
+    for (int d = 0; d < p->device_count(); ++d) {
+      drained.push_back(p->EnqueueHostCallback(d, [] { return absl::OkStatus(); }, {}));
+    }
+  }
+  for (const Future<>& f : drained) f.Await().IgnoreError();  // a lost device drains at once
   platforms_.clear();
 }
 
@@ -357,13 +394,15 @@ absl::StatusOr<Device*> RuntimeClient::LookupDevice(DeviceId id) const {
 
 absl::StatusOr<DeviceListRef> RuntimeClient::MakeDeviceList(
     absl::Span<Device* const> devices) const {
-  for (Device* d : devices) {
-    if (d != nullptr && d->client() != this) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("device ", d->ToString(), " belongs to another client"));
+  return CatchAllocationFailure("MakeDeviceList", [&]() -> absl::StatusOr<DeviceListRef> {
+    for (Device* d : devices) {
+      if (d != nullptr && d->client() != this) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("device ", d->ToString(), " belongs to another client"));
+      }
     }
-  }
-  return DeviceList::Create(devices);
+    return DeviceList::Create(devices);  // INVALID_ARGUMENT "device list entry <i> is null"
+  });
 }
 
 std::vector<std::string> RuntimeClient::platform_names() const {
@@ -423,31 +462,43 @@ void RuntimeClient::SetTransferTrace(std::shared_ptr<TransferTrace> trace) {
   trace_ = std::move(trace);
 }
 
-PlanContext RuntimeClient::Context(std::string_view op, std::string guard_action) {
-  return PlanContext{Recorder(), trace_, std::string(op), std::move(guard_action)};
+PlanContext RuntimeClient::Context(std::string_view op, std::string guard_action,
+                                   bool forwards_are_host_to_device) {
+  return PlanContext{Recorder(), trace_, std::string(op), std::move(guard_action),
+                     forwards_are_host_to_device};
 }
 
 PlanExecution RuntimeClient::ExecuteLocked(const sharding::ReshardPlan& plan, int64_t element_bytes,
                                            absl::Span<const PlanEndpoint> sources,
                                            absl::Span<const PlanEndpoint> destinations,
-                                           std::string_view op, std::string guard_action) {
+                                           std::string_view op, std::string guard_action,
+                                           bool forwards_are_host_to_device) {
   std::lock_guard<std::mutex> trace_lock(trace_mu_);
   std::lock_guard<std::mutex> lock(enqueue_mu_);
   return ExecutePlan(plan, element_bytes, sources, destinations,
-                     Context(op, std::move(guard_action)));
+                     Context(op, std::move(guard_action), forwards_are_host_to_device));
 }
 
 // ---------------------------------------------------------------------------------------------
 // Validation
 
-absl::Status RuntimeClient::CheckSharding(const ShardingRef& sharding,
-                                          std::string_view what) const {
+absl::Status RuntimeClient::CheckSharding(const ShardingRef& sharding, std::string_view op,
+                                          std::string_view argument) const {
   if (sharding == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": the sharding is null"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(op), ": ", std::string(argument), " is null"));
+  }
+  if (sharding->devices() == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(op), ": ", std::string(argument), " has a null device list"));
   }
   for (Device* d : sharding->devices()->devices()) {
+    if (d == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(std::string(op), ": ", std::string(argument), " has a null device"));
+    }
     if (d->client() != this) {
-      return absl::InvalidArgumentError(absl::StrCat(std::string(what), ": device ", d->ToString(),
+      return absl::InvalidArgumentError(absl::StrCat(std::string(op), ": device ", d->ToString(),
                                                      " of ", sharding->DebugString(),
                                                      " belongs to another client"));
     }
@@ -512,16 +563,21 @@ absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> RuntimeClient::GetP
 
 absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> RuntimeClient::PlanReshard(
     const Array& array, const ArraySpec& spec) {
-  const auto* a = dynamic_cast<const RuntimeArray*>(&array);
-  if (a == nullptr || a->runtime_client() != this) {
-    return absl::InvalidArgumentError("PlanReshard: the array belongs to another client");
-  }
-  TESSERA_RETURN_IF_ERROR(CheckSharding(spec.sharding, "PlanReshard"));
-  TESSERA_ASSIGN_OR_RETURN(sharding::ShardLayout layout, spec.sharding->Layout(spec.shape));
-  TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeMemory*> memories, ResolveMemories(*spec.sharding));
-  // The cached plan as is: its locations are memory ids.
-  return GetPlan(a->layout(), Locations(a->memories()), layout, Locations(memories),
-                 a->element_bytes(), /*fan_out=*/false);
+  return CatchAllocationFailure(
+      "PlanReshard", [&]() -> absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> {
+        const auto* a = dynamic_cast<const RuntimeArray*>(&array);
+        if (a == nullptr || a->runtime_client() != this) {
+          return absl::InvalidArgumentError("PlanReshard: the array belongs to another client");
+        }
+        TESSERA_RETURN_IF_ERROR(CheckSharding(spec.sharding, "PlanReshard", "spec.sharding"));
+        TESSERA_RETURN_IF_ERROR(ValidateArraySpec(spec));
+        TESSERA_ASSIGN_OR_RETURN(sharding::ShardLayout layout, spec.sharding->Layout(spec.shape));
+        TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeMemory*> memories,
+                                 ResolveMemories(*spec.sharding));
+        // The cached plan as is: its locations are memory ids.
+        return GetPlan(a->layout(), Locations(a->memories()), layout, Locations(memories),
+                       a->element_bytes(), /*fan_out=*/false);
+      });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -532,16 +588,31 @@ absl::StatusOr<ArrayRef> RuntimeClient::MakeArrayFromHostBuffer(
     std::optional<absl::Span<const int64_t>> byte_strides, ShardingRef sharding,
     HostBufferSemantics semantics, std::function<void()> on_done_with_host_buffer,
     TransferOptions options) {
+  absl::StatusOr<ArrayRef> result = CatchAllocationFailure("MakeArrayFromHostBuffer", [&] {
+    return MakeArrayImpl(data, dtype, std::move(shape), byte_strides, std::move(sharding),
+                         semantics, on_done_with_host_buffer, options);
+  });
+  // Out of memory before the callback was taken over: it is still ours to call, once.
+  if (on_done_with_host_buffer) on_done_with_host_buffer();
+  return result;
+}
+
+absl::StatusOr<ArrayRef> RuntimeClient::MakeArrayImpl(
+    const void* data, DType dtype, Shape shape,
+    std::optional<absl::Span<const int64_t>> byte_strides, ShardingRef sharding,
+    HostBufferSemantics semantics, std::function<void()>& on_done_with_host_buffer,
+    TransferOptions options) {
   constexpr std::string_view kOp = "MakeArrayFromHostBuffer";
   // on_done runs exactly once: handed to the transfer on success, called here when the call fails
-  // (the runtime then never reads the buffer again).
-  OnceCallback on_done(std::move(on_done_with_host_buffer));
+  // (the runtime then never reads the buffer again). Taking it empties on_done_with_host_buffer.
+  OnceCallback on_done(on_done_with_host_buffer);
   CallOnFailure on_failure{on_done};
   TESSERA_RETURN_IF_ERROR(CheckDType(dtype, kOp));
-  TESSERA_RETURN_IF_ERROR(ValidateShape(shape));
-  TESSERA_RETURN_IF_ERROR(CheckSharding(sharding, kOp));
+  TESSERA_RETURN_IF_ERROR(ValidateShape(shape, dtype));
+  TESSERA_RETURN_IF_ERROR(CheckSharding(sharding, kOp, "argument 4 (sharding)"));
   const int64_t element_bytes = *dtype.byte_size();
-  TESSERA_ASSIGN_OR_RETURN(Index strides, HostByteStrides(byte_strides, shape, element_bytes, kOp));
+  TESSERA_ASSIGN_OR_RETURN(Index strides,
+                           HostByteStrides(byte_strides, shape, element_bytes, kOp, data));
   TESSERA_RETURN_IF_ERROR(CheckHostData(data, dtype, shape, kOp));
   TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*sharding, shape));
 
@@ -568,12 +639,15 @@ absl::StatusOr<ArrayRef> RuntimeClient::MakeArrayFromHostBuffer(
   std::vector<PlanEndpoint> dst;
   TESSERA_RETURN_IF_ERROR(
       CompleteDestinations(placement.layout, placement.memories, element_bytes, dst));
+  PlanEndpoint src;
+  src.host = const_cast<void*>(data);
+  src.host_byte_strides = std::move(strides);
+  // The forwards between replicas are legs of this host-to-device transfer.
+  PlanExecution exec = ExecuteLocked(*plan, element_bytes, {src}, dst, kOp, std::move(action),
+                                     /*forwards_are_host_to_device=*/true);
   on_failure.armed = false;  // from here on, the transfer calls on_done
-  // Built in one expression: GCC 12 -O2 with ASan sees InlinedVector's move-assignment into a
-  // default-constructed endpoint as a read of uninitialized storage (-Wmaybe-uninitialized).
-  const PlanEndpoint src{.host = const_cast<void*>(data), .host_byte_strides = std::move(strides)};
-  PlanExecution exec = ExecuteLocked(*plan, element_bytes, {src}, dst, kOp, std::move(action));
   ReleaseHostBufferWhenRead(semantics, exec.all_done, on_done);
+  TESSERA_RETURN_IF_ERROR(exec.status);
   return ArrayRef(std::make_shared<RuntimeArray>(
       this, dtype, std::move(shape), std::move(sharding), std::move(placement.layout),
       std::move(placement.memories), OutputShards(dst, exec)));
@@ -597,7 +671,8 @@ absl::StatusOr<Future<>> RuntimeClient::EnqueueCopyToHost(
   TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards, array.shards());
   const Shape& shape = array.shape();
   const int64_t element_bytes = array.element_bytes();
-  TESSERA_ASSIGN_OR_RETURN(Index strides, HostByteStrides(byte_strides, shape, element_bytes, kOp));
+  TESSERA_ASSIGN_OR_RETURN(Index strides,
+                           HostByteStrides(byte_strides, shape, element_bytes, kOp, data));
   TESSERA_RETURN_IF_ERROR(CheckHostData(data, array.dtype(), shape, kOp));
   // Each region is read from one replica, spreading the reads over the replicas.
   TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<const sharding::ReshardPlan> plan,
@@ -612,6 +687,8 @@ absl::StatusOr<Future<>> RuntimeClient::EnqueueCopyToHost(
   dst.host_byte_strides = std::move(strides);
   PlanExecution exec = ExecuteLocked(*plan, element_bytes, SourceEndpoints(array, shards), {dst},
                                      kOp, std::move(action));
+  // An allocation failure part way: all_done carries it, once the copies into `data` are over.
+  if (!exec.status.ok()) return exec.all_done;
   // Report the array's own error (a poisoned input) even where no copy read the failing shard.
   return JoinFutures({exec.all_done, array.GetReadyFuture()});
 }
@@ -622,6 +699,14 @@ absl::StatusOr<Future<>> RuntimeClient::EnqueueCopyToHost(
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardArrays(
     absl::Span<ArrayRef> arrays, absl::Span<const ArraySpec> specs, ArrayCopySemantics semantics,
     TransferOptions options) {
+  return CatchAllocationFailure("ReshardArrays",
+                                [&] { return ReshardImpl(arrays, specs, semantics, options); });
+}
+
+absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardImpl(absl::Span<ArrayRef> arrays,
+                                                                 absl::Span<const ArraySpec> specs,
+                                                                 ArrayCopySemantics semantics,
+                                                                 TransferOptions options) {
   constexpr std::string_view kOp = "ReshardArrays";
   if (arrays.size() != specs.size()) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(kOp), ": ", arrays.size(),
@@ -641,7 +726,8 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardArrays(
           absl::StrCat(std::string(kOp), ": array ", i, " has shape ", a->shape().DebugString(),
                        " but its spec asks for ", spec.shape.DebugString()));
     }
-    TESSERA_RETURN_IF_ERROR(CheckSharding(spec.sharding, kOp));
+    TESSERA_RETURN_IF_ERROR(
+        CheckSharding(spec.sharding, kOp, absl::StrCat("specs[", i, "].sharding")));
     inputs.push_back(a);
   }
   return ReshardValidated(kOp, inputs, specs, semantics, options);
@@ -650,7 +736,21 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardArrays(
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::CopyArrays(
     absl::Span<ArrayRef> arrays, std::optional<DeviceListRef> devices,
     std::optional<MemoryKind> memory_kind, ArrayCopySemantics semantics, TransferOptions options) {
+  return CatchAllocationFailure("CopyArrays", [&] {
+    return CopyArraysImpl(arrays, std::move(devices), std::move(memory_kind), semantics, options);
+  });
+}
+
+absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::CopyArraysImpl(
+    absl::Span<ArrayRef> arrays, std::optional<DeviceListRef> devices,
+    std::optional<MemoryKind> memory_kind, ArrayCopySemantics semantics, TransferOptions options) {
   constexpr std::string_view kOp = "CopyArrays";
+  if (devices.has_value() && *devices == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(kOp),
+                     ": argument 1 (devices) is null; pass std::nullopt to keep each "
+                     "array's devices"));
+  }
   if (arrays.empty()) return std::vector<ArrayRef>();
   std::vector<RuntimeArray*> inputs;
   std::vector<ArraySpec> specs;
@@ -673,7 +773,7 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::CopyArrays(
             a->sharding().memory_kind().DebugString()));
       }
     }
-    if (devices.has_value() && *devices != nullptr) {
+    if (devices.has_value()) {
       for (Device* d : (*devices)->devices()) {
         if (d->client() != this) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -720,7 +820,7 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardValidated(
   const bool may_alias = semantics != ArrayCopySemantics::kAlwaysCopy;
   for (ReshardWork& w : work) TESSERA_RETURN_IF_ERROR(PrepareDestinations(w, may_alias));
 
-  std::vector<ArrayRef> outputs = EnqueueReshards(op, action, work, specs);
+  TESSERA_ASSIGN_OR_RETURN(std::vector<ArrayRef> outputs, EnqueueReshards(op, action, work, specs));
   if (semantics == ArrayCopySemantics::kDonateInput) {
     for (RuntimeArray* a : arrays) a->Delete();
   }
@@ -751,9 +851,9 @@ absl::Status RuntimeClient::PrepareDestinations(ReshardWork& w, bool may_alias) 
                               w.dst);
 }
 
-std::vector<ArrayRef> RuntimeClient::EnqueueReshards(std::string_view op, const std::string& action,
-                                                     std::vector<ReshardWork>& work,
-                                                     absl::Span<const ArraySpec> specs) {
+absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::EnqueueReshards(
+    std::string_view op, const std::string& action, std::vector<ReshardWork>& work,
+    absl::Span<const ArraySpec> specs) {
   std::vector<ArrayRef> outputs;
   outputs.reserve(work.size());
   // The locks are held across the call's arrays: its copies enqueue in one global order.
@@ -764,6 +864,8 @@ std::vector<ArrayRef> RuntimeClient::EnqueueReshards(std::string_view op, const 
     PlanExecution exec =
         ExecutePlan(*w.plan, w.input->element_bytes(), SourceEndpoints(*w.input, w.src_shards),
                     w.dst, Context(op, action));
+    // Ran out of memory part way: the call fails (the arrays enqueued before are dropped).
+    TESSERA_RETURN_IF_ERROR(exec.status);
     outputs.push_back(std::make_shared<RuntimeArray>(
         this, w.input->dtype(), specs[i].shape, specs[i].sharding, std::move(w.placement.layout),
         std::move(w.placement.memories), OutputShards(w.dst, exec)));
@@ -774,38 +876,45 @@ std::vector<ArrayRef> RuntimeClient::EnqueueReshards(std::string_view op, const 
 // ---------------------------------------------------------------------------------------------
 // Assembly, disassembly, remapping
 
-absl::StatusOr<Shard> RuntimeClient::CopyShardLocally(const Shard& shard, RuntimeMemory* memory) {
-  const int64_t bytes = shard.buffer->size_bytes();
-  TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef buffer, memory->Allocate(bytes));
-  StridedCopy whole;
-  whole.element_bytes = 1;
-  whole.extent = {bytes};
-  whole.src_byte_strides = {1};
-  whole.dst_byte_strides = {1};
-  RuntimeDevice* d = memory->device();
-  const int32_t id = d->Id().value;
-  Future<> done;
-  {
-    std::lock_guard<std::mutex> lock(enqueue_mu_);
-    done = d->platform()->CopyBuffersToBuffers(
-        d->platform_device(), {BufferToBufferCopy{shard.buffer, buffer, whole}}, {shard.ready});
+absl::StatusOr<std::vector<Shard>> RuntimeClient::CopyShardsLocally(
+    std::string_view op, const sharding::ShardLayout& layout,
+    const std::vector<RuntimeMemory*>& memories, const std::vector<Shard>& shards,
+    int64_t element_bytes) {
+  // The plan from the layout to itself aliases every shard; with new destination buffers the
+  // executor runs each alias as a copy within its memory: local, traced, never a transfer.
+  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<const sharding::ReshardPlan> plan,
+                           GetPlan(layout, Locations(memories), layout, Locations(memories),
+                                   element_bytes, /*fan_out=*/false));
+  std::vector<PlanEndpoint> src(shards.size());
+  for (size_t i = 0; i < shards.size(); ++i) {
+    src[i].memory = memories[i];
+    src[i].buffer = shards[i].buffer;
+    src[i].ready = shards[i].ready;
+    src[i].shard_shape = layout.shard_shape(i);
   }
-  // The shard's future is set only once the bytes are counted (see ExecutePlan).
-  Promise<> counted;
-  done.OnReady([this, id, bytes, counted](const absl::Status& s) {
-    if (s.ok() && bytes > 0) Record(id, id, bytes, 1);
-    counted.Set(s);
-  });
-  return Shard{std::move(buffer), counted.future()};
+  // Every buffer first: a failed allocation releases the others before any copy starts.
+  std::vector<PlanEndpoint> dst;
+  TESSERA_RETURN_IF_ERROR(CompleteDestinations(layout, memories, element_bytes, dst));
+  PlanExecution exec = ExecuteLocked(*plan, element_bytes, src, dst, op, /*guard_action=*/"");
+  TESSERA_RETURN_IF_ERROR(exec.status);
+  return OutputShards(dst, exec);
 }
 
 absl::StatusOr<ArrayRef> RuntimeClient::AssembleArrayFromSingleDeviceArrays(
     DType dtype, Shape shape, ShardingRef sharding, absl::Span<ArrayRef> arrays,
     ArrayCopySemantics semantics) {
+  return CatchAllocationFailure("AssembleArrayFromSingleDeviceArrays", [&] {
+    return AssembleImpl(dtype, std::move(shape), std::move(sharding), arrays, semantics);
+  });
+}
+
+absl::StatusOr<ArrayRef> RuntimeClient::AssembleImpl(DType dtype, Shape shape, ShardingRef sharding,
+                                                     absl::Span<ArrayRef> arrays,
+                                                     ArrayCopySemantics semantics) {
   constexpr std::string_view kOp = "AssembleArrayFromSingleDeviceArrays";
   TESSERA_RETURN_IF_ERROR(CheckDType(dtype, kOp));
-  TESSERA_RETURN_IF_ERROR(ValidateShape(shape));
-  TESSERA_RETURN_IF_ERROR(CheckSharding(sharding, kOp));
+  TESSERA_RETURN_IF_ERROR(ValidateShape(shape, dtype));
+  TESSERA_RETURN_IF_ERROR(CheckSharding(sharding, kOp, "argument 2 (sharding)"));
   TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*sharding, shape));
   const int n = placement.layout.num_slots();
   if (static_cast<int>(arrays.size()) != n) {
@@ -824,9 +933,8 @@ absl::StatusOr<ArrayRef> RuntimeClient::AssembleArrayFromSingleDeviceArrays(
     inputs.push_back(a);
   }
   if (semantics == ArrayCopySemantics::kAlwaysCopy) {
-    for (int i = 0; i < n; ++i) {
-      TESSERA_ASSIGN_OR_RETURN(shards[i], CopyShardLocally(shards[i], placement.memories[i]));
-    }
+    TESSERA_ASSIGN_OR_RETURN(shards, CopyShardsLocally(kOp, placement.layout, placement.memories,
+                                                       shards, *dtype.byte_size()));
   }
   ArrayRef out = std::make_shared<RuntimeArray>(this, dtype, std::move(shape), std::move(sharding),
                                                 std::move(placement.layout),
@@ -837,23 +945,28 @@ absl::StatusOr<ArrayRef> RuntimeClient::AssembleArrayFromSingleDeviceArrays(
   return out;
 }
 
+ArrayRef RuntimeClient::ShardAsArray(const RuntimeArray& array, int slot, Shard shard) {
+  const Sharding& sharding = array.sharding();
+  const Shape shape(array.layout().shard_shape(slot));
+  return std::make_shared<RuntimeArray>(
+      this, array.dtype(), shape,
+      SingleDeviceSharding::Create(sharding.devices()->devices()[slot], sharding.memory_kind()),
+      sharding::ShardLayout::Replicated(shape.dims(), 1),
+      std::vector<RuntimeMemory*>{array.memories()[slot]}, std::vector<Shard>{std::move(shard)});
+}
+
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::Disassemble(RuntimeArray& array,
                                                                  ArrayCopySemantics semantics) {
+  constexpr std::string_view kOp = "DisassembleIntoSingleDeviceArrays";
   TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards, array.shards());
-  const Sharding& sharding = array.sharding();
+  if (semantics == ArrayCopySemantics::kAlwaysCopy) {
+    TESSERA_ASSIGN_OR_RETURN(shards, CopyShardsLocally(kOp, array.layout(), array.memories(),
+                                                       shards, array.element_bytes()));
+  }
   std::vector<ArrayRef> out;
-  for (int i = 0; i < array.layout().num_slots(); ++i) {
-    Shard shard = shards[i];
-    RuntimeMemory* memory = array.memories()[i];
-    if (semantics == ArrayCopySemantics::kAlwaysCopy) {
-      TESSERA_ASSIGN_OR_RETURN(shard, CopyShardLocally(shard, memory));
-    }
-    const Shape shape(array.layout().shard_shape(i));
-    out.push_back(std::make_shared<RuntimeArray>(
-        this, array.dtype(), shape,
-        SingleDeviceSharding::Create(sharding.devices()->devices()[i], sharding.memory_kind()),
-        sharding::ShardLayout::Replicated(shape.dims(), 1), std::vector<RuntimeMemory*>{memory},
-        std::vector<Shard>{shard}));
+  out.reserve(shards.size());
+  for (size_t i = 0; i < shards.size(); ++i) {
+    out.push_back(ShardAsArray(array, static_cast<int>(i), std::move(shards[i])));
   }
   if (semantics == ArrayCopySemantics::kDonateInput) array.Delete();
   return out;
@@ -861,19 +974,34 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::Disassemble(RuntimeArray& a
 
 absl::StatusOr<ArrayRef> RuntimeClient::FullyReplicatedShard(RuntimeArray& array,
                                                              ArrayCopySemantics semantics) {
-  TESSERA_RETURN_IF_ERROR(array.CheckNotDeleted());
+  constexpr std::string_view kOp = "FullyReplicatedShard";
+  TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards, array.shards());
   if (!array.layout().IsFullyReplicated()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("FullyReplicatedShard: the array is not fully replicated: ",
-                     array.sharding().DebugString()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(kOp), ": the array is not fully replicated: ", array.sharding().DebugString()));
   }
-  TESSERA_ASSIGN_OR_RETURN(std::vector<ArrayRef> parts, Disassemble(array, semantics));
-  return parts[0];
+  // The first replica, copied alone where a copy is asked for.
+  std::vector<Shard> first = {std::move(shards[0])};
+  if (semantics == ArrayCopySemantics::kAlwaysCopy) {
+    const sharding::ShardLayout one =
+        sharding::ShardLayout::Replicated(array.layout().shard_shape(0), 1);
+    TESSERA_ASSIGN_OR_RETURN(
+        first, CopyShardsLocally(kOp, one, {array.memories()[0]}, first, array.element_bytes()));
+  }
+  ArrayRef out = ShardAsArray(array, 0, std::move(first[0]));
+  if (semantics == ArrayCopySemantics::kDonateInput) array.Delete();
+  return out;
 }
 
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::RemapArrays(const RemapPlan& plan,
                                                                  absl::Span<ArrayRef> arrays,
                                                                  ArrayCopySemantics semantics) {
+  return CatchAllocationFailure("RemapArrays", [&] { return RemapImpl(plan, arrays, semantics); });
+}
+
+absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::RemapImpl(const RemapPlan& plan,
+                                                               absl::Span<ArrayRef> arrays,
+                                                               ArrayCopySemantics semantics) {
   constexpr std::string_view kOp = "RemapArrays";
   TESSERA_RETURN_IF_ERROR(CheckRemapCall(plan, arrays.size(), semantics, kOp));
   std::vector<RuntimeArray*> inputs;
@@ -886,8 +1014,10 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::RemapArrays(const RemapPlan
     in_shards.push_back(std::move(shards));
   }
   std::vector<Placement> placements;
-  for (const ArraySpec& spec : plan.output_specs) {
-    TESSERA_RETURN_IF_ERROR(CheckSharding(spec.sharding, kOp));
+  for (size_t o = 0; o < plan.output_specs.size(); ++o) {
+    const ArraySpec& spec = plan.output_specs[o];
+    TESSERA_RETURN_IF_ERROR(
+        CheckSharding(spec.sharding, kOp, absl::StrCat("plan.output_specs[", o, "].sharding")));
     TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*spec.sharding, spec.shape));
     placements.push_back(std::move(placement));
   }
@@ -953,6 +1083,10 @@ absl::StatusOr<std::vector<std::vector<Shard>>> RuntimeClient::RemapShards(
 }
 
 Future<> RuntimeClient::GetReadyFuture(absl::Span<const ArrayRef> arrays) {
+  return CatchAllocationFailure("GetReadyFuture", [&] { return GetReadyFutureImpl(arrays); });
+}
+
+Future<> RuntimeClient::GetReadyFutureImpl(absl::Span<const ArrayRef> arrays) {
   std::vector<Future<>> futures;
   futures.reserve(arrays.size());
   for (size_t i = 0; i < arrays.size(); ++i) {

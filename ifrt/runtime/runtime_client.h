@@ -7,6 +7,11 @@
 // direction before anything moves (always through GuardTransfer), enqueues the copies on the
 // devices' streams, and counts what actually moved.
 //
+// Errors: argument errors come back from the call (a null ArrayRef, ShardingRef or DeviceListRef
+// is INVALID_ARGUMENT naming the argument or its index); running out of host memory anywhere in a
+// call is RESOURCE_EXHAUSTED naming the call, never an exception; execution errors (a failed copy,
+// a lost device) arrive on the output arrays' ready futures, which always resolve.
+//
 // Devices are numbered across platforms in the order the platforms are given.
 // Ownership: callers share the client (std::shared_ptr); it owns its platforms and devices.
 // Thread-safe. Destroying the client waits for the copies in flight; arrays must not outlive their
@@ -87,7 +92,7 @@ class RuntimeClient final : public Client, public ClientIntrospection {
   void SetTransferTrace(std::shared_ptr<TransferTrace> trace) override;
   PlanCacheStats program_cache_stats() const override;
 
-  // Helpers of RuntimeArray.
+  // Helpers of RuntimeArray (which catches allocation failures around them).
   absl::StatusOr<std::vector<ArrayRef>> Disassemble(RuntimeArray& array,
                                                     ArrayCopySemantics semantics);
   absl::StatusOr<ArrayRef> FullyReplicatedShard(RuntimeArray& array, ArrayCopySemantics semantics);
@@ -115,8 +120,33 @@ class RuntimeClient final : public Client, public ClientIntrospection {
 
   explicit RuntimeClient(guard::Policy policy);
 
-  // Validation shared by the entry points.
-  absl::Status CheckSharding(const ShardingRef& sharding, std::string_view what) const;
+  // The entry points' bodies. Each public entry point runs its body under CatchAllocationFailure
+  // (plan_executor.h): running out of memory anywhere inside is RESOURCE_EXHAUSTED naming the
+  // call, never an exception. MakeArrayImpl empties `on_done` once it has taken it over.
+  absl::StatusOr<ArrayRef> MakeArrayImpl(const void* data, DType dtype, Shape shape,
+                                         std::optional<absl::Span<const int64_t>> byte_strides,
+                                         ShardingRef sharding, HostBufferSemantics semantics,
+                                         std::function<void()>& on_done, TransferOptions options);
+  absl::StatusOr<ArrayRef> AssembleImpl(DType dtype, Shape shape, ShardingRef sharding,
+                                        absl::Span<ArrayRef> arrays, ArrayCopySemantics semantics);
+  absl::StatusOr<std::vector<ArrayRef>> CopyArraysImpl(absl::Span<ArrayRef> arrays,
+                                                       std::optional<DeviceListRef> devices,
+                                                       std::optional<MemoryKind> memory_kind,
+                                                       ArrayCopySemantics semantics,
+                                                       TransferOptions options);
+  absl::StatusOr<std::vector<ArrayRef>> ReshardImpl(absl::Span<ArrayRef> arrays,
+                                                    absl::Span<const ArraySpec> specs,
+                                                    ArrayCopySemantics semantics,
+                                                    TransferOptions options);
+  absl::StatusOr<std::vector<ArrayRef>> RemapImpl(const RemapPlan& plan,
+                                                  absl::Span<ArrayRef> arrays,
+                                                  ArrayCopySemantics semantics);
+  Future<> GetReadyFutureImpl(absl::Span<const ArrayRef> arrays);
+
+  // Validation shared by the entry points. `argument` names the sharding's argument of `op`
+  // ("argument 4 (sharding)", "specs[2].sharding") in INVALID_ARGUMENT for a null one.
+  absl::Status CheckSharding(const ShardingRef& sharding, std::string_view op,
+                             std::string_view argument) const;
   absl::StatusOr<std::vector<RuntimeMemory*>> ResolveMemories(const Sharding& sharding) const;
   // The layout of `shape` under `sharding`, and the memories of its slots.
   absl::StatusOr<Placement> ResolvePlacement(const Sharding& sharding, const Shape& shape) const;
@@ -141,10 +171,12 @@ class RuntimeClient final : public Client, public ClientIntrospection {
   // The destination endpoints: aliases of source buffers where the plan allows and `may_alias`,
   // new buffers elsewhere.
   static absl::Status PrepareDestinations(ReshardWork& work, bool may_alias);
-  // Enqueues every array's copies under the enqueue lock and returns the new arrays.
-  std::vector<ArrayRef> EnqueueReshards(std::string_view op, const std::string& action,
-                                        std::vector<ReshardWork>& work,
-                                        absl::Span<const ArraySpec> specs);
+  // Enqueues every array's copies under the enqueue lock and returns the new arrays, or
+  // RESOURCE_EXHAUSTED when enqueueing ran out of memory.
+  absl::StatusOr<std::vector<ArrayRef>> EnqueueReshards(std::string_view op,
+                                                        const std::string& action,
+                                                        std::vector<ReshardWork>& work,
+                                                        absl::Span<const ArraySpec> specs);
 
   // RemapArrays: input `i` matches its spec; the shards of each output, taken from the inputs.
   absl::Status CheckRemapInput(const RuntimeArray& array, const ArraySpec& spec, size_t i,
@@ -161,18 +193,27 @@ class RuntimeClient final : public Client, public ClientIntrospection {
       const sharding::ShardLayout& src, std::vector<int64_t> src_locations,
       const sharding::ShardLayout& dst, std::vector<int64_t> dst_locations, int64_t element_bytes,
       bool fan_out);
-  // A copy of one whole shard into a new buffer of the same memory.
-  absl::StatusOr<Shard> CopyShardLocally(const Shard& shard, RuntimeMemory* memory);
+  // Copies of whole shards (slot i of `layout` in memories[i]) into new buffers of the same
+  // memories, for `op`: local copies, traced and counted as such, never asked of the guard.
+  // Allocates every buffer before any copy starts.
+  absl::StatusOr<std::vector<Shard>> CopyShardsLocally(std::string_view op,
+                                                       const sharding::ShardLayout& layout,
+                                                       const std::vector<RuntimeMemory*>& memories,
+                                                       const std::vector<Shard>& shards,
+                                                       int64_t element_bytes);
+  // Slot `slot` of `array`, as a single-device array holding `shard`.
+  ArrayRef ShardAsArray(const RuntimeArray& array, int slot, Shard shard);
   void Record(int32_t src_device, int32_t dst_device, int64_t bytes, int64_t copies);
   TransferRecorder Recorder();
   // What ExecutePlan needs besides the plan. The caller holds trace_mu_.
-  PlanContext Context(std::string_view op, std::string guard_action)
+  PlanContext Context(std::string_view op, std::string guard_action,
+                      bool forwards_are_host_to_device = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(trace_mu_);
   // ExecutePlan of one plan under the trace and enqueue locks.
   PlanExecution ExecuteLocked(const sharding::ReshardPlan& plan, int64_t element_bytes,
                               absl::Span<const PlanEndpoint> sources,
                               absl::Span<const PlanEndpoint> destinations, std::string_view op,
-                              std::string guard_action);
+                              std::string guard_action, bool forwards_are_host_to_device = false);
 
   guard::TransferGuard guard_;
   PlanCache plan_cache_;

@@ -177,8 +177,9 @@ TEST_P(GuardTest, RecordingSinkSeesOneEventPerCallAndDirection) {
   const int id = client().transfer_guard().AddSink(sink);
   client().transfer_guard().SetPolicy(guard::Policy::Uniform(guard::Level::kLogExplicit));
 
-  // Host to device: every region read once (replicas are forwarded on the
-  // devices).
+  // Host to device: every region read once, replicas forwarded on the devices; the forwards are
+  // legs of the upload (docs/transfer-guard.md): the event and host_to_device count every byte
+  // written to every replica.
   ShardingRef replicated = ReplicatedSharding(All(), shape);
   TransferStats before = client().transfer_stats();
   ASSERT_OK_AND_ASSIGN(ArrayRef a, MakeArray(client(), data, kS32, shape, replicated));
@@ -187,11 +188,13 @@ TEST_P(GuardTest, RecordingSinkSeesOneEventPerCallAndDirection) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].direction, guard::Direction::kHostToDevice);
   EXPECT_EQ(events[0].operation, "MakeArrayFromHostBuffer");
-  EXPECT_EQ(events[0].bytes, bytes);
+  EXPECT_EQ(events[0].bytes, bytes * n_);
   EXPECT_EQ(events[0].dtype, "s32");
   EXPECT_THAT(events[0].shape, ElementsAre(8, 6));
   EXPECT_TRUE(events[0].is_explicit);
-  EXPECT_EQ(client().transfer_stats().host_to_device.bytes - before.host_to_device.bytes, bytes);
+  EXPECT_EQ(client().transfer_stats().host_to_device.bytes - before.host_to_device.bytes,
+            bytes * n_);
+  EXPECT_EQ(client().transfer_stats().device_to_device, before.device_to_device);
   EXPECT_EQ(sink->records()[0].action, guard::Action::kLog);
 
   // Device to device.
