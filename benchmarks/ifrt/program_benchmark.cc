@@ -31,37 +31,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "benchmarks/ifrt/memcpy_floor.h"
 #include "tessera.h"
 
 namespace {
 
 using namespace tessera;
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// One thread per device copies its slice: the memory-bandwidth floor for moving `bytes`.
-double ParallelMemcpySeconds(int64_t bytes, int threads, int repeat) {
-  std::vector<char> src(bytes, 1), dst(bytes, 0);
-  std::vector<double> times;
-  for (int r = 0; r < repeat + 1; ++r) {
-    auto start = Clock::now();
-    std::vector<std::thread> workers;
-    const int64_t slice = (bytes + threads - 1) / threads;
-    for (int t = 0; t < threads; ++t) {
-      const int64_t begin = std::min(bytes, t * slice), end = std::min(bytes, begin + slice);
-      workers.emplace_back([&, begin, end] { std::memcpy(&dst[begin], &src[begin], end - begin); });
-    }
-    for (auto& w : workers) w.join();
-    if (r > 0) times.push_back(Seconds(Clock::now() - start));  // the first run warms the pages
-  }
-  return Median(times);
-}
+using bench::Clock;
+using bench::Median;
+using bench::ParallelMemcpySeconds;
+using bench::Seconds;
 
 // Replaces $B, $N, $R, $C and $D in `text`.
 std::string Fill(const char* text, int64_t b, int64_t n, int64_t rows, int64_t cols, int d) {
