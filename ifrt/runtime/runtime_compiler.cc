@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ifrt/runtime/collectives.h"
+#include "ifrt/runtime/plan_executor.h"
 #include "ifrt/runtime/runtime_client.h"
 #include "ifrt/shape.h"
 #include "ifrt/status_macros.h"
@@ -312,6 +313,12 @@ absl::StatusOr<std::shared_ptr<const CompiledProgram>> RuntimeCompiler::Bind(
 
 absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::Compile(std::unique_ptr<Program> program,
                                                              CompileOptions options) {
+  return CatchAllocationFailure(
+      "Compile", [&] { return CompileImpl(std::move(program), std::move(options)); });
+}
+
+absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::CompileImpl(std::unique_ptr<Program> program,
+                                                                 CompileOptions options) {
   const auto* mlir = dynamic_cast<const MlirProgram*>(program.get());
   if (mlir == nullptr) {
     return absl::UnimplementedError(

@@ -35,6 +35,9 @@ class RuntimeCompiler final : public Compiler {
   PlanCacheStats cache_stats() const;
 
  private:
+  // Compile, with allocation failures (std::bad_alloc) as RESOURCE_EXHAUSTED by Compile.
+  absl::StatusOr<LoadedExecutableRef> CompileImpl(std::unique_ptr<Program> program,
+                                                  CompileOptions options);
   absl::Status CheckOptions(const CompileOptions& options, size_t* num_devices) const;
   absl::StatusOr<ProgramCompileRequest> MakeRequest(const MlirProgram& program,
                                                     const CompileOptions& options) const;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "guard/transfer_event.h"
 #include "ifrt/runtime/collectives.h"
+#include "ifrt/runtime/plan_executor.h"
 #include "ifrt/runtime/runtime_client.h"
 #include "ifrt/status_macros.h"
 
@@ -300,6 +301,12 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeExecutable::MakeOutputs(const Value
 absl::StatusOr<ExecuteResult> RuntimeExecutable::Execute(absl::Span<ArrayRef> args,
                                                          const ExecuteOptions& options,
                                                          std::optional<DeviceListRef> devices) {
+  return CatchAllocationFailure("Execute", [&] { return ExecuteImpl(args, options, devices); });
+}
+
+absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteImpl(absl::Span<ArrayRef> args,
+                                                             const ExecuteOptions& options,
+                                                             std::optional<DeviceListRef> devices) {
   TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeArray*> checked, CheckArguments(args, devices));
   TESSERA_RETURN_IF_ERROR(GuardCommunication());
   TESSERA_ASSIGN_OR_RETURN(std::vector<ArrayRef> matched, MatchShardings(args, checked));

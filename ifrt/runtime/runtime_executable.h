@@ -71,6 +71,10 @@ class RuntimeExecutable final : public LoadedExecutable {
   std::string Explain() const override { return program_->explain; }
 
  private:
+  // Execute, with allocation failures (std::bad_alloc) as RESOURCE_EXHAUSTED by Execute.
+  absl::StatusOr<ExecuteResult> ExecuteImpl(absl::Span<ArrayRef> args,
+                                            const ExecuteOptions& options,
+                                            std::optional<DeviceListRef> devices);
   // Per value, one shard per slot.
   using ValueShards = std::vector<std::vector<Shard>>;
 
