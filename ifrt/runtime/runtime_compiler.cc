@@ -356,6 +356,8 @@ absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::CompileImpl(std::unique_ptr
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++misses_;
+    // Bounded like the plan cache: when full it starts over (executables keep their programs).
+    if (cache_.size() >= kMaxCachedPrograms) cache_.clear();
     cache_.emplace(key, compiled);
   }
   return LoadedExecutableRef(std::make_shared<RuntimeExecutable>(client_, std::move(compiled)));

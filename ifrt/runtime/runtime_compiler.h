@@ -4,8 +4,9 @@
 // RuntimeCompiler: the generic runtime's Compiler. Validates CompileOptions against its client,
 // hands the program to the client's ProgramCompiler (ifrt/spi/program_compiler.h; compiler/ in this
 // repository), binds the plan to devices (loads each kernel on each device's platform, resolves
-// shardings and memories) and caches the result by fingerprint: compiling the same text with equal
-// options again is a cache hit that runs no compiler.
+// shardings and memories) and caches the result by its compile key (the text, devices, shardings
+// and donated indices; at most 256 programs, then it starts over): compiling the same text with
+// equal options again is a cache hit that runs no compiler.
 //
 // Thread-safe.
 
@@ -46,6 +47,8 @@ class RuntimeCompiler final : public Compiler {
                                                               std::string fingerprint) const;
   absl::Status BindShardings(const CompileOptions& options, CompiledProgram& program) const;
   absl::Status LoadKernels(CompiledProgram& program) const;
+
+  static constexpr size_t kMaxCachedPrograms = 256;
 
   RuntimeClient* client_;
   std::unique_ptr<ProgramCompiler> compiler_;
