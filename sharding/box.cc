@@ -52,7 +52,13 @@ bool Box::is_empty() const {
 std::string Box::ToString() const {
   std::string out = "[";
   for (int d = 0; d < rank(); ++d) {
-    absl::StrAppend(&out, d == 0 ? "" : ", ", inclusive_min(d), ":", exclusive_max(d));
+    // An unchecked box (the public constructor) may end past int64_t: print its size instead.
+    int64_t end = 0;
+    if (__builtin_add_overflow(origin_[d], shape_[d], &end)) {
+      absl::StrAppend(&out, d == 0 ? "" : ", ", origin_[d], ":", origin_[d], "+", shape_[d]);
+    } else {
+      absl::StrAppend(&out, d == 0 ? "" : ", ", origin_[d], ":", end);
+    }
   }
   out += "]";
   return out;

@@ -57,7 +57,8 @@ class Box {
   // True iff some size is 0 (never for rank 0).
   bool is_empty() const;
 
-  // "[min0:max0, min1:max1, ...]" with exclusive maxima; "[]" for rank 0.
+  // "[min0:max0, min1:max1, ...]" with exclusive maxima; "[]" for rank 0. A maximum that would
+  // overflow int64_t prints as "min+size".
   std::string ToString() const;
 
   friend bool operator==(const Box& a, const Box& b) {

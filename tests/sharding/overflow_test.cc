@@ -123,6 +123,8 @@ TEST(ShardLayoutOverflow, FromBoxesChecksEndsWithoutOverflow) {
   // Box's unchecked constructor can hold an end past int64; FromBoxes must not add it up.
   EXPECT_THAT(ShardLayout::FromBoxes({4}, {Box({0}, {4}), Box({kMax - 1}, {4})}).status(),
               IsInvalid("lies outside the array"));
+  // Its message prints the box without adding up its end.
+  EXPECT_EQ(Box({kMax - 1}, {4}).ToString(), "[9223372036854775806:9223372036854775806+4]");
   EXPECT_THAT(ShardLayout::FromBoxes({k2Pow62, k2Pow62}, {Box({0, 0}, {1, 1})}).status(),
               IsInvalid("overflows int64"));
 }
