@@ -157,7 +157,11 @@ class CpuPlatform final : public Platform {
       if (PlatformKernelRef live = it->second.lock()) return live;
     }
     absl::StatusOr<PlatformKernelRef> kernel = cpu::LoadCpuPlatformKernel(artifact);
-    if (kernel.ok()) kernels_[key] = *kernel;
+    if (kernel.ok()) {
+      // Drop the entries (and their code text) of kernels no executable uses any more.
+      absl::erase_if(kernels_, [](const auto& entry) { return entry.second.expired(); });
+      kernels_[key] = *kernel;
+    }
     return kernel;
   }
 

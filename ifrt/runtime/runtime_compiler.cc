@@ -42,6 +42,8 @@ uint64_t Fnv1a(std::string_view bytes) {
   return h;
 }
 
+std::string FingerprintOfKey(std::string_view key) { return absl::StrFormat("%016x", Fnv1a(key)); }
+
 // The grid's mesh: that of the first NamedSharding given, else one axis over every device.
 std::string GridMesh(const CompileOptions& options, size_t num_devices) {
   for (const auto* list : {&options.input_shardings, &options.output_shardings}) {
@@ -75,6 +77,40 @@ absl::StatusOr<ProgramSharding> ToProgramSharding(const ShardingRef& sharding,
       " cannot be expressed on a device grid; use a NamedSharding (mesh + PartitionSpec)"));
 }
 
+// Each collective step's members (group, peers, bytes from each peer) per slot, and the bytes the
+// program's communication reads per run. UNIMPLEMENTED when a device's memory is not
+// host-addressable (the runtime's collectives read their peers' buffers from the host).
+absl::Status BindCollectives(CompiledProgram& program) {
+  const ProgramPlan& plan = program.plan;
+  program.members.resize(plan.steps.size());
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    if (plan.steps[i].kind != ProgramStep::Kind::kCollective) continue;
+    for (RuntimeMemory* memory : program.slot_memories) {
+      if (!memory->host_addressable()) {
+        return absl::UnimplementedError(absl::StrCat(
+            "Compile: '", plan.name, "' communicates between devices, which programs do only ",
+            "through host-addressable memory so far; ", memory->DebugString(), " is not"));
+      }
+    }
+    const CollectiveStep& step = plan.steps[i].collective;
+    const ProgramValue& in = plan.values[step.input];
+    const int64_t bytes = in.local_shape.num_elements() * *in.dtype.byte_size();
+    for (size_t s = 0; s < program.slot_devices.size(); ++s) {
+      CollectiveMember member{GroupOf(plan.grid_shape, step.grid_axes, static_cast<int>(s))};
+      for (int m : member.group.members) {
+        if (m != static_cast<int>(s))
+          member.peer_ids.push_back(program.slot_devices[m]->Id().value);
+      }
+      member.bytes_from_each_peer =
+          BytesFromEachPeer(step, bytes, static_cast<int>(member.group.members.size()));
+      program.communication_bytes +=
+          static_cast<int64_t>(member.peer_ids.size()) * member.bytes_from_each_peer;
+      program.members[i].push_back(std::move(member));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::string DescribeCommunication(const CompiledProgram& program) {
   const ProgramPlan& plan = program.plan;
   std::string out = "communication (done by the runtime, guarded as explicit device-to-device):\n";
@@ -86,9 +122,10 @@ std::string DescribeCommunication(const CompiledProgram& program) {
     any = true;
     const CollectiveStep& c = step.collective;
     const ProgramValue& in = plan.values[c.input];
-    const int64_t bytes = in.local_shape.num_elements() * *in.dtype.byte_size();
-    const int group = static_cast<int>(GroupOf(plan.grid_shape, c.grid_axes, 0).members.size());
-    const int64_t per_device = (group - 1) * BytesFromEachPeer(c, bytes, group);
+    const CollectiveMember& first = program.members[&step - plan.steps.data()][0];
+    const size_t group = first.group.members.size();
+    const int64_t per_device =
+        static_cast<int64_t>(first.peer_ids.size()) * first.bytes_from_each_peer;
     absl::StrAppend(&out, "  ", kCollectiveNames[static_cast<int>(c.kind)], " of value %", c.input,
                     " (", in.dtype.DebugString(), in.local_shape.DebugString(),
                     " per device) over grid axes [", absl::StrJoin(c.grid_axes, ","),
@@ -103,7 +140,7 @@ std::string DescribeCommunication(const CompiledProgram& program) {
 }  // namespace
 
 std::string ProgramFingerprint(const std::string& text, const CompileOptions& options) {
-  return absl::StrFormat("%016x", Fnv1a(CompileKey(text, options)));
+  return FingerprintOfKey(CompileKey(text, options));
 }
 
 RuntimeCompiler::RuntimeCompiler(RuntimeClient* client, std::unique_ptr<ProgramCompiler> compiler)
@@ -190,9 +227,22 @@ absl::Status RuntimeCompiler::BindShardings(const CompileOptions& options,
         plan.results.size(), " results; the options give ", program.parameter_shardings.size(),
         " input and ", program.result_shardings.size(), " output shardings"));
   }
-  for (const ShardingRef& s : program.result_shardings) {
+  for (size_t r = 0; r < program.result_shardings.size(); ++r) {
+    const ShardingRef& s = program.result_shardings[r];
     TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeMemory*> memories, client_->ResolveMemories(*s));
     program.result_memories.push_back(std::move(memories));
+    TESSERA_ASSIGN_OR_RETURN(sharding::ShardLayout layout,
+                             s->Layout(plan.global_results[r].local_shape));
+    // The buffers the kernels write must be the shards the result's arrays describe.
+    const Shape& local = plan.values[plan.results[r]].local_shape;
+    for (int slot = 0; slot < layout.num_slots(); ++slot) {
+      if (absl::Span<const int64_t>(layout.shard_shape(slot)) != local.dims()) {
+        return absl::InternalError(absl::StrCat(
+            "Compile: result ", r, " of '", plan.name, "' has local shape ", local.DebugString(),
+            " in the compiler's plan but ", s->DebugString(), " gives shard ", slot, " another"));
+      }
+    }
+    program.result_layouts.push_back(std::move(layout));
   }
   return absl::OkStatus();
 }
@@ -287,24 +337,7 @@ absl::StatusOr<std::shared_ptr<const CompiledProgram>> RuntimeCompiler::Bind(
     }
     program->donated_parameters.push_back(index);
   }
-  for (const ProgramStep& step : program->plan.steps) {
-    if (step.kind != ProgramStep::Kind::kCollective) continue;
-    for (RuntimeMemory* memory : program->slot_memories) {
-      if (!memory->host_addressable()) {
-        return absl::UnimplementedError(absl::StrCat(
-            "Compile: '", program->plan.name, "' communicates between devices, which programs do ",
-            "only through host-addressable memory so far; ", memory->DebugString(), " is not"));
-      }
-    }
-    const ProgramValue& in = program->plan.values[step.collective.input];
-    const int64_t bytes = in.local_shape.num_elements() * *in.dtype.byte_size();
-    for (size_t s = 0; s < program->slot_devices.size(); ++s) {
-      const int group = static_cast<int>(
-          GroupOf(program->plan.grid_shape, step.collective.grid_axes, s).members.size());
-      program->communication_bytes +=
-          (group - 1) * BytesFromEachPeer(step.collective, bytes, group);
-    }
-  }
+  TESSERA_RETURN_IF_ERROR(BindCollectives(*program));
   TESSERA_RETURN_IF_ERROR(LoadKernels(*program));
   program->explain =
       absl::StrCat(program->plan.partitioned_text, "\n", DescribeCommunication(*program));
@@ -350,9 +383,8 @@ absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::CompileImpl(std::unique_ptr
         "Compile: no shardings for '", plan.name, "': CompileOptions has none and no argument or ",
         "result of the program carries a tessera.sharding attribute"));
   }
-  TESSERA_ASSIGN_OR_RETURN(
-      std::shared_ptr<const CompiledProgram> compiled,
-      Bind(std::move(plan), options, ProgramFingerprint(mlir->text(), options)));
+  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledProgram> compiled,
+                           Bind(std::move(plan), options, FingerprintOfKey(key)));
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++misses_;

@@ -30,6 +30,14 @@ std::vector<Future<>> ReadyOf(const std::vector<Shard>& shards, absl::Span<const
 
 }  // namespace
 
+void RuntimeExecutable::RecordPeerReads(RuntimeClient& client, const CompiledProgram& program,
+                                        size_t step, size_t slot) {
+  const CollectiveMember& member = program.members[step][slot];
+  if (member.bytes_from_each_peer == 0) return;
+  const int32_t self = program.slot_devices[slot]->Id().value;
+  for (int32_t peer : member.peer_ids) client.Record(peer, self, member.bytes_from_each_peer, 1);
+}
+
 RuntimeExecutable::RuntimeExecutable(RuntimeClient* client,
                                      std::shared_ptr<const CompiledProgram> program)
     : client_(client), program_(std::move(program)) {}
@@ -148,8 +156,7 @@ absl::Status RuntimeExecutable::LaunchKernelStep(size_t index, ValueShards& valu
                                     program_->plan.values[v].local_shape.dims().end()));
       after.push_back(values[v][s].ready);
     }
-    std::vector<int> outputs(step.outputs.begin(), step.outputs.end());
-    for (int v : outputs) {
+    for (int v : step.outputs) {
       const ProgramValue& value = program_->plan.values[v];
       TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef buffer,
                                program_->slot_memories[s]->Allocate(ValueBytes(value)));
@@ -161,22 +168,22 @@ absl::Status RuntimeExecutable::LaunchKernelStep(size_t index, ValueShards& valu
     if (step.takes_device_position) launch.device_position = program_->slot_positions[s];
     Future<> finished =
         device->platform()->LaunchKernel(device->platform_device(), std::move(launch), after);
-    for (int v : outputs) values[v][s].ready = finished;
+    for (int v : step.outputs) values[v][s].ready = finished;
     done.push_back(std::move(finished));
   }
   return absl::OkStatus();
 }
 
-absl::Status RuntimeExecutable::RunAllReduce(const CollectiveStep& step, ValueShards& values,
+absl::Status RuntimeExecutable::RunAllReduce(size_t index, ValueShards& values,
                                              std::vector<Future<>>& done) {
-  const ProgramPlan& plan = program_->plan;
-  const ProgramValue& in = plan.values[step.input];
+  const CollectiveStep& step = program_->plan.steps[index].collective;
+  const ProgramValue& in = program_->plan.values[step.input];
   const int64_t elements = in.local_shape.num_elements();
   const size_t slots = program_->slot_devices.size();
   // Phase 1: each member reduces its range of every member's input into its own output.
   std::vector<Shard> outputs(slots);
   for (size_t s = 0; s < slots; ++s) {
-    const CollectiveGroup group = GroupOf(plan.grid_shape, step.grid_axes, static_cast<int>(s));
+    const CollectiveGroup& group = program_->members[index][s].group;
     TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef output,
                              program_->slot_memories[s]->Allocate(ValueBytes(in)));
     std::vector<PlatformBufferRef> inputs;
@@ -197,33 +204,29 @@ absl::Status RuntimeExecutable::RunAllReduce(const CollectiveStep& step, ValueSh
   // Phase 2: each member copies every peer's reduced range from the peer's output into its own.
   const int64_t element_bytes = *in.dtype.byte_size();
   for (size_t s = 0; s < slots; ++s) {
-    const CollectiveGroup group = GroupOf(plan.grid_shape, step.grid_axes, static_cast<int>(s));
-    const int size = static_cast<int>(group.members.size());
+    const CollectiveGroup& group = program_->members[index][s].group;
     std::vector<PlatformBufferRef> peers;
-    for (int m : group.members) peers.push_back(outputs[m].buffer);
-    std::vector<int32_t> peer_ids;
+    std::vector<Future<>> after;
     for (int m : group.members) {
-      if (m != static_cast<int>(s)) peer_ids.push_back(program_->slot_devices[m]->Id().value);
+      peers.push_back(outputs[m].buffer);
+      after.push_back(outputs[m].ready);
     }
-    const int64_t peer_bytes = BytesFromEachPeer(step, ValueBytes(in), size);
-    RuntimeDevice* device = program_->slot_devices[s];
-    auto gather = [peers, position = group.position, elements, element_bytes, size,
-                   client = client_, self = device->Id().value, peer_ids, peer_bytes]() {
-      char* own = static_cast<char*>(peers[position]->host_address());
+    auto gather = [peers, elements, element_bytes, program = program_, index, s,
+                   client = client_]() {
+      const CollectiveGroup& group = program->members[index][s].group;
+      const int size = static_cast<int>(group.members.size());
+      char* own = static_cast<char*>(peers[group.position]->host_address());
       for (int j = 0; j < size; ++j) {
-        if (j == position) continue;
+        if (j == group.position) continue;
         const auto [begin, end] = AllReduceRange(elements, size, j);
         std::memcpy(own + begin * element_bytes,
                     static_cast<const char*>(peers[j]->host_address()) + begin * element_bytes,
                     (end - begin) * element_bytes);
       }
-      for (int32_t peer : peer_ids) {
-        if (peer_bytes > 0) client->Record(peer, self, peer_bytes, 1);
-      }
+      RecordPeerReads(*client, *program, index, s);
       return absl::OkStatus();
     };
-    std::vector<Future<>> after;
-    for (int m : group.members) after.push_back(outputs[m].ready);
+    RuntimeDevice* device = program_->slot_devices[s];
     Future<> finished = device->platform()->EnqueueHostCallback(device->platform_device(),
                                                                 std::move(gather), after);
     values[step.output][s] = Shard{outputs[s].buffer, finished};
@@ -232,38 +235,32 @@ absl::Status RuntimeExecutable::RunAllReduce(const CollectiveStep& step, ValueSh
   return absl::OkStatus();
 }
 
-absl::Status RuntimeExecutable::RunCollectiveStep(const CollectiveStep& step, ValueShards& values,
+absl::Status RuntimeExecutable::RunCollectiveStep(size_t index, ValueShards& values,
                                                   std::vector<Future<>>& done) {
-  if (step.kind == CollectiveKind::kAllReduce) return RunAllReduce(step, values, done);
-  const ProgramPlan& plan = program_->plan;
-  const ProgramValue& in = plan.values[step.input];
-  const ProgramValue& out = plan.values[step.output];
+  const CollectiveStep& step = program_->plan.steps[index].collective;
+  if (step.kind == CollectiveKind::kAllReduce) return RunAllReduce(index, values, done);
+  const ProgramValue& out = program_->plan.values[step.output];
   const size_t slots = program_->slot_devices.size();
   for (size_t s = 0; s < slots; ++s) {
-    RuntimeDevice* device = program_->slot_devices[s];
-    const CollectiveGroup group = GroupOf(plan.grid_shape, step.grid_axes, static_cast<int>(s));
+    const CollectiveGroup& group = program_->members[index][s].group;
     TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef output,
                              program_->slot_memories[s]->Allocate(ValueBytes(out)));
     std::vector<PlatformBufferRef> inputs;
     for (int m : group.members) inputs.push_back(values[step.input][m].buffer);
-    const int64_t peer_bytes =
-        BytesFromEachPeer(step, ValueBytes(in), static_cast<int>(group.members.size()));
-    std::vector<int32_t> peers;
-    for (int m : group.members) {
-      if (m != static_cast<int>(s)) peers.push_back(program_->slot_devices[m]->Id().value);
-    }
-    auto compute = [step, dtype = in.dtype, in_dims = in.local_shape, out_dims = out.local_shape,
-                    inputs, output, position = group.position, client = client_,
-                    self = device->Id().value, peers, peer_bytes]() -> absl::Status {
+    auto compute = [inputs, output, program = program_, index, s,
+                    client = client_]() -> absl::Status {
+      const CollectiveStep& step = program->plan.steps[index].collective;
+      const ProgramValue& in = program->plan.values[step.input];
       std::vector<const void*> pointers;
       for (const PlatformBufferRef& b : inputs) pointers.push_back(b->host_address());
-      TESSERA_RETURN_IF_ERROR(ComputeCollective(step, dtype, in_dims.dims(), out_dims.dims(),
-                                                pointers, position, output->host_address()));
-      for (int32_t peer : peers) {
-        if (peer_bytes > 0) client->Record(peer, self, peer_bytes, 1);
-      }
+      TESSERA_RETURN_IF_ERROR(
+          ComputeCollective(step, in.dtype, in.local_shape.dims(),
+                            program->plan.values[step.output].local_shape.dims(), pointers,
+                            program->members[index][s].group.position, output->host_address()));
+      RecordPeerReads(*client, *program, index, s);
       return absl::OkStatus();
     };
+    RuntimeDevice* device = program_->slot_devices[s];
     Future<> finished = device->platform()->EnqueueHostCallback(
         device->platform_device(), std::move(compute), ReadyOf(values[step.input], group.members));
     values[step.output][s] = Shard{std::move(output), finished};
@@ -278,22 +275,20 @@ absl::Status RuntimeExecutable::RunSteps(ValueShards& values, std::vector<Future
     if (steps[i].kind == ProgramStep::Kind::kKernel) {
       TESSERA_RETURN_IF_ERROR(LaunchKernelStep(i, values, done));
     } else {
-      TESSERA_RETURN_IF_ERROR(RunCollectiveStep(steps[i].collective, values, done));
+      TESSERA_RETURN_IF_ERROR(RunCollectiveStep(i, values, done));
     }
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<ArrayRef>> RuntimeExecutable::MakeOutputs(const ValueShards& values) {
+std::vector<ArrayRef> RuntimeExecutable::MakeOutputs(const ValueShards& values) {
   const ProgramPlan& plan = program_->plan;
   std::vector<ArrayRef> outputs;
   for (size_t r = 0; r < plan.results.size(); ++r) {
     const ProgramValue& global = plan.global_results[r];
-    const ShardingRef& sharding = program_->result_shardings[r];
-    TESSERA_ASSIGN_OR_RETURN(sharding::ShardLayout layout, sharding->Layout(global.local_shape));
     outputs.push_back(std::make_shared<RuntimeArray>(
-        client_, global.dtype, global.local_shape, sharding, std::move(layout),
-        program_->result_memories[r], values[plan.results[r]]));
+        client_, global.dtype, global.local_shape, program_->result_shardings[r],
+        program_->result_layouts[r], program_->result_memories[r], values[plan.results[r]]));
   }
   return outputs;
 }
@@ -323,7 +318,7 @@ absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteImpl(absl::Span<ArrayRef
     std::lock_guard<std::mutex> lock(client_->enqueue_mu_);
     TESSERA_RETURN_IF_ERROR(RunSteps(values, done));
   }
-  TESSERA_ASSIGN_OR_RETURN(std::vector<ArrayRef> outputs, MakeOutputs(values));
+  std::vector<ArrayRef> outputs = MakeOutputs(values);
   for (int p : program_->donated_parameters) {
     if (!options.non_donatable_input_indices.contains(p)) args[p]->Delete();
   }

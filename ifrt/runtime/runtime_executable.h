@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "ifrt/executable.h"
+#include "ifrt/runtime/collectives.h"
 #include "ifrt/runtime/runtime_array.h"
 #include "ifrt/runtime/runtime_device.h"
 #include "ifrt/spi/kernel.h"
@@ -29,6 +30,14 @@
 namespace tessera::runtime {
 
 class RuntimeClient;
+
+// One slot's part in a collective step: its group, its peers' device ids, and the bytes it reads
+// from each peer (BytesFromEachPeer).
+struct CollectiveMember {
+  CollectiveGroup group;
+  std::vector<int32_t> peer_ids;
+  int64_t bytes_from_each_peer = 0;
+};
 
 struct CompiledProgram {
   ProgramPlan plan;
@@ -42,7 +51,9 @@ struct CompiledProgram {
   std::vector<ShardingRef> parameter_shardings;
   std::vector<ShardingRef> result_shardings;
   std::vector<std::vector<RuntimeMemory*>> result_memories;  // [result][slot]
+  std::vector<sharding::ShardLayout> result_layouts;         // [result], for the global shape
   std::vector<std::vector<PlatformKernelRef>> kernels;       // [step][slot]; empty for collectives
+  std::vector<std::vector<CollectiveMember>> members;        // [step][slot]; empty for kernels
   std::vector<int> donated_parameters;
   int64_t communication_bytes = 0;  // bytes the collectives read from peers, per run
   std::string explain;
@@ -88,11 +99,12 @@ class RuntimeExecutable final : public LoadedExecutable {
   absl::Status LaunchKernelStep(size_t step, ValueShards& values, std::vector<Future<>>& done);
   // An all-reduce in two phases (reduce a range, then gather the ranges): each member reads
   // 2 * bytes / group_size from each peer instead of every peer's whole input.
-  absl::Status RunAllReduce(const CollectiveStep& step, ValueShards& values,
-                            std::vector<Future<>>& done);
-  absl::Status RunCollectiveStep(const CollectiveStep& step, ValueShards& values,
-                                 std::vector<Future<>>& done);
-  absl::StatusOr<std::vector<ArrayRef>> MakeOutputs(const ValueShards& values);
+  absl::Status RunAllReduce(size_t index, ValueShards& values, std::vector<Future<>>& done);
+  absl::Status RunCollectiveStep(size_t index, ValueShards& values, std::vector<Future<>>& done);
+  std::vector<ArrayRef> MakeOutputs(const ValueShards& values);
+  // Counts, once a collective has run on `slot`, the bytes it read from each peer.
+  static void RecordPeerReads(RuntimeClient& client, const CompiledProgram& program, size_t step,
+                              size_t slot);
 
   RuntimeClient* client_;
   std::shared_ptr<const CompiledProgram> program_;

@@ -36,6 +36,7 @@
 #include "ifrt/runtime/runtime_client.h"
 #include "tests/ifrt/faulty_platform.h"
 #include "tests/ifrt/test_util.h"
+#include "tests/testing/vulkan_icds.h"
 
 namespace tessera {
 namespace {
@@ -53,13 +54,6 @@ using ::testing::HasSubstr;
 
 constexpr DType kS32(DType::kS32);
 constexpr auto kTimeout = std::chrono::seconds(30);
-
-void EnsureVulkanIcds() {
-  const std::string icds = TESSERA_IFRT_TEST_ICDS;
-  if (icds.empty()) return;
-  setenv("VK_DRIVER_FILES", icds.c_str(), /*overwrite=*/0);
-  setenv("VK_ICD_FILENAMES", icds.c_str(), /*overwrite=*/0);
-}
 
 // The future's status, or nullopt when it is not set within kTimeout (a hang).
 std::optional<absl::Status> AwaitWithin(const Future<>& future) {
@@ -114,7 +108,7 @@ const Op kCopyingOps[] = {Op::kMake, Op::kReshard, Op::kCopyArrays, Op::kDisasse
 class FaultTest : public ::testing::TestWithParam<FaultTopology> {
  protected:
   void SetUp() override {
-    EnsureVulkanIcds();
+    ::tessera::testing::SetVulkanIcdsIfUnset(TESSERA_IFRT_TEST_ICDS);
     const FaultTopology& t = GetParam();
     std::vector<std::unique_ptr<Platform>> platforms;
     if (t.cpu_devices > 0) {

@@ -36,6 +36,7 @@
 #include "ifrt/introspection.h"
 #include "ifrt/transfer_trace.h"
 #include "tests/ifrt/test_util.h"
+#include "tests/testing/vulkan_icds.h"
 
 namespace tessera {
 namespace {
@@ -97,13 +98,6 @@ std::string EntryName(Entry e) {
 
 void PrintTo(Entry e, std::ostream* os) { *os << EntryName(e); }
 
-void EnsureVulkanIcds() {
-  const std::string icds = TESSERA_IFRT_TEST_ICDS;
-  if (icds.empty()) return;
-  setenv("VK_DRIVER_FILES", icds.c_str(), /*overwrite=*/0);
-  setenv("VK_ICD_FILENAMES", icds.c_str(), /*overwrite=*/0);
-}
-
 const char* TraceDirection(guard::Direction d) {
   switch (d) {
     case guard::Direction::kHostToDevice:
@@ -149,7 +143,7 @@ struct Scenario {
 class GuardPathsTest : public ::testing::TestWithParam<std::tuple<Topology, Entry>> {
  protected:
   void SetUp() override {
-    EnsureVulkanIcds();
+    ::tessera::testing::SetVulkanIcdsIfUnset(TESSERA_IFRT_TEST_ICDS);
     const Topology& t = std::get<0>(GetParam());
     absl::StatusOr<std::shared_ptr<Client>> c = CreateClient({.cpu_devices = t.cpu_devices,
                                                               .cpu_threads_per_device = 1,

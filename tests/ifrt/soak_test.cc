@@ -25,6 +25,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/ifrt/test_util.h"
+#include "tests/testing/vulkan_icds.h"
 
 namespace tessera {
 namespace {
@@ -35,13 +36,6 @@ using ::tessera::testing::ReadBack;
 using ::tessera::testing::SliceBox;
 
 constexpr DType kS32(DType::kS32);
-
-void EnsureVulkanIcds() {
-  const std::string icds = TESSERA_IFRT_TEST_ICDS;
-  if (icds.empty()) return;
-  setenv("VK_DRIVER_FILES", icds.c_str(), /*overwrite=*/0);
-  setenv("VK_ICD_FILENAMES", icds.c_str(), /*overwrite=*/0);
-}
 
 double SoakSeconds() {
   const char* s = std::getenv("TESSERA_SOAK_SECONDS");
@@ -70,7 +64,7 @@ class SoakTest : public ::testing::TestWithParam<SoakTopology> {
   static constexpr size_t kPoolSize = 12;
 
   void SetUp() override {
-    EnsureVulkanIcds();
+    ::tessera::testing::SetVulkanIcdsIfUnset(TESSERA_IFRT_TEST_ICDS);
     const SoakTopology& t = GetParam();
 #if defined(__SANITIZE_THREAD__)
     if (t.vulkan != VulkanMode::kOff) {

@@ -25,6 +25,29 @@ inline std::vector<int64_t> Offsets(const Index& shape, const Box& box) {
   return out;
 }
 
+// The boxes of the grid that `cuts` make: cuts[d] holds dimension d's boundaries, sorted, first 0
+// and last the dimension's size (repeats give empty boxes). Row-major over the grid.
+inline std::vector<Box> GridBoxes(const std::vector<std::vector<int64_t>>& cuts) {
+  const int rank = static_cast<int>(cuts.size());
+  std::vector<Box> boxes;
+  Index cur(rank, 0);
+  while (true) {
+    Index origin(rank), size(rank);
+    for (int d = 0; d < rank; ++d) {
+      origin[d] = cuts[d][cur[d]];
+      size[d] = cuts[d][cur[d] + 1] - origin[d];
+    }
+    boxes.emplace_back(origin, size);
+    int d = rank - 1;
+    for (; d >= 0; --d) {
+      if (++cur[d] + 1 < static_cast<int64_t>(cuts[d].size())) break;
+      cur[d] = 0;
+    }
+    if (d < 0) break;
+  }
+  return boxes;
+}
+
 namespace internal {
 
 // Per slot, the global row-major id of each element of its box (the painted

@@ -82,22 +82,7 @@ ShardLayout RandomLayout(std::mt19937& rng, const std::vector<int64_t>& shape,
     }
     std::sort(cuts[d].begin(), cuts[d].end());
   }
-  std::vector<Box> boxes;
-  Index cur(rank, 0);
-  while (true) {
-    Index origin(rank), size(rank);
-    for (int d = 0; d < rank; ++d) {
-      origin[d] = cuts[d][cur[d]];
-      size[d] = cuts[d][cur[d] + 1] - origin[d];
-    }
-    boxes.emplace_back(origin, size);
-    int d = rank - 1;
-    for (; d >= 0; --d) {
-      if (++cur[d] + 1 < static_cast<int64_t>(cuts[d].size())) break;
-      cur[d] = 0;
-    }
-    if (d < 0) break;
-  }
+  std::vector<Box> boxes = testing::GridBoxes(cuts);
   for (int extra = rng() % 4; extra > 0; --extra) {
     Index origin(rank), size(rank);
     for (int d = 0; d < rank; ++d) {

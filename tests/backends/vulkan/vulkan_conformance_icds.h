@@ -13,14 +13,12 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/testing/vulkan_icds.h"
+
 namespace tessera::testing {
 
 inline void EnsureVulkanTestEnvironment() {
-  const std::string icds = TESSERA_CONFORMANCE_VULKAN_ICDS;
-  if (!icds.empty()) {
-    setenv("VK_DRIVER_FILES", icds.c_str(), /*overwrite=*/0);
-    setenv("VK_ICD_FILENAMES", icds.c_str(), /*overwrite=*/0);
-  }
+  SetVulkanIcdsIfUnset(TESSERA_CONFORMANCE_VULKAN_ICDS);
   setenv("TESSERA_VULKAN_VALIDATION", "1", /*overwrite=*/0);
 }
 
