@@ -72,6 +72,11 @@ struct VulkanPlatformOptions {
   // opaque fds; blocks are then allocated exportable). Takes precedence over both paths above; they
   // remain for other pairs or when an import fails.
   bool cross_device_peer_import = true;
+  // The most each memory heap of a physical device may hold of this platform's buffers (blocks),
+  // all its logical devices together; 0: the heap's size. Allocations past it, or past the driver's
+  // budget where VK_EXT_memory_budget exists, are RESOURCE_EXHAUSTED before any memory is
+  // allocated.
+  int64_t heap_limit_bytes = 0;
 };
 
 // Counters of what the platform did, for tests and benchmarks.

@@ -220,11 +220,62 @@ TEST_F(VulkanPlatformTest, AllocationSizesUsageAndLimits) {
     EXPECT_EQ(p->BytesInUse(0, mem), 0);
   }
   const int64_t max = *p->device_info(0).attributes.GetInt("max_buffer_bytes");
+  const int64_t heap = p->device_info(0).memories[kDevice].capacity_bytes;
   auto too_big = p->Allocate(0, kDevice, max + 1);
-  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kInvalidArgument) << too_big.status();
-  EXPECT_THAT(std::string(too_big.status().message()), HasSubstr("at most"));
+  if (max + 1 > heap) {  // lavapipe: its largest buffer is its whole heap
+    EXPECT_EQ(too_big.status().code(), absl::StatusCode::kResourceExhausted) << too_big.status();
+    EXPECT_THAT(std::string(too_big.status().message()), HasSubstr("heap holds"));
+  } else {
+    EXPECT_EQ(too_big.status().code(), absl::StatusCode::kInvalidArgument) << too_big.status();
+    EXPECT_THAT(std::string(too_big.status().message()), HasSubstr("at most"));
+  }
   auto huge = p->Allocate(0, kPinned, int64_t{1} << 50);
-  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted) << huge.status();
+  EXPECT_THAT(std::string(huge.status().message()), HasSubstr("heap holds"));
+}
+
+// Memory is counted per heap, against heap_limit_bytes (or the heap's size), by every logical
+// device of the GPU together: lavapipe would otherwise hand out host RAM far past its heap.
+TEST_F(VulkanPlatformTest, HeapLimitIsAccountedAcrossLogicalDevices) {
+  VulkanPlatformOptions o = TestOptions();
+  o.logical_devices_per_gpu = 2;
+  o.heap_limit_bytes = 4 << 20;  // four dedicated 900 KiB buffers (block_bytes is 1 MiB)
+  MAKE_OR_SKIP(p, Make(1, o));
+  ASSERT_EQ(p->device_count(), 2);
+  EXPECT_EQ(p->device_info(0).memories[kDevice].capacity_bytes, 4 << 20);
+  constexpr int64_t kBuffer = 900 << 10;
+  std::vector<PlatformBufferRef> held;
+  for (int i = 0; i < 4; ++i) held.push_back(Alloc(*p, i % 2, kDevice, kBuffer));
+  // The fifth fits neither device: the heap is theirs together.
+  for (int dev : {0, 1}) {
+    auto more = p->Allocate(dev, kDevice, kBuffer);
+    EXPECT_EQ(more.status().code(), absl::StatusCode::kResourceExhausted) << more.status();
+    EXPECT_THAT(std::string(more.status().message()), HasSubstr("memory heap"));
+  }
+  // A buffer larger than the whole limit says so.
+  auto too_big = p->Allocate(0, kDevice, 5 << 20);
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kResourceExhausted) << too_big.status();
+  EXPECT_THAT(std::string(too_big.status().message()), HasSubstr("heap holds 4194304 bytes"));
+  // Freeing gives the room back; nothing stays counted.
+  held.pop_back();
+  auto again = p->Allocate(1, kDevice, kBuffer);
+  ASSERT_TRUE(again.ok()) << again.status();
+  std::vector<uint8_t> data = Pattern(kBuffer, 7);
+  ASSERT_TRUE(Write(*p, 1, *again, data.data(), Dense(kBuffer)).ok());
+  EXPECT_EQ(ReadAll(*p, 1, *again), data);
+  held.clear();
+  again->reset();
+  for (int i = 0; i < 4; ++i) held.push_back(Alloc(*p, i % 2, kDevice, kBuffer));
+  EXPECT_EQ(p->BytesInUse(0, kDevice) + p->BytesInUse(1, kDevice), 4 * kBuffer);
+}
+
+TEST_F(VulkanPlatformTest, NegativeHeapLimitIsRejected) {
+  VulkanPlatformOptions o = TestOptions();
+  o.heap_limit_bytes = -1;
+  SelectLavapipe(1);
+  auto p = CreateVulkanPlatform(o);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << p.status();
+  EXPECT_THAT(std::string(p.status().message()), HasSubstr("heap_limit_bytes must be >= 0"));
 }
 
 class RoundTripTest : public VulkanPlatformTest,
