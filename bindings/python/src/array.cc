@@ -19,17 +19,26 @@ nb::dlpack::dtype NbDType(DType dtype) {
   const uint8_t bits = static_cast<uint8_t>(*dtype.byte_size() * 8);
   Code code = Code::Float;
   switch (dtype.kind()) {
-    case DType::kPred: code = Code::Bool; break;
+    case DType::kPred:
+      code = Code::Bool;
+      break;
     case DType::kS8:
     case DType::kS16:
     case DType::kS32:
-    case DType::kS64: code = Code::Int; break;
+    case DType::kS64:
+      code = Code::Int;
+      break;
     case DType::kU8:
     case DType::kU16:
     case DType::kU32:
-    case DType::kU64: code = Code::UInt; break;
-    case DType::kBF16: code = Code::Bfloat; break;
-    default: break;
+    case DType::kU64:
+      code = Code::UInt;
+      break;
+    case DType::kBF16:
+      code = Code::Bfloat;
+      break;
+    default:
+      break;
   }
   return nb::dlpack::dtype{static_cast<uint8_t>(code), bits, 1};
 }
@@ -43,9 +52,8 @@ nb::object ToNumpy(const PyArray& a, bool is_explicit) {
   const size_t bytes = array.shape().num_elements() * *array.dtype().byte_size();
   auto* data = new uint8_t[bytes == 0 ? 1 : bytes];
   nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<uint8_t*>(p); });
-  AwaitReleasingGil(
-      a.array->CopyToHostBuffer(data, std::nullopt, ArrayCopySemantics::kAlwaysCopy,
-                                TransferOptions{is_explicit}));
+  AwaitReleasingGil(a.array->CopyToHostBuffer(data, std::nullopt, ArrayCopySemantics::kAlwaysCopy,
+                                              TransferOptions{is_explicit}));
   std::vector<size_t> shape(array.shape().dims().begin(), array.shape().dims().end());
   return nb::cast(nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr,
                                          NbDType(array.dtype())));
@@ -84,12 +92,12 @@ std::vector<PyShard> AddressableShards(const PyArray& a) {
     nb::list index;
     const IndexDomain& d = domains[i];
     for (size_t k = 0; k < d.origin().size(); ++k) {
-      index.append(nb::steal(PySlice_New(nb::int_(d.origin()[k]).ptr(),
-                                         nb::int_(d.origin()[k] + d.shape().dims()[k]).ptr(),
-                                         nullptr)));
+      index.append(
+          nb::steal(PySlice_New(nb::int_(d.origin()[k]).ptr(),
+                                nb::int_(d.origin()[k] + d.shape().dims()[k]).ptr(), nullptr)));
     }
-    out.push_back(PyShard{PyDevice{a.client, devices[i]}, nb::tuple(index),
-                          PyArray{a.client, shards[i]}});
+    out.push_back(
+        PyShard{PyDevice{a.client, devices[i]}, nb::tuple(index), PyArray{a.client, shards[i]}});
   }
   return out;
 }
@@ -116,9 +124,10 @@ std::vector<PyDevice> ArrayDevices(const PyArray& a) {
 }  // namespace
 
 void RegisterArray(nb::module_& m) {
-  nb::class_<PyArray> cls(m, "Array",
-                      "An immutable array sharded over devices (made by Client.put, reshard or\n"
-                      "from_dlpack). np.asarray(a) copies it to the host (an implicit transfer).");
+  nb::class_<PyArray> cls(
+      m, "Array",
+      "An immutable array sharded over devices (made by Client.put, reshard or\n"
+      "from_dlpack). np.asarray(a) copies it to the host (an implicit transfer).");
   cls.def_prop_ro("shape", [](const PyArray& a) { return Shape(*a.array); })
       .def_prop_ro("dtype", [](const PyArray& a) { return NumpyDType(a.array->dtype()); })
       .def_prop_ro("ndim", [](const PyArray& a) { return a.array->shape().dims().size(); })

@@ -22,8 +22,7 @@ VulkanMode ParseVulkanMode(const std::string& mode) {
   if (mode == "off") return VulkanMode::kOff;
   if (mode == "required") return VulkanMode::kRequired;
   throw nb::value_error(
-      absl::StrCat("vulkan must be 'if_available', 'off' or 'required', not '", mode, "'")
-          .c_str());
+      absl::StrCat("vulkan must be 'if_available', 'off' or 'required', not '", mode, "'").c_str());
 }
 
 PyClient MakeClient(int cpu_devices, const std::string& vulkan,
@@ -94,9 +93,9 @@ PyArray Put(const PyClient& c, HostArray data, nb::handle sharding, bool is_expl
 std::vector<PyArray> Reshard(const PyClient& c, const std::vector<PyArray>& arrays,
                              nb::sequence shardings, bool donate, bool is_explicit) {
   if (nb::len(shardings) != arrays.size()) {
-    throw nb::value_error(absl::StrCat("reshard: ", arrays.size(), " arrays but ",
-                                       nb::len(shardings), " shardings")
-                              .c_str());
+    throw nb::value_error(
+        absl::StrCat("reshard: ", arrays.size(), " arrays but ", nb::len(shardings), " shardings")
+            .c_str());
   }
   std::vector<ArrayRef> refs;
   std::vector<ArraySpec> specs;
@@ -167,11 +166,12 @@ std::vector<PyDevice> Devices(const PyClient& c) {
 }  // namespace
 
 void RegisterClient(nb::module_& m) {
-  nb::class_<PyClient>(m, "Client",
-                       "A Tessera client: its devices, and arrays sharded over them.\n\n"
-                       "Client(cpu_devices=4, vulkan='if_available', transfer_guard=None)\n"
-                       "vulkan: 'if_available', 'off' or 'required'. transfer_guard: a policy\n"
-                       "such as 'h2d=log,d2d=disallow' (None: $TESSERA_TRANSFER_GUARD, else allow).")
+  nb::class_<PyClient>(
+      m, "Client",
+      "A Tessera client: its devices, and arrays sharded over them.\n\n"
+      "Client(cpu_devices=4, vulkan='if_available', transfer_guard=None)\n"
+      "vulkan: 'if_available', 'off' or 'required'. transfer_guard: a policy\n"
+      "such as 'h2d=log,d2d=disallow' (None: $TESSERA_TRANSFER_GUARD, else allow).")
       .def(nb::new_(&MakeClient), nb::arg("cpu_devices") = 4, nb::arg("vulkan") = "if_available",
            nb::arg("transfer_guard") = nb::none(), nb::arg("cpu_threads_per_device") = 0)
       .def_prop_ro("devices", &Devices, "The devices, in id order (CPU devices first).")

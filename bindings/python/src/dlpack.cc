@@ -1,6 +1,8 @@
 // DLPack: Array.__dlpack__ / __dlpack_device__ (zero-copy export of a single-device CPU array)
 // and tessera.from_dlpack (zero-copy import where the memory can be used in place, else a copy).
 
+#include "bindings/python/src/dlpack.h"
+
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -11,7 +13,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "bindings/python/src/common.h"
-#include "bindings/python/src/dlpack.h"
 
 namespace tessera::python {
 namespace {
@@ -31,25 +32,30 @@ struct ExportContext {
 DLDataType DLTypeOf(DType dtype) {
   const auto bits = static_cast<uint8_t>(*dtype.byte_size() * 8);
   switch (dtype.kind()) {
-    case DType::kPred: return {kDLBool, 8, 1};
+    case DType::kPred:
+      return {kDLBool, 8, 1};
     case DType::kS8:
     case DType::kS16:
     case DType::kS32:
-    case DType::kS64: return {kDLInt, bits, 1};
+    case DType::kS64:
+      return {kDLInt, bits, 1};
     case DType::kU8:
     case DType::kU16:
     case DType::kU32:
-    case DType::kU64: return {kDLUInt, bits, 1};
-    case DType::kBF16: return {kDLBfloat, 16, 1};
-    default: return {kDLFloat, bits, 1};
+    case DType::kU64:
+      return {kDLUInt, bits, 1};
+    case DType::kBF16:
+      return {kDLBfloat, 16, 1};
+    default:
+      return {kDLFloat, bits, 1};
   }
 }
 
 DType DTypeOfDL(DLDataType t) {
   if (t.lanes == 1) {
-    for (DType::Kind k : {DType::kPred, DType::kS8, DType::kS16, DType::kS32, DType::kS64,
-                          DType::kU8, DType::kU16, DType::kU32, DType::kU64, DType::kF16,
-                          DType::kBF16, DType::kF32, DType::kF64}) {
+    for (DType::Kind k :
+         {DType::kPred, DType::kS8, DType::kS16, DType::kS32, DType::kS64, DType::kU8, DType::kU16,
+          DType::kU32, DType::kU64, DType::kF16, DType::kBF16, DType::kF32, DType::kF64}) {
       DLDataType d = DLTypeOf(DType(k));
       if (d.code == t.code && d.bits == t.bits) return DType(k);
     }
@@ -76,14 +82,14 @@ void CapsuleDestructor(PyObject* capsule) {
     auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
     t->deleter(t);
   } else if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
-    auto* t = static_cast<DLManagedTensorVersioned*>(
-        PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+    auto* t =
+        static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
     t->deleter(t);
   }
 }
 
-nb::object Export(const PyArray& a, nb::handle stream, nb::handle max_version,
-                  nb::handle dl_device, nb::handle copy) {
+nb::object Export(const PyArray& a, nb::handle stream, nb::handle max_version, nb::handle dl_device,
+                  nb::handle copy) {
   CheckCpuSingleDevice(a);
   if (copy.is(Py_True)) throw nb::buffer_error("__dlpack__: copy=True is not supported");
   if (!dl_device.is_none() && nb::cast<int>(dl_device[0]) != kDLCPU) {
@@ -108,15 +114,17 @@ nb::object Export(const PyArray& a, nb::handle stream, nb::handle max_version,
   const bool versioned =
       !max_version.is_none() && nb::cast<int>(nb::cast<nb::tuple>(max_version)[0]) >= 1;
   if (versioned) {
-    ctx->versioned = {{1, 0}, ctx, [](DLManagedTensorVersioned* self) {
+    ctx->versioned = {{1, 0},
+                      ctx,
+                      [](DLManagedTensorVersioned* self) {
                         delete static_cast<ExportContext*>(self->manager_ctx);
                       },
-                      kFlagReadOnly, t};
+                      kFlagReadOnly,
+                      t};
     return nb::steal(PyCapsule_New(&ctx->versioned, "dltensor_versioned", CapsuleDestructor));
   }
-  ctx->legacy = {t, ctx, [](DLManagedTensor* self) {
-                   delete static_cast<ExportContext*>(self->manager_ctx);
-                 }};
+  ctx->legacy = {
+      t, ctx, [](DLManagedTensor* self) { delete static_cast<ExportContext*>(self->manager_ctx); }};
   return nb::steal(PyCapsule_New(&ctx->legacy, "dltensor", CapsuleDestructor));
 }
 
@@ -130,8 +138,7 @@ Imported TakeCapsule(nb::handle capsule) {
   Imported out;
   PyObject* c = capsule.ptr();
   if (PyCapsule_IsValid(c, "dltensor_versioned")) {
-    auto* t =
-        static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(c, "dltensor_versioned"));
+    auto* t = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(c, "dltensor_versioned"));
     if (t->version.major > 1) {
       throw nb::buffer_error("from_dlpack: DLPack major version above 1 is not supported");
     }

@@ -23,12 +23,17 @@ void Raise(const absl::Status& status) {
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
       type = absl::StrContains(status.message(), "Disallowed ") ? transfer_guard_error
-                                                                  : PyExc_ValueError;
+                                                                : PyExc_ValueError;
       break;
     case absl::StatusCode::kNotFound:
-    case absl::StatusCode::kOutOfRange: type = PyExc_ValueError; break;
-    case absl::StatusCode::kResourceExhausted: type = PyExc_MemoryError; break;
-    default: break;
+    case absl::StatusCode::kOutOfRange:
+      type = PyExc_ValueError;
+      break;
+    case absl::StatusCode::kResourceExhausted:
+      type = PyExc_MemoryError;
+      break;
+    default:
+      break;
   }
   PyErr_SetString(type, message.c_str());
   throw nb::python_error();
@@ -70,19 +75,44 @@ ShardingRef ShardingFromPython(const Client& client, nb::handle sharding) {
 nb::object NumpyDType(DType dtype) {
   const char* name = nullptr;
   switch (dtype.kind()) {
-    case DType::kPred: name = "bool"; break;
-    case DType::kS8: name = "int8"; break;
-    case DType::kS16: name = "int16"; break;
-    case DType::kS32: name = "int32"; break;
-    case DType::kS64: name = "int64"; break;
-    case DType::kU8: name = "uint8"; break;
-    case DType::kU16: name = "uint16"; break;
-    case DType::kU32: name = "uint32"; break;
-    case DType::kU64: name = "uint64"; break;
-    case DType::kF16: name = "float16"; break;
-    case DType::kF32: name = "float32"; break;
-    case DType::kF64: name = "float64"; break;
-    default: return nb::str(dtype.DebugString().c_str());
+    case DType::kPred:
+      name = "bool";
+      break;
+    case DType::kS8:
+      name = "int8";
+      break;
+    case DType::kS16:
+      name = "int16";
+      break;
+    case DType::kS32:
+      name = "int32";
+      break;
+    case DType::kS64:
+      name = "int64";
+      break;
+    case DType::kU8:
+      name = "uint8";
+      break;
+    case DType::kU16:
+      name = "uint16";
+      break;
+    case DType::kU32:
+      name = "uint32";
+      break;
+    case DType::kU64:
+      name = "uint64";
+      break;
+    case DType::kF16:
+      name = "float16";
+      break;
+    case DType::kF32:
+      name = "float32";
+      break;
+    case DType::kF64:
+      name = "float64";
+      break;
+    default:
+      return nb::str(dtype.DebugString().c_str());
   }
   return nb::module_::import_("numpy").attr("dtype")(name);
 }

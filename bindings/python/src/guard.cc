@@ -27,9 +27,9 @@ guard::Direction ParseDirection(const std::string& d) {
 
 void Push(const std::string& level, std::optional<std::string> direction) {
   guard::Level l = ValueOrThrow(guard::ParseLevel(level));
-  scopes.push_back(direction.has_value() ? std::make_unique<guard::ScopedTransferGuard>(
-                                               ParseDirection(*direction), l)
-                                         : std::make_unique<guard::ScopedTransferGuard>(l));
+  scopes.push_back(direction.has_value()
+                       ? std::make_unique<guard::ScopedTransferGuard>(ParseDirection(*direction), l)
+                       : std::make_unique<guard::ScopedTransferGuard>(l));
 }
 
 void Pop() {

@@ -16,8 +16,8 @@ namespace {
 
 // Seconds of each of `repeats` runs of: MakeArrayFromHostBuffer (f32, `rows` x `cols`) with
 // `sharding`, then CopyToHostBuffer into a new buffer and await. Runs without the GIL.
-std::vector<double> TimePutFetch(const PyClient& c, int64_t rows, int64_t cols,
-                                 nb::handle sharding, int repeats) {
+std::vector<double> TimePutFetch(const PyClient& c, int64_t rows, int64_t cols, nb::handle sharding,
+                                 int repeats) {
   ShardingRef s = ShardingFromPython(*c.client, sharding);
   const size_t n = static_cast<size_t>(rows * cols);
   std::vector<float> data(n, 1.0f);
@@ -35,8 +35,8 @@ std::vector<double> TimePutFetch(const PyClient& c, int64_t rows, int64_t cols,
         break;
       }
       std::unique_ptr<float[]> back(new float[n]);
-      status = (*a)->CopyToHostBuffer(back.get(), std::nullopt, ArrayCopySemantics::kAlwaysCopy)
-                   .Await();
+      status =
+          (*a)->CopyToHostBuffer(back.get(), std::nullopt, ArrayCopySemantics::kAlwaysCopy).Await();
       seconds.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
@@ -48,8 +48,8 @@ std::vector<double> TimePutFetch(const PyClient& c, int64_t rows, int64_t cols,
 }  // namespace
 
 void RegisterTiming(nb::module_& m) {
-  m.def("_time_put_fetch_cpp", &TimePutFetch, nb::arg("client"), nb::arg("rows"),
-        nb::arg("cols"), nb::arg("sharding"), nb::arg("repeats"),
+  m.def("_time_put_fetch_cpp", &TimePutFetch, nb::arg("client"), nb::arg("rows"), nb::arg("cols"),
+        nb::arg("sharding"), nb::arg("repeats"),
         "Seconds of each run of put + copy-to-host of an f32[rows, cols] in C++ (for timing).");
 }
 
