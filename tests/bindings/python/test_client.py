@@ -145,3 +145,22 @@ func.func @main(%x: tensor<8x4xf32> {tessera.sharding = "mesh{x=4} P(x,None)"})
     x = np.arange(32, dtype=np.float32).reshape(8, 4)
     (y,) = exe.execute([client.put(x, ROWS)])
     assert np.array_equal(np.asarray(y.block_until_ready()), 2 * x)
+
+
+def test_vulkan_devices_when_present():
+    client = tessera.Client(cpu_devices=2, vulkan="if_available")
+    gpus = [d for d in client.devices if d.platform == "vulkan"]
+    if not gpus:
+        pytest.skip("no Vulkan device (no driver, not even lavapipe)")
+    x = np.arange(256, dtype=np.float32).reshape(16, 16)
+    mixed = tessera.NamedSharding(tessera.Mesh(x=2, devices=[client.devices[0], gpus[0]]),
+                                  tessera.P("x", None))
+    a = client.put(x, mixed)
+    assert [d.platform for d in a.devices()] == ["cpu", "vulkan"]
+    assert np.array_equal(np.asarray(a.reshard(gpus[0])), x)
+    on_gpu = a.addressable_shards[1].data
+    with pytest.raises(BufferError, match="only a single-device array on a CPU device"):
+        on_gpu.__dlpack__()
+    assert np.array_equal(np.from_dlpack(a.addressable_shards[0].data), x[:8])
+    b = tessera.from_dlpack(np.ascontiguousarray(x), gpus[0])  # copied onto the GPU
+    assert np.array_equal(np.asarray(b), x)
