@@ -6,8 +6,8 @@
 //
 // Ownership: the caller owns every handle but TSR_Device (owned by its TSR_Client). A handle is
 // a thin wrapper over the C++ API's reference (ArrayRef, ShardingRef, Future<>, ...); destroying
-// it drops that reference. Thread-safety: handles are immutable after creation, except that
-// TSR_Client's guard-policy text is not touched by the C API (it is read through the C++ API).
+// it drops that reference. Thread-safety: handles are immutable after creation (the C++ objects
+// they hold are thread-safe), so any thread may use them.
 
 #include <cstddef>
 #include <cstdint>
