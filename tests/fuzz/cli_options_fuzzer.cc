@@ -36,8 +36,7 @@ void CheckMessage(const absl::Status& s, std::string_view text) {
 }
 
 void FuzzDevices(std::string_view text) {
-  absl::StatusOr<std::vector<tessera::tools::DeviceRequest>> r =
-      tessera::tools::ParseDevices(text);
+  absl::StatusOr<std::vector<tessera::tools::DeviceRequest>> r = tessera::tools::ParseDevices(text);
   if (!r.ok()) return CheckMessage(r.status(), text);
   if (r->empty()) std::abort();
   for (size_t i = 0; i < r->size(); ++i) {
