@@ -16,13 +16,48 @@ CpuStream::~CpuStream() {
     std::lock_guard<std::mutex> lock(mu_);
     tail = tail_done_;
   }
-  tail.Await().IgnoreError();  // always OK: tail_done_ never carries an error
+  if (tail.valid()) tail.Await().IgnoreError();  // always OK: tail_done_ never carries an error
   // The last task may still be unwinding after it set its futures.
   std::unique_lock<std::mutex> lock(mu_);
   idle_.wait(lock, [this] { return running_tasks_ == 0; });
 }
 
-Future<> CpuStream::Enqueue(absl::Span<const Future<>> after, std::function<absl::Status()> work) {
+std::optional<Future<>> CpuStream::TryRunInline(absl::Span<const Future<>> after,
+                                                std::function<absl::Status()>& work) {
+  for (const Future<>& f : after) {
+    if (f.valid() && !f.IsReady()) return std::nullopt;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (inline_running_ || !tail_done_.IsReady()) return std::nullopt;
+    inline_running_ = true;
+    tail_done_ = Future<>();  // operations enqueued from now on chain on inline_done_
+  }
+  absl::Status status;
+  for (const Future<>& f : after) {
+    if (f.valid() && !f.Await().ok()) {
+      status = f.Await();  // the first failed input, as JoinFutures reports it
+      break;
+    }
+  }
+  if (status.ok()) status = work();
+  work = nullptr;  // release what the work captured before anyone is told
+  std::optional<Promise<>> waiters;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inline_running_ = false;
+    if (!tail_done_.valid()) tail_done_ = MakeReadyFuture();
+    waiters.swap(inline_done_);
+  }
+  if (waiters.has_value()) waiters->Set(absl::OkStatus());
+  return MakeReadyFuture(std::move(status));
+}
+
+Future<> CpuStream::Enqueue(absl::Span<const Future<>> after, std::function<absl::Status()> work,
+                            bool may_run_inline) {
+  if (may_run_inline) {
+    if (std::optional<Future<>> done = TryRunInline(after, work)) return *std::move(done);
+  }
   struct Op {
     std::function<absl::Status()> work;
     Promise<> result;
@@ -34,11 +69,15 @@ Future<> CpuStream::Enqueue(absl::Span<const Future<>> after, std::function<absl
   Future<> previous;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    previous = tail_done_;
+    if (tail_done_.valid()) {
+      previous = tail_done_;
+    } else {  // behind a running inline operation
+      if (!inline_done_.has_value()) inline_done_.emplace();
+      previous = inline_done_->future();
+    }
     tail_done_ = op->done.future();
   }
-  std::vector<Future<>> deps(after.begin(), after.end());
-  Future<> inputs = JoinFutures(deps);
+  Future<> inputs = JoinFutures(after);
   // Wait for the previous operation (never an error), then for the inputs.
   previous.OnReady([this, op, inputs](const absl::Status&) {
     inputs.OnReady([this, op](const absl::Status& s) {

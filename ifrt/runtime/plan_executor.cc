@@ -206,6 +206,9 @@ class PlanRun {
   void StartStagedCopy(const sharding::BoxCopy& c, const PlanEndpoint& s, const PlanEndpoint& d,
                        const StridedCopy& g, std::pair<int32_t, int32_t> pair);
   void SubmitBatch(Batch& b);
+  // A future set once `enqueued` is and its traffic is counted; holds `keep_alive` until then.
+  Future<> CountWhenDone(const Future<>& enqueued, Traffic traffic,
+                         std::vector<PlatformBufferRef> keep_alive);
 
   const sharding::ReshardPlan& plan_;
   const int64_t element_bytes_;
@@ -386,6 +389,27 @@ void PlanRun::SubmitBatch(Batch& b) {
                   trace_start, enqueued);
     enqueued.OnReady([done = *std::move(traced_done)](const absl::Status& st) { done.Set(st); });
   }
+  Future<> f;
+  if (enqueued.IsReady() && !traced_) {
+    // Ran inline (the platform did the copies on this thread): count them now, no promise.
+    keep_alive.clear();
+    f = enqueued;
+    if (enqueued.Await().ok() && context_.record) {
+      for (const auto& [pair, amount] : traffic) {
+        context_.record(pair.first, pair.second, amount.first, amount.second);
+      }
+    }
+  } else {
+    f = CountWhenDone(enqueued, std::move(traffic), std::move(keep_alive));
+  }
+  std::sort(dst_slots.begin(), dst_slots.end());
+  dst_slots.erase(std::unique(dst_slots.begin(), dst_slots.end()), dst_slots.end());
+  for (int slot : dst_slots) slot_writes_[slot].push_back(f);
+  all_.back() = f;
+}
+
+Future<> PlanRun::CountWhenDone(const Future<>& enqueued, Traffic traffic,
+                                std::vector<PlatformBufferRef> keep_alive) {
   // The batch's future is exposed only once its bytes are counted (Future::Set wakes waiters
   // before it runs callbacks), so that a caller who awaits an array and then reads the client's
   // statistics sees them.
@@ -403,11 +427,7 @@ void PlanRun::SubmitBatch(Batch& b) {
       }
     });
   });
-  Future<> f = counted.future();
-  std::sort(dst_slots.begin(), dst_slots.end());
-  dst_slots.erase(std::unique(dst_slots.begin(), dst_slots.end()), dst_slots.end());
-  for (int slot : dst_slots) slot_writes_[slot].push_back(f);
-  all_.back() = f;
+  return counted.future();
 }
 
 }  // namespace
