@@ -39,15 +39,41 @@ void RaiseTbbThreadLimit() {
   (void)control;
 }
 
-// A 64-byte aligned host allocation; accounts its bytes to the memory's counter.
+// A 64-byte aligned block of the platform's HostAllocator (its cache of freed blocks by size is
+// the pool that makes small shard buffers cheap); accounts its bytes to the memory's counter and
+// returns the block to the allocator when the last reference goes (the array was deleted).
 class CpuBuffer final : public PlatformBuffer {
  public:
-  CpuBuffer(void* data, int64_t size, std::atomic<int64_t>* in_use, std::function<void()> release)
-      : data_(data), size_(size), in_use_(in_use), release_(std::move(release)) {
-    if (in_use_ != nullptr) in_use_->fetch_add(size_, std::memory_order_relaxed);
+  CpuBuffer(void* data, int64_t size, int64_t rounded, std::atomic<int64_t>* in_use,
+            std::shared_ptr<cpu::HostAllocator> allocator)
+      : data_(data),
+        size_(size),
+        rounded_(rounded),
+        in_use_(in_use),
+        allocator_(std::move(allocator)) {
+    in_use_->fetch_add(size_, std::memory_order_relaxed);
   }
   ~CpuBuffer() override {
-    if (in_use_ != nullptr) in_use_->fetch_sub(size_, std::memory_order_relaxed);
+    in_use_->fetch_sub(size_, std::memory_order_relaxed);
+    allocator_->Free(data_, rounded_);
+  }
+  int64_t size_bytes() const override { return size_; }
+  void* host_address() const override { return data_; }
+
+ private:
+  void* data_;
+  int64_t size_;
+  int64_t rounded_;
+  std::atomic<int64_t>* in_use_;
+  std::shared_ptr<cpu::HostAllocator> allocator_;
+};
+
+// Caller-owned host memory used in place; `release` runs when the last reference goes.
+class WrappedCpuBuffer final : public PlatformBuffer {
+ public:
+  WrappedCpuBuffer(void* data, int64_t size, std::function<void()> release)
+      : data_(data), size_(size), release_(std::move(release)) {}
+  ~WrappedCpuBuffer() override {
     if (release_) release_();
   }
   int64_t size_bytes() const override { return size_; }
@@ -56,7 +82,6 @@ class CpuBuffer final : public PlatformBuffer {
  private:
   void* data_;
   int64_t size_;
-  std::atomic<int64_t>* in_use_;
   std::function<void()> release_;
 };
 
@@ -100,9 +125,8 @@ class CpuPlatform final : public Platform {
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot allocate ", bytes, " bytes of host memory for cpu device ", device));
     }
-    return std::make_shared<CpuBuffer>(
-        data, bytes, &devices_[device]->bytes_in_use,
-        [allocator = allocator_, data, rounded] { allocator->Free(data, rounded); });
+    return std::make_shared<CpuBuffer>(data, bytes, rounded, &devices_[device]->bytes_in_use,
+                                       allocator_);
   }
 
   int64_t BytesInUse(int device, int memory) const override {
@@ -112,7 +136,7 @@ class CpuPlatform final : public Platform {
   absl::StatusOr<PlatformBufferRef> WrapHostMemory(int device, int memory, void* data,
                                                    int64_t bytes,
                                                    std::function<void()> on_release) override {
-    return std::make_shared<CpuBuffer>(data, bytes, nullptr, std::move(on_release));
+    return std::make_shared<WrappedCpuBuffer>(data, bytes, std::move(on_release));
   }
 
   Future<> CopyHostToBuffers(int device, std::vector<HostToBufferCopy> copies,
@@ -161,9 +185,16 @@ class CpuPlatform final : public Platform {
 
   Future<> LaunchKernel(int device, KernelLaunch launch,
                         absl::Span<const Future<>> after) override {
-    // On the device's stream, in its arena; the launch keeps its buffers and kernel alive.
+    // On the device's stream, in its arena; the launch keeps its buffers and kernel alive. Inline
+    // when its buffers are tiny: a kernel does more work per byte than a copy, so the bound is
+    // kKernelInlineShare of the copies' (all of it when inlining is forced).
+    int64_t bytes = 0;
+    for (const PlatformBufferRef& b : launch.buffers) bytes += b->size_bytes();
+    const bool small = inline_max_bytes_ == std::numeric_limits<int64_t>::max() ||
+                       bytes <= inline_max_bytes_ / kKernelInlineShare;
     return devices_[device]->stream->Enqueue(
-        after, [launch = std::move(launch)]() { return cpu::RunCpuPlatformKernel(launch); });
+        after, [launch = std::move(launch)]() { return cpu::RunCpuPlatformKernel(launch); },
+        /*may_run_inline=*/small);
   }
 
  private:
@@ -200,6 +231,8 @@ class CpuPlatform final : public Platform {
         /*may_run_inline=*/small);
   }
 
+  // Kernel launches run inline up to inline_max_bytes_ / kKernelInlineShare bytes of buffers.
+  static constexpr int64_t kKernelInlineShare = 16;
   // Copies of at most this many bytes in all run one after the other, never split over threads.
   static constexpr int64_t kSerialMaxBytes = 64 << 10;
 

@@ -26,7 +26,8 @@ struct CpuPlatformOptions {
   int threads_per_device = 0;
   // Copy operations of at most this many bytes (all copies of one call on one device together)
   // run inline on the calling thread when their inputs are ready and the device's stream is idle
-  // (backends/cpu/cpu_stream.h), instead of waking a device thread. Negative: never.
+  // (backends/cpu/cpu_stream.h), instead of waking a device thread; kernel launches likewise up to
+  // a sixteenth of it in buffer bytes (everything when "always"). Negative: never.
   // nullopt: the environment variable TESSERA_CPU_INLINE_MAX_BYTES ("never", "always" or a byte
   // count), else kDefaultInlineMaxBytes.
   std::optional<int64_t> inline_max_bytes;

@@ -1,7 +1,11 @@
 #include "backends/cpu/cpu_stream.h"
 
+#include <exception>
 #include <memory>
+#include <new>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 namespace tessera::cpu {
 
@@ -40,7 +44,16 @@ std::optional<Future<>> CpuStream::TryRunInline(absl::Span<const Future<>> after
       break;
     }
   }
-  if (status.ok()) status = work();
+  if (status.ok()) {
+    // Never let an exception leave the stream marked busy: it would wait forever.
+    try {
+      status = work();
+    } catch (const std::bad_alloc& e) {
+      status = absl::ResourceExhaustedError(absl::StrCat("out of host memory: ", e.what()));
+    } catch (const std::exception& e) {
+      status = absl::InternalError(absl::StrCat("inline stream operation threw: ", e.what()));
+    }
+  }
   work = nullptr;  // release what the work captured before anyone is told
   std::optional<Promise<>> waiters;
   {
@@ -93,8 +106,10 @@ Future<> CpuStream::Enqueue(absl::Span<const Future<>> after, std::function<absl
       arena_.enqueue([this, op] {
         absl::Status st = op->work();
         op->work = nullptr;  // release what the work captured before anyone is told
-        op->result.Set(std::move(st));
+        // The stream is free before the result is known: a waiter woken by the result finds it
+        // idle (and may run its next small operation inline).
         op->done.Set(absl::OkStatus());
+        op->result.Set(std::move(st));
         std::lock_guard<std::mutex> lock(mu_);
         if (--running_tasks_ == 0) idle_.notify_all();
       });

@@ -41,7 +41,8 @@ class CpuStream {
   CpuStream(const CpuStream&) = delete;
   CpuStream& operator=(const CpuStream&) = delete;
 
-  // `work` must not throw when `may_run_inline`.
+  // Inline, an exception thrown by `work` becomes the operation's error (RESOURCE_EXHAUSTED for
+  // std::bad_alloc, else INTERNAL).
   Future<> Enqueue(absl::Span<const Future<>> after, std::function<absl::Status()> work,
                    bool may_run_inline = false);
   int threads() const { return threads_; }

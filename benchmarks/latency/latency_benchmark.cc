@@ -59,9 +59,9 @@ void Time(const std::string& op, int64_t bytes, const std::function<void()>& fn)
   fn();
   std::vector<double> times;
   const auto begin = Clock::now();
-  while (times.size() < 5 || (times.size() < 20000 &&
-                              std::chrono::duration<double>(Clock::now() - begin).count() <
-                                  min_seconds)) {
+  while (times.size() < 5 ||
+         (times.size() < 20000 &&
+          std::chrono::duration<double>(Clock::now() - begin).count() < min_seconds)) {
     const auto start = Clock::now();
     fn();
     times.push_back(std::chrono::duration<double>(Clock::now() - start).count() * 1e6);
@@ -120,8 +120,8 @@ void ReshardCase(const Setup& s, const std::string& op, int64_t side) {
   Time(op, side * side * 4, [&] { s.Reshard(in, cols); });
 }
 
-void HostTransferCases(const Setup& s, const std::string& h2d, const std::string& d2h,
-                       DType dtype, int64_t elements) {
+void HostTransferCases(const Setup& s, const std::string& h2d, const std::string& d2h, DType dtype,
+                       int64_t elements) {
   const int64_t bytes = elements * *dtype.byte_size();
   std::vector<uint8_t> host(bytes, 7), back(bytes, 0);
   ShardingRef one = s.One();
@@ -165,7 +165,8 @@ void ExecuteCase() {
     absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
     if (!result.ok()) Die("Execute", result.status());
     Check("Execute (status)", result->status.Await());
-    for (const ArrayRef& out : result->outputs) Check("Execute (output)", out->GetReadyFuture().Await());
+    for (const ArrayRef& out : result->outputs)
+      Check("Execute (output)", out->GetReadyFuture().Await());
   });
 }
 
@@ -214,8 +215,7 @@ int main(int argc, char** argv) {
     } else if (flag == "--min-seconds" && i + 1 < argc) {
       min_seconds = std::atof(argv[++i]);
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--targets] [--sweep] [--max-bytes B] [--min-seconds S]\n",
+      std::fprintf(stderr, "usage: %s [--targets] [--sweep] [--max-bytes B] [--min-seconds S]\n",
                    argv[0]);
       return 2;
     }

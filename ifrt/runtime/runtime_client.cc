@@ -830,11 +830,22 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardValidated(
 absl::StatusOr<RuntimeClient::ReshardWork> RuntimeClient::PlanOneReshard(RuntimeArray* array,
                                                                          const ArraySpec& spec) {
   TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards, array->shards());
+  // By the shardings' identity first: no layout computed or hashed on a hit.
+  ShardingRef src_sharding = array->shared_ptr_sharding();
+  if (std::shared_ptr<const PlanCache::ReshardEntry> hit = plan_cache_.FindReshard(
+          src_sharding.get(), spec.sharding.get(), spec.shape.dims(), array->element_bytes())) {
+    return ReshardWork{
+        array, std::move(shards), Placement{hit->dst_layout, hit->dst_memories}, hit->plan, {}};
+  }
   TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*spec.sharding, spec.shape));
   TESSERA_ASSIGN_OR_RETURN(
       std::shared_ptr<const sharding::ReshardPlan> plan,
       GetPlan(array->layout(), Locations(array->memories()), placement.layout,
               Locations(placement.memories), array->element_bytes(), /*fan_out=*/false));
+  plan_cache_.InsertReshard(
+      spec.shape.dims(), array->element_bytes(),
+      std::make_shared<const PlanCache::ReshardEntry>(PlanCache::ReshardEntry{
+          std::move(src_sharding), spec.sharding, placement.layout, placement.memories, plan}));
   return ReshardWork{array, std::move(shards), std::move(placement), std::move(plan), {}};
 }
 
