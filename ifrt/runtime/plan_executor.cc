@@ -47,7 +47,7 @@ struct Batch {
   std::vector<PlatformBufferRef> keep_alive;  // buffers read through raw host pointers
   std::vector<int> dst_slots;
   // (src device, dst device) -> (bytes, copies), recorded when the batch succeeds.
-  std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>> traffic;
+  TransferTraffic traffic;
   // Traced batches hold one copy: its boxes.
   std::string src_box, dst_box;
   int64_t serial = 0;  // unique within an ExecutePlan call
@@ -75,6 +75,21 @@ class BatchSet {
     keys_.push_back(key);
     Batch& b = batches_.emplace_back();
     b.serial = (*serial)++;
+    // A batch gathers a device's share of a plan: a few copies, usually one per peer.
+    constexpr size_t kTypicalCopies = 8;
+    switch (std::get<2>(key)) {
+      case OpKind::kHostToBuffer:
+        b.h2b.reserve(kTypicalCopies);
+        break;
+      case OpKind::kBufferToHost:
+        b.b2h.reserve(kTypicalCopies);
+        break;
+      case OpKind::kBufferToBuffer:
+        b.b2b.reserve(kTypicalCopies);
+        break;
+    }
+    b.after.reserve(kTypicalCopies);
+    b.dst_slots.reserve(kTypicalCopies);
     return b;
   }
   // Calls fn(batch) in key order.
@@ -170,7 +185,19 @@ const char* DirectionOf(int32_t src, int32_t dst) {
   return src == dst ? "local" : "device_to_device";
 }
 
-using Traffic = std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>>;
+using Traffic = TransferTraffic;
+
+// Counts `traffic` through `record_traffic` when set, else pair by pair through `record`.
+void RecordTraffic(const TransferRecorder& record, const TrafficRecorder& record_traffic,
+                   const Traffic& traffic) {
+  if (record_traffic) {
+    record_traffic(traffic);
+  } else if (record) {
+    for (const auto& [pair, amount] : traffic) {
+      record(pair.first, pair.second, amount.first, amount.second);
+    }
+  }
+}
 
 // One trace event per (source, destination) pair of a finished batch.
 void AddTraceEvents(TransferTrace& trace, const std::string& op, const std::string& action,
@@ -442,13 +469,11 @@ void PlanRun::SubmitBatch(Batch& b) {
     // Ran inline (the platform did the copies on this thread): count them now, no promise.
     keep_alive.clear();
     const absl::Status& status = enqueued.Await();
-    f = status.ok() && context_.record
+    f = status.ok() && (context_.record || context_.record_traffic)
             ? MakeReadyFuture(CatchAllocationFailure(
                   "counting a finished copy",
                   [&]() -> absl::Status {
-                    for (const auto& [pair, amount] : traffic) {
-                      context_.record(pair.first, pair.second, amount.first, amount.second);
-                    }
+                    RecordTraffic(context_.record, context_.record_traffic, traffic);
                     return absl::OkStatus();
                   }))
             : enqueued;
@@ -467,18 +492,14 @@ Future<> PlanRun::CountWhenDone(const Future<>& enqueued, Traffic traffic,
   // before it runs callbacks), so that a caller who awaits an array and then reads the client's
   // statistics sees them.
   Promise<> counted;
-  enqueued.OnReady([record = context_.record, counted, traffic = std::move(traffic),
+  enqueued.OnReady([record = context_.record, record_traffic = context_.record_traffic, counted,
+                    traffic = std::move(traffic),
                     keep_alive = std::move(keep_alive)](const absl::Status& st) mutable {
     // The copy is over: release the buffers it read or wrote through raw pointers before anyone
     // learns so. A waiter woken below may destroy the client, and with it the platforms that own
     // those buffers, while this callback is still on its way out.
     keep_alive.clear();
-    RecordAndSet(counted, st, [&] {
-      if (!record) return;
-      for (const auto& [pair, amount] : traffic) {
-        record(pair.first, pair.second, amount.first, amount.second);
-      }
-    });
+    RecordAndSet(counted, st, [&] { RecordTraffic(record, record_traffic, traffic); });
   });
   return counted.future();
 }

@@ -142,8 +142,8 @@ TEST(CpuStreamInlineTest, AFailedInputSkipsTheWorkAndIsItsResult) {
 
 TEST(CpuStreamInlineTest, TheWorksErrorIsTheResult) {
   CpuStream stream(1);
-  Future<> done =
-      stream.Enqueue({}, [] { return absl::AbortedError("copy failed"); }, /*may_run_inline=*/true);
+  Future<> done = stream.Enqueue(
+      {}, [] { return absl::AbortedError("copy failed"); }, /*may_run_inline=*/true);
   ASSERT_TRUE(done.IsReady());
   EXPECT_EQ(done.Await().code(), absl::StatusCode::kAborted);
 }
