@@ -106,10 +106,11 @@ Future<> CpuStream::Enqueue(absl::Span<const Future<>> after, std::function<absl
       arena_.enqueue([this, op] {
         absl::Status st = op->work();
         op->work = nullptr;  // release what the work captured before anyone is told
-        // The stream is free before the result is known: a waiter woken by the result finds it
-        // idle (and may run its next small operation inline).
-        op->done.Set(absl::OkStatus());
+        // The result first: the next operation starts only after the result's callbacks (which
+        // count bytes and release buffers) have run, so that an operation that drains the stream
+        // (the client's destructor enqueues one) finds nothing of this one still running.
         op->result.Set(std::move(st));
+        op->done.Set(absl::OkStatus());
         std::lock_guard<std::mutex> lock(mu_);
         if (--running_tasks_ == 0) idle_.notify_all();
       });

@@ -9,8 +9,9 @@ Cases (see latency_benchmark.cc): the targets (reshard_8x8, reshard_8x8_log, h2d
 execute_tiny_4dev) and the sweep (reshard: f32[n,n] rows -> columns over 8 CPU devices; h2d / d2h:
 u8[bytes] to / from one CPU device). JAX runs on 8 forced host devices
 (XLA_FLAGS=--xla_force_host_platform_device_count=8, set here before jax is imported) with
-device_put(...).block_until_ready() for reshards and uploads, np.asarray of a fresh array for
-downloads (JAX caches an array's host copy after its first read), and jax.jit for the program.
+device_put(...).block_until_ready() for reshards and uploads, np.copyto(buffer, fresh array) for
+downloads (the bytes land in the caller's buffer, as with CopyToHostBuffer; np.asarray alone
+returns a view of a CPU array and copies nothing), and jax.jit for the program.
 Each case runs once to warm up, then until --min-seconds have passed (5 to 20000 times).
 
 Prints one table (medians in microseconds, Tessera / JAX) and the crossover points, and writes
@@ -62,13 +63,16 @@ def time_jax(max_bytes, min_seconds):
     def host_transfers(h2d, d2h, host):
         results[(h2d, host.nbytes)] = time_case(
             lambda: jax.device_put(host, devs[0]).block_until_ready(), min_seconds)
-        # A fresh array per timed read: JAX caches an array's host copy after its first read.
+        # Into a caller's buffer, as CopyToHostBuffer does (np.asarray alone would return a view
+        # of the CPU buffer, copying nothing); a fresh array per timed read, since JAX caches an
+        # array's host copy after its first read.
+        back = np.empty_like(host)
         reads = []
         begin = time.perf_counter()
         while len(reads) < 6 or (len(reads) < 20000 and time.perf_counter() - begin < min_seconds):
             a = jax.device_put(host, devs[0]).block_until_ready()
             t = time.perf_counter()
-            np.asarray(a)
+            np.copyto(back, a)
             reads.append((time.perf_counter() - t) * 1e6)
         reads = reads[1:]
         results[(d2h, host.nbytes)] = (statistics.median(reads), min(reads))

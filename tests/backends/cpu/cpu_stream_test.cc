@@ -110,17 +110,22 @@ TEST(CpuStreamInlineTest, OperationsEnqueuedDuringAnInlineOneRunAfterIt) {
   ASSERT_TRUE(outer.IsReady());
   ASSERT_TRUE(inner.Await().ok());
   EXPECT_THAT(order, ElementsAre(1, 2));
-  // The stream is idle again: the next small operation runs inline.
-  bool ran = false;
-  Future<> next = stream.Enqueue(
-      {},
-      [&] {
-        ran = true;
-        return absl::OkStatus();
-      },
-      /*may_run_inline=*/true);
-  EXPECT_TRUE(next.IsReady());
-  EXPECT_TRUE(ran);
+}
+
+TEST(CpuStreamInlineTest, ConsecutiveInlineOperationsAllRunInline) {
+  CpuStream stream(1);
+  std::vector<int> order;
+  for (int i = 0; i < 3; ++i) {
+    Future<> done = stream.Enqueue(
+        {},
+        [&order, i] {
+          order.push_back(i);
+          return absl::OkStatus();
+        },
+        /*may_run_inline=*/true);
+    EXPECT_TRUE(done.IsReady()) << "operation " << i;
+  }
+  EXPECT_THAT(order, ElementsAre(0, 1, 2));
 }
 
 TEST(CpuStreamInlineTest, AFailedInputSkipsTheWorkAndIsItsResult) {
