@@ -72,6 +72,11 @@ struct VulkanPlatformOptions {
   // opaque fds; blocks are then allocated exportable). Takes precedence over both paths above; they
   // remain for other pairs or when an import fails.
   bool cross_device_peer_import = true;
+  // Host<->device copies of at least this many bytes (one op's staged copies together) on a device
+  // with VK_EXT_external_memory_host import the user's host pages and copy directly, without the
+  // staging ring (backends/vulkan/host_transfer.h); smaller ones, and any whose import fails, are
+  // staged. Negative: always staged.
+  int64_t direct_host_copy_min_bytes = int64_t{1} << 20;
 };
 
 // Counters of what the platform did, for tests and benchmarks.
