@@ -33,7 +33,7 @@ struct CpuPlatformOptions {
   std::optional<int64_t> inline_max_bytes;
 };
 
-inline constexpr int64_t kDefaultInlineMaxBytes = 64 << 10;
+inline constexpr int64_t kDefaultInlineMaxBytes = 256 << 10;
 
 // The inline threshold `options` asks for, resolved as CpuPlatformOptions::inline_max_bytes says.
 // INVALID_ARGUMENT for an environment value that is neither "never", "always" nor an integer.

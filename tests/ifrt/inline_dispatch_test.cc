@@ -103,7 +103,7 @@ TEST_P(InlineDispatchTest, SmallReshardIsReadyOnReturnAndExact) {
 }
 
 TEST_P(InlineDispatchTest, LargeReshardIsExact) {
-  const int64_t n = 512;  // 1 MiB: each device's share is above the default threshold
+  const int64_t n = 1024;  // 4 MiB: each device's share is above the default threshold
   std::vector<float> host(n * n);
   std::iota(host.begin(), host.end(), 0.0f);
   const Shape shape({n, n});
