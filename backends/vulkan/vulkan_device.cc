@@ -308,13 +308,19 @@ void VulkanDevice::DestroyImported(MemoryBlock& b) {
 // ---- the stream's ops -------------------------------------------------------
 
 absl::Status VulkanDevice::Execute(StreamOp& op, StreamCompletion& c) {
+  // Direct host copies through imported user memory where the driver offers it.
+  const bool direct = host_import_ && options_.direct_host_copy_min_bytes >= 0;
+  const HostImport import{.device = device_,
+                          .props = direct ? host_pointer_props_ : nullptr,
+                          .alignment = host_import_alignment_,
+                          .min_bytes = options_.direct_host_copy_min_bytes};
   switch (op.kind) {
     case StreamOp::Kind::kHostToBuffer:
       for (auto& cp : op.h2b) c.keep_alive.push_back(cp.dst);
-      return CopyHostToBuffers(op.h2b, *staging_, *stream_, *counters_);
+      return CopyHostToBuffers(op.h2b, *staging_, *stream_, *counters_, &import);
     case StreamOp::Kind::kBufferToHost:
       for (auto& cp : op.b2h) c.keep_alive.push_back(cp.src);
-      return CopyBuffersToHost(op.b2h, *staging_, *stream_, *counters_);
+      return CopyBuffersToHost(op.b2h, *staging_, *stream_, *counters_, &import);
     case StreamOp::Kind::kBufferToBuffer:
       for (auto& cp : op.b2b) {
         c.keep_alive.push_back(cp.src);
