@@ -1,5 +1,6 @@
 #include "backends/cpu/cpu_stream.h"
 
+#include <atomic>
 #include <exception>
 #include <memory>
 #include <new>
@@ -8,6 +9,11 @@
 #include "absl/strings/str_cat.h"
 
 namespace tessera::cpu {
+namespace {
+std::atomic<int64_t> live_operations{0};
+}  // namespace
+
+int64_t CpuStream::LiveOperations() { return live_operations.load(std::memory_order_relaxed); }
 
 CpuStream::CpuStream(int threads)
     : threads_(threads),
@@ -66,16 +72,50 @@ std::optional<Future<>> CpuStream::TryRunInline(absl::Span<const Future<>> after
   return MakeReadyFuture(std::move(status));
 }
 
+struct CpuStream::Op {
+  Op() { live_operations.fetch_add(1, std::memory_order_relaxed); }
+  ~Op() { live_operations.fetch_sub(1, std::memory_order_relaxed); }
+  std::function<absl::Status()> work;
+  Promise<> result;
+  Promise<> done;
+};
+
+void CpuStream::Task::operator()() const { stream->Run(std::move(op)); }
+
+void CpuStream::Run(std::shared_ptr<Op> op) {
+  absl::Status status = op->work();
+  op->work = nullptr;  // release what the work captured before anyone is told
+  // The result first: the next operation starts only after the result's callbacks (which count
+  // bytes and release buffers) have run, so that an operation that drains the stream (the
+  // client's destructor enqueues one) finds nothing of this one still running.
+  op->result.Set(std::move(status));
+  op->done.Set(absl::OkStatus());
+  op.reset();  // the last reference: gone before the destructor may return (see Task)
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--running_tasks_ == 0) idle_.notify_all();
+}
+
+void CpuStream::Start(std::shared_ptr<Op> op, const absl::Status& inputs) {
+  if (!inputs.ok()) {    // skipped: the inputs' error is its result
+    op->work = nullptr;  // release what the work captured before anyone is told
+    op->result.Set(inputs);
+    Promise<> done = op->done;
+    op.reset();  // before the destructor, which waits for `done`, may return
+    done.Set(absl::OkStatus());
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++running_tasks_;
+  }
+  arena_.enqueue(Task{this, std::move(op)});
+}
+
 Future<> CpuStream::Enqueue(absl::Span<const Future<>> after, std::function<absl::Status()> work,
                             bool may_run_inline) {
   if (may_run_inline) {
     if (std::optional<Future<>> done = TryRunInline(after, work)) return *std::move(done);
   }
-  struct Op {
-    std::function<absl::Status()> work;
-    Promise<> result;
-    Promise<> done;
-  };
   auto op = std::make_shared<Op>();
   op->work = std::move(work);
   Future<> result = op->result.future();
@@ -92,29 +132,9 @@ Future<> CpuStream::Enqueue(absl::Span<const Future<>> after, std::function<absl
   }
   Future<> inputs = JoinFutures(after);
   // Wait for the previous operation (never an error), then for the inputs.
-  previous.OnReady([this, op, inputs](const absl::Status&) {
-    inputs.OnReady([this, op](const absl::Status& s) {
-      if (!s.ok()) {
-        op->result.Set(s);
-        op->done.Set(absl::OkStatus());
-        return;
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++running_tasks_;
-      }
-      arena_.enqueue([this, op] {
-        absl::Status st = op->work();
-        op->work = nullptr;  // release what the work captured before anyone is told
-        // The result first: the next operation starts only after the result's callbacks (which
-        // count bytes and release buffers) have run, so that an operation that drains the stream
-        // (the client's destructor enqueues one) finds nothing of this one still running.
-        op->result.Set(std::move(st));
-        op->done.Set(absl::OkStatus());
-        std::lock_guard<std::mutex> lock(mu_);
-        if (--running_tasks_ == 0) idle_.notify_all();
-      });
-    });
+  previous.OnReady([this, op = std::move(op), inputs](const absl::Status&) mutable {
+    inputs.OnReady(
+        [this, op = std::move(op)](const absl::Status& s) mutable { Start(std::move(op), s); });
   });
   return result;
 }
