@@ -118,15 +118,6 @@ class FaultTest : public ::testing::TestWithParam<FaultTopology> {
       platforms.push_back(std::make_unique<FaultyPlatform>(*std::move(cpu)));
     }
     if (t.vulkan) {
-#if defined(__SANITIZE_THREAD__)
-      // Errors that travel between lavapipe's completion threads and the test (lost devices)
-      // make TSan intermittently report a read of an absl::Status against the free of a
-      // JoinFutures state: the pattern of Debian's uninstrumented Abseil, whose Status refcount
-      // TSan cannot see (as in soak_test.cc). The Vulkan instances run in the plain and ASan
-      // builds.
-      GTEST_SKIP() << "Vulkan fault injection is not run under ThreadSanitizer (uninstrumented "
-                      "Abseil and lavapipe); it runs in the plain and ASan builds";
-#endif
       const char* validation = std::getenv("TESSERA_VULKAN_VALIDATION");
       absl::StatusOr<std::unique_ptr<VulkanPlatform>> vk = CreateVulkanPlatform(
           {.enable_validation = validation != nullptr && std::string(validation) == "1"});

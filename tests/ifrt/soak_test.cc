@@ -68,17 +68,6 @@ class SoakTest : public ::testing::TestWithParam<SoakTopology> {
   void SetUp() override {
     ::tessera::testing::SetVulkanIcdsIfUnset(TESSERA_IFRT_TEST_ICDS);
     const SoakTopology& t = GetParam();
-#if defined(__SANITIZE_THREAD__)
-    if (t.vulkan != VulkanMode::kOff) {
-      // Run with lavapipe, TSan intermittently (about 1 run in 5) reports a read of an
-      // absl::Status in a worker against the free of a JoinFutures state on a Vulkan completion
-      // thread: the pattern of Debian's uninstrumented Abseil, whose Status refcount (in
-      // libabsl_status) TSan cannot see. Not suppressed: confirming it needs an instrumented
-      // Abseil. The Mixed soak runs in the plain and ASan builds.
-      GTEST_SKIP() << "the Mixed soak is not run under ThreadSanitizer (uninstrumented Abseil "
-                      "and lavapipe); it runs in the plain and ASan builds";
-    }
-#endif
     absl::StatusOr<std::shared_ptr<Client>> c = CreateClient({.cpu_devices = t.cpu_devices,
                                                               .cpu_threads_per_device = 1,
                                                               .vulkan = t.vulkan,
