@@ -15,6 +15,7 @@
 //   CutIntoSteps          partitioned @main -> plan skeleton + one kernel module per kernel step
 //                         (cut.cc)
 //   LowerKernelForCpu     a kernel module (tensors) -> "mlir-llvm" artifact (cpu_codegen.cc)
+//   LowerKernelForVulkan  a kernel module (tensors) -> "spirv" artifact (vulkan_codegen.cc)
 
 #include <cstdint>
 #include <string>
@@ -122,6 +123,13 @@ absl::StatusOr<CutProgram> CutIntoSteps(mlir::ModuleOp module, mlir::func::FuncO
 // INTERNAL when a pass fails (with its diagnostics).
 absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const std::string& name,
                                                  bool takes_device_position);
+
+// Lowers one kernel module (as CutIntoSteps makes it; modified in place) to SPIR-V: artifact
+// format "spirv", its dispatches and scratch buffers as KernelArtifact documents them.
+// UNIMPLEMENTED: a kernel that takes the device position, or host code left outside every kernel
+// (named); INTERNAL when a pass fails (with its diagnostics).
+absl::StatusOr<KernelArtifact> LowerKernelForVulkan(mlir::ModuleOp kernel, const std::string& name,
+                                                    bool takes_device_position);
 
 }  // namespace tessera::compiler
 

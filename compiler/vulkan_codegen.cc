@@ -1,0 +1,440 @@
+// Step e for Vulkan: SPIR-V code generation. A kernel module over tensors (as cut.cc makes it)
+// becomes a "spirv" artifact: a list of compute dispatches, one SPIR-V module each, and the scratch
+// buffers they share (ifrt/spi/program_plan.h, SpirvDispatch). The pipelines, side by side:
+//   BuildVulkanTensorPipeline     elementwise ops -> linalg, fused
+//   (bufferization)               tensors -> memrefs, results -> out-params, copies -> linalg.copy
+//   (parallel loops)              linalg -> scf.parallel; each nest collapsed to one dimension and
+//                                 tiled by kThreadsPerGroup (a 2-D grid where it is long)
+//   BuildGpuOutliningPipeline     scf.parallel -> gpu.launch -> outlined gpu.func kernels
+//   BuildSpirvPipeline            gpu.func -> spirv.module (target env and entry point ABI set)
+// What is left of the host function (allocations and launches) becomes the dispatch list.
+//
+// Pitfalls this order avoids: index computations and constants are sunk into the launches before
+// outlining (else each becomes a kernel argument, i.e. a binding); the module is canonicalized
+// after outlining (else a leftover cf.br fails to legalize); loops are tiled before mapping (else
+// one invocation per work-group); SCF is converted in the same conversion as the GPU ops.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/internal.h"
+#include "ifrt/status_macros.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/SmallVector.h"
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
+#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/SPIRV/Serialization.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace tessera::compiler {
+namespace {
+
+// Invocations per work-group: below every Vulkan device's maxComputeWorkGroupInvocations (at
+// least 128 by the specification).
+constexpr int64_t kThreadsPerGroup = 64;
+// Work-groups along one grid axis: maxComputeWorkGroupCount is at least 65535 on every device.
+constexpr int64_t kMaxGroupsPerAxis = 65535;
+// A collapsed loop longer than kThreadsPerGroup * kMaxGroupsPerAxis runs over a 2-D grid whose
+// rows hold this many iterations.
+constexpr int64_t kRowIterations = 65536;
+
+// The target every kernel is compiled for: SPIR-V 1.3 (Vulkan 1.1 and later), 64-bit integers
+// and floats where a kernel uses them (spirv-update-vce keeps only the capabilities used), and
+// the work-group limits every device meets.
+constexpr char kTargetEnv[] =
+    "#spirv.target_env<#spirv.vce<v1.3, [Shader, Int64, Float64], "
+    "[SPV_KHR_storage_buffer_storage_class]>, #spirv.resource_limits<"
+    "max_compute_workgroup_invocations = 128, max_compute_workgroup_size = [128, 128, 64]>>";
+
+absl::Status RunPipelineText(mlir::ModuleOp module, const std::string& pipeline,
+                             const std::string& what) {
+  // The textual pipelines name passes: registered once per process.
+  static const bool registered = [] {
+    mlir::registerAllPasses();
+    return true;
+  }();
+  (void)registered;
+  mlir::PassManager pm(module.getContext());
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, os))) {
+    return absl::InternalError(absl::StrCat("bad pass pipeline for ", what, ": ", errors));
+  }
+  return RunPipeline(pm, module, absl::StatusCode::kInternal, what);
+}
+
+// Elementwise arith / math ops on tensors and named linalg ops -> linalg.generic; chains of
+// elementwise generics fused into one (one kernel, no intermediate buffer).
+std::string VulkanTensorPipeline() {
+  return "func.func(convert-elementwise-to-linalg),linalg-generalize-named-ops,"
+         "linalg-fuse-elementwise-ops,canonicalize,cse";
+}
+
+void BuildBufferizationPipeline(mlir::OpPassManager& pm) {
+  // Tensors -> memrefs, plain row-major memrefs at the function boundary.
+  mlir::bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      mlir::bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(mlir::bufferization::createOneShotBufferizePass(bufferize));
+  // Returned memrefs -> trailing out-params (the runtime's output buffers); a returned static
+  // allocation becomes the out-param itself.
+  mlir::bufferization::BufferResultsToOutParamsPassOptions out_params;
+  out_params.hoistStaticAllocs = true;
+  out_params.modifyPublicFunctions = true;
+  pm.addPass(mlir::bufferization::createBufferResultsToOutParamsPass(out_params));
+  pm.addPass(mlir::createCanonicalizerPass());
+}
+
+// scf.parallel -> gpu.launch (outer loops: work-groups, inner: invocations), then outlined.
+std::string GpuOutliningPipeline() {
+  return "func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),canonicalize,"
+         // Constants and index arithmetic into the launch bodies: else kernel arguments.
+         "gpu-launch-sink-index-computations,gpu-kernel-outlining,"
+         // Folds the branches outlining leaves (a cf.br does not legalize to SPIR-V).
+         "canonicalize,cse,lower-affine,canonicalize";
+}
+
+// gpu.func -> spirv.func in spirv.module (storage buffers for memrefs, SCF and arith in the same
+// conversion), then the interface variables and the minimal version / capabilities.
+std::string SpirvPipeline() {
+  return "fold-memref-alias-ops,map-memref-spirv-storage-class{client-api=vulkan},"
+         "gpu.module(convert-math-to-spirv),convert-gpu-to-spirv,spirv.module(spirv-lower-abi-"
+         "attrs,spirv-update-vce)";
+}
+
+// Inputs are the runtime's buffers, shared with other steps: never written.
+void MarkInputsReadOnly(mlir::func::FuncOp func) {
+  mlir::OpBuilder builder(func.getContext());
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    if (mlir::isa<mlir::TensorType>(func.getArgumentTypes()[i])) {
+      func.setArgAttr(i, mlir::bufferization::BufferizationDialect::kWritableAttrName,
+                      builder.getBoolAttr(false));
+    }
+  }
+}
+
+// memref.copy (bufferization's copies into out-params) -> linalg.copy, which becomes a kernel.
+void CopiesToLinalg(mlir::func::FuncOp func) {
+  std::vector<mlir::memref::CopyOp> copies;
+  func.walk([&](mlir::memref::CopyOp copy) { copies.push_back(copy); });
+  mlir::OpBuilder builder(func.getContext());
+  for (mlir::memref::CopyOp copy : copies) {
+    builder.setInsertionPoint(copy);
+    mlir::linalg::CopyOp::create(builder, copy.getLoc(), copy.getSource(), copy.getTarget());
+    copy->erase();
+  }
+}
+
+// Every linalg.generic (named ops were generalized) with its parallel dimensions first: they then
+// all become the scf.parallel loop the kernel's invocations share, the reductions scf.for loops
+// inside it.
+absl::Status ParallelDimensionsFirst(mlir::func::FuncOp func, const std::string& name) {
+  std::vector<mlir::linalg::GenericOp> generics;
+  func.walk([&](mlir::linalg::GenericOp op) { generics.push_back(op); });
+  mlir::IRRewriter rewriter(func.getContext());
+  for (mlir::linalg::GenericOp op : generics) {
+    std::vector<unsigned> parallel, reduction;
+    llvm::SmallVector<mlir::utils::IteratorType> iterators = op.getIteratorTypesArray();
+    for (unsigned d = 0; d < iterators.size(); ++d) {
+      (iterators[d] == mlir::utils::IteratorType::parallel ? parallel : reduction).push_back(d);
+    }
+    std::vector<unsigned> order = parallel;
+    order.insert(order.end(), reduction.begin(), reduction.end());
+    if (std::is_sorted(order.begin(), order.end())) continue;
+    rewriter.setInsertionPoint(op);
+    if (mlir::failed(mlir::linalg::interchangeGenericOp(rewriter, op, order))) {
+      return absl::InternalError(absl::StrCat(name, ": cannot interchange ", PrintOp(op)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Host work outside every parallel loop (an scf.for nest of a reduction to a scalar, a store into
+// a 0-d buffer) runs as one invocation: each such op without results is wrapped in a
+// one-iteration scf.parallel.
+void WrapSerialLoops(mlir::func::FuncOp func) {
+  std::vector<mlir::Operation*> loops;
+  for (mlir::Operation& op : func.getBody().front()) {
+    if (op.getNumResults() == 0 &&
+        !mlir::isa<mlir::scf::ParallelOp, mlir::func::ReturnOp, mlir::memref::DeallocOp>(op)) {
+      loops.push_back(&op);
+    }
+  }
+  mlir::OpBuilder builder(func.getContext());
+  for (mlir::Operation* loop : loops) {
+    builder.setInsertionPoint(loop);
+    mlir::Location loc = loop->getLoc();
+    mlir::Value zero = mlir::arith::ConstantIndexOp::create(builder, loc, 0);
+    mlir::Value one = mlir::arith::ConstantIndexOp::create(builder, loc, 1);
+    auto parallel = mlir::scf::ParallelOp::create(builder, loc, mlir::ValueRange{zero},
+                                                  mlir::ValueRange{one}, mlir::ValueRange{one});
+    loop->moveBefore(parallel.getBody()->getTerminator());
+  }
+}
+
+// The trip count of a normalized (lower bound 0, step 1) loop dimension with constant bounds.
+std::optional<int64_t> TripCount(mlir::scf::ParallelOp loop, unsigned dim) {
+  std::optional<int64_t> lb = mlir::getConstantIntValue(loop.getLowerBound()[dim]);
+  std::optional<int64_t> ub = mlir::getConstantIntValue(loop.getUpperBound()[dim]);
+  std::optional<int64_t> step = mlir::getConstantIntValue(loop.getStep()[dim]);
+  if (!lb || !ub || !step || *step <= 0) return std::nullopt;
+  return std::max<int64_t>(0, (*ub - *lb + *step - 1) / *step);
+}
+
+std::vector<mlir::scf::ParallelOp> TopLevelParallelLoops(mlir::func::FuncOp func) {
+  std::vector<mlir::scf::ParallelOp> loops;
+  for (mlir::Operation& op : func.getBody().front()) {
+    if (auto loop = mlir::dyn_cast<mlir::scf::ParallelOp>(op)) loops.push_back(loop);
+  }
+  return loops;
+}
+
+// A 1-D loop over [0, n) -> a 2-D loop over [0, ceil(n / kRowIterations)) x [0, kRowIterations)
+// whose body runs for row * kRowIterations + column < n.
+void SplitLongLoop(mlir::scf::ParallelOp loop, int64_t n) {
+  mlir::OpBuilder builder(loop);
+  mlir::Location loc = loop.getLoc();
+  auto index = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(builder, loc, v); };
+  mlir::Value zero = index(0), one = index(1);
+  mlir::Value rows = index((n + kRowIterations - 1) / kRowIterations);
+  mlir::Value row_size = index(kRowIterations), total = index(n);
+  auto split =
+      mlir::scf::ParallelOp::create(builder, loc, mlir::ValueRange{zero, zero},
+                                    mlir::ValueRange{rows, row_size}, mlir::ValueRange{one, one});
+  builder.setInsertionPointToStart(split.getBody());
+  mlir::Value base =
+      mlir::arith::MulIOp::create(builder, loc, split.getInductionVars()[0], row_size);
+  mlir::Value linear = mlir::arith::AddIOp::create(builder, loc, base, split.getInductionVars()[1]);
+  mlir::Value inside =
+      mlir::arith::CmpIOp::create(builder, loc, mlir::arith::CmpIPredicate::ult, linear, total);
+  auto guard = mlir::scf::IfOp::create(builder, loc, inside, /*withElseRegion=*/false);
+  mlir::Block* old_body = loop.getBody();
+  old_body->getTerminator()->erase();  // scf.reduce without operands
+  mlir::Block* then_block = guard.thenBlock();
+  then_block->getOperations().splice(then_block->begin(), old_body->getOperations());
+  loop.getInductionVars()[0].replaceAllUsesWith(linear);
+  loop->erase();
+}
+
+// Every top-level scf.parallel: normalized and collapsed to one dimension, split over a 2-D grid
+// when longer than one grid axis holds, then tiled: the outer loop becomes the work-groups, the
+// inner one (kThreadsPerGroup iterations, guarded by an scf.if where it overruns) the invocations.
+absl::Status TileParallelLoops(mlir::func::FuncOp func, const std::string& name) {
+  mlir::IRRewriter rewriter(func.getContext());
+  for (mlir::scf::ParallelOp loop : TopLevelParallelLoops(func)) {
+    if (loop.getNumLoops() < 2) continue;
+    std::vector<unsigned> all(loop.getNumLoops());
+    std::iota(all.begin(), all.end(), 0u);
+    rewriter.setInsertionPoint(loop);
+    mlir::collapseParallelLoops(rewriter, loop, {all});
+  }
+  // Folds the collapsed bounds (products of the old ones) to constants.
+  TESSERA_RETURN_IF_ERROR(RunPipelineText(mlir::cast<mlir::ModuleOp>(func->getParentOp()),
+                                          "canonicalize",
+                                          absl::StrCat("collapsing the loops of ", name)));
+  // After canonicalization, which would fold the one-iteration loops away again.
+  WrapSerialLoops(func);
+  for (mlir::scf::ParallelOp loop : TopLevelParallelLoops(func)) {
+    std::optional<int64_t> n = TripCount(loop, 0);
+    if (!n) return absl::InternalError(absl::StrCat(name, ": a parallel loop of unknown size"));
+    if (*n > kThreadsPerGroup * kMaxGroupsPerAxis) SplitLongLoop(loop, *n);
+  }
+  for (mlir::scf::ParallelOp loop : TopLevelParallelLoops(func)) {
+    std::optional<int64_t> n = TripCount(loop, loop.getNumLoops() - 1);
+    if (!n || *n == 0) continue;
+    int64_t threads = 1;
+    while (threads < *n && threads < kThreadsPerGroup) threads *= 2;
+    std::vector<int64_t> sizes(loop.getNumLoops(), 1);
+    sizes.back() = threads;
+    mlir::scf::tileParallelLoop(loop, sizes, /*noMinMaxBounds=*/true);
+  }
+  return absl::OkStatus();
+}
+
+// The target environment on the module; on every kernel its work-group size as the entry point
+// ABI (from the launch's known block size).
+absl::Status SetSpirvAttributes(mlir::ModuleOp module, const std::string& name) {
+  mlir::MLIRContext* context = module.getContext();
+  mlir::Attribute env = mlir::parseAttribute(kTargetEnv, context);
+  if (!env) return absl::InternalError("the SPIR-V target environment does not parse");
+  module->setAttr(mlir::spirv::getTargetEnvAttrName(), env);
+  absl::Status status;
+  module.walk([&](mlir::gpu::GPUFuncOp kernel) {
+    if (!kernel.isKernel()) return;
+    std::optional<llvm::ArrayRef<int32_t>> block = kernel.getKnownBlockSize();
+    if (!block || block->size() != 3) {
+      status = absl::InternalError(absl::StrCat(name, ": a kernel without a known block size"));
+      return;
+    }
+    kernel->setAttr(mlir::spirv::getEntryPointABIAttrName(),
+                    mlir::spirv::getEntryPointABIAttr(context, *block));
+  });
+  return status;
+}
+
+// The buffer a kernel operand is: a host function argument (its index) or an allocation (a
+// scratch buffer, numbered after the arguments).
+absl::StatusOr<int> BindingOf(mlir::Value operand, mlir::func::FuncOp host,
+                              const std::vector<mlir::Operation*>& scratch) {
+  if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(operand)) {
+    if (arg.getOwner() == &host.getBody().front()) return static_cast<int>(arg.getArgNumber());
+  }
+  mlir::Operation* def = operand.getDefiningOp();
+  auto it = std::find(scratch.begin(), scratch.end(), def);
+  if (def != nullptr && it != scratch.end()) {
+    return static_cast<int>(host.getNumArguments() + (it - scratch.begin()));
+  }
+  return absl::UnimplementedError(absl::StrCat("vulkan code generation: a kernel operand made by ",
+                                               def ? PrintOp(def) : std::string("a block argument"),
+                                               " (only whole buffers bind)"));
+}
+
+absl::StatusOr<std::string> Serialize(mlir::spirv::ModuleOp module) {
+  llvm::SmallVector<uint32_t, 0> words;
+  mlir::spirv::SerializationOptions options;
+  options.emitSymbolName = false;
+  DiagnosticCollector diagnostics(module.getContext());
+  if (mlir::failed(mlir::spirv::serialize(module, words, options))) {
+    return absl::InternalError(
+        absl::StrCat("serializing SPIR-V failed: ", diagnostics.Message("no diagnostic")));
+  }
+  std::string code(words.size() * sizeof(uint32_t), '\0');
+  std::memcpy(code.data(), words.data(), code.size());
+  return code;
+}
+
+absl::StatusOr<SpirvDispatch> MakeDispatch(mlir::ModuleOp module, mlir::gpu::LaunchFuncOp launch,
+                                           mlir::func::FuncOp host,
+                                           const std::vector<mlir::Operation*>& scratch) {
+  SpirvDispatch dispatch;
+  dispatch.entry = launch.getKernelName().str();
+  const std::string spv_name = absl::StrCat("__spv__", launch.getKernelModuleName().str());
+  mlir::spirv::ModuleOp spv;
+  module.walk([&](mlir::spirv::ModuleOp m) {
+    if (m.getSymName() && *m.getSymName() == spv_name) spv = m;
+  });
+  if (!spv) return absl::InternalError(absl::StrCat("no SPIR-V module ", spv_name));
+  TESSERA_ASSIGN_OR_RETURN(dispatch.code, Serialize(spv));
+  mlir::gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+  mlir::gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+  for (mlir::Value v : {grid.x, grid.y, grid.z, block.x, block.y, block.z}) {
+    std::optional<int64_t> c = mlir::getConstantIntValue(v);
+    if (!c) return absl::InternalError(absl::StrCat(dispatch.entry, ": a launch of dynamic size"));
+    (dispatch.workgroup_count.size() < 3 ? dispatch.workgroup_count : dispatch.workgroup_size)
+        .push_back(*c);
+  }
+  for (mlir::Value operand : launch.getKernelOperands()) {
+    TESSERA_ASSIGN_OR_RETURN(int binding, BindingOf(operand, host, scratch));
+    dispatch.bindings.push_back(binding);
+  }
+  return dispatch;
+}
+
+// The host function, after outlining, as the artifact's dispatch list and scratch buffers.
+absl::Status CollectDispatches(mlir::ModuleOp module, mlir::func::FuncOp host,
+                               KernelArtifact& artifact) {
+  std::vector<mlir::Operation*> scratch;
+  for (mlir::Operation& op : host.getBody().front()) {
+    if (mlir::isa<mlir::arith::ConstantOp, mlir::func::ReturnOp, mlir::memref::DeallocOp>(op)) {
+      continue;
+    }
+    if (auto alloc = mlir::dyn_cast<mlir::memref::AllocOp>(op)) {
+      mlir::MemRefType type = alloc.getType();
+      if (!type.hasStaticShape()) return absl::InternalError("a dynamic scratch allocation");
+      scratch.push_back(&op);
+      const int64_t element_bytes = (type.getElementTypeBitWidth() + 7) / 8;
+      artifact.scratch_bytes.push_back(type.getNumElements() * element_bytes);
+      continue;
+    }
+    if (auto launch = mlir::dyn_cast<mlir::gpu::LaunchFuncOp>(op)) {
+      TESSERA_ASSIGN_OR_RETURN(SpirvDispatch dispatch, MakeDispatch(module, launch, host, scratch));
+      artifact.dispatches.push_back(std::move(dispatch));
+      continue;
+    }
+    return absl::UnimplementedError(
+        absl::StrCat("vulkan code generation: host operation ", op.getName().getStringRef().str(),
+                     " at ", FormatLocation(op.getLoc()), " left outside every kernel"));
+  }
+  return absl::OkStatus();
+}
+
+// The trailing i64 arguments (the device's grid position) are often dead once the kernel is
+// simplified (the partitioner's `scf.if` on the position whose branches agree): then removed.
+// UNIMPLEMENTED where a kernel still reads the position.
+absl::Status DropPositionArguments(mlir::func::FuncOp func, const std::string& name) {
+  llvm::BitVector erase(func.getNumArguments());
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    if (!func.getArgumentTypes()[i].isInteger(64)) continue;
+    if (!func.getArgument(i).use_empty()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "vulkan code generation: kernel ", name,
+          " computes with the device's grid position (shard.process_multi_index), which Vulkan "
+          "kernels do not take yet"));
+    }
+    erase.set(i);
+  }
+  if (mlir::failed(func.eraseArguments(erase))) {
+    return absl::InternalError(absl::StrCat(name, ": cannot erase the position arguments"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<KernelArtifact> LowerKernelForVulkan(mlir::ModuleOp kernel, const std::string& name,
+                                                    bool takes_device_position) {
+  auto func = kernel.lookupSymbol<mlir::func::FuncOp>(name);
+  if (!func) return absl::InternalError(absl::StrCat("kernel module has no @", name));
+  TESSERA_RETURN_IF_ERROR(
+      RunPipelineText(kernel, "canonicalize,cse", absl::StrCat("simplifying ", name)));
+  if (takes_device_position) TESSERA_RETURN_IF_ERROR(DropPositionArguments(func, name));
+  MarkInputsReadOnly(func);
+  TESSERA_RETURN_IF_ERROR(RunPipelineText(kernel, VulkanTensorPipeline(),
+                                          absl::StrCat("fusing ", name, " for vulkan")));
+  TESSERA_RETURN_IF_ERROR(ParallelDimensionsFirst(func, name));
+  mlir::PassManager bufferize(kernel.getContext());
+  BuildBufferizationPipeline(bufferize);
+  TESSERA_RETURN_IF_ERROR(RunPipeline(bufferize, kernel, absl::StatusCode::kInternal,
+                                      absl::StrCat("bufferizing ", name, " for vulkan")));
+  CopiesToLinalg(func);
+  TESSERA_RETURN_IF_ERROR(
+      RunPipelineText(kernel, "func.func(convert-linalg-to-parallel-loops),canonicalize",
+                      absl::StrCat("lowering ", name, " to parallel loops")));
+  TESSERA_RETURN_IF_ERROR(TileParallelLoops(func, name));
+  TESSERA_RETURN_IF_ERROR(RunPipelineText(kernel, GpuOutliningPipeline(),
+                                          absl::StrCat("outlining the kernels of ", name)));
+  TESSERA_RETURN_IF_ERROR(SetSpirvAttributes(kernel, name));
+  TESSERA_RETURN_IF_ERROR(
+      RunPipelineText(kernel, SpirvPipeline(), absl::StrCat("lowering ", name, " to SPIR-V")));
+  KernelArtifact artifact;
+  artifact.format = "spirv";
+  artifact.entry = name;
+  TESSERA_RETURN_IF_ERROR(CollectDispatches(kernel, func, artifact));
+  return artifact;
+}
+
+}  // namespace tessera::compiler
