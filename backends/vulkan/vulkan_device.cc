@@ -35,6 +35,7 @@ VulkanDevice::~VulkanDevice() {
   staging_.reset();
   export_.reset();
   compute_.reset();
+  placeholder_.reset();
   stream_.reset();  // its command pool and semaphores
   vkDestroyDevice(device_, nullptr);
 }
@@ -81,6 +82,7 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index, bool same
 }
 
 void VulkanDevice::ReadLimits(const PhysicalDeviceDescription& pd) {
+  limits_ = pd.properties.limits;
   max_buffer_bytes_ = static_cast<int64_t>(std::min<uint64_t>(
       {pd.maintenance3.maxMemoryAllocationSize, pd.max_buffer_size, uint64_t{INT64_MAX}}));
   compute_min_runs_ = options_.compute_copy_min_runs;
@@ -201,6 +203,7 @@ absl::Status VulkanDevice::CreateComputePipeline(const PhysicalDeviceDescription
   auto push_descriptor = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
       vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
   if (push_descriptor == nullptr) return absl::OkStatus();  // no compute copies
+  push_descriptor_ = push_descriptor;
   const VkPhysicalDeviceLimits& limits = pd.properties.limits;
   TESSERA_ASSIGN_OR_RETURN(compute_,
                            ComputeCopyPipeline::Create(device_, push_descriptor, compute_min_runs_,
@@ -314,6 +317,8 @@ absl::Status VulkanDevice::Execute(StreamOp& op, StreamCompletion& c) {
         c.keep_alive.push_back(cp.dst);
       }
       return CopyBuffersToBuffers(op, c);
+    case StreamOp::Kind::kKernel:
+      return LaunchKernel(op, c);
     case StreamOp::Kind::kCallback: {
       if (absl::Status s = stream_->WaitStream(); !s.ok()) return s;
       absl::Status status = op.fn ? op.fn() : absl::OkStatus();
@@ -382,6 +387,45 @@ absl::Status VulkanDevice::CopyBuffersToBuffers(StreamOp& op, StreamCompletion& 
   for (const BufferToBufferCopy* cp : remote) {
     if (absl::Status s = cross_device_->Copy(*cp); !s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PlatformKernelRef> VulkanDevice::LoadKernel(const KernelArtifact& artifact) {
+  TESSERA_ASSIGN_OR_RETURN(
+      std::shared_ptr<const SpirvKernel> kernel,
+      SpirvKernel::Load(shared_from_this(), push_descriptor_, limits_, artifact));
+  return PlatformKernelRef(std::move(kernel));
+}
+
+absl::Status VulkanDevice::LaunchKernel(StreamOp& op, StreamCompletion& c) {
+  const auto* kernel = dynamic_cast<const SpirvKernel*>(op.launch.kernel.get());
+  if (kernel == nullptr) return absl::InvalidArgumentError("not a kernel of this platform");
+  c.keep_kernels.push_back(op.launch.kernel);
+  std::vector<VulkanBuffer*> buffers;
+  for (const PlatformBufferRef& b : op.launch.buffers) {
+    VulkanBuffer* vb = AsVulkanBuffer(b);
+    if (vb == nullptr || vb->dev() != this) {
+      return absl::InvalidArgumentError("a kernel buffer lives on another device");
+    }
+    buffers.push_back(vb);
+    c.keep_alive.push_back(b);
+  }
+  for (int64_t bytes : kernel->scratch_bytes()) {
+    TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef scratch, Allocate(kDeviceMemory, bytes));
+    buffers.push_back(AsVulkanBuffer(scratch));
+    c.keep_alive.push_back(std::move(scratch));
+  }
+  if (placeholder_ == nullptr) {
+    TESSERA_ASSIGN_OR_RETURN(placeholder_, Allocate(kDeviceMemory, 256));
+  }
+  TESSERA_RETURN_IF_ERROR(kernel->Validate(buffers));
+  TESSERA_ASSIGN_OR_RETURN(VkCommandBuffer cb, stream_->AcquireCmd());
+  c.cmds.push_back(cb);
+  TESSERA_RETURN_IF_ERROR(BeginCmd(cb));
+  kernel->Record(cb, buffers, AsVulkanBuffer(placeholder_));
+  TESSERA_RETURN_IF_ERROR(EndCmd(cb));
+  TESSERA_RETURN_IF_ERROR(stream_->Submit(cb).status());
+  counters_->kernel_launches.fetch_add(1);
   return absl::OkStatus();
 }
 

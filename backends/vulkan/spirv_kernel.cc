@@ -1,0 +1,178 @@
+#include "backends/vulkan/spirv_kernel.h"
+
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "backends/vulkan/vulkan_buffer.h"
+#include "backends/vulkan/vulkan_device.h"
+#include "backends/vulkan/vulkan_status.h"
+
+namespace tessera::vulkan {
+namespace {
+
+absl::Status CheckDispatch(const SpirvDispatch& d, const VkPhysicalDeviceLimits& limits) {
+  if (d.code.empty() || d.code.size() % 4 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SPIR-V module of ", d.entry, " is ", d.code.size(), " bytes"));
+  }
+  if (d.workgroup_size.size() != 3 || d.workgroup_count.size() != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dispatch ", d.entry, " needs 3 work-group sizes and counts"));
+  }
+  int64_t invocations = 1;
+  for (int i = 0; i < 3; ++i) {
+    if (d.workgroup_size[i] < 1 || d.workgroup_count[i] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("dispatch ", d.entry, ": bad sizes"));
+    }
+    if (d.workgroup_size[i] > limits.maxComputeWorkGroupSize[i] ||
+        d.workgroup_count[i] > limits.maxComputeWorkGroupCount[i]) {
+      return absl::UnimplementedError(
+          absl::StrCat("dispatch ", d.entry, " exceeds the device's work-group limits"));
+    }
+    invocations *= d.workgroup_size[i];
+  }
+  if (invocations > limits.maxComputeWorkGroupInvocations) {
+    return absl::UnimplementedError(absl::StrCat("dispatch ", d.entry, " has ", invocations,
+                                                 " invocations per work-group, above the "
+                                                 "device's maxComputeWorkGroupInvocations"));
+  }
+  for (int b : d.bindings) {
+    if (b < 0) return absl::InvalidArgumentError(absl::StrCat("dispatch ", d.entry, ": binding"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const SpirvKernel>> SpirvKernel::Load(
+    std::shared_ptr<VulkanDevice> device, PFN_vkCmdPushDescriptorSetKHR push_descriptor,
+    const VkPhysicalDeviceLimits& limits, const KernelArtifact& artifact) {
+  if (artifact.format != "spirv") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the Vulkan platform runs \"spirv\" kernels, not \"", artifact.format, "\""));
+  }
+  if (push_descriptor == nullptr) {
+    return absl::UnimplementedError(
+        "running compiled kernels needs VK_KHR_push_descriptor, which this device lacks");
+  }
+  for (int64_t bytes : artifact.scratch_bytes) {
+    if (bytes < 0) return absl::InvalidArgumentError("negative scratch buffer size");
+  }
+  std::shared_ptr<SpirvKernel> kernel(
+      new SpirvKernel(std::move(device), push_descriptor, limits.maxStorageBufferRange));
+  kernel->scratch_bytes_ = artifact.scratch_bytes;
+  kernel->pipelines_.resize(artifact.dispatches.size());
+  for (size_t i = 0; i < artifact.dispatches.size(); ++i) {
+    const SpirvDispatch& d = artifact.dispatches[i];
+    if (absl::Status s = CheckDispatch(d, limits); !s.ok()) return s;
+    if (absl::Status s = kernel->CreatePipeline(d, kernel->pipelines_[i]); !s.ok()) return s;
+  }
+  return std::shared_ptr<const SpirvKernel>(std::move(kernel));
+}
+
+absl::Status SpirvKernel::CreatePipeline(const SpirvDispatch& d, Pipeline& p) {
+  VkDevice vk = device_->vk_device();
+  p.bindings = d.bindings;
+  for (int i = 0; i < 3; ++i) p.groups[i] = static_cast<uint32_t>(d.workgroup_count[i]);
+  std::vector<VkDescriptorSetLayoutBinding> bindings(d.bindings.size());
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    bindings[i].binding = static_cast<uint32_t>(i);
+    bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    bindings[i].descriptorCount = 1;
+    bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+  }
+  VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  dl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+  dl.bindingCount = static_cast<uint32_t>(bindings.size());
+  dl.pBindings = bindings.data();
+  TESSERA_VK_RETURN_IF_ERROR(vkCreateDescriptorSetLayout(vk, &dl, nullptr, &p.set_layout),
+                             "vkCreateDescriptorSetLayout");
+  VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pl.setLayoutCount = 1;
+  pl.pSetLayouts = &p.set_layout;
+  TESSERA_VK_RETURN_IF_ERROR(vkCreatePipelineLayout(vk, &pl, nullptr, &p.layout),
+                             "vkCreatePipelineLayout");
+  std::vector<uint32_t> words(d.code.size() / 4);
+  std::memcpy(words.data(), d.code.data(), d.code.size());
+  VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  smi.codeSize = d.code.size();
+  smi.pCode = words.data();
+  VkShaderModule module;
+  TESSERA_VK_RETURN_IF_ERROR(vkCreateShaderModule(vk, &smi, nullptr, &module),
+                             "vkCreateShaderModule");
+  VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  cpi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  cpi.stage.module = module;
+  cpi.stage.pName = d.entry.c_str();
+  cpi.layout = p.layout;
+  VkResult r = vkCreateComputePipelines(vk, VK_NULL_HANDLE, 1, &cpi, nullptr, &p.pipeline);
+  vkDestroyShaderModule(vk, module, nullptr);
+  TESSERA_VK_RETURN_IF_ERROR(r, "vkCreateComputePipelines");
+  return absl::OkStatus();
+}
+
+SpirvKernel::~SpirvKernel() {
+  VkDevice vk = device_->vk_device();
+  for (Pipeline& p : pipelines_) {
+    if (p.pipeline) vkDestroyPipeline(vk, p.pipeline, nullptr);
+    if (p.layout) vkDestroyPipelineLayout(vk, p.layout, nullptr);
+    if (p.set_layout) vkDestroyDescriptorSetLayout(vk, p.set_layout, nullptr);
+  }
+}
+
+absl::Status SpirvKernel::Validate(absl::Span<VulkanBuffer* const> buffers) const {
+  for (const Pipeline& p : pipelines_) {
+    for (int b : p.bindings) {
+      if (b >= static_cast<int>(buffers.size())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("kernel binding ", b, " but the launch has ", buffers.size(), " buffers"));
+      }
+      if (buffers[b]->allocated_size() > max_storage_range_) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("a kernel buffer of ", buffers[b]->size_bytes(),
+                         " bytes exceeds the device's maxStorageBufferRange (", max_storage_range_,
+                         " bytes): shard the program further so that each device's shard fits"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void SpirvKernel::Record(VkCommandBuffer cb, absl::Span<VulkanBuffer* const> buffers,
+                         const VulkanBuffer* placeholder) const {
+  std::vector<VkDescriptorBufferInfo> infos;
+  std::vector<VkWriteDescriptorSet> writes;
+  for (const Pipeline& p : pipelines_) {
+    if (p.groups[0] == 0 || p.groups[1] == 0 || p.groups[2] == 0) continue;
+    infos.assign(p.bindings.size(), VkDescriptorBufferInfo{});
+    writes.assign(p.bindings.size(), VkWriteDescriptorSet{});
+    for (size_t i = 0; i < p.bindings.size(); ++i) {
+      const VulkanBuffer* b = buffers[p.bindings[i]];
+      if (b->size_bytes() == 0) b = placeholder;
+      infos[i] = {b->vk_buffer(), static_cast<VkDeviceSize>(b->offset()),
+                  static_cast<VkDeviceSize>(b->allocated_size())};
+      writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+      writes[i].dstBinding = static_cast<uint32_t>(i);
+      writes[i].descriptorCount = 1;
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
+    }
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+    push_descriptor_(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0,
+                     static_cast<uint32_t>(writes.size()), writes.data());
+    vkCmdDispatch(cb, p.groups[0], p.groups[1], p.groups[2]);
+    // The next dispatch (and the copies after the launch) read what this one wrote.
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    mb.dstAccessMask =
+        VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT;
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+                         1, &mb, 0, nullptr, 0, nullptr);
+  }
+}
+
+}  // namespace tessera::vulkan
