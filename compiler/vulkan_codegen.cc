@@ -27,6 +27,7 @@
 #include "compiler/internal.h"
 #include "ifrt/status_macros.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -173,27 +174,54 @@ absl::Status ParallelDimensionsFirst(mlir::func::FuncOp func, const std::string&
   return absl::OkStatus();
 }
 
-// Host work outside every parallel loop (an scf.for nest of a reduction to a scalar, a store into
-// a 0-d buffer) runs as one invocation: each such op without results is wrapped in a
-// one-iteration scf.parallel.
-void WrapSerialLoops(mlir::func::FuncOp func) {
-  std::vector<mlir::Operation*> loops;
-  for (mlir::Operation& op : func.getBody().front()) {
-    if (op.getNumResults() == 0 &&
-        !mlir::isa<mlir::scf::ParallelOp, mlir::func::ReturnOp, mlir::memref::DeallocOp>(op)) {
-      loops.push_back(&op);
+// Host work outside every parallel loop (an scf.for nest of a reduction to a scalar, the loads and
+// stores of a loop nest whose trip counts were all 1) runs as one invocation: each run of such
+// ops is moved into a one-iteration scf.parallel. Constants are hoisted first (they are sunk into
+// the kernels later). UNIMPLEMENTED when a value made by such a run is used after it.
+absl::Status WrapSerialLoops(mlir::func::FuncOp func, const std::string& name) {
+  mlir::Block& body = func.getBody().front();
+  std::vector<mlir::Operation*> constants;
+  for (mlir::Operation& op : body) {
+    if (mlir::isa<mlir::arith::ConstantOp>(op)) constants.push_back(&op);
+  }
+  for (mlir::Operation* op : llvm::reverse(constants)) op->moveBefore(&body.front());
+  auto serial = [](mlir::Operation& op) {
+    return !mlir::isa<mlir::scf::ParallelOp, mlir::func::ReturnOp, mlir::memref::DeallocOp,
+                      mlir::memref::AllocOp, mlir::arith::ConstantOp>(op);
+  };
+  std::vector<std::vector<mlir::Operation*>> runs;
+  bool in_run = false;
+  for (mlir::Operation& op : body) {
+    if (!serial(op)) {
+      in_run = false;
+      continue;
     }
+    if (!in_run) runs.emplace_back();
+    runs.back().push_back(&op);
+    in_run = true;
   }
   mlir::OpBuilder builder(func.getContext());
-  for (mlir::Operation* loop : loops) {
-    builder.setInsertionPoint(loop);
-    mlir::Location loc = loop->getLoc();
+  for (const std::vector<mlir::Operation*>& run : runs) {
+    builder.setInsertionPoint(run.front());
+    mlir::Location loc = run.front()->getLoc();
     mlir::Value zero = mlir::arith::ConstantIndexOp::create(builder, loc, 0);
     mlir::Value one = mlir::arith::ConstantIndexOp::create(builder, loc, 1);
     auto parallel = mlir::scf::ParallelOp::create(builder, loc, mlir::ValueRange{zero},
                                                   mlir::ValueRange{one}, mlir::ValueRange{one});
-    loop->moveBefore(parallel.getBody()->getTerminator());
+    for (mlir::Operation* op : run) op->moveBefore(parallel.getBody()->getTerminator());
+    for (mlir::Operation* op : run) {
+      for (mlir::Value result : op->getResults()) {
+        for (mlir::Operation* user : result.getUsers()) {
+          if (!parallel->isAncestor(user)) {
+            return absl::UnimplementedError(absl::StrCat("vulkan code generation: ", name,
+                                                         ": host value of ", PrintOp(op),
+                                                         " used outside its kernel"));
+          }
+        }
+      }
+    }
   }
+  return absl::OkStatus();
 }
 
 // The trip count of a normalized (lower bound 0, step 1) loop dimension with constant bounds.
@@ -257,7 +285,7 @@ absl::Status TileParallelLoops(mlir::func::FuncOp func, const std::string& name)
                                           "canonicalize",
                                           absl::StrCat("collapsing the loops of ", name)));
   // After canonicalization, which would fold the one-iteration loops away again.
-  WrapSerialLoops(func);
+  TESSERA_RETURN_IF_ERROR(WrapSerialLoops(func, name));
   for (mlir::scf::ParallelOp loop : TopLevelParallelLoops(func)) {
     std::optional<int64_t> n = TripCount(loop, 0);
     if (!n) return absl::InternalError(absl::StrCat(name, ": a parallel loop of unknown size"));

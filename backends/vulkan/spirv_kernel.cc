@@ -44,11 +44,34 @@ absl::Status CheckDispatch(const SpirvDispatch& d, const VkPhysicalDeviceLimits&
   return absl::OkStatus();
 }
 
+// UNIMPLEMENTED when the module declares the Float64 (10) or Int64 (11) capability the device
+// lacks: OpCapability (opcode 17) instructions follow the 5-word header.
+absl::Status CheckCapabilities(const SpirvDispatch& d, bool float64, bool int64) {
+  std::vector<uint32_t> words(d.code.size() / 4);
+  std::memcpy(words.data(), d.code.data(), words.size() * 4);
+  for (size_t i = 5; i < words.size();) {
+    const uint32_t count = words[i] >> 16, opcode = words[i] & 0xffff;
+    if (count == 0) break;
+    if (opcode == 17 && i + 1 < words.size()) {
+      if ((words[i + 1] == 10 && !float64) || (words[i + 1] == 11 && !int64)) {
+        return absl::UnimplementedError(absl::StrCat(
+            "kernel ", d.entry, " uses 64-bit ", words[i + 1] == 10 ? "floats" : "integers",
+            ", which this device does not support (shaderFloat64 / shaderInt64)"));
+      }
+    } else if (opcode != 17 && opcode != 11 && opcode != 10) {
+      break;  // past the capabilities, extensions and imports
+    }
+    i += count;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const SpirvKernel>> SpirvKernel::Load(
     std::shared_ptr<VulkanDevice> device, PFN_vkCmdPushDescriptorSetKHR push_descriptor,
-    const VkPhysicalDeviceLimits& limits, const KernelArtifact& artifact) {
+    const VkPhysicalDeviceLimits& limits, bool float64, bool int64,
+    const KernelArtifact& artifact) {
   if (artifact.format != "spirv") {
     return absl::InvalidArgumentError(
         absl::StrCat("the Vulkan platform runs \"spirv\" kernels, not \"", artifact.format, "\""));
@@ -67,6 +90,7 @@ absl::StatusOr<std::shared_ptr<const SpirvKernel>> SpirvKernel::Load(
   for (size_t i = 0; i < artifact.dispatches.size(); ++i) {
     const SpirvDispatch& d = artifact.dispatches[i];
     if (absl::Status s = CheckDispatch(d, limits); !s.ok()) return s;
+    if (absl::Status s = CheckCapabilities(d, float64, int64); !s.ok()) return s;
     if (absl::Status s = kernel->CreatePipeline(d, kernel->pipelines_[i]); !s.ok()) return s;
   }
   return std::shared_ptr<const SpirvKernel>(std::move(kernel));

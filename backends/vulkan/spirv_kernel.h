@@ -38,11 +38,14 @@ class VulkanBuffer;
 class SpirvKernel final : public PlatformKernel {
  public:
   // INVALID_ARGUMENT: not a "spirv" artifact, an empty or misaligned module, bad sizes or
-  // bindings; UNIMPLEMENTED without VK_KHR_push_descriptor, or a work-group size above the
-  // device's limits; Vulkan failures (vkCreateShaderModule, vkCreateComputePipelines) as VkStatus.
+  // bindings; UNIMPLEMENTED without VK_KHR_push_descriptor, a work-group size above the device's
+  // limits, or a module declaring the Float64 / Int64 capability on a device without
+  // shaderFloat64 / shaderInt64; Vulkan failures (vkCreateShaderModule, vkCreateComputePipelines)
+  // as VkStatus.
   static absl::StatusOr<std::shared_ptr<const SpirvKernel>> Load(
       std::shared_ptr<VulkanDevice> device, PFN_vkCmdPushDescriptorSetKHR push_descriptor,
-      const VkPhysicalDeviceLimits& limits, const KernelArtifact& artifact);
+      const VkPhysicalDeviceLimits& limits, bool float64, bool int64,
+      const KernelArtifact& artifact);
 
   SpirvKernel(const SpirvKernel&) = delete;
   SpirvKernel& operator=(const SpirvKernel&) = delete;

@@ -122,8 +122,17 @@ absl::Status VulkanDevice::CreateLogicalDevice(const EnabledExtensions& extensio
   qci.pQueuePriorities = &priority;
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   f12.timelineSemaphore = VK_TRUE;
+  // 64-bit floats and integers in compiled kernels (spirv_kernel.h), where the device has them.
+  VkPhysicalDeviceFeatures supported{};
+  vkGetPhysicalDeviceFeatures(physical_, &supported);
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.features.shaderFloat64 = supported.shaderFloat64;
+  features.features.shaderInt64 = supported.shaderInt64;
+  shader_float64_ = supported.shaderFloat64 == VK_TRUE;
+  shader_int64_ = supported.shaderInt64 == VK_TRUE;
+  features.pNext = &f12;
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-  dci.pNext = &f12;
+  dci.pNext = &features;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
   dci.enabledExtensionCount = static_cast<uint32_t>(extensions.names.size());
@@ -391,9 +400,9 @@ absl::Status VulkanDevice::CopyBuffersToBuffers(StreamOp& op, StreamCompletion& 
 }
 
 absl::StatusOr<PlatformKernelRef> VulkanDevice::LoadKernel(const KernelArtifact& artifact) {
-  TESSERA_ASSIGN_OR_RETURN(
-      std::shared_ptr<const SpirvKernel> kernel,
-      SpirvKernel::Load(shared_from_this(), push_descriptor_, limits_, artifact));
+  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<const SpirvKernel> kernel,
+                           SpirvKernel::Load(shared_from_this(), push_descriptor_, limits_,
+                                             shader_float64_, shader_int64_, artifact));
   return PlatformKernelRef(std::move(kernel));
 }
 

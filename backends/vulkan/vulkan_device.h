@@ -163,6 +163,8 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   // checked against, and a 256-byte buffer bound in place of empty ones (made by the worker).
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_ = nullptr;
   VkPhysicalDeviceLimits limits_{};
+  bool shader_float64_ = false;  // enabled features: kernels may use 64-bit floats / integers
+  bool shader_int64_ = false;
   PlatformBufferRef placeholder_;                    // worker only
   std::unique_ptr<CrossDeviceCopier> cross_device_;  // worker only
 };
