@@ -53,7 +53,7 @@ def case_help():
 def case_info():
     out, _ = expect_ok("info", "--devices", "cpu:2")
     for text in ("Platforms: cpu", "Devices (2)", "cpu:0", "cpu:1", "Memories", "host",
-                 "Drivers", "Attributes", "threads ="):
+                 "Drivers", "code generator", "MLIR -> LLVM", "Attributes", "threads ="):
         check(text in out, f"info shows {text!r}", out)
 
 
