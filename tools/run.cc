@@ -47,9 +47,10 @@ std::optional<sharding::Mesh> MeshInProgram(const std::string& text) {
   return *mesh;
 }
 
-// A program whose attributes all name one single-axis mesh larger than the devices given (the
-// examples' mesh{x=4} under --devices vulkan:2) runs on those devices: its mesh is rewritten to
-// their number, with a note. Any other program is left as it is (ChooseDevices then explains).
+// --fit-mesh: a program whose attributes all name one single-axis mesh larger than the devices
+// given (the examples' mesh{x=4} under --devices vulkan:2) runs on those devices: its mesh is
+// rewritten to their number, with a note. Any other program is left as it is (ChooseDevices then
+// explains).
 std::string FitMeshToDevices(const std::string& text, int64_t devices) {
   std::optional<sharding::Mesh> mesh = MeshInProgram(text);
   if (!mesh.has_value() || mesh->axes().size() != 1 || mesh->num_devices() <= devices ||
@@ -219,9 +220,9 @@ absl::StatusOr<DeviceListRef> ChooseDevices(const RunOptions& options, const std
     count = mesh->num_devices();
   }
   if (count > static_cast<int64_t>(setup.devices.size())) {
-    return absl::InvalidArgumentError(absl::StrCat("the program's shardings span ", count,
-                                                   " devices; --devices gives ",
-                                                   setup.devices.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the program's shardings span ", count, " devices; --devices gives ",
+                     setup.devices.size(), " (--fit-mesh runs a one-axis mesh over them)"));
   }
   return setup.client->MakeDeviceList(absl::MakeSpan(setup.devices).first(count));
 }
@@ -253,7 +254,7 @@ int RunProgram(const RunOptions& options) {
   ClientResult client = SetUpClient(options.devices, options.guard);
   if (!client.setup.has_value()) return client.exit_code;
   Client& c = *client.setup->client;
-  if (options.in.empty() && options.out.empty()) {
+  if (options.fit_mesh && options.in.empty() && options.out.empty()) {
     *text = FitMeshToDevices(*text, static_cast<int64_t>(client.setup->devices.size()));
   }
   absl::StatusOr<DeviceListRef> devices = ChooseDevices(options, *text, *client.setup);

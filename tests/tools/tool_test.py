@@ -342,6 +342,10 @@ def case_run_program():
         os.unlink(f.name)
     rc, out, err = run("run", megatron, "--devices", "cpu:2")
     check(rc == 2 and "span 4 devices" in err, "too few devices is bad input", out, err)
+    # ... unless --fit-mesh runs the one-axis mesh over the devices given.
+    out, _ = expect_ok("run", megatron, "--devices", "cpu:2", "--fit-mesh", "--repeat", "1")
+    check("runs as mesh{x=2}" in out and "outputs match the 1-device run" in out,
+          "--fit-mesh runs mesh{x=4} on 2 devices", out)
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}

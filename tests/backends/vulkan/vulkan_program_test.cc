@@ -8,7 +8,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,14 +22,18 @@
 #include "gtest/gtest.h"
 #include "ifrt/status_macros.h"
 #include "tessera.h"
-#include "tests/compiler/test_programs.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/vulkan_icds.h"
 
 namespace tessera {
 namespace {
 
-using ::tessera::testing::ReadFile;
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 struct Topology {
   std::string name;
@@ -323,6 +330,26 @@ TEST_P(VulkanProgramTest, MegatronExampleAllReducesAcrossDevicesAndPlatforms) {
   // it from each of its 3 peers.
   EXPECT_EQ(client_->transfer_stats().device_to_device.bytes - before.device_to_device.bytes,
             4 * 3 * (2 * 512 / 4));
+}
+
+// A shard above the device's maxStorageBufferRange cannot be bound whole: the launch fails with
+// RESOURCE_EXHAUSTED naming the sizes (never a silently wrong result), and the CPU devices of a
+// mixed topology are not affected by the limit.
+TEST_P(VulkanProgramTest, ShardAboveMaxStorageBufferRangeIsAClearError) {
+  std::optional<int64_t> range;
+  for (Device* d : client_->devices()) {
+    if (d->Kind() == "vulkan") range = d->Attributes().GetInt("max_storage_buffer_range");
+  }
+  ASSERT_TRUE(range.has_value());
+  if (*range > (int64_t{1} << 28)) GTEST_SKIP() << "maxStorageBufferRange is " << *range;
+  const int64_t n = *range / 4 + 64;  // f32 elements: just above the range
+  const std::string t = Tensor({n}, "f32");
+  const std::string text = "func.func @main(%a: " + t + Attr("P()") + ") -> (" + t + Attr("P()") +
+                           ") {\n  %s = arith.addf %a, %a : " + t + "\n  return %s : " + t + "\n}";
+  Host a{DType::kF32, {n}, std::vector<double>(n, 1.5)};
+  absl::StatusOr<std::vector<Host>> out = Run(text, {a});
+  EXPECT_THAT(out.status(), testing::StatusIs(absl::StatusCode::kResourceExhausted,
+                                              ::testing::HasSubstr("maxStorageBufferRange")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, VulkanProgramTest,
