@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "backends/vulkan/vulkan_platform.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "guard/recording_transfer_sink.h"
@@ -124,6 +125,12 @@ class ExecutableTest : public ::testing::TestWithParam<Topology> {
     client_ = *std::move(client);
     ASSERT_GE(client_->devices().size(), 4u) << GetParam().name;
     ASSERT_OK_AND_ASSIGN(devices_, client_->MakeDeviceList(client_->devices().first(4)));
+    validation_messages_ = VulkanValidationMessageCount();
+  }
+  // The Vulkan topologies run with the Khronos validation layer on (ctest's environment): any
+  // message fails the test.
+  void TearDown() override {
+    EXPECT_EQ(VulkanValidationMessageCount(), validation_messages_) << "validation messages";
   }
 
   absl::StatusOr<LoadedExecutableRef> Compile(const std::string& text,
@@ -154,6 +161,7 @@ class ExecutableTest : public ::testing::TestWithParam<Topology> {
 
   std::shared_ptr<Client> client_;
   DeviceListRef devices_;
+  int64_t validation_messages_ = 0;
 };
 
 TEST_P(ExecutableTest, RowShardedMatmulMatchesReferenceWithoutCommunication) {
