@@ -209,6 +209,8 @@ TEST_P(VulkanProgramTest, MatmulAtSeveralShapesAndShardings) {
     std::string a, b, c;
   };
   for (const Case& t : std::vector<Case>{{4, 1, 1, "P(x,None)", "P()", "P(x,None)"},
+                                         {8, 0, 4, "P(x,None)", "P()", "P(x,None)"},
+                                         {0, 3, 4, "P()", "P()", "P()"},
                                          {8, 7, 13, "P(x,None)", "P()", "P(x,None)"},
                                          {12, 8, 20, "P()", "P(None,x)", "P(None,x)"},
                                          {5, 16, 3, "P(None,x)", "P(x,None)", "P()"},
