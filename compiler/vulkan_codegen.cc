@@ -3,6 +3,7 @@
 // buffers they share (ifrt/spi/program_plan.h, SpirvDispatch). The pipelines, side by side:
 //   BuildVulkanTensorPipeline     elementwise ops -> linalg, fused
 //   (bufferization)               tensors -> memrefs, results -> out-params, copies -> linalg.copy
+//   EmitTiledMatmuls              each matmul -> a gpu.launch tiled through workgroup memory
 //   (parallel loops)              linalg -> scf.parallel; each nest collapsed to one dimension and
 //                                 tiled by kThreadsPerGroup (a 2-D grid where it is long)
 //   BuildGpuOutliningPipeline     scf.parallel -> gpu.launch -> outlined gpu.func kernels
@@ -40,6 +41,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -87,11 +89,11 @@ absl::Status RunPipelineText(mlir::ModuleOp module, const std::string& pipeline,
   return RunPipeline(pm, module, absl::StatusCode::kInternal, what);
 }
 
-// Elementwise arith / math ops on tensors and named linalg ops -> linalg.generic; chains of
-// elementwise generics fused into one (one kernel, no intermediate buffer).
+// Elementwise arith / math ops on tensors -> linalg.generic; chains of elementwise generics fused
+// into one (one kernel, no intermediate buffer). Named ops were generalized before (matmuls
+// excepted: they get their own kernel, EmitTiledMatmuls).
 std::string VulkanTensorPipeline() {
-  return "func.func(convert-elementwise-to-linalg),linalg-generalize-named-ops,"
-         "linalg-fuse-elementwise-ops,canonicalize,cse";
+  return "func.func(convert-elementwise-to-linalg),linalg-fuse-elementwise-ops,canonicalize,cse";
 }
 
 void BuildBufferizationPipeline(mlir::OpPassManager& pm) {
@@ -150,6 +152,155 @@ void CopiesToLinalg(mlir::func::FuncOp func) {
   }
 }
 
+// Named linalg ops (fill, broadcast, transpose, reduce, batch_matmul, ...) -> linalg.generic;
+// linalg.matmul stays named for EmitTiledMatmuls.
+absl::Status GeneralizeNamedOps(mlir::func::FuncOp func, const std::string& name) {
+  std::vector<mlir::linalg::LinalgOp> named;
+  func.walk([&](mlir::linalg::LinalgOp op) {
+    if (!mlir::isa<mlir::linalg::GenericOp, mlir::linalg::MatmulOp>(op)) named.push_back(op);
+  });
+  mlir::IRRewriter rewriter(func.getContext());
+  for (mlir::linalg::LinalgOp op : named) {
+    rewriter.setInsertionPoint(op);
+    if (mlir::failed(mlir::linalg::generalizeNamedOp(rewriter, op))) {
+      return absl::InternalError(absl::StrCat(name, ": cannot generalize ", PrintOp(op)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Whether `matmul` gets the tiled kernel: default indexing maps, on static identity-layout
+// memrefs of one element type, no empty dimension.
+bool IsTileableMatmul(mlir::linalg::MatmulOp matmul) {
+  if (matmul.hasUserDefinedMaps() || !matmul.hasPureBufferSemantics()) return false;
+  mlir::Type element;
+  for (mlir::Value operand : matmul->getOperands()) {
+    auto type = mlir::dyn_cast<mlir::MemRefType>(operand.getType());
+    if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
+        type.getNumElements() == 0) {
+      return false;
+    }
+    if (element && type.getElementType() != element) return false;
+    element = type.getElementType();
+  }
+  return mlir::isa<mlir::FloatType, mlir::IntegerType>(element);
+}
+
+// C += A @ B as one gpu.launch: 16x16 output tiles per work-group of 16x8 invocations (each
+// computes two rows of its column), the K dimension walked in 16-wide steps through two 16x16
+// tiles of A and B in workgroup memory (memory space 3, which map-memref-spirv-storage-class maps
+// to Workgroup for Vulkan), loaded cooperatively between barriers. Out-of-range
+// elements load as 0 (clamped index, select) so that every invocation reaches every barrier.
+void EmitTiledMatmul(mlir::linalg::MatmulOp matmul) {
+  constexpr int64_t kTile = 16, kRows = 8;
+  mlir::OpBuilder b(matmul);
+  mlir::Location loc = matmul.getLoc();
+  mlir::Value a = matmul->getOperand(0), bm = matmul->getOperand(1), c = matmul->getOperand(2);
+  auto a_type = mlir::cast<mlir::MemRefType>(a.getType());
+  const int64_t m = a_type.getDimSize(0), k = a_type.getDimSize(1);
+  const int64_t n = mlir::cast<mlir::MemRefType>(c.getType()).getDimSize(1);
+  mlir::Type element = a_type.getElementType();
+  const bool is_float = mlir::isa<mlir::FloatType>(element);
+  auto index = [&](int64_t v) -> mlir::Value {
+    return mlir::arith::ConstantIndexOp::create(b, loc, v);
+  };
+  auto tile_type = mlir::MemRefType::get({kTile, kTile}, element, mlir::MemRefLayoutAttrInterface{},
+                                         b.getI64IntegerAttr(3));
+  auto launch = mlir::gpu::LaunchOp::create(b, loc, index((n + kTile - 1) / kTile),
+                                            index((m + kTile - 1) / kTile), index(1), index(kTile),
+                                            index(kRows), index(1));
+  mlir::Block& body = launch.getBody().front();
+  b.setInsertionPointToStart(&body);
+  // Allocations in workgroup memory (MLIR 22's GPU-to-SPIR-V conversion crashes on gpu.func
+  // workgroup attributions; memref.alloc in workgroup memory becomes a Workgroup variable).
+  mlir::Value a_tile = mlir::memref::AllocOp::create(b, loc, tile_type);
+  mlir::Value b_tile = mlir::memref::AllocOp::create(b, loc, tile_type);
+  mlir::Value tx = launch.getThreadIds().x, ty = launch.getThreadIds().y;
+  mlir::Value bx = launch.getBlockIds().x, by = launch.getBlockIds().y;
+  auto add = [&](mlir::Value x, mlir::Value y) -> mlir::Value {
+    return mlir::arith::AddIOp::create(b, loc, x, y);
+  };
+  auto mul = [&](mlir::Value x, mlir::Value y) -> mlir::Value {
+    return mlir::arith::MulIOp::create(b, loc, x, y);
+  };
+  auto less = [&](mlir::Value x, int64_t bound) -> mlir::Value {
+    return mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ult, x, index(bound));
+  };
+  auto fma = [&](mlir::Value acc, mlir::Value x, mlir::Value y) -> mlir::Value {
+    if (is_float) {
+      return mlir::arith::AddFOp::create(b, loc, acc, mlir::arith::MulFOp::create(b, loc, x, y));
+    }
+    return mlir::arith::AddIOp::create(b, loc, acc, mlir::arith::MulIOp::create(b, loc, x, y));
+  };
+  mlir::Value zero = mlir::arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
+  // mem[i][j] when both are in range, else 0.
+  auto load_or_zero = [&](mlir::Value mem, mlir::Value i, mlir::Value j, int64_t rows,
+                          int64_t cols) -> mlir::Value {
+    mlir::Value inside = mlir::arith::AndIOp::create(b, loc, less(i, rows), less(j, cols));
+    mlir::Value ic = mlir::arith::MinUIOp::create(b, loc, i, index(rows - 1));
+    mlir::Value jc = mlir::arith::MinUIOp::create(b, loc, j, index(cols - 1));
+    mlir::Value v = mlir::memref::LoadOp::create(b, loc, mem, mlir::ValueRange{ic, jc});
+    return mlir::arith::SelectOp::create(b, loc, inside, v, zero);
+  };
+  mlir::Value ty1 = add(ty, index(kRows));
+  mlir::Value row0 = add(mul(by, index(kTile)), ty), row1 = add(row0, index(kRows));
+  mlir::Value col = add(mul(bx, index(kTile)), tx);
+  auto steps = mlir::scf::ForOp::create(b, loc, index(0), index((k + kTile - 1) / kTile), index(1),
+                                        mlir::ValueRange{zero, zero});
+  b.setInsertionPointToStart(steps.getBody());
+  mlir::Value k0 = mul(steps.getInductionVar(), index(kTile));
+  mlir::Value ka = add(k0, tx);
+  mlir::memref::StoreOp::create(b, loc, load_or_zero(a, row0, ka, m, k), a_tile,
+                                mlir::ValueRange{ty, tx});
+  mlir::memref::StoreOp::create(b, loc, load_or_zero(a, row1, ka, m, k), a_tile,
+                                mlir::ValueRange{ty1, tx});
+  mlir::memref::StoreOp::create(b, loc, load_or_zero(bm, add(k0, ty), col, k, n), b_tile,
+                                mlir::ValueRange{ty, tx});
+  mlir::memref::StoreOp::create(b, loc, load_or_zero(bm, add(k0, ty1), col, k, n), b_tile,
+                                mlir::ValueRange{ty1, tx});
+  mlir::gpu::BarrierOp::create(b, loc);
+  auto inner =
+      mlir::scf::ForOp::create(b, loc, index(0), index(kTile), index(1), steps.getRegionIterArgs());
+  b.setInsertionPointToStart(inner.getBody());
+  mlir::Value kk = inner.getInductionVar();
+  mlir::Value bv = mlir::memref::LoadOp::create(b, loc, b_tile, mlir::ValueRange{kk, tx});
+  mlir::Value a0 = mlir::memref::LoadOp::create(b, loc, a_tile, mlir::ValueRange{ty, kk});
+  mlir::Value a1 = mlir::memref::LoadOp::create(b, loc, a_tile, mlir::ValueRange{ty1, kk});
+  mlir::scf::YieldOp::create(b, loc,
+                             mlir::ValueRange{fma(inner.getRegionIterArgs()[0], a0, bv),
+                                              fma(inner.getRegionIterArgs()[1], a1, bv)});
+  b.setInsertionPointAfter(inner);
+  mlir::gpu::BarrierOp::create(b, loc);
+  mlir::scf::YieldOp::create(b, loc, inner.getResults());
+  b.setInsertionPointAfter(steps);
+  for (int r = 0; r < 2; ++r) {
+    mlir::Value row = r == 0 ? row0 : row1;
+    mlir::Value inside = mlir::arith::AndIOp::create(b, loc, less(row, m), less(col, n));
+    auto guard = mlir::scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(guard.thenBlock());
+    mlir::Value old = mlir::memref::LoadOp::create(b, loc, c, mlir::ValueRange{row, col});
+    mlir::Value sum =
+        is_float ? mlir::arith::AddFOp::create(b, loc, old, steps.getResult(r)).getResult()
+                 : mlir::arith::AddIOp::create(b, loc, old, steps.getResult(r)).getResult();
+    mlir::memref::StoreOp::create(b, loc, sum, c, mlir::ValueRange{row, col});
+    b.setInsertionPointAfter(guard);
+  }
+  mlir::gpu::TerminatorOp::create(b, loc);
+  matmul->erase();
+}
+
+void EmitTiledMatmuls(mlir::func::FuncOp func) {
+  // The ops and attributes built here need their dialects loaded.
+  func.getContext()
+      ->loadDialect<mlir::gpu::GPUDialect, mlir::scf::SCFDialect, mlir::memref::MemRefDialect,
+                    mlir::arith::ArithDialect, mlir::spirv::SPIRVDialect>();
+  std::vector<mlir::linalg::MatmulOp> matmuls;
+  func.walk([&](mlir::linalg::MatmulOp matmul) {
+    if (IsTileableMatmul(matmul)) matmuls.push_back(matmul);
+  });
+  for (mlir::linalg::MatmulOp matmul : matmuls) EmitTiledMatmul(matmul);
+}
+
 // Every linalg.generic (named ops were generalized) with its parallel dimensions first: they then
 // all become the scf.parallel loop the kernel's invocations share, the reductions scf.for loops
 // inside it.
@@ -187,7 +338,7 @@ absl::Status WrapSerialLoops(mlir::func::FuncOp func, const std::string& name) {
   for (mlir::Operation* op : llvm::reverse(constants)) op->moveBefore(&body.front());
   auto serial = [](mlir::Operation& op) {
     return !mlir::isa<mlir::scf::ParallelOp, mlir::func::ReturnOp, mlir::memref::DeallocOp,
-                      mlir::memref::AllocOp, mlir::arith::ConstantOp>(op);
+                      mlir::memref::AllocOp, mlir::arith::ConstantOp, mlir::gpu::LaunchOp>(op);
   };
   std::vector<std::vector<mlir::Operation*>> runs;
   bool in_run = false;
@@ -441,6 +592,7 @@ absl::StatusOr<KernelArtifact> LowerKernelForVulkan(mlir::ModuleOp kernel, const
       RunPipelineText(kernel, "canonicalize,cse", absl::StrCat("simplifying ", name)));
   if (takes_device_position) TESSERA_RETURN_IF_ERROR(DropPositionArguments(func, name));
   MarkInputsReadOnly(func);
+  TESSERA_RETURN_IF_ERROR(GeneralizeNamedOps(func, name));
   TESSERA_RETURN_IF_ERROR(RunPipelineText(kernel, VulkanTensorPipeline(),
                                           absl::StrCat("fusing ", name, " for vulkan")));
   TESSERA_RETURN_IF_ERROR(ParallelDimensionsFirst(func, name));
@@ -449,6 +601,7 @@ absl::StatusOr<KernelArtifact> LowerKernelForVulkan(mlir::ModuleOp kernel, const
   TESSERA_RETURN_IF_ERROR(RunPipeline(bufferize, kernel, absl::StatusCode::kInternal,
                                       absl::StrCat("bufferizing ", name, " for vulkan")));
   CopiesToLinalg(func);
+  EmitTiledMatmuls(func);
   TESSERA_RETURN_IF_ERROR(
       RunPipelineText(kernel, "func.func(convert-linalg-to-parallel-loops),canonicalize",
                       absl::StrCat("lowering ", name, " to parallel loops")));

@@ -230,6 +230,27 @@ TEST_P(VulkanProgramTest, MatmulAtSeveralShapesAndShardings) {
   }
 }
 
+TEST_P(VulkanProgramTest, TiledMatmulInEveryDtype) {
+  for (const std::string element : {"f64", "i32", "i64"}) {
+    SCOPED_TRACE(element);
+    const DType::Kind kind = element == "f64"   ? DType::kF64
+                             : element == "i32" ? DType::kS32
+                                                : DType::kS64;
+    const std::string ta = Tensor({36, 19}, element), tb = Tensor({19, 21}, element),
+                      tc = Tensor({36, 21}, element);
+    const std::string zero = element == "f64" ? "0.0" : "0";
+    const std::string text =
+        "func.func @main(%a: " + ta + Attr("P(x,None)") + ", %b: " + tb + Attr("P()") + ") -> (" +
+        tc + Attr("P(x,None)") + ") {\n  %z = arith.constant " + zero + " : " + element +
+        "\n  %e = tensor.empty() : " + tc + "\n  %f = linalg.fill ins(%z : " + element +
+        ") outs(%e : " + tc + ") -> " + tc + "\n  %c = linalg.matmul ins(%a, %b : " + ta + ", " +
+        tb + ") outs(%f : " + tc + ") -> " + tc + "\n  return %c : " + tc + "\n}";
+    const Host a = Random(kind, {36, 19}, 21), b = Random(kind, {19, 21}, 22);
+    ASSERT_OK_AND_ASSIGN(std::vector<Host> out, Run(text, {a, b}));
+    ExpectNear(out[0], MatMul(a, b, 36, 19, 21));
+  }
+}
+
 TEST_P(VulkanProgramTest, ElementwiseInEveryDtype) {
   for (const std::string element : {"f32", "f64", "i32", "i64"}) {
     SCOPED_TRACE(element);
