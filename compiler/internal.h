@@ -125,11 +125,13 @@ absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const st
                                                  bool takes_device_position);
 
 // Lowers one kernel module (as CutIntoSteps makes it; modified in place) to SPIR-V: artifact
-// format "spirv", its dispatches and scratch buffers as KernelArtifact documents them.
-// UNIMPLEMENTED: a kernel that takes the device position, or host code left outside every kernel
-// (named); INTERNAL when a pass fails (with its diagnostics).
+// format "spirv", its dispatches and scratch buffers as KernelArtifact documents them; a kernel
+// that computes with the device position gets one variant per position of `grid_shape`.
+// UNIMPLEMENTED: host code left outside every kernel (named); INTERNAL when a pass fails (with
+// its diagnostics).
 absl::StatusOr<KernelArtifact> LowerKernelForVulkan(mlir::ModuleOp kernel, const std::string& name,
-                                                    bool takes_device_position);
+                                                    bool takes_device_position,
+                                                    const std::vector<int64_t>& grid_shape);
 
 }  // namespace tessera::compiler
 

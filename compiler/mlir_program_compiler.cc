@@ -196,7 +196,7 @@ void RestoreUnusedParameters(const std::vector<bool>& unused, const ProgramPlan&
 // Each platform's artifact of one kernel step ("cpu" when the request names none). Code generators
 // modify the module they lower: each but the last gets a copy.
 absl::Status GenerateCode(const ProgramCompileRequest& request, mlir::ModuleOp kernel,
-                          KernelStep& step) {
+                          const std::vector<int64_t>& grid_shape, KernelStep& step) {
   std::vector<std::string> platforms = request.platforms;
   if (platforms.empty()) platforms.push_back("cpu");
   for (size_t p = 0; p < platforms.size(); ++p) {
@@ -208,7 +208,7 @@ absl::Status GenerateCode(const ProgramCompileRequest& request, mlir::ModuleOp k
     }
     absl::StatusOr<KernelArtifact> artifact =
         platforms[p] == "vulkan"
-            ? LowerKernelForVulkan(module, step.name, step.takes_device_position)
+            ? LowerKernelForVulkan(module, step.name, step.takes_device_position, grid_shape)
             : LowerKernelForCpu(module, step.name, step.takes_device_position);
     if (!artifact.ok()) return artifact.status();
     step.artifacts[platforms[p]] = *std::move(artifact);
@@ -237,7 +237,7 @@ class MlirProgramCompiler final : public ProgramCompiler {
 
     for (size_t i = 0; i < cut.kernels.size(); ++i) {
       KernelStep& step = cut.plan.steps[cut.kernel_step_indices[i]].kernel;
-      TESSERA_RETURN_IF_ERROR(GenerateCode(request, *cut.kernels[i], step));
+      TESSERA_RETURN_IF_ERROR(GenerateCode(request, *cut.kernels[i], signature.grid_shape, step));
     }
     ProgramPlan plan = std::move(cut.plan);
     plan.name = "main";

@@ -562,8 +562,8 @@ absl::Status CollectDispatches(mlir::ModuleOp module, mlir::func::FuncOp host,
 }
 
 // The trailing i64 arguments (the device's grid position) are often dead once the kernel is
-// simplified (the partitioner's `scf.if` on the position whose branches agree): then removed.
-// UNIMPLEMENTED where a kernel still reads the position.
+// simplified (the partitioner's `scf.if` on the position whose branches agree, or a position made
+// constant by LowerPositionVariants): then removed. UNIMPLEMENTED where a kernel still reads one.
 absl::Status DropPositionArguments(mlir::func::FuncOp func, const std::string& name) {
   llvm::BitVector erase(func.getNumArguments());
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
@@ -584,13 +584,11 @@ absl::Status DropPositionArguments(mlir::func::FuncOp func, const std::string& n
 
 }  // namespace
 
-absl::StatusOr<KernelArtifact> LowerKernelForVulkan(mlir::ModuleOp kernel, const std::string& name,
-                                                    bool takes_device_position) {
-  auto func = kernel.lookupSymbol<mlir::func::FuncOp>(name);
-  if (!func) return absl::InternalError(absl::StrCat("kernel module has no @", name));
-  TESSERA_RETURN_IF_ERROR(
-      RunPipelineText(kernel, "canonicalize,cse", absl::StrCat("simplifying ", name)));
-  if (takes_device_position) TESSERA_RETURN_IF_ERROR(DropPositionArguments(func, name));
+namespace {
+
+// A simplified kernel without position arguments -> its dispatches.
+absl::StatusOr<KernelArtifact> LowerSimplifiedKernel(mlir::ModuleOp kernel, mlir::func::FuncOp func,
+                                                     const std::string& name) {
   MarkInputsReadOnly(func);
   TESSERA_RETURN_IF_ERROR(GeneralizeNamedOps(func, name));
   TESSERA_RETURN_IF_ERROR(RunPipelineText(kernel, VulkanTensorPipeline(),
@@ -616,6 +614,66 @@ absl::StatusOr<KernelArtifact> LowerKernelForVulkan(mlir::ModuleOp kernel, const
   artifact.entry = name;
   TESSERA_RETURN_IF_ERROR(CollectDispatches(kernel, func, artifact));
   return artifact;
+}
+
+bool PositionUsed(mlir::func::FuncOp func) {
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    if (func.getArgumentTypes()[i].isInteger(64) && !func.getArgument(i).use_empty()) return true;
+  }
+  return false;
+}
+
+// A kernel that computes with the device's grid position: one variant per position, each with
+// the position's coordinates as constants (the partitioner's `scf.if` on the position then folds
+// away), in row-major order over `grid_shape`.
+absl::StatusOr<KernelArtifact> LowerPositionVariants(mlir::ModuleOp kernel, const std::string& name,
+                                                     const std::vector<int64_t>& grid_shape) {
+  int64_t positions = 1;
+  for (int64_t d : grid_shape) positions *= d;
+  KernelArtifact artifact;
+  artifact.format = "spirv";
+  artifact.entry = name;
+  artifact.variant_grid = grid_shape;
+  for (int64_t p = 0; p < positions; ++p) {
+    mlir::OwningOpRef<mlir::ModuleOp> copy = kernel.clone();
+    auto func = copy->lookupSymbol<mlir::func::FuncOp>(name);
+    std::vector<int64_t> coordinates(grid_shape.size());
+    for (int64_t rest = p, axis = static_cast<int64_t>(grid_shape.size()) - 1; axis >= 0; --axis) {
+      coordinates[axis] = rest % grid_shape[axis];
+      rest /= grid_shape[axis];
+    }
+    mlir::OpBuilder builder(func.getContext());
+    builder.setInsertionPointToStart(&func.getBody().front());
+    size_t axis = 0;
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      if (!func.getArgumentTypes()[i].isInteger(64) || axis >= coordinates.size()) continue;
+      mlir::Value constant = mlir::arith::ConstantOp::create(
+          builder, func.getLoc(), builder.getI64IntegerAttr(coordinates[axis++]));
+      func.getArgument(i).replaceAllUsesWith(constant);
+    }
+    TESSERA_RETURN_IF_ERROR(
+        RunPipelineText(*copy, "canonicalize,cse", absl::StrCat("specializing ", name)));
+    TESSERA_RETURN_IF_ERROR(DropPositionArguments(func, name));
+    TESSERA_ASSIGN_OR_RETURN(KernelArtifact variant, LowerSimplifiedKernel(*copy, func, name));
+    artifact.position_variants.push_back(std::move(variant));
+  }
+  return artifact;
+}
+
+}  // namespace
+
+absl::StatusOr<KernelArtifact> LowerKernelForVulkan(mlir::ModuleOp kernel, const std::string& name,
+                                                    bool takes_device_position,
+                                                    const std::vector<int64_t>& grid_shape) {
+  auto func = kernel.lookupSymbol<mlir::func::FuncOp>(name);
+  if (!func) return absl::InternalError(absl::StrCat("kernel module has no @", name));
+  TESSERA_RETURN_IF_ERROR(
+      RunPipelineText(kernel, "canonicalize,cse", absl::StrCat("simplifying ", name)));
+  if (takes_device_position && PositionUsed(func)) {
+    return LowerPositionVariants(kernel, name, grid_shape);
+  }
+  if (takes_device_position) TESSERA_RETURN_IF_ERROR(DropPositionArguments(func, name));
+  return LowerSimplifiedKernel(kernel, func, name);
 }
 
 }  // namespace tessera::compiler

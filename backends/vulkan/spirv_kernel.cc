@@ -84,7 +84,24 @@ absl::StatusOr<std::shared_ptr<const SpirvKernel>> SpirvKernel::Load(
     if (bytes < 0) return absl::InvalidArgumentError("negative scratch buffer size");
   }
   std::shared_ptr<SpirvKernel> kernel(
-      new SpirvKernel(std::move(device), push_descriptor, limits.maxStorageBufferRange));
+      new SpirvKernel(device, push_descriptor, limits.maxStorageBufferRange));
+  if (!artifact.position_variants.empty()) {
+    int64_t positions = 1;
+    for (int64_t d : artifact.variant_grid) positions *= d < 1 ? 0 : d;
+    if (positions != static_cast<int64_t>(artifact.position_variants.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("kernel ", artifact.entry, " has ", artifact.position_variants.size(),
+                       " position variants for a grid of ", positions, " positions"));
+    }
+    kernel->variant_grid_ = artifact.variant_grid;
+    for (const KernelArtifact& variant : artifact.position_variants) {
+      absl::StatusOr<std::shared_ptr<const SpirvKernel>> loaded =
+          Load(device, push_descriptor, limits, float64, int64, variant);
+      if (!loaded.ok()) return loaded.status();
+      kernel->variants_.push_back(*std::move(loaded));
+    }
+    return std::shared_ptr<const SpirvKernel>(std::move(kernel));
+  }
   kernel->scratch_bytes_ = artifact.scratch_bytes;
   kernel->pipelines_.resize(artifact.dispatches.size());
   for (size_t i = 0; i < artifact.dispatches.size(); ++i) {
@@ -136,6 +153,23 @@ absl::Status SpirvKernel::CreatePipeline(const SpirvDispatch& d, Pipeline& p) {
   vkDestroyShaderModule(vk, module, nullptr);
   TESSERA_VK_RETURN_IF_ERROR(r, "vkCreateComputePipelines");
   return absl::OkStatus();
+}
+
+absl::StatusOr<const SpirvKernel*> SpirvKernel::ForPosition(
+    absl::Span<const int64_t> position) const {
+  if (variants_.empty()) return this;
+  if (position.size() != variant_grid_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("a launch at a position of ", position.size(),
+                                                   " axes on a grid of ", variant_grid_.size()));
+  }
+  int64_t linear = 0;
+  for (size_t axis = 0; axis < position.size(); ++axis) {
+    if (position[axis] < 0 || position[axis] >= variant_grid_[axis]) {
+      return absl::InvalidArgumentError("a launch at a position outside the kernel's grid");
+    }
+    linear = linear * variant_grid_[axis] + position[axis];
+  }
+  return variants_[linear].get();
 }
 
 SpirvKernel::~SpirvKernel() {

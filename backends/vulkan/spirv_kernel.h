@@ -7,6 +7,9 @@
 // buffer: for each dispatch in order, bind its pipeline, push its buffers' descriptors, dispatch,
 // and a compute-to-compute barrier so the next dispatch sees its writes.
 //
+// A kernel specialized per device position (KernelArtifact::position_variants) holds one
+// SpirvKernel per position; ForPosition picks the launching device's.
+//
 // Buffers are bound whole (offset and size of the VulkanBuffer's range), so each must fit the
 // device's maxStorageBufferRange: Validate says which does not (RESOURCE_EXHAUSTED naming it)
 // before anything is recorded. Zero-size buffers are bound as a small placeholder the caller
@@ -52,6 +55,9 @@ class SpirvKernel final : public PlatformKernel {
   ~SpirvKernel() override;
 
   const std::vector<int64_t>& scratch_bytes() const { return scratch_bytes_; }
+  // The kernel a device at `position` (grid coordinates) runs: this one, or its variant for that
+  // position (an artifact with position_variants). INVALID_ARGUMENT: a position outside the grid.
+  absl::StatusOr<const SpirvKernel*> ForPosition(absl::Span<const int64_t> position) const;
 
   // OK when every bound buffer fits maxStorageBufferRange (RESOURCE_EXHAUSTED otherwise) and
   // `buffers` covers the bindings (INVALID_ARGUMENT otherwise). `buffers`: the launch's
@@ -82,6 +88,8 @@ class SpirvKernel final : public PlatformKernel {
   int64_t max_storage_range_;
   std::vector<Pipeline> pipelines_;
   std::vector<int64_t> scratch_bytes_;
+  std::vector<std::shared_ptr<const SpirvKernel>> variants_;  // by row-major position
+  std::vector<int64_t> variant_grid_;
 };
 
 }  // namespace tessera::vulkan

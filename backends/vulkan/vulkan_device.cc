@@ -407,8 +407,10 @@ absl::StatusOr<PlatformKernelRef> VulkanDevice::LoadKernel(const KernelArtifact&
 }
 
 absl::Status VulkanDevice::LaunchKernel(StreamOp& op, StreamCompletion& c) {
-  const auto* kernel = dynamic_cast<const SpirvKernel*>(op.launch.kernel.get());
-  if (kernel == nullptr) return absl::InvalidArgumentError("not a kernel of this platform");
+  const auto* loaded = dynamic_cast<const SpirvKernel*>(op.launch.kernel.get());
+  if (loaded == nullptr) return absl::InvalidArgumentError("not a kernel of this platform");
+  TESSERA_ASSIGN_OR_RETURN(const SpirvKernel* kernel,
+                           loaded->ForPosition(op.launch.device_position));
   c.keep_kernels.push_back(op.launch.kernel);
   std::vector<VulkanBuffer*> buffers;
   for (const PlatformBufferRef& b : op.launch.buffers) {

@@ -40,6 +40,9 @@ struct SpirvDispatch {
 //                point `entry` called through MLIR's packed interface.
 //   "spirv"      `dispatches` (Vulkan), run in order on one stream, each after the previous one's
 //                writes; `scratch_bytes`: the temporary buffers they share, allocated per launch.
+//                A kernel that computes with the device's grid position has instead
+//                `position_variants`, one "spirv" artifact per position: entry i for the device
+//                whose coordinates, row-major over `variant_grid`, are i.
 // Arguments, in order: each input value's buffer, then each output value's buffer (row-major,
 // contiguous, of the value's local shape), then, when `takes_device_position`, one int64 per grid
 // axis: this device's coordinate on the program's grid.
@@ -49,6 +52,8 @@ struct KernelArtifact {
   std::string entry;
   std::vector<SpirvDispatch> dispatches;
   std::vector<int64_t> scratch_bytes;
+  std::vector<KernelArtifact> position_variants;
+  std::vector<int64_t> variant_grid;
 };
 
 struct ProgramValue {

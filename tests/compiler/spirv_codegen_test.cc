@@ -44,18 +44,17 @@ absl::Status SpirvVal(const std::string& code) {
   return rc == 0 ? absl::OkStatus() : absl::InvalidArgumentError(text);
 }
 
-// Every dispatch of every kernel step: well-formed (bindings in range, sizes positive) and, where
-// spirv-val exists, valid SPIR-V.
-void CheckArtifacts(const ProgramPlan& plan, bool validate) {
-  int kernels = 0;
-  for (const ProgramStep& step : plan.steps) {
-    if (step.kind != ProgramStep::Kind::kKernel) continue;
-    ++kernels;
-    const KernelArtifact& artifact = step.kernel.artifacts.at("vulkan");
-    EXPECT_EQ(artifact.format, "spirv");
-    const int args = static_cast<int>(step.kernel.inputs.size() + step.kernel.outputs.size());
+// Every dispatch of `artifact` (and of its position variants): well-formed (bindings in range,
+// sizes positive) and, where spirv-val exists, valid SPIR-V.
+void CheckArtifact(const KernelStep& step, const KernelArtifact& artifact, bool validate) {
+  EXPECT_EQ(artifact.format, "spirv");
+  for (const KernelArtifact& variant : artifact.position_variants) {
+    CheckArtifact(step, variant, validate);
+  }
+  {
+    const int args = static_cast<int>(step.inputs.size() + step.outputs.size());
     for (const SpirvDispatch& d : artifact.dispatches) {
-      SCOPED_TRACE(absl::StrCat(step.kernel.name, " / ", d.entry));
+      SCOPED_TRACE(absl::StrCat(step.name, " / ", d.entry));
       ASSERT_EQ(d.workgroup_size.size(), 3u);
       ASSERT_EQ(d.workgroup_count.size(), 3u);
       EXPECT_LE(d.workgroup_size[0] * d.workgroup_size[1] * d.workgroup_size[2], 128);
@@ -71,6 +70,15 @@ void CheckArtifacts(const ProgramPlan& plan, bool validate) {
         EXPECT_OK(SpirvVal(d.code));
       }
     }
+  }
+}
+
+void CheckArtifacts(const ProgramPlan& plan, bool validate) {
+  int kernels = 0;
+  for (const ProgramStep& step : plan.steps) {
+    if (step.kind != ProgramStep::Kind::kKernel) continue;
+    ++kernels;
+    CheckArtifact(step.kernel, step.kernel.artifacts.at("vulkan"), validate);
   }
   EXPECT_GT(kernels, 0);
 }
@@ -161,6 +169,31 @@ TEST(SpirvCodegenTest, EveryOpCompilesToValidSpirv) {
     CheckArtifacts(plan, validate);
   }
   if (!validate) GTEST_SKIP() << "spirv-val is not installed (Debian: spirv-tools)";
+}
+
+TEST(SpirvCodegenTest, KernelUsingThePositionHasOneVariantPerPosition) {
+  const std::string program = R"mlir(
+func.func @main(%a: tensor<4x8xf32> {tessera.sharding = "mesh{x=2} P(None,x)"},
+                %b: tensor<8x4xf32> {tessera.sharding = "mesh{x=2} P(x,None)"})
+    -> (tensor<4x4xf32> {tessera.sharding = "mesh{x=2} P()"}) {
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %f = linalg.fill ins(%one : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x4xf32>)
+                     outs(%f : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %c : tensor<4x4xf32>
+})mlir";
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(program, 2, {}, {}, {"vulkan"}));
+  const KernelStep& step = plan.steps[0].kernel;
+  EXPECT_TRUE(step.takes_device_position);
+  const KernelArtifact& artifact = step.artifacts.at("vulkan");
+  EXPECT_THAT(artifact.variant_grid, ::testing::ElementsAre(2));
+  ASSERT_EQ(artifact.position_variants.size(), 2u);
+  EXPECT_TRUE(artifact.dispatches.empty());
+  // Position 0 fills with 1.0, position 1 with 0.0: the variants differ.
+  EXPECT_NE(artifact.position_variants[0].dispatches[0].code,
+            artifact.position_variants[1].dispatches[0].code);
+  CheckArtifacts(plan, HaveSpirvVal());
 }
 
 TEST(SpirvCodegenTest, UnknownPlatformIsUnimplemented) {

@@ -230,6 +230,29 @@ TEST_P(VulkanProgramTest, MatmulAtSeveralShapesAndShardings) {
   }
 }
 
+// The contraction dimension sharded and a non-zero accumulator: the partitioner adds the init on
+// the device at position 0 only (an scf.if on shard.process_multi_index): the Vulkan kernel is
+// specialized per position.
+TEST_P(VulkanProgramTest, KernelUsingTheDevicePosition) {
+  const std::string text = R"mlir(
+func.func @main(%a: tensor<5x8xf32> {tessera.sharding = "mesh{x=4} P(None,x)"},
+                %b: tensor<8x3xf32> {tessera.sharding = "mesh{x=4} P(x,None)"})
+    -> (tensor<5x3xf32> {tessera.sharding = "mesh{x=4} P()"}) {
+  %one = arith.constant 1.5 : f32
+  %e = tensor.empty() : tensor<5x3xf32>
+  %f = linalg.fill ins(%one : f32) outs(%e : tensor<5x3xf32>) -> tensor<5x3xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<5x8xf32>, tensor<8x3xf32>)
+                     outs(%f : tensor<5x3xf32>) -> tensor<5x3xf32>
+  return %c : tensor<5x3xf32>
+}
+)mlir";
+  const Host a = Random(DType::kF32, {5, 8}, 31), b = Random(DType::kF32, {8, 3}, 32);
+  Host want = MatMul(a, b, 5, 8, 3);
+  for (double& v : want.values) v += 1.5;
+  ASSERT_OK_AND_ASSIGN(std::vector<Host> out, Run(text, {a, b}));
+  ExpectNear(out[0], want);
+}
+
 TEST_P(VulkanProgramTest, TiledMatmulInEveryDtype) {
   for (const std::string element : {"f64", "i32", "i64"}) {
     SCOPED_TRACE(element);
