@@ -63,7 +63,8 @@ class SpirvKernel final : public PlatformKernel {
   // `buffers` covers the bindings (INVALID_ARGUMENT otherwise). `buffers`: the launch's
   // arguments, then its scratch buffers.
   absl::Status Validate(absl::Span<VulkanBuffer* const> buffers) const;
-  // Records every dispatch. `placeholder` is bound in place of zero-size buffers.
+  // Records every dispatch. `placeholder` is bound in place of zero-size buffers (may be null when
+  // none is zero-size).
   void Record(VkCommandBuffer cb, absl::Span<VulkanBuffer* const> buffers,
               const VulkanBuffer* placeholder) const;
 
