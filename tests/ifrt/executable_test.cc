@@ -5,9 +5,9 @@
 // guarded, arguments resharded as implicit transfers, donation, the compile cache, bad programs
 // and bad arguments, concurrent Execute. The Vulkan topologies skip, saying why, only where no
 // Vulkan driver exists at all.
+#include <algorithm>
 #include <cmath>
 #include <memory>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,11 +21,15 @@
 #include "ifrt/introspection.h"
 #include "tessera.h"
 #include "tests/ifrt/test_util.h"
+#include "tests/testing/megatron_mlp.h"
 #include "tests/testing/vulkan_icds.h"
 
 namespace tessera {
 namespace {
 
+using ::tessera::testing::kMegatron;
+using ::tessera::testing::MegatronReference;
+using ::tessera::testing::Random;
 using ::tessera::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -42,35 +46,6 @@ func.func @main(%x: tensor<8x6xf32> {tessera.sharding = "mesh{x=4} P(x,None)"},
   return %y : tensor<8x5xf32>
 }
 )mlir";
-
-// Megatron: y = relu(x @ w1) @ w2, w1 column- and w2 row-sharded: one all-reduce of f32[4x8].
-constexpr char kMegatron[] = R"mlir(
-func.func @main(%x: tensor<4x12xf32> {tessera.sharding = "mesh{x=4} P()"},
-                %w1: tensor<12x16xf32> {tessera.sharding = "mesh{x=4} P(None,x)"},
-                %w2: tensor<16x8xf32> {tessera.sharding = "mesh{x=4} P(x,None)"})
-    -> (tensor<4x8xf32> {tessera.sharding = "mesh{x=4} P()"}) {
-  %zero = arith.constant 0.0 : f32
-  %e1 = tensor.empty() : tensor<4x16xf32>
-  %a1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x16xf32>) -> tensor<4x16xf32>
-  %h = linalg.matmul ins(%x, %w1 : tensor<4x12xf32>, tensor<12x16xf32>)
-                     outs(%a1 : tensor<4x16xf32>) -> tensor<4x16xf32>
-  %r = linalg.map { arith.maximumf } ins(%h, %a1 : tensor<4x16xf32>, tensor<4x16xf32>)
-                     outs(%e1 : tensor<4x16xf32>)
-  %e2 = tensor.empty() : tensor<4x8xf32>
-  %a2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<4x8xf32>) -> tensor<4x8xf32>
-  %y = linalg.matmul ins(%r, %w2 : tensor<4x16xf32>, tensor<16x8xf32>)
-                     outs(%a2 : tensor<4x8xf32>) -> tensor<4x8xf32>
-  return %y : tensor<4x8xf32>
-}
-)mlir";
-
-std::vector<float> Random(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // c[m,n] = a[m,k] @ b[k,n]
 std::vector<float> MatMul(const std::vector<float>& a, const std::vector<float>& b, int m, int k,
@@ -192,9 +167,7 @@ TEST_P(ExecutableTest, MegatronAllReducesOnceAndCountsItsBytes) {
   const TransferStats before = client_->transfer_stats();
   ASSERT_OK_AND_ASSIGN(ExecuteResult result, exe->Execute(absl::MakeSpan(args)));
   ASSERT_OK(result.status.Await());
-  std::vector<float> h = MatMul(x, w1, 4, 12, 16);
-  for (float& v : h) v = std::max(v, 0.0f);
-  ExpectNear(Get(result.outputs[0]), MatMul(h, w2, 4, 16, 8));
+  ExpectNear(Get(result.outputs[0]), MegatronReference(x, w1, w2));
   // A two-phase all-reduce of f32[4x8] (128 bytes) over 4 devices: each device reads a quarter
   // from each of its 3 peers to reduce, and a quarter from each to gather: 2 * 128 / 4 per peer.
   EXPECT_EQ(client_->transfer_stats().device_to_device.bytes - before.device_to_device.bytes,
@@ -389,9 +362,7 @@ TEST_P(ExecutableTest, BadArgumentsAreRejectedBeforeAnythingRuns) {
 TEST_P(ExecutableTest, ExecuteFromEightThreadsAtOnce) {
   ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kMegatron));
   const std::vector<float> x = Random(48, 3), w1 = Random(192, 4), w2 = Random(128, 5);
-  std::vector<float> h = MatMul(x, w1, 4, 12, 16);
-  for (float& v : h) v = std::max(v, 0.0f);
-  const std::vector<float> want = MatMul(h, w2, 4, 16, 8);
+  const std::vector<float> want = MegatronReference(x, w1, w2);
   std::vector<ArrayRef> args = {Put(x, {4, 12}, Named("P()")),
                                 Put(w1, {12, 16}, Named("P(None,x)")),
                                 Put(w2, {16, 8}, Named("P(x,None)"))};
