@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "backends/vulkan/vulkan_buffer.h"
 #include "backends/vulkan/vulkan_device.h"
-#include "backends/vulkan/vulkan_status.h"
 
 namespace tessera::vulkan {
 namespace {
@@ -114,45 +113,13 @@ absl::StatusOr<std::shared_ptr<const SpirvKernel>> SpirvKernel::Load(
 }
 
 absl::Status SpirvKernel::CreatePipeline(const SpirvDispatch& d, Pipeline& p) {
-  VkDevice vk = device_->vk_device();
   p.bindings = d.bindings;
   for (int i = 0; i < 3; ++i) p.groups[i] = static_cast<uint32_t>(d.workgroup_count[i]);
-  std::vector<VkDescriptorSetLayoutBinding> bindings(d.bindings.size());
-  for (size_t i = 0; i < bindings.size(); ++i) {
-    bindings[i].binding = static_cast<uint32_t>(i);
-    bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    bindings[i].descriptorCount = 1;
-    bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
-  }
-  VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-  dl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
-  dl.bindingCount = static_cast<uint32_t>(bindings.size());
-  dl.pBindings = bindings.data();
-  TESSERA_VK_RETURN_IF_ERROR(vkCreateDescriptorSetLayout(vk, &dl, nullptr, &p.set_layout),
-                             "vkCreateDescriptorSetLayout");
-  VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-  pl.setLayoutCount = 1;
-  pl.pSetLayouts = &p.set_layout;
-  TESSERA_VK_RETURN_IF_ERROR(vkCreatePipelineLayout(vk, &pl, nullptr, &p.layout),
-                             "vkCreatePipelineLayout");
   std::vector<uint32_t> words(d.code.size() / 4);
   std::memcpy(words.data(), d.code.data(), d.code.size());
-  VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-  smi.codeSize = d.code.size();
-  smi.pCode = words.data();
-  VkShaderModule module;
-  TESSERA_VK_RETURN_IF_ERROR(vkCreateShaderModule(vk, &smi, nullptr, &module),
-                             "vkCreateShaderModule");
-  VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-  cpi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-  cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  cpi.stage.module = module;
-  cpi.stage.pName = d.entry.c_str();
-  cpi.layout = p.layout;
-  VkResult r = vkCreateComputePipelines(vk, VK_NULL_HANDLE, 1, &cpi, nullptr, &p.pipeline);
-  vkDestroyShaderModule(vk, module, nullptr);
-  TESSERA_VK_RETURN_IF_ERROR(r, "vkCreateComputePipelines");
-  return absl::OkStatus();
+  return p.objects.Create(
+      device_->vk_device(),
+      {.buffers = static_cast<uint32_t>(d.bindings.size()), .code = words, .entry = d.entry});
 }
 
 absl::StatusOr<const SpirvKernel*> SpirvKernel::ForPosition(
@@ -173,12 +140,7 @@ absl::StatusOr<const SpirvKernel*> SpirvKernel::ForPosition(
 }
 
 SpirvKernel::~SpirvKernel() {
-  VkDevice vk = device_->vk_device();
-  for (Pipeline& p : pipelines_) {
-    if (p.pipeline) vkDestroyPipeline(vk, p.pipeline, nullptr);
-    if (p.layout) vkDestroyPipelineLayout(vk, p.layout, nullptr);
-    if (p.set_layout) vkDestroyDescriptorSetLayout(vk, p.set_layout, nullptr);
-  }
+  for (Pipeline& p : pipelines_) p.objects.Destroy(device_->vk_device());
 }
 
 absl::Status SpirvKernel::Validate(absl::Span<VulkanBuffer* const> buffers) const {
@@ -218,8 +180,8 @@ void SpirvKernel::Record(VkCommandBuffer cb, absl::Span<VulkanBuffer* const> buf
       writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       writes[i].pBufferInfo = &infos[i];
     }
-    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-    push_descriptor_(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0,
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.objects.pipeline);
+    push_descriptor_(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.objects.layout, 0,
                      static_cast<uint32_t>(writes.size()), writes.data());
     vkCmdDispatch(cb, p.groups[0], p.groups[1], p.groups[2]);
     // The next dispatch (and the copies after the launch) read what this one wrote.

@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "backends/vulkan/compute_pipeline.h"
 #include "ifrt/spi/kernel.h"
 #include "ifrt/spi/program_plan.h"
 
@@ -70,9 +71,7 @@ class SpirvKernel final : public PlatformKernel {
 
  private:
   struct Pipeline {
-    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
-    VkPipelineLayout layout = VK_NULL_HANDLE;
-    VkPipeline pipeline = VK_NULL_HANDLE;
+    ComputePipeline objects;
     std::vector<int> bindings;
     uint32_t groups[3] = {0, 0, 0};
   };
