@@ -60,6 +60,16 @@ class DiagnosticCollector {
 absl::Status RunPipeline(mlir::PassManager& pm, mlir::ModuleOp module, absl::StatusCode code,
                          std::string_view what);
 
+// Adds the bufferization both code generators share: tensors -> memrefs across the whole module,
+// function signatures included, with plain row-major memrefs at the boundary (the runtime's
+// buffers are contiguous); then returned memrefs -> trailing out-params the caller allocates (a
+// returned static allocation becomes the out-param itself, written in place). cpu_codegen.cc.
+void AddBufferizationToOutParams(mlir::OpPassManager& pm);
+
+// Marks `func`'s tensor arguments not writable for bufferization: inputs are the runtime's
+// buffers, shared with other steps and the caller, never written. cpu_codegen.cc.
+void MarkInputsReadOnly(mlir::func::FuncOp func);
+
 // "line:column" of `loc` when it is (or wraps) a file location, else its printed form.
 std::string FormatLocation(mlir::Location loc);
 

@@ -97,18 +97,8 @@ std::string VulkanTensorPipeline() {
 }
 
 void BuildBufferizationPipeline(mlir::OpPassManager& pm) {
-  // Tensors -> memrefs, plain row-major memrefs at the function boundary.
-  mlir::bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      mlir::bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(mlir::bufferization::createOneShotBufferizePass(bufferize));
-  // Returned memrefs -> trailing out-params (the runtime's output buffers); a returned static
-  // allocation becomes the out-param itself.
-  mlir::bufferization::BufferResultsToOutParamsPassOptions out_params;
-  out_params.hoistStaticAllocs = true;
-  out_params.modifyPublicFunctions = true;
-  pm.addPass(mlir::bufferization::createBufferResultsToOutParamsPass(out_params));
+  // As on CPU (no deallocation: temporaries are scratch buffers the launch allocates).
+  AddBufferizationToOutParams(pm);
   pm.addPass(mlir::createCanonicalizerPass());
 }
 
@@ -127,17 +117,6 @@ std::string SpirvPipeline() {
   return "fold-memref-alias-ops,map-memref-spirv-storage-class{client-api=vulkan},"
          "gpu.module(convert-math-to-spirv),convert-gpu-to-spirv,spirv.module(spirv-lower-abi-"
          "attrs,spirv-update-vce)";
-}
-
-// Inputs are the runtime's buffers, shared with other steps: never written.
-void MarkInputsReadOnly(mlir::func::FuncOp func) {
-  mlir::OpBuilder builder(func.getContext());
-  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-    if (mlir::isa<mlir::TensorType>(func.getArgumentTypes()[i])) {
-      func.setArgAttr(i, mlir::bufferization::BufferizationDialect::kWritableAttrName,
-                      builder.getBoolAttr(false));
-    }
-  }
 }
 
 // memref.copy (bufferization's copies into out-params) -> linalg.copy, which becomes a kernel.
