@@ -166,20 +166,34 @@ absl::Status TileMatmuls(mlir::ModuleOp kernel, const std::string& name) {
   return status;
 }
 
-void BuildBufferizationPipeline(mlir::OpPassManager& pm) {
-  // Tensors -> memrefs across the whole module, function signatures included, with plain
-  // row-major memrefs at the boundary (the runtime's buffers are contiguous).
+}  // namespace
+
+void AddBufferizationToOutParams(mlir::OpPassManager& pm) {
   mlir::bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       mlir::bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(mlir::bufferization::createOneShotBufferizePass(bufferize));
-  // Returned memrefs -> trailing out-params the caller allocates; a static allocation that is
-  // returned becomes the out-param itself (written in place, nothing escapes).
   mlir::bufferization::BufferResultsToOutParamsPassOptions out_params;
   out_params.hoistStaticAllocs = true;
   out_params.modifyPublicFunctions = true;
   pm.addPass(mlir::bufferization::createBufferResultsToOutParamsPass(out_params));
+}
+
+void MarkInputsReadOnly(mlir::func::FuncOp func) {
+  mlir::OpBuilder builder(func.getContext());
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    if (mlir::isa<mlir::TensorType>(func.getArgumentTypes()[i])) {
+      func.setArgAttr(i, mlir::bufferization::BufferizationDialect::kWritableAttrName,
+                      builder.getBoolAttr(false));
+    }
+  }
+}
+
+namespace {
+
+void BuildBufferizationPipeline(mlir::OpPassManager& pm) {
+  AddBufferizationToOutParams(pm);
   // Free every temporary buffer bufferization allocated (ownership-based deallocation).
   mlir::bufferization::buildBufferDeallocationPipeline(pm);
   // Fold the copies and casts the two passes above leave.
@@ -218,17 +232,6 @@ void BuildLlvmLoweringPipeline(mlir::OpPassManager& pm) {
   pm.addPass(mlir::createUBToLLVMConversionPass());
   // Drop the casts between the type systems the conversions above left.
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
-}
-
-// Inputs are the runtime's buffers, shared with other steps and the caller: never written.
-void MarkInputsReadOnly(mlir::func::FuncOp func) {
-  mlir::OpBuilder builder(func.getContext());
-  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-    if (mlir::isa<mlir::TensorType>(func.getArgumentTypes()[i])) {
-      func.setArgAttr(i, mlir::bufferization::BufferizationDialect::kWritableAttrName,
-                      builder.getBoolAttr(false));
-    }
-  }
 }
 
 // After out-params were appended: (inputs, position, outputs) -> (inputs, outputs, position).

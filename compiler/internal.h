@@ -15,6 +15,7 @@
 //   CutIntoSteps          partitioned @main -> plan skeleton + one kernel module per kernel step
 //                         (cut.cc)
 //   LowerKernelForCpu     a kernel module (tensors) -> "mlir-llvm" artifact (cpu_codegen.cc)
+//   LowerKernelForVulkan  a kernel module (tensors) -> "spirv" artifact (vulkan_codegen.cc)
 
 #include <cstdint>
 #include <string>
@@ -58,6 +59,16 @@ class DiagnosticCollector {
 // Runs `pm` on `module`; a failure is `code` with `what` and the pass diagnostics.
 absl::Status RunPipeline(mlir::PassManager& pm, mlir::ModuleOp module, absl::StatusCode code,
                          std::string_view what);
+
+// Adds the bufferization both code generators share: tensors -> memrefs across the whole module,
+// function signatures included, with plain row-major memrefs at the boundary (the runtime's
+// buffers are contiguous); then returned memrefs -> trailing out-params the caller allocates (a
+// returned static allocation becomes the out-param itself, written in place). cpu_codegen.cc.
+void AddBufferizationToOutParams(mlir::OpPassManager& pm);
+
+// Marks `func`'s tensor arguments not writable for bufferization: inputs are the runtime's
+// buffers, shared with other steps and the caller, never written. cpu_codegen.cc.
+void MarkInputsReadOnly(mlir::func::FuncOp func);
 
 // "line:column" of `loc` when it is (or wraps) a file location, else its printed form.
 std::string FormatLocation(mlir::Location loc);
@@ -122,6 +133,15 @@ absl::StatusOr<CutProgram> CutIntoSteps(mlir::ModuleOp module, mlir::func::FuncO
 // INTERNAL when a pass fails (with its diagnostics).
 absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const std::string& name,
                                                  bool takes_device_position);
+
+// Lowers one kernel module (as CutIntoSteps makes it; modified in place) to SPIR-V: artifact
+// format "spirv", its dispatches and scratch buffers as KernelArtifact documents them; a kernel
+// that computes with the device position gets one variant per position of `grid_shape`.
+// UNIMPLEMENTED: host code left outside every kernel (named); INTERNAL when a pass fails (with
+// its diagnostics).
+absl::StatusOr<KernelArtifact> LowerKernelForVulkan(mlir::ModuleOp kernel, const std::string& name,
+                                                    bool takes_device_position,
+                                                    const std::vector<int64_t>& grid_shape);
 
 }  // namespace tessera::compiler
 

@@ -137,9 +137,9 @@ absl::Status CheckRequest(const ProgramCompileRequest& request) {
         absl::StrCat("num_devices must be at least 1, got ", request.num_devices));
   }
   for (const std::string& platform : request.platforms) {
-    if (platform != "cpu") {
-      return absl::UnimplementedError(
-          absl::StrCat("no code generator for platform '", platform, "' (only cpu)"));
+    if (platform != "cpu" && platform != "vulkan") {
+      return absl::UnimplementedError(absl::StrCat("no code generator for platform '", platform,
+                                                   "' (cpu and vulkan have one)"));
     }
   }
   return absl::OkStatus();
@@ -193,6 +193,29 @@ void RestoreUnusedParameters(const std::vector<bool>& unused, const ProgramPlan&
   plan.parameters = std::move(parameters);
 }
 
+// Each platform's artifact of one kernel step ("cpu" when the request names none). Code generators
+// modify the module they lower: each but the last gets a copy.
+absl::Status GenerateCode(const ProgramCompileRequest& request, mlir::ModuleOp kernel,
+                          const std::vector<int64_t>& grid_shape, KernelStep& step) {
+  std::vector<std::string> platforms = request.platforms;
+  if (platforms.empty()) platforms.push_back("cpu");
+  for (size_t p = 0; p < platforms.size(); ++p) {
+    mlir::OwningOpRef<mlir::ModuleOp> copy;
+    mlir::ModuleOp module = kernel;
+    if (p + 1 < platforms.size()) {
+      copy = kernel.clone();
+      module = *copy;
+    }
+    absl::StatusOr<KernelArtifact> artifact =
+        platforms[p] == "vulkan"
+            ? LowerKernelForVulkan(module, step.name, step.takes_device_position, grid_shape)
+            : LowerKernelForCpu(module, step.name, step.takes_device_position);
+    if (!artifact.ok()) return artifact.status();
+    step.artifacts[platforms[p]] = *std::move(artifact);
+  }
+  return absl::OkStatus();
+}
+
 class MlirProgramCompiler final : public ProgramCompiler {
  public:
   absl::StatusOr<ProgramPlan> Compile(const ProgramCompileRequest& request) override {
@@ -214,10 +237,7 @@ class MlirProgramCompiler final : public ProgramCompiler {
 
     for (size_t i = 0; i < cut.kernels.size(); ++i) {
       KernelStep& step = cut.plan.steps[cut.kernel_step_indices[i]].kernel;
-      TESSERA_ASSIGN_OR_RETURN(
-          KernelArtifact artifact,
-          LowerKernelForCpu(*cut.kernels[i], step.name, step.takes_device_position));
-      step.artifacts["cpu"] = std::move(artifact);
+      TESSERA_RETURN_IF_ERROR(GenerateCode(request, *cut.kernels[i], signature.grid_shape, step));
     }
     ProgramPlan plan = std::move(cut.plan);
     plan.name = "main";

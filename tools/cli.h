@@ -154,6 +154,8 @@ struct RunOptions {
   bool explain = false;
   int repeat = 5;
   std::optional<std::string> guard;
+  // A single-axis mesh in the program's attributes larger than the devices given runs over them.
+  bool fit_mesh = false;
 };
 int RunProgram(const RunOptions& options);
 

@@ -1,4 +1,4 @@
-// tessera info: platforms, devices, memories, attributes and drivers of a client.
+// tessera info: platforms, devices, memories, attributes, drivers and code generators of a client.
 
 #include <iostream>
 #include <map>
@@ -50,6 +50,15 @@ std::string DriverLine(const Device& device) {
   return line.empty() ? "unknown" : line;
 }
 
+// The code generator Compile uses for the device's kernels (compiler/: one per platform), or why
+// there is none.
+std::string CodeGeneratorLine(Client& client, const Device& device) {
+  if (client.GetDefaultCompiler() == nullptr) return "none (built without compiler/)";
+  if (device.Kind() == "cpu") return "MLIR -> LLVM (JIT), run on the device's threads";
+  if (device.Kind() == "vulkan") return "MLIR -> SPIR-V, one compute pipeline per dispatch";
+  return "none";
+}
+
 int PrintJson(const ClientSetup& setup) {
   Client& client = *setup.client;
   std::string out = "{\n  \"platforms\": [";
@@ -62,7 +71,9 @@ int PrintJson(const ClientSetup& setup) {
                     ", \"name\": ", JsonString(d->ToString()),
                     ", \"kind\": ", JsonString(d->Kind()),
                     ", \"description\": ", JsonString(d->DebugString()),
-                    ", \"driver\": ", JsonString(DriverLine(*d)), ",\n      \"memories\": [");
+                    ", \"driver\": ", JsonString(DriverLine(*d)),
+                    ", \"code_generator\": ", JsonString(CodeGeneratorLine(client, *d)),
+                    ",\n      \"memories\": [");
     std::vector<std::string> memories;
     for (Memory* m : d->Memories()) {
       memories.push_back(absl::StrCat("{\"id\": ", m->Id().value,
@@ -114,9 +125,12 @@ int PrintText(const ClientSetup& setup) {
   memories.Print(std::cout);
 
   std::cout << "\nDrivers\n";
-  Table drivers({"device", "driver"});
+  Table drivers({"device", "driver", "code generator"});
   drivers.set_left(1);
-  for (Device* d : setup.devices) drivers.AddRow({d->ToString(), DriverLine(*d)});
+  drivers.set_left(2);
+  for (Device* d : setup.devices) {
+    drivers.AddRow({d->ToString(), DriverLine(*d), CodeGeneratorLine(client, *d)});
+  }
   drivers.Print(std::cout);
 
   std::cout << "\nAttributes\n";

@@ -93,6 +93,9 @@ int Main(int argc, char** argv) {
   run_cmd->add_flag("--explain", run.explain,
                     "Print the partitioned program and its communication");
   run_cmd->add_option("--repeat", run.repeat, "Runs timed (default 5)");
+  run_cmd->add_flag("--fit-mesh", run.fit_mesh,
+                    "Run a single-axis mesh of the program's attributes over the devices given "
+                    "(e.g. the examples' mesh{x=4} under --devices vulkan:2)");
   run_cmd->add_option("--guard", run.guard, "Transfer guard policy, e.g. d2d=disallow");
 
   DemoOptions demo;

@@ -47,6 +47,39 @@ std::optional<sharding::Mesh> MeshInProgram(const std::string& text) {
   return *mesh;
 }
 
+// --fit-mesh: a program whose attributes all name one single-axis mesh larger than the devices
+// given (the examples' mesh{x=4} under --devices vulkan:2) runs on those devices: its mesh is
+// rewritten to their number, with a note. Any other program is left as it is (ChooseDevices then
+// explains).
+std::string FitMeshToDevices(const std::string& text, int64_t devices) {
+  std::optional<sharding::Mesh> mesh = MeshInProgram(text);
+  if (!mesh.has_value() || mesh->axes().size() != 1 || mesh->num_devices() <= devices ||
+      devices < 1) {
+    return text;
+  }
+  const std::string from = mesh->ToString();
+  absl::StatusOr<sharding::Mesh> fitted = sharding::Mesh::Create({{mesh->axes()[0].name, devices}});
+  if (!fitted.ok()) return text;
+  const std::string to = fitted->ToString();
+  std::string out = text;
+  for (size_t at = out.find(from); at != std::string::npos; at = out.find(from, at + to.size())) {
+    out.replace(at, from.size(), to);
+  }
+  // Every attribute must now name the fitted mesh (one that named another mesh: left as it is).
+  auto count = [](const std::string& haystack, const std::string& needle) {
+    int n = 0;
+    for (size_t at = haystack.find(needle); at != std::string::npos;
+         at = haystack.find(needle, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  if (count(out, "mesh{") != count(out, to)) return text;
+  std::cout << "note: the program's " << from << " runs as " << to << " on the " << devices
+            << " devices given\n";
+  return out;
+}
+
 // Random contents for an array of `spec`: uniform in [-1, 1] for floats, in [-8, 8] for integers.
 std::vector<uint8_t> RandomData(const ArraySpec& spec, uint64_t seed) {
   const int64_t n = spec.shape.num_elements();
@@ -187,9 +220,9 @@ absl::StatusOr<DeviceListRef> ChooseDevices(const RunOptions& options, const std
     count = mesh->num_devices();
   }
   if (count > static_cast<int64_t>(setup.devices.size())) {
-    return absl::InvalidArgumentError(absl::StrCat("the program's shardings span ", count,
-                                                   " devices; --devices gives ",
-                                                   setup.devices.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the program's shardings span ", count, " devices; --devices gives ",
+                     setup.devices.size(), " (--fit-mesh runs a one-axis mesh over them)"));
   }
   return setup.client->MakeDeviceList(absl::MakeSpan(setup.devices).first(count));
 }
@@ -221,6 +254,9 @@ int RunProgram(const RunOptions& options) {
   ClientResult client = SetUpClient(options.devices, options.guard);
   if (!client.setup.has_value()) return client.exit_code;
   Client& c = *client.setup->client;
+  if (options.fit_mesh && options.in.empty() && options.out.empty()) {
+    *text = FitMeshToDevices(*text, static_cast<int64_t>(client.setup->devices.size()));
+  }
   absl::StatusOr<DeviceListRef> devices = ChooseDevices(options, *text, *client.setup);
   if (!devices.ok()) return Fail(kExitBadInput, devices.status().message());
   CompileOptions compile{.devices = *devices};

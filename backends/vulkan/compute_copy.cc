@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "backends/vulkan/vulkan_status.h"
+#include "ifrt/status_macros.h"
 
 namespace tessera::vulkan {
 namespace {
@@ -34,50 +34,14 @@ absl::StatusOr<std::unique_ptr<ComputeCopyPipeline>> ComputeCopyPipeline::Create
     int64_t max_storage_range, uint32_t max_groups_x) {
   std::unique_ptr<ComputeCopyPipeline> c(
       new ComputeCopyPipeline(device, push_descriptor, min_runs, max_storage_range, max_groups_x));
-  VkDescriptorSetLayoutBinding bindings[2] = {};
-  for (uint32_t i = 0; i < 2; ++i) {
-    bindings[i].binding = i;
-    bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    bindings[i].descriptorCount = 1;
-    bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
-  }
-  VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-  dl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
-  dl.bindingCount = 2;
-  dl.pBindings = bindings;
-  TESSERA_VK_RETURN_IF_ERROR(vkCreateDescriptorSetLayout(device, &dl, nullptr, &c->set_layout_),
-                             "vkCreateDescriptorSetLayout");
-  VkPushConstantRange pcr{VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(ComputeParams)};
-  VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-  pl.setLayoutCount = 1;
-  pl.pSetLayouts = &c->set_layout_;
-  pl.pushConstantRangeCount = 1;
-  pl.pPushConstantRanges = &pcr;
-  TESSERA_VK_RETURN_IF_ERROR(vkCreatePipelineLayout(device, &pl, nullptr, &c->pipeline_layout_),
-                             "vkCreatePipelineLayout");
-  VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-  smi.codeSize = sizeof(kStridedCopySpv);
-  smi.pCode = kStridedCopySpv;
-  VkShaderModule module;
-  TESSERA_VK_RETURN_IF_ERROR(vkCreateShaderModule(device, &smi, nullptr, &module),
-                             "vkCreateShaderModule");
-  VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-  cpi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-  cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  cpi.stage.module = module;
-  cpi.stage.pName = "main";
-  cpi.layout = c->pipeline_layout_;
-  VkResult r = vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &cpi, nullptr, &c->pipeline_);
-  vkDestroyShaderModule(device, module, nullptr);
-  TESSERA_VK_RETURN_IF_ERROR(r, "vkCreateComputePipelines");
+  TESSERA_RETURN_IF_ERROR(c->pipeline_.Create(device, {.buffers = 2,
+                                                       .push_constant_bytes = sizeof(ComputeParams),
+                                                       .code = kStridedCopySpv,
+                                                       .entry = "main"}));
   return c;
 }
 
-ComputeCopyPipeline::~ComputeCopyPipeline() {
-  if (pipeline_) vkDestroyPipeline(device_, pipeline_, nullptr);
-  if (pipeline_layout_) vkDestroyPipelineLayout(device_, pipeline_layout_, nullptr);
-  if (set_layout_) vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
-}
+ComputeCopyPipeline::~ComputeCopyPipeline() { pipeline_.Destroy(device_); }
 
 bool ComputeCopyPipeline::Accepts(const StridedCopy& g, const VulkanBuffer* src,
                                   const VulkanBuffer* dst) const {
@@ -130,9 +94,9 @@ void ComputeCopyPipeline::Record(VkCommandBuffer cb, const StridedCopy& g, const
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }
-  vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
-  push_descriptor_(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout_, 0, 2, writes);
-  vkCmdPushConstants(cb, pipeline_layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(p), &p);
+  vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_.pipeline);
+  push_descriptor_(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_.layout, 0, 2, writes);
+  vkCmdPushConstants(cb, pipeline_.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(p), &p);
   const uint64_t groups = (uint64_t{p.total} + 63) / 64;
   const uint32_t gx = static_cast<uint32_t>(std::min<uint64_t>(groups, max_groups_x_));
   const uint32_t gy = static_cast<uint32_t>((groups + gx - 1) / gx);

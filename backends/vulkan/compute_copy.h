@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "backends/vulkan/compute_pipeline.h"
 #include "backends/vulkan/vulkan_buffer.h"
 #include "ifrt/strided_copy.h"
 
@@ -53,9 +54,7 @@ class ComputeCopyPipeline {
   int64_t min_runs_;
   int64_t max_storage_range_;
   uint32_t max_groups_x_;
-  VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
-  VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
-  VkPipeline pipeline_ = VK_NULL_HANDLE;
+  ComputePipeline pipeline_;
 };
 
 }  // namespace tessera::vulkan

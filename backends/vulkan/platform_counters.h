@@ -14,7 +14,7 @@ namespace tessera::vulkan {
 struct PlatformCounters {
   std::atomic<int64_t> submissions{0}, staged_chunks{0}, compute_copies{0}, region_copies{0},
       cross_device_copies{0}, host_memcpy_copies{0}, shared_staging_copies{0},
-      peer_import_copies{0}, peer_imports_live{0};
+      peer_import_copies{0}, peer_imports_live{0}, kernel_launches{0};
 };
 
 }  // namespace tessera::vulkan

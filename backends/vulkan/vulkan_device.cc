@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "backends/vulkan/command_recording.h"
 #include "backends/vulkan/host_memory_import.h"
@@ -86,6 +87,7 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index, bool same
 }
 
 void VulkanDevice::ReadLimits(const PhysicalDeviceDescription& pd) {
+  limits_ = pd.properties.limits;
   max_buffer_bytes_ = static_cast<int64_t>(std::min<uint64_t>(
       {pd.maintenance3.maxMemoryAllocationSize, pd.max_buffer_size, uint64_t{INT64_MAX}}));
   compute_min_runs_ = options_.compute_copy_min_runs;
@@ -125,8 +127,17 @@ absl::Status VulkanDevice::CreateLogicalDevice(const EnabledExtensions& extensio
   qci.pQueuePriorities = &priority;
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
   f12.timelineSemaphore = VK_TRUE;
+  // 64-bit floats and integers in compiled kernels (spirv_kernel.h), where the device has them.
+  VkPhysicalDeviceFeatures supported{};
+  vkGetPhysicalDeviceFeatures(physical_, &supported);
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  features.features.shaderFloat64 = supported.shaderFloat64;
+  features.features.shaderInt64 = supported.shaderInt64;
+  shader_float64_ = supported.shaderFloat64 == VK_TRUE;
+  shader_int64_ = supported.shaderInt64 == VK_TRUE;
+  features.pNext = &f12;
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-  dci.pNext = &f12;
+  dci.pNext = &features;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
   dci.enabledExtensionCount = static_cast<uint32_t>(extensions.names.size());
@@ -206,6 +217,7 @@ absl::Status VulkanDevice::CreateComputePipeline(const PhysicalDeviceDescription
   auto push_descriptor = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
       vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
   if (push_descriptor == nullptr) return absl::OkStatus();  // no compute copies
+  push_descriptor_ = push_descriptor;
   const VkPhysicalDeviceLimits& limits = pd.properties.limits;
   TESSERA_ASSIGN_OR_RETURN(compute_,
                            ComputeCopyPipeline::Create(device_, push_descriptor, compute_min_runs_,
@@ -327,6 +339,8 @@ absl::Status VulkanDevice::Execute(StreamOp& op, StreamCompletion& c) {
         c.keep_alive.push_back(cp.dst);
       }
       return CopyBuffersToBuffers(op, c);
+    case StreamOp::Kind::kKernel:
+      return LaunchKernel(op, c);
     case StreamOp::Kind::kCallback: {
       if (absl::Status s = stream_->WaitStream(); !s.ok()) return s;
       absl::Status status = op.fn ? op.fn() : absl::OkStatus();
@@ -395,6 +409,52 @@ absl::Status VulkanDevice::CopyBuffersToBuffers(StreamOp& op, StreamCompletion& 
   for (const BufferToBufferCopy* cp : remote) {
     if (absl::Status s = cross_device_->Copy(*cp); !s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PlatformKernelRef> VulkanDevice::LoadKernel(const KernelArtifact& artifact) {
+  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<const SpirvKernel> kernel,
+                           SpirvKernel::Load(shared_from_this(), push_descriptor_, limits_,
+                                             shader_float64_, shader_int64_, artifact));
+  return PlatformKernelRef(std::move(kernel));
+}
+
+absl::Status VulkanDevice::LaunchKernel(StreamOp& op, StreamCompletion& c) {
+  const auto* loaded = dynamic_cast<const SpirvKernel*>(op.launch.kernel.get());
+  if (loaded == nullptr) return absl::InvalidArgumentError("not a kernel of this platform");
+  TESSERA_ASSIGN_OR_RETURN(const SpirvKernel* kernel,
+                           loaded->ForPosition(op.launch.device_position));
+  c.keep_kernels.push_back(op.launch.kernel);
+  std::vector<VulkanBuffer*> buffers;
+  for (const PlatformBufferRef& b : op.launch.buffers) {
+    VulkanBuffer* vb = AsVulkanBuffer(b);
+    if (vb == nullptr || vb->dev() != this) {
+      return absl::InvalidArgumentError("a kernel buffer lives on another device");
+    }
+    buffers.push_back(vb);
+    c.keep_alive.push_back(b);
+  }
+  for (int64_t bytes : kernel->scratch_bytes()) {
+    TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef scratch, Allocate(kDeviceMemory, bytes));
+    buffers.push_back(AsVulkanBuffer(scratch));
+    c.keep_alive.push_back(std::move(scratch));
+  }
+  TESSERA_RETURN_IF_ERROR(kernel->Validate(buffers));
+  // Zero-size buffers are bound as a small one, held by this launch only (a buffer the device kept
+  // would hold the device: VulkanBuffer owns a reference to it).
+  VulkanBuffer* placeholder = nullptr;
+  if (absl::c_any_of(buffers, [](const VulkanBuffer* b) { return b->size_bytes() == 0; })) {
+    TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef small, Allocate(kDeviceMemory, 256));
+    placeholder = AsVulkanBuffer(small);
+    c.keep_alive.push_back(std::move(small));
+  }
+  TESSERA_ASSIGN_OR_RETURN(VkCommandBuffer cb, stream_->AcquireCmd());
+  c.cmds.push_back(cb);
+  TESSERA_RETURN_IF_ERROR(BeginCmd(cb));
+  kernel->Record(cb, buffers, placeholder);
+  TESSERA_RETURN_IF_ERROR(EndCmd(cb));
+  TESSERA_RETURN_IF_ERROR(stream_->Submit(cb).status());
+  counters_->kernel_launches.fetch_add(1);
   return absl::OkStatus();
 }
 

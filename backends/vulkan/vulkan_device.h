@@ -9,8 +9,8 @@
 // cross-device copier (cross_device_copy.h). It runs the stream's ops: host<->device transfers
 // (host_transfer.h), buffer->buffer copies on one VkDevice (vkCmdCopyBuffer with one region per
 // run, or the compute shader for boxes with many short rows), copies from other devices (region
-// copies from the source block imported into this device where both are one GPU, else staged), and
-// host callbacks.
+// copies from the source block imported into this device where both are one GPU, else staged),
+// host callbacks, and launches of compiled kernels (spirv_kernel.h).
 //
 // Lifecycle: construct, Init (creates everything; NOT_FOUND when the physical device lacks a
 // compute queue or usable memory types), Start (threads), and at the end BeginShutdown / Quiet /
@@ -41,6 +41,7 @@
 #include "backends/vulkan/heap_budget.h"
 #include "backends/vulkan/peer_memory_import.h"
 #include "backends/vulkan/platform_counters.h"
+#include "backends/vulkan/spirv_kernel.h"
 #include "backends/vulkan/staging_ring.h"
 #include "backends/vulkan/vulkan_instance.h"
 #include "backends/vulkan/vulkan_platform.h"
@@ -82,6 +83,9 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
                                              std::function<void()> on_release);
   // Destroys the Vulkan objects of a block made by WrapHost.
   void DestroyImported(MemoryBlock& b);
+
+  // A "spirv" artifact's pipelines on this device (spirv_kernel.h lists the errors).
+  absl::StatusOr<PlatformKernelRef> LoadKernel(const KernelArtifact& artifact);
 
   Future<> Enqueue(std::shared_ptr<StreamOp> op, absl::Span<const Future<>> after) {
     return stream_->Enqueue(std::move(op), after);
@@ -130,6 +134,8 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   // The stream's executor.
   absl::Status Execute(StreamOp& op, StreamCompletion& c);
   absl::Status CopyBuffersToBuffers(StreamOp& op, StreamCompletion& c);
+  // Allocates the kernel's scratch buffers and records and submits its dispatches.
+  absl::Status LaunchKernel(StreamOp& op, StreamCompletion& c);
 
   std::shared_ptr<VulkanInstance> instance_;
   VkPhysicalDevice physical_;
@@ -157,8 +163,14 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   std::unique_ptr<VulkanStream> stream_;
   std::unique_ptr<StagingRing> staging_;  // worker only
   std::mutex export_mu_;
-  std::unique_ptr<StagingRing> export_;              // under export_mu_
-  std::unique_ptr<ComputeCopyPipeline> compute_;     // null: no compute copies
+  std::unique_ptr<StagingRing> export_;           // under export_mu_
+  std::unique_ptr<ComputeCopyPipeline> compute_;  // null: no compute copies
+  // Compiled kernels (spirv_kernel.h): push descriptors (null: no kernels) and the limits they are
+  // checked against.
+  PFN_vkCmdPushDescriptorSetKHR push_descriptor_ = nullptr;
+  VkPhysicalDeviceLimits limits_{};
+  bool shader_float64_ = false;  // enabled features: kernels may use 64-bit floats / integers
+  bool shader_int64_ = false;
   std::unique_ptr<CrossDeviceCopier> cross_device_;  // worker only
 };
 

@@ -15,6 +15,7 @@
 //   host_transfer        host<->device copies (staged, or memcpy for
 //                        pinned_host)
 //   compute_copy         the strided-copy compute pipeline
+//   spirv_kernel         compiled kernels: pipelines per dispatch, launches
 //   cross_device_copy    GPU-to-GPU copies between VkDevices
 //   host_memory_import   VK_EXT_external_memory_host imports
 //   peer_memory_import   VK_KHR_external_memory_fd imports of other devices'
@@ -113,6 +114,17 @@ class VulkanPlatformImpl : public VulkanPlatform {
     op->fn = std::move(fn);
     return devices_[device]->Enqueue(std::move(op), after);
   }
+  absl::StatusOr<PlatformKernelRef> LoadKernel(int device,
+                                               const KernelArtifact& artifact) override {
+    return devices_[device]->LoadKernel(artifact);
+  }
+  Future<> LaunchKernel(int device, KernelLaunch launch,
+                        absl::Span<const Future<>> after) override {
+    auto op = std::make_shared<StreamOp>();
+    op->kind = StreamOp::Kind::kKernel;
+    op->launch = std::move(launch);
+    return devices_[device]->Enqueue(std::move(op), after);
+  }
   int64_t BytesInUse(int device, int memory) const override {
     return devices_[device]->allocator(memory).in_use();
   }
@@ -130,6 +142,7 @@ class VulkanPlatformImpl : public VulkanPlatform {
     s.shared_staging_copies = counters_.shared_staging_copies.load();
     s.peer_import_copies = counters_.peer_import_copies.load();
     s.peer_imports_live = counters_.peer_imports_live.load();
+    s.kernel_launches = counters_.kernel_launches.load();
     return s;
   }
 

@@ -35,6 +35,12 @@
 // next), and their futures are set by a per-device completion thread that waits on the semaphore.
 // See vulkan_stream.h, host_transfer.h and cross_device_copy.h for the transfer paths.
 //
+// Kernels: LoadKernel takes "spirv" artifacts (compiler/, one compute pipeline per dispatch, on the
+// device's VkDevice); LaunchKernel runs one on the device's stream after `after`, allocating its
+// scratch buffers in device memory (backends/vulkan/spirv_kernel.h). Needs
+// VK_KHR_push_descriptor (else LoadKernel is UNIMPLEMENTED); every buffer a kernel binds must fit
+// maxStorageBufferRange (else the launch's future is RESOURCE_EXHAUSTED).
+//
 // Thread-safety: everything here is thread-safe. No Vulkan header is included by this file.
 
 #include <cstdint>
@@ -95,6 +101,7 @@ struct VulkanPlatformStats {
   int64_t shared_staging_copies = 0;  // cross-device copies through imported host memory
   int64_t peer_import_copies = 0;     // cross-device copies reading the source's imported memory
   int64_t peer_imports_live = 0;      // blocks imported into other devices now (not cumulative)
+  int64_t kernel_launches = 0;        // compiled kernels launched (LaunchKernel, spirv_kernel.h)
 };
 
 // The Platform returned by CreateVulkanPlatform, with Vulkan-specific queries.

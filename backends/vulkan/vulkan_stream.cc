@@ -274,6 +274,7 @@ void VulkanStream::CompletionLoop() {
         free_cmds_.insert(free_cmds_.end(), c.cmds.begin(), c.cmds.end());
       }
       c.keep_alive.clear();  // buffers are released before the future is set
+      c.keep_kernels.clear();
       c.promise.Set(lost.ok() ? c.status : lost);
     }
     std::lock_guard<std::mutex> lock(cq_mu_);

@@ -46,14 +46,15 @@
 
 namespace tessera::vulkan {
 
-// One stream operation: exactly one of h2b, b2h, b2b, fn is used, per `kind`.
+// One stream operation: exactly one of h2b, b2h, b2b, fn, launch is used, per `kind`.
 struct StreamOp {
-  enum class Kind { kHostToBuffer, kBufferToHost, kBufferToBuffer, kCallback };
+  enum class Kind { kHostToBuffer, kBufferToHost, kBufferToBuffer, kCallback, kKernel };
   Kind kind;
   std::vector<HostToBufferCopy> h2b;
   std::vector<BufferToHostCopy> b2h;
   std::vector<BufferToBufferCopy> b2b;
   std::function<absl::Status()> fn;
+  KernelLaunch launch;  // a compiled kernel's launch (spirv_kernel.h)
   Future<> after;
   bool after_ready = false;  // guarded by the stream's mutex
   Promise<> promise;
@@ -66,7 +67,8 @@ struct StreamCompletion {
   absl::Status status;
   Promise<> promise;
   std::vector<PlatformBufferRef> keep_alive;
-  std::vector<VkCommandBuffer> cmds;  // from AcquireCmd, recycled when done
+  std::vector<PlatformKernelRef> keep_kernels;  // kernels whose pipelines the op runs
+  std::vector<VkCommandBuffer> cmds;            // from AcquireCmd, recycled when done
 };
 
 class VulkanStream {

@@ -78,18 +78,19 @@ absl::StatusOr<ProgramSharding> ToProgramSharding(const ShardingRef& sharding,
 }
 
 // Each collective step's members (group, peers, bytes from each peer) per slot, and the bytes the
-// program's communication reads per run. UNIMPLEMENTED when a device's memory is not
-// host-addressable (the runtime's collectives read their peers' buffers from the host).
+// program's communication reads per run. UNIMPLEMENTED when a device has no host-addressable
+// memory (the runtime's collectives read their peers' buffers from the host).
 absl::Status BindCollectives(CompiledProgram& program) {
   const ProgramPlan& plan = program.plan;
   program.members.resize(plan.steps.size());
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     if (plan.steps[i].kind != ProgramStep::Kind::kCollective) continue;
-    for (RuntimeMemory* memory : program.slot_memories) {
-      if (!memory->host_addressable()) {
+    for (size_t s = 0; s < program.slot_memories.size(); ++s) {
+      if (program.host_memories[s] == nullptr) {
         return absl::UnimplementedError(absl::StrCat(
             "Compile: '", plan.name, "' communicates between devices, which programs do only ",
-            "through host-addressable memory so far; ", memory->DebugString(), " is not"));
+            "through host-addressable memory; ", program.slot_devices[s]->DebugString(),
+            " has none"));
       }
     }
     const CollectiveStep& step = plan.steps[i].collective;
@@ -327,6 +328,13 @@ absl::StatusOr<std::shared_ptr<const CompiledProgram>> RuntimeCompiler::Bind(
     program->slot_positions.push_back(GridPosition(program->plan.grid_shape, s));
     TESSERA_ASSIGN_OR_RETURN(RuntimeMemory * memory, device->ResolveMemory(MemoryKind()));
     program->slot_memories.push_back(memory);
+    RuntimeMemory* host = memory->host_addressable() ? memory : nullptr;
+    for (Memory* m : device->Memories()) {
+      if (host == nullptr && static_cast<RuntimeMemory*>(m)->host_addressable()) {
+        host = static_cast<RuntimeMemory*>(m);
+      }
+    }
+    program->host_memories.push_back(host);
   }
   TESSERA_RETURN_IF_ERROR(BindShardings(options, *program));
   for (int index : options.donated_input_indices) {

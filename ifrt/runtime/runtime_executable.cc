@@ -180,14 +180,16 @@ absl::Status RuntimeExecutable::RunAllReduce(size_t index, ValueShards& values,
   const ProgramValue& in = program_->plan.values[step.input];
   const int64_t elements = in.local_shape.num_elements();
   const size_t slots = program_->slot_devices.size();
+  TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> staged,
+                           StageToHost(values[step.input], ValueBytes(in)));
   // Phase 1: each member reduces its range of every member's input into its own output.
   std::vector<Shard> outputs(slots);
   for (size_t s = 0; s < slots; ++s) {
     const CollectiveGroup& group = program_->members[index][s].group;
     TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef output,
-                             program_->slot_memories[s]->Allocate(ValueBytes(in)));
+                             program_->host_memories[s]->Allocate(ValueBytes(in)));
     std::vector<PlatformBufferRef> inputs;
-    for (int m : group.members) inputs.push_back(values[step.input][m].buffer);
+    for (int m : group.members) inputs.push_back(staged[m].buffer);
     const auto [begin, end] =
         AllReduceRange(elements, static_cast<int>(group.members.size()), group.position);
     auto reduce = [reduction = step.reduction, dtype = in.dtype, inputs, output, begin = begin,
@@ -199,7 +201,7 @@ absl::Status RuntimeExecutable::RunAllReduce(size_t index, ValueShards& values,
     RuntimeDevice* device = program_->slot_devices[s];
     outputs[s] = Shard{std::move(output), device->platform()->EnqueueHostCallback(
                                               device->platform_device(), std::move(reduce),
-                                              ReadyOf(values[step.input], group.members))};
+                                              ReadyOf(staged, group.members))};
   }
   // Phase 2: each member copies every peer's reduced range from the peer's output into its own.
   const int64_t element_bytes = *in.dtype.byte_size();
@@ -227,12 +229,48 @@ absl::Status RuntimeExecutable::RunAllReduce(size_t index, ValueShards& values,
       return absl::OkStatus();
     };
     RuntimeDevice* device = program_->slot_devices[s];
-    Future<> finished = device->platform()->EnqueueHostCallback(device->platform_device(),
+    Future<> gathered = device->platform()->EnqueueHostCallback(device->platform_device(),
                                                                 std::move(gather), after);
-    values[step.output][s] = Shard{outputs[s].buffer, finished};
-    done.push_back(std::move(finished));
+    TESSERA_ASSIGN_OR_RETURN(values[step.output][s],
+                             StageToDevice(s, Shard{outputs[s].buffer, gathered}, ValueBytes(in)));
+    done.push_back(values[step.output][s].ready);
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// A copy of `bytes` bytes from `src` to `dst` on the stream of `device` (same platform).
+Future<> CopyWhole(RuntimeDevice* device, PlatformBufferRef src, PlatformBufferRef dst,
+                   int64_t bytes, const Future<>& after) {
+  std::vector<BufferToBufferCopy> copies;
+  copies.push_back(
+      BufferToBufferCopy{std::move(src), std::move(dst),
+                         StridedCopy::BetweenDenseArrays(1, {bytes}, {0}, {bytes}, {0}, {bytes})});
+  return device->platform()->CopyBuffersToBuffers(device->platform_device(), std::move(copies),
+                                                  absl::MakeConstSpan(&after, 1));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Shard>> RuntimeExecutable::StageToHost(const std::vector<Shard>& shards,
+                                                                  int64_t bytes) {
+  std::vector<Shard> staged = shards;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    if (program_->slot_memories[s]->host_addressable() || bytes == 0) continue;
+    TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef host, program_->host_memories[s]->Allocate(bytes));
+    staged[s].ready =
+        CopyWhole(program_->slot_devices[s], shards[s].buffer, host, bytes, shards[s].ready);
+    staged[s].buffer = std::move(host);
+  }
+  return staged;
+}
+
+absl::StatusOr<Shard> RuntimeExecutable::StageToDevice(size_t s, Shard host, int64_t bytes) {
+  if (program_->slot_memories[s]->host_addressable() || bytes == 0) return host;
+  TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef device, program_->slot_memories[s]->Allocate(bytes));
+  Future<> ready = CopyWhole(program_->slot_devices[s], host.buffer, device, bytes, host.ready);
+  return Shard{std::move(device), std::move(ready)};
 }
 
 absl::Status RuntimeExecutable::RunCollectiveStep(size_t index, ValueShards& values,
@@ -241,12 +279,15 @@ absl::Status RuntimeExecutable::RunCollectiveStep(size_t index, ValueShards& val
   if (step.kind == CollectiveKind::kAllReduce) return RunAllReduce(index, values, done);
   const ProgramValue& out = program_->plan.values[step.output];
   const size_t slots = program_->slot_devices.size();
+  TESSERA_ASSIGN_OR_RETURN(
+      std::vector<Shard> staged,
+      StageToHost(values[step.input], ValueBytes(program_->plan.values[step.input])));
   for (size_t s = 0; s < slots; ++s) {
     const CollectiveGroup& group = program_->members[index][s].group;
     TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef output,
-                             program_->slot_memories[s]->Allocate(ValueBytes(out)));
+                             program_->host_memories[s]->Allocate(ValueBytes(out)));
     std::vector<PlatformBufferRef> inputs;
-    for (int m : group.members) inputs.push_back(values[step.input][m].buffer);
+    for (int m : group.members) inputs.push_back(staged[m].buffer);
     auto compute = [inputs, output, program = program_, index, s,
                     client = client_]() -> absl::Status {
       const CollectiveStep& step = program->plan.steps[index].collective;
@@ -262,9 +303,10 @@ absl::Status RuntimeExecutable::RunCollectiveStep(size_t index, ValueShards& val
     };
     RuntimeDevice* device = program_->slot_devices[s];
     Future<> finished = device->platform()->EnqueueHostCallback(
-        device->platform_device(), std::move(compute), ReadyOf(values[step.input], group.members));
-    values[step.output][s] = Shard{std::move(output), finished};
-    done.push_back(std::move(finished));
+        device->platform_device(), std::move(compute), ReadyOf(staged, group.members));
+    TESSERA_ASSIGN_OR_RETURN(values[step.output][s],
+                             StageToDevice(s, Shard{std::move(output), finished}, ValueBytes(out)));
+    done.push_back(values[step.output][s].ready);
   }
   return absl::OkStatus();
 }

@@ -11,7 +11,9 @@
 // device-to-device), reshards mismatched arguments (implicit device-to-device, through
 // ReshardArrays), then enqueues, under the client's enqueue lock, every step on every device: a
 // kernel on the device's stream after its inputs; a collective as a stream operation of each member
-// after the group's inputs, reading its peers' buffers (host-addressable memories only).
+// after the group's inputs, reading its peers' buffers from the host. A slot whose memory is not
+// host-addressable (a Vulkan device's) copies its collective's input into its device's
+// host-addressable memory first, and the result back, on its own stream.
 //
 // Thread-safe.
 
@@ -48,6 +50,9 @@ struct CompiledProgram {
   // Where each slot's values live: its device's default memory (host-addressable where the program
   // communicates).
   std::vector<RuntimeMemory*> slot_memories;
+  // Where each slot's collectives read and write: its slot memory when host-addressable, else a
+  // host-addressable memory of its device (Vulkan's pinned_host), staged to and from on its stream.
+  std::vector<RuntimeMemory*> host_memories;
   std::vector<ShardingRef> parameter_shardings;
   std::vector<ShardingRef> result_shardings;
   std::vector<std::vector<RuntimeMemory*>> result_memories;  // [result][slot]
@@ -101,6 +106,11 @@ class RuntimeExecutable final : public LoadedExecutable {
   // 2 * bytes / group_size from each peer instead of every peer's whole input.
   absl::Status RunAllReduce(size_t index, ValueShards& values, std::vector<Future<>>& done);
   absl::Status RunCollectiveStep(size_t index, ValueShards& values, std::vector<Future<>>& done);
+  // The shards of `value` in host-addressable memory: each as it is where its slot memory is
+  // host-addressable, else a copy into the slot's host memory.
+  absl::StatusOr<std::vector<Shard>> StageToHost(const std::vector<Shard>& shards, int64_t bytes);
+  // A collective's output of slot `s`, computed in its host memory, in its slot memory.
+  absl::StatusOr<Shard> StageToDevice(size_t s, Shard host, int64_t bytes);
   std::vector<ArrayRef> MakeOutputs(const ValueShards& values);
   // Counts, once a collective has run on `slot`, the bytes it read from each peer.
   static void RecordPeerReads(RuntimeClient& client, const CompiledProgram& program, size_t step,

@@ -22,11 +22,27 @@
 
 namespace tessera {
 
-// A compiled kernel for one platform. `format` says how `code` reads:
-//   "mlir-llvm"  MLIR text in the LLVM dialect (CPU; the kernel loader JITs it), entry point
-//   `entry`
-//                called through MLIR's packed interface.
-//   "spirv"      a SPIR-V binary module (Vulkan), entry point `entry`.
+// One compute dispatch of a "spirv" artifact: a SPIR-V binary module with one entry point, run
+// with `workgroup_count` work-groups of `workgroup_size` invocations (x, y, z), its descriptor
+// set 0 binding i = the artifact's buffer `bindings[i]`: an index below the kernel's argument
+// count is that argument (inputs, then outputs), an index n at or above it is the scratch buffer
+// n - arguments (KernelArtifact::scratch_bytes).
+struct SpirvDispatch {
+  std::string code;  // SPIR-V words, little-endian bytes
+  std::string entry;
+  std::vector<int64_t> workgroup_size;
+  std::vector<int64_t> workgroup_count;
+  std::vector<int> bindings;
+};
+
+// A compiled kernel for one platform. `format` says how it reads:
+//   "mlir-llvm"  `code`: MLIR text in the LLVM dialect (CPU; the kernel loader JITs it), entry
+//                point `entry` called through MLIR's packed interface.
+//   "spirv"      `dispatches` (Vulkan), run in order on one stream, each after the previous one's
+//                writes; `scratch_bytes`: the temporary buffers they share, allocated per launch.
+//                A kernel that computes with the device's grid position has instead
+//                `position_variants`, one "spirv" artifact per position: entry i for the device
+//                whose coordinates, row-major over `variant_grid`, are i.
 // Arguments, in order: each input value's buffer, then each output value's buffer (row-major,
 // contiguous, of the value's local shape), then, when `takes_device_position`, one int64 per grid
 // axis: this device's coordinate on the program's grid.
@@ -34,9 +50,10 @@ struct KernelArtifact {
   std::string format;
   std::string code;
   std::string entry;
-  // Work-group size and count for "spirv"; unused for "mlir-llvm".
-  std::vector<int64_t> workgroup_size;
-  std::vector<int64_t> workgroup_count;
+  std::vector<SpirvDispatch> dispatches;
+  std::vector<int64_t> scratch_bytes;
+  std::vector<KernelArtifact> position_variants;
+  std::vector<int64_t> variant_grid;
 };
 
 struct ProgramValue {

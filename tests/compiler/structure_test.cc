@@ -255,13 +255,17 @@ TEST(CompilerErrorTest, BadShardings) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be a string")));
 }
 
-TEST(CompilerErrorTest, OnlyTheCpuPlatform) {
+TEST(CompilerErrorTest, OnlyTheCpuAndVulkanPlatforms) {
   ProgramCompileRequest request;
   request.mlir_text = AddProgram("P()", "P()", "P()");
   request.num_devices = 4;
-  request.platforms = {"cpu", "vulkan"};
+  request.platforms = {"cpu", "vulkan", "metal"};
   EXPECT_THAT(CreateMlirProgramCompiler()->Compile(request),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("'vulkan'")));
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("'metal'")));
+  request.platforms = {"cpu", "vulkan"};
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CreateMlirProgramCompiler()->Compile(request));
+  EXPECT_EQ(plan.steps[0].kernel.artifacts.at("cpu").format, "mlir-llvm");
+  EXPECT_EQ(plan.steps[0].kernel.artifacts.at("vulkan").format, "spirv");
 }
 
 }  // namespace

@@ -17,11 +17,12 @@ namespace tessera::testing {
 
 inline absl::StatusOr<ProgramPlan> CompileText(const std::string& text, int64_t num_devices = 4,
                                                std::vector<ProgramSharding> params = {},
-                                               std::vector<ProgramSharding> results = {}) {
+                                               std::vector<ProgramSharding> results = {},
+                                               std::vector<std::string> platforms = {"cpu"}) {
   ProgramCompileRequest request;
   request.mlir_text = text;
   request.num_devices = num_devices;
-  request.platforms = {"cpu"};
+  request.platforms = std::move(platforms);
   request.parameter_shardings = std::move(params);
   request.result_shardings = std::move(results);
   return CreateMlirProgramCompiler()->Compile(request);

@@ -1,25 +1,35 @@
-// Programs through the public API (ifrt/compiler.h, ifrt/executable.h) on 4 CPU devices: results
-// against reference loops, communication counted and guarded, arguments resharded as implicit
-// transfers, donation, the compile cache, bad programs and bad arguments, concurrent Execute.
+// Programs through the public API (ifrt/compiler.h, ifrt/executable.h) on 4 devices of each
+// topology: 4 CPU devices; 4 Vulkan devices (2 lavapipe devices, 2 logical devices each: SPIR-V
+// kernels); 2 Vulkan + 2 CPU devices (each device runs its own platform's kernel, the
+// communication crosses platforms). Results against reference loops, communication counted and
+// guarded, arguments resharded as implicit transfers, donation, the compile cache, bad programs
+// and bad arguments, concurrent Execute. The Vulkan topologies skip, saying why, only where no
+// Vulkan driver exists at all.
+#include <algorithm>
 #include <cmath>
 #include <memory>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "backends/vulkan/vulkan_platform.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "guard/recording_transfer_sink.h"
 #include "ifrt/introspection.h"
 #include "tessera.h"
 #include "tests/ifrt/test_util.h"
+#include "tests/testing/megatron_mlp.h"
+#include "tests/testing/vulkan_icds.h"
 
 namespace tessera {
 namespace {
 
+using ::tessera::testing::kMegatron;
+using ::tessera::testing::MegatronReference;
+using ::tessera::testing::Random;
 using ::tessera::testing::StatusIs;
 using ::testing::HasSubstr;
 
@@ -36,35 +46,6 @@ func.func @main(%x: tensor<8x6xf32> {tessera.sharding = "mesh{x=4} P(x,None)"},
   return %y : tensor<8x5xf32>
 }
 )mlir";
-
-// Megatron: y = relu(x @ w1) @ w2, w1 column- and w2 row-sharded: one all-reduce of f32[4x8].
-constexpr char kMegatron[] = R"mlir(
-func.func @main(%x: tensor<4x12xf32> {tessera.sharding = "mesh{x=4} P()"},
-                %w1: tensor<12x16xf32> {tessera.sharding = "mesh{x=4} P(None,x)"},
-                %w2: tensor<16x8xf32> {tessera.sharding = "mesh{x=4} P(x,None)"})
-    -> (tensor<4x8xf32> {tessera.sharding = "mesh{x=4} P()"}) {
-  %zero = arith.constant 0.0 : f32
-  %e1 = tensor.empty() : tensor<4x16xf32>
-  %a1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x16xf32>) -> tensor<4x16xf32>
-  %h = linalg.matmul ins(%x, %w1 : tensor<4x12xf32>, tensor<12x16xf32>)
-                     outs(%a1 : tensor<4x16xf32>) -> tensor<4x16xf32>
-  %r = linalg.map { arith.maximumf } ins(%h, %a1 : tensor<4x16xf32>, tensor<4x16xf32>)
-                     outs(%e1 : tensor<4x16xf32>)
-  %e2 = tensor.empty() : tensor<4x8xf32>
-  %a2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<4x8xf32>) -> tensor<4x8xf32>
-  %y = linalg.matmul ins(%r, %w2 : tensor<4x16xf32>, tensor<16x8xf32>)
-                     outs(%a2 : tensor<4x8xf32>) -> tensor<4x8xf32>
-  return %y : tensor<4x8xf32>
-}
-)mlir";
-
-std::vector<float> Random(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // c[m,n] = a[m,k] @ b[k,n]
 std::vector<float> MatMul(const std::vector<float>& a, const std::vector<float>& b, int m, int k,
@@ -87,11 +68,44 @@ void ExpectNear(const std::vector<float>& got, const std::vector<float>& want) {
   }
 }
 
-class ExecutableTest : public ::testing::Test {
+// A client of 4 devices.
+struct Topology {
+  std::string name;
+  int cpu_devices = 0;
+  int vulkan_logical_devices_per_gpu = 0;  // 0: no Vulkan
+};
+
+std::vector<Topology> Topologies() {
+  return {{"cpu4", 4, 0}, {"vulkan4", 0, 2}, {"vulkan2_cpu2", 2, 1}};
+}
+
+absl::StatusOr<std::shared_ptr<Client>> CreateTopologyClient(const Topology& t) {
+  if (t.vulkan_logical_devices_per_gpu == 0) return testing::CreateCpuTestClient(t.cpu_devices);
+  testing::SetVulkanIcdsIfUnset(TESSERA_EXECUTABLE_TEST_VULKAN_ICDS);
+  return CreateClient({.cpu_devices = t.cpu_devices,
+                       .cpu_threads_per_device = 1,
+                       .vulkan = VulkanMode::kRequired,
+                       .vulkan_logical_devices_per_gpu = t.vulkan_logical_devices_per_gpu,
+                       .transfer_guard = guard::Policy()});
+}
+
+class ExecutableTest : public ::testing::TestWithParam<Topology> {
  protected:
   void SetUp() override {
-    ASSERT_OK_AND_ASSIGN(client_, testing::CreateCpuTestClient(4));
+    absl::StatusOr<std::shared_ptr<Client>> client = CreateTopologyClient(GetParam());
+    if (absl::IsNotFound(client.status())) {
+      GTEST_SKIP() << "no Vulkan driver: " << client.status();
+    }
+    ASSERT_OK(client.status());
+    client_ = *std::move(client);
+    ASSERT_GE(client_->devices().size(), 4u) << GetParam().name;
     ASSERT_OK_AND_ASSIGN(devices_, client_->MakeDeviceList(client_->devices().first(4)));
+    validation_messages_ = VulkanValidationMessageCount();
+  }
+  // The Vulkan topologies run with the Khronos validation layer on (ctest's environment): any
+  // message fails the test.
+  void TearDown() override {
+    EXPECT_EQ(VulkanValidationMessageCount(), validation_messages_) << "validation messages";
   }
 
   absl::StatusOr<LoadedExecutableRef> Compile(const std::string& text,
@@ -122,9 +136,10 @@ class ExecutableTest : public ::testing::Test {
 
   std::shared_ptr<Client> client_;
   DeviceListRef devices_;
+  int64_t validation_messages_ = 0;
 };
 
-TEST_F(ExecutableTest, RowShardedMatmulMatchesReferenceWithoutCommunication) {
+TEST_P(ExecutableTest, RowShardedMatmulMatchesReferenceWithoutCommunication) {
   ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kRowsMatmul));
   EXPECT_EQ(exe->name(), "main");
   ASSERT_EQ(exe->GetParameterShardings().size(), 2u);
@@ -142,7 +157,7 @@ TEST_F(ExecutableTest, RowShardedMatmulMatchesReferenceWithoutCommunication) {
   EXPECT_THAT(exe->Explain(), HasSubstr("none"));
 }
 
-TEST_F(ExecutableTest, MegatronAllReducesOnceAndCountsItsBytes) {
+TEST_P(ExecutableTest, MegatronAllReducesOnceAndCountsItsBytes) {
   ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kMegatron));
   EXPECT_THAT(exe->Explain(), HasSubstr("all_reduce"));
   const std::vector<float> x = Random(48, 3), w1 = Random(192, 4), w2 = Random(128, 5);
@@ -152,16 +167,14 @@ TEST_F(ExecutableTest, MegatronAllReducesOnceAndCountsItsBytes) {
   const TransferStats before = client_->transfer_stats();
   ASSERT_OK_AND_ASSIGN(ExecuteResult result, exe->Execute(absl::MakeSpan(args)));
   ASSERT_OK(result.status.Await());
-  std::vector<float> h = MatMul(x, w1, 4, 12, 16);
-  for (float& v : h) v = std::max(v, 0.0f);
-  ExpectNear(Get(result.outputs[0]), MatMul(h, w2, 4, 16, 8));
+  ExpectNear(Get(result.outputs[0]), MegatronReference(x, w1, w2));
   // A two-phase all-reduce of f32[4x8] (128 bytes) over 4 devices: each device reads a quarter
   // from each of its 3 peers to reduce, and a quarter from each to gather: 2 * 128 / 4 per peer.
   EXPECT_EQ(client_->transfer_stats().device_to_device.bytes - before.device_to_device.bytes,
             4 * 3 * (2 * 128 / 4));
 }
 
-TEST_F(ExecutableTest, MismatchedArgumentIsReshardedAsAnImplicitTransfer) {
+TEST_P(ExecutableTest, MismatchedArgumentIsReshardedAsAnImplicitTransfer) {
   ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kRowsMatmul));
   const std::vector<float> x = Random(48, 6), w = Random(30, 7);
   // x arrives replicated; the program wants rows.
@@ -201,7 +214,7 @@ TEST_F(ExecutableTest, MismatchedArgumentIsReshardedAsAnImplicitTransfer) {
   ExpectNear(Get(moved[0]), x);
 }
 
-TEST_F(ExecutableTest, CommunicationIsAnExplicitTransferTheGuardSees) {
+TEST_P(ExecutableTest, CommunicationIsAnExplicitTransferTheGuardSees) {
   ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kMegatron));
   std::vector<ArrayRef> args = {Put(Random(48, 1), {4, 12}, Named("P()")),
                                 Put(Random(192, 2), {12, 16}, Named("P(None,x)")),
@@ -230,7 +243,7 @@ TEST_F(ExecutableTest, CommunicationIsAnExplicitTransferTheGuardSees) {
   EXPECT_EQ(client_->transfer_stats(), before);
 }
 
-TEST_F(ExecutableTest, DonatedArgumentsAreDeletedUnlessNonDonatable) {
+TEST_P(ExecutableTest, DonatedArgumentsAreDeletedUnlessNonDonatable) {
   CompileOptions options{.donated_input_indices = {0}};
   ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kRowsMatmul, options));
   const std::vector<float> x = Random(48, 8), w = Random(30, 9);
@@ -249,7 +262,7 @@ TEST_F(ExecutableTest, DonatedArgumentsAreDeletedUnlessNonDonatable) {
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("deleted")));
 }
 
-TEST_F(ExecutableTest, SecondCompileIsACacheHit) {
+TEST_P(ExecutableTest, SecondCompileIsACacheHit) {
   ClientIntrospection* inspect = client_->introspection();
   ASSERT_NE(inspect, nullptr);
   const PlanCacheStats before = inspect->program_cache_stats();
@@ -269,7 +282,7 @@ TEST_F(ExecutableTest, SecondCompileIsACacheHit) {
   EXPECT_NE(donating->Fingerprint(), first->Fingerprint());
 }
 
-TEST_F(ExecutableTest, OptionsGiveTheShardingsInsteadOfAttributes) {
+TEST_P(ExecutableTest, OptionsGiveTheShardingsInsteadOfAttributes) {
   std::string plain =
       absl::StrReplaceAll(kRowsMatmul, {{R"t( {tessera.sharding = "mesh{x=4} P(x,None)"})t", ""},
                                         {R"t( {tessera.sharding = "mesh{x=4} P()"})t", ""}});
@@ -299,7 +312,7 @@ TEST_F(ExecutableTest, OptionsGiveTheShardingsInsteadOfAttributes) {
   ExpectNear(Get(result.outputs[0]), MatMul(x, w, 8, 6, 5));
 }
 
-TEST_F(ExecutableTest, BadProgramsAreClearErrors) {
+TEST_P(ExecutableTest, BadProgramsAreClearErrors) {
   EXPECT_THAT(Compile("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %y\n}"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("2:")));
   const std::string unsupported = R"mlir(
@@ -318,7 +331,7 @@ func.func @main(%x: tensor<8xf32> {tessera.sharding = "mesh{x=4} P(x)"}) -> tens
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("donated_input_indices")));
 }
 
-TEST_F(ExecutableTest, BadArgumentsAreRejectedBeforeAnythingRuns) {
+TEST_P(ExecutableTest, BadArgumentsAreRejectedBeforeAnythingRuns) {
   ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kRowsMatmul));
   std::vector<ArrayRef> one = {Put(Random(48, 1), {8, 6}, Named("P(x,None)"))};
   EXPECT_THAT(exe->Execute(absl::MakeSpan(one)).status(),
@@ -346,12 +359,10 @@ TEST_F(ExecutableTest, BadArgumentsAreRejectedBeforeAnythingRuns) {
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("deleted")));
 }
 
-TEST_F(ExecutableTest, ExecuteFromEightThreadsAtOnce) {
+TEST_P(ExecutableTest, ExecuteFromEightThreadsAtOnce) {
   ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kMegatron));
   const std::vector<float> x = Random(48, 3), w1 = Random(192, 4), w2 = Random(128, 5);
-  std::vector<float> h = MatMul(x, w1, 4, 12, 16);
-  for (float& v : h) v = std::max(v, 0.0f);
-  const std::vector<float> want = MatMul(h, w2, 4, 16, 8);
+  const std::vector<float> want = MegatronReference(x, w1, w2);
   std::vector<ArrayRef> args = {Put(x, {4, 12}, Named("P()")),
                                 Put(w1, {12, 16}, Named("P(None,x)")),
                                 Put(w2, {16, 8}, Named("P(x,None)"))};
@@ -371,6 +382,11 @@ TEST_F(ExecutableTest, ExecuteFromEightThreadsAtOnce) {
   for (std::thread& t : threads) t.join();
   for (const auto& r : results) ExpectNear(r, want);
 }
+
+INSTANTIATE_TEST_SUITE_P(Topologies, ExecutableTest, ::testing::ValuesIn(Topologies()),
+                         [](const ::testing::TestParamInfo<Topology>& info) {
+                           return info.param.name;
+                         });
 
 }  // namespace
 }  // namespace tessera

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
-#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -26,61 +25,17 @@
 #include "ifrt/runtime/runtime_client.h"
 #include "tests/ifrt/faulty_platform.h"
 #include "tests/ifrt/test_util.h"
+#include "tests/testing/megatron_mlp.h"
 #include "tests/testing/status_matchers.h"
 
 namespace tessera {
 namespace {
 
 using ::tessera::testing::FaultyPlatform;
+using ::tessera::testing::kMegatron;
+using ::tessera::testing::MegatronReference;
+using ::tessera::testing::Random;
 using ::testing::HasSubstr;
-
-// y = relu(x @ w1) @ w2 with w1 column- and w2 row-sharded: an all-reduce of f32[4x8].
-constexpr char kMegatron[] = R"mlir(
-func.func @main(%x: tensor<4x12xf32> {tessera.sharding = "mesh{x=4} P()"},
-                %w1: tensor<12x16xf32> {tessera.sharding = "mesh{x=4} P(None,x)"},
-                %w2: tensor<16x8xf32> {tessera.sharding = "mesh{x=4} P(x,None)"})
-    -> (tensor<4x8xf32> {tessera.sharding = "mesh{x=4} P()"}) {
-  %zero = arith.constant 0.0 : f32
-  %e1 = tensor.empty() : tensor<4x16xf32>
-  %a1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x16xf32>) -> tensor<4x16xf32>
-  %h = linalg.matmul ins(%x, %w1 : tensor<4x12xf32>, tensor<12x16xf32>)
-                     outs(%a1 : tensor<4x16xf32>) -> tensor<4x16xf32>
-  %r = linalg.map { arith.maximumf } ins(%h, %a1 : tensor<4x16xf32>, tensor<4x16xf32>)
-                     outs(%e1 : tensor<4x16xf32>)
-  %e2 = tensor.empty() : tensor<4x8xf32>
-  %a2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<4x8xf32>) -> tensor<4x8xf32>
-  %y = linalg.matmul ins(%r, %w2 : tensor<4x16xf32>, tensor<16x8xf32>)
-                     outs(%a2 : tensor<4x8xf32>) -> tensor<4x8xf32>
-  return %y : tensor<4x8xf32>
-}
-)mlir";
-
-std::vector<float> Random(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-// The reference: relu(x @ w1) @ w2 in double.
-std::vector<float> Reference(const std::vector<float>& x, const std::vector<float>& w1,
-                             const std::vector<float>& w2) {
-  std::vector<double> h(4 * 16, 0.0);
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 16; ++j) {
-      for (int k = 0; k < 12; ++k) h[i * 16 + j] += double{x[i * 12 + k]} * w1[k * 16 + j];
-      h[i * 16 + j] = std::max(h[i * 16 + j], 0.0);
-    }
-  std::vector<float> y(4 * 8);
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 8; ++j) {
-      double sum = 0;
-      for (int k = 0; k < 16; ++k) sum += h[i * 16 + k] * w2[k * 8 + j];
-      y[i * 8 + j] = static_cast<float>(sum);
-    }
-  return y;
-}
 
 class ProgramFaultTest : public ::testing::Test {
  protected:
@@ -157,7 +112,7 @@ class ProgramFaultTest : public ::testing::Test {
   void ExpectCleanRunIsRight() {
     ASSERT_OK_AND_ASSIGN(ExecuteResult result, exe_->Execute(absl::MakeSpan(args_)));
     ASSERT_OK(result.status.Await());
-    const std::vector<float> got = Get(result.outputs[0]), want = Reference(x_, w1_, w2_);
+    const std::vector<float> got = Get(result.outputs[0]), want = MegatronReference(x_, w1_, w2_);
     for (size_t i = 0; i < want.size(); ++i) {
       ASSERT_NEAR(got[i], want[i], 1e-4 * std::max(1.0f, std::abs(want[i]))) << "element " << i;
     }
@@ -256,7 +211,8 @@ TEST_F(ProgramFaultTest, DeviceLostMidwayFailsTheProgramAndNeverHangs) {
         }
       } else {
         EXPECT_EQ(faulty_->injected_faults(), faults_before) << "a lost device went unnoticed";
-        const std::vector<float> got = Get(result->outputs[0]), want = Reference(x_, w1_, w2_);
+        const std::vector<float> got = Get(result->outputs[0]),
+                                 want = MegatronReference(x_, w1_, w2_);
         for (size_t i = 0; i < want.size(); ++i) {
           ASSERT_NEAR(got[i], want[i], 1e-4 * std::max(1.0f, std::abs(want[i])));
         }

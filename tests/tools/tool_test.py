@@ -53,7 +53,7 @@ def case_help():
 def case_info():
     out, _ = expect_ok("info", "--devices", "cpu:2")
     for text in ("Platforms: cpu", "Devices (2)", "cpu:0", "cpu:1", "Memories", "host",
-                 "Drivers", "Attributes", "threads ="):
+                 "Drivers", "code generator", "MLIR -> LLVM", "Attributes", "threads ="):
         check(text in out, f"info shows {text!r}", out)
 
 
@@ -342,6 +342,28 @@ def case_run_program():
         os.unlink(f.name)
     rc, out, err = run("run", megatron, "--devices", "cpu:2")
     check(rc == 2 and "span 4 devices" in err, "too few devices is bad input", out, err)
+    # ... unless --fit-mesh runs the one-axis mesh over the devices given.
+    out, _ = expect_ok("run", megatron, "--devices", "cpu:2", "--fit-mesh", "--repeat", "1")
+    check("runs as mesh{x=2}" in out and "outputs match the 1-device run" in out,
+          "--fit-mesh runs mesh{x=4} on 2 devices", out)
+
+
+def case_run_program_vulkan():
+    # ctest points VK_DRIVER_FILES at two copies of lavapipe's manifest: two Vulkan devices.
+    rc, out, _ = run("info", "--json")
+    if rc != 0 or sum(d["kind"] == "vulkan" for d in json.loads(out)["devices"]) < 2:
+        print("SKIP: fewer than 2 Vulkan devices")
+        sys.exit(77)
+    out, _ = expect_ok("info", "--devices", "vulkan:2,cpu:1")
+    check("MLIR -> SPIR-V" in out and "MLIR -> LLVM" in out, "info names the code generators", out)
+    megatron = os.path.join(EXAMPLES, "mlp2_megatron.mlir")
+    out, _ = expect_ok("run", megatron, "--devices", "vulkan:2,cpu:2", "--repeat", "1")
+    check("vulkan:" in out and "cpu:" in out and "outputs match the 1-device run" in out,
+          "Megatron over 2 Vulkan + 2 CPU devices matches", out)
+    out, _ = expect_ok("run", os.path.join(EXAMPLES, "mlp.mlir"), "--devices", "vulkan:2",
+                       "--fit-mesh", "--repeat", "1")
+    check("runs as mesh{x=2}" in out and "outputs match the 1-device run" in out,
+          "mlp.mlir on 2 Vulkan devices matches", out)
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}

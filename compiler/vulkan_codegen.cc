@@ -1,0 +1,658 @@
+// Step e for Vulkan: SPIR-V code generation. A kernel module over tensors (as cut.cc makes it)
+// becomes a "spirv" artifact: a list of compute dispatches, one SPIR-V module each, and the scratch
+// buffers they share (ifrt/spi/program_plan.h, SpirvDispatch). The pipelines, side by side:
+//   BuildVulkanTensorPipeline     elementwise ops -> linalg, fused
+//   (bufferization)               tensors -> memrefs, results -> out-params, copies -> linalg.copy
+//   EmitTiledMatmuls              each matmul -> a gpu.launch tiled through workgroup memory
+//   (parallel loops)              linalg -> scf.parallel; each nest collapsed to one dimension and
+//                                 tiled by kThreadsPerGroup (a 2-D grid where it is long)
+//   BuildGpuOutliningPipeline     scf.parallel -> gpu.launch -> outlined gpu.func kernels
+//   BuildSpirvPipeline            gpu.func -> spirv.module (target env and entry point ABI set)
+// What is left of the host function (allocations and launches) becomes the dispatch list.
+//
+// Pitfalls this order avoids: index computations and constants are sunk into the launches before
+// outlining (else each becomes a kernel argument, i.e. a binding); the module is canonicalized
+// after outlining (else a leftover cf.br fails to legalize); loops are tiled before mapping (else
+// one invocation per work-group); SCF is converted in the same conversion as the GPU ops.
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/internal.h"
+#include "ifrt/status_macros.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
+#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/SPIRV/Serialization.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace tessera::compiler {
+namespace {
+
+// Invocations per work-group: below every Vulkan device's maxComputeWorkGroupInvocations (at
+// least 128 by the specification).
+constexpr int64_t kThreadsPerGroup = 64;
+// Work-groups along one grid axis: maxComputeWorkGroupCount is at least 65535 on every device.
+constexpr int64_t kMaxGroupsPerAxis = 65535;
+// A collapsed loop longer than kThreadsPerGroup * kMaxGroupsPerAxis runs over a 2-D grid whose
+// rows hold this many iterations.
+constexpr int64_t kRowIterations = 65536;
+
+// The target every kernel is compiled for: SPIR-V 1.3 (Vulkan 1.1 and later), 64-bit integers
+// and floats where a kernel uses them (spirv-update-vce keeps only the capabilities used), and
+// the work-group limits every device meets.
+constexpr char kTargetEnv[] =
+    "#spirv.target_env<#spirv.vce<v1.3, [Shader, Int64, Float64], "
+    "[SPV_KHR_storage_buffer_storage_class]>, #spirv.resource_limits<"
+    "max_compute_workgroup_invocations = 128, max_compute_workgroup_size = [128, 128, 64]>>";
+
+absl::Status RunPipelineText(mlir::ModuleOp module, const std::string& pipeline,
+                             const std::string& what) {
+  // The textual pipelines name passes: registered once per process.
+  static const bool registered = [] {
+    mlir::registerAllPasses();
+    return true;
+  }();
+  (void)registered;
+  mlir::PassManager pm(module.getContext());
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, os))) {
+    return absl::InternalError(absl::StrCat("bad pass pipeline for ", what, ": ", errors));
+  }
+  return RunPipeline(pm, module, absl::StatusCode::kInternal, what);
+}
+
+// Elementwise arith / math ops on tensors -> linalg.generic; chains of elementwise generics fused
+// into one (one kernel, no intermediate buffer). Named ops were generalized before (matmuls
+// excepted: they get their own kernel, EmitTiledMatmuls).
+std::string VulkanTensorPipeline() {
+  return "func.func(convert-elementwise-to-linalg),linalg-fuse-elementwise-ops,canonicalize,cse";
+}
+
+void BuildBufferizationPipeline(mlir::OpPassManager& pm) {
+  // As on CPU (no deallocation: temporaries are scratch buffers the launch allocates).
+  AddBufferizationToOutParams(pm);
+  pm.addPass(mlir::createCanonicalizerPass());
+}
+
+// scf.parallel -> gpu.launch (outer loops: work-groups, inner: invocations), then outlined.
+std::string GpuOutliningPipeline() {
+  return "func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),canonicalize,"
+         // Constants and index arithmetic into the launch bodies: else kernel arguments.
+         "gpu-launch-sink-index-computations,gpu-kernel-outlining,"
+         // Folds the branches outlining leaves (a cf.br does not legalize to SPIR-V).
+         "canonicalize,cse,lower-affine,canonicalize";
+}
+
+// gpu.func -> spirv.func in spirv.module (storage buffers for memrefs, SCF and arith in the same
+// conversion), then the interface variables and the minimal version / capabilities.
+std::string SpirvPipeline() {
+  return "fold-memref-alias-ops,map-memref-spirv-storage-class{client-api=vulkan},"
+         "gpu.module(convert-math-to-spirv),convert-gpu-to-spirv,spirv.module(spirv-lower-abi-"
+         "attrs,spirv-update-vce)";
+}
+
+// memref.copy (bufferization's copies into out-params) -> linalg.copy, which becomes a kernel.
+void CopiesToLinalg(mlir::func::FuncOp func) {
+  std::vector<mlir::memref::CopyOp> copies;
+  func.walk([&](mlir::memref::CopyOp copy) { copies.push_back(copy); });
+  mlir::OpBuilder builder(func.getContext());
+  for (mlir::memref::CopyOp copy : copies) {
+    builder.setInsertionPoint(copy);
+    mlir::linalg::CopyOp::create(builder, copy.getLoc(), copy.getSource(), copy.getTarget());
+    copy->erase();
+  }
+}
+
+// Named linalg ops (fill, broadcast, transpose, reduce, batch_matmul, ...) -> linalg.generic;
+// linalg.matmul stays named for EmitTiledMatmuls.
+absl::Status GeneralizeNamedOps(mlir::func::FuncOp func, const std::string& name) {
+  std::vector<mlir::linalg::LinalgOp> named;
+  func.walk([&](mlir::linalg::LinalgOp op) {
+    if (!mlir::isa<mlir::linalg::GenericOp, mlir::linalg::MatmulOp>(op)) named.push_back(op);
+  });
+  mlir::IRRewriter rewriter(func.getContext());
+  for (mlir::linalg::LinalgOp op : named) {
+    rewriter.setInsertionPoint(op);
+    if (mlir::failed(mlir::linalg::generalizeNamedOp(rewriter, op))) {
+      return absl::InternalError(absl::StrCat(name, ": cannot generalize ", PrintOp(op)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Whether `matmul` gets the tiled kernel: default indexing maps, on static identity-layout
+// memrefs of one element type, no empty dimension.
+bool IsTileableMatmul(mlir::linalg::MatmulOp matmul) {
+  if (matmul.hasUserDefinedMaps() || !matmul.hasPureBufferSemantics()) return false;
+  mlir::Type element;
+  for (mlir::Value operand : matmul->getOperands()) {
+    auto type = mlir::dyn_cast<mlir::MemRefType>(operand.getType());
+    if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
+        type.getNumElements() == 0) {
+      return false;
+    }
+    if (element && type.getElementType() != element) return false;
+    element = type.getElementType();
+  }
+  return mlir::isa<mlir::FloatType, mlir::IntegerType>(element);
+}
+
+// C += A @ B as one gpu.launch: 16x16 output tiles per work-group of 16x8 invocations (each
+// computes two rows of its column), the K dimension walked in 16-wide steps through two 16x16
+// tiles of A and B in workgroup memory (memory space 3, which map-memref-spirv-storage-class maps
+// to Workgroup for Vulkan), loaded cooperatively between barriers. Out-of-range
+// elements load as 0 (clamped index, select) so that every invocation reaches every barrier.
+void EmitTiledMatmul(mlir::linalg::MatmulOp matmul) {
+  constexpr int64_t kTile = 16, kRows = 8;
+  mlir::OpBuilder b(matmul);
+  mlir::Location loc = matmul.getLoc();
+  mlir::Value a = matmul->getOperand(0), bm = matmul->getOperand(1), c = matmul->getOperand(2);
+  auto a_type = mlir::cast<mlir::MemRefType>(a.getType());
+  const int64_t m = a_type.getDimSize(0), k = a_type.getDimSize(1);
+  const int64_t n = mlir::cast<mlir::MemRefType>(c.getType()).getDimSize(1);
+  mlir::Type element = a_type.getElementType();
+  const bool is_float = mlir::isa<mlir::FloatType>(element);
+  auto index = [&](int64_t v) -> mlir::Value {
+    return mlir::arith::ConstantIndexOp::create(b, loc, v);
+  };
+  auto tile_type = mlir::MemRefType::get({kTile, kTile}, element, mlir::MemRefLayoutAttrInterface{},
+                                         b.getI64IntegerAttr(3));
+  auto launch = mlir::gpu::LaunchOp::create(b, loc, index((n + kTile - 1) / kTile),
+                                            index((m + kTile - 1) / kTile), index(1), index(kTile),
+                                            index(kRows), index(1));
+  mlir::Block& body = launch.getBody().front();
+  b.setInsertionPointToStart(&body);
+  // Allocations in workgroup memory (MLIR 22's GPU-to-SPIR-V conversion crashes on gpu.func
+  // workgroup attributions; memref.alloc in workgroup memory becomes a Workgroup variable).
+  mlir::Value a_tile = mlir::memref::AllocOp::create(b, loc, tile_type);
+  mlir::Value b_tile = mlir::memref::AllocOp::create(b, loc, tile_type);
+  mlir::Value tx = launch.getThreadIds().x, ty = launch.getThreadIds().y;
+  mlir::Value bx = launch.getBlockIds().x, by = launch.getBlockIds().y;
+  auto add = [&](mlir::Value x, mlir::Value y) -> mlir::Value {
+    return mlir::arith::AddIOp::create(b, loc, x, y);
+  };
+  auto mul = [&](mlir::Value x, mlir::Value y) -> mlir::Value {
+    return mlir::arith::MulIOp::create(b, loc, x, y);
+  };
+  auto less = [&](mlir::Value x, int64_t bound) -> mlir::Value {
+    return mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ult, x, index(bound));
+  };
+  auto fma = [&](mlir::Value acc, mlir::Value x, mlir::Value y) -> mlir::Value {
+    if (is_float) {
+      return mlir::arith::AddFOp::create(b, loc, acc, mlir::arith::MulFOp::create(b, loc, x, y));
+    }
+    return mlir::arith::AddIOp::create(b, loc, acc, mlir::arith::MulIOp::create(b, loc, x, y));
+  };
+  mlir::Value zero = mlir::arith::ConstantOp::create(b, loc, b.getZeroAttr(element));
+  // mem[i][j] when both are in range, else 0.
+  auto load_or_zero = [&](mlir::Value mem, mlir::Value i, mlir::Value j, int64_t rows,
+                          int64_t cols) -> mlir::Value {
+    mlir::Value inside = mlir::arith::AndIOp::create(b, loc, less(i, rows), less(j, cols));
+    mlir::Value ic = mlir::arith::MinUIOp::create(b, loc, i, index(rows - 1));
+    mlir::Value jc = mlir::arith::MinUIOp::create(b, loc, j, index(cols - 1));
+    mlir::Value v = mlir::memref::LoadOp::create(b, loc, mem, mlir::ValueRange{ic, jc});
+    return mlir::arith::SelectOp::create(b, loc, inside, v, zero);
+  };
+  mlir::Value ty1 = add(ty, index(kRows));
+  mlir::Value row0 = add(mul(by, index(kTile)), ty), row1 = add(row0, index(kRows));
+  mlir::Value col = add(mul(bx, index(kTile)), tx);
+  auto steps = mlir::scf::ForOp::create(b, loc, index(0), index((k + kTile - 1) / kTile), index(1),
+                                        mlir::ValueRange{zero, zero});
+  b.setInsertionPointToStart(steps.getBody());
+  mlir::Value k0 = mul(steps.getInductionVar(), index(kTile));
+  mlir::Value ka = add(k0, tx);
+  mlir::memref::StoreOp::create(b, loc, load_or_zero(a, row0, ka, m, k), a_tile,
+                                mlir::ValueRange{ty, tx});
+  mlir::memref::StoreOp::create(b, loc, load_or_zero(a, row1, ka, m, k), a_tile,
+                                mlir::ValueRange{ty1, tx});
+  mlir::memref::StoreOp::create(b, loc, load_or_zero(bm, add(k0, ty), col, k, n), b_tile,
+                                mlir::ValueRange{ty, tx});
+  mlir::memref::StoreOp::create(b, loc, load_or_zero(bm, add(k0, ty1), col, k, n), b_tile,
+                                mlir::ValueRange{ty1, tx});
+  mlir::gpu::BarrierOp::create(b, loc);
+  auto inner =
+      mlir::scf::ForOp::create(b, loc, index(0), index(kTile), index(1), steps.getRegionIterArgs());
+  b.setInsertionPointToStart(inner.getBody());
+  mlir::Value kk = inner.getInductionVar();
+  mlir::Value bv = mlir::memref::LoadOp::create(b, loc, b_tile, mlir::ValueRange{kk, tx});
+  mlir::Value a0 = mlir::memref::LoadOp::create(b, loc, a_tile, mlir::ValueRange{ty, kk});
+  mlir::Value a1 = mlir::memref::LoadOp::create(b, loc, a_tile, mlir::ValueRange{ty1, kk});
+  mlir::scf::YieldOp::create(b, loc,
+                             mlir::ValueRange{fma(inner.getRegionIterArgs()[0], a0, bv),
+                                              fma(inner.getRegionIterArgs()[1], a1, bv)});
+  b.setInsertionPointAfter(inner);
+  mlir::gpu::BarrierOp::create(b, loc);
+  mlir::scf::YieldOp::create(b, loc, inner.getResults());
+  b.setInsertionPointAfter(steps);
+  for (int r = 0; r < 2; ++r) {
+    mlir::Value row = r == 0 ? row0 : row1;
+    mlir::Value inside = mlir::arith::AndIOp::create(b, loc, less(row, m), less(col, n));
+    auto guard = mlir::scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(guard.thenBlock());
+    mlir::Value old = mlir::memref::LoadOp::create(b, loc, c, mlir::ValueRange{row, col});
+    mlir::Value sum =
+        is_float ? mlir::arith::AddFOp::create(b, loc, old, steps.getResult(r)).getResult()
+                 : mlir::arith::AddIOp::create(b, loc, old, steps.getResult(r)).getResult();
+    mlir::memref::StoreOp::create(b, loc, sum, c, mlir::ValueRange{row, col});
+    b.setInsertionPointAfter(guard);
+  }
+  mlir::gpu::TerminatorOp::create(b, loc);
+  matmul->erase();
+}
+
+void EmitTiledMatmuls(mlir::func::FuncOp func) {
+  // The ops and attributes built here need their dialects loaded.
+  func.getContext()
+      ->loadDialect<mlir::gpu::GPUDialect, mlir::scf::SCFDialect, mlir::memref::MemRefDialect,
+                    mlir::arith::ArithDialect, mlir::spirv::SPIRVDialect>();
+  std::vector<mlir::linalg::MatmulOp> matmuls;
+  func.walk([&](mlir::linalg::MatmulOp matmul) {
+    if (IsTileableMatmul(matmul)) matmuls.push_back(matmul);
+  });
+  for (mlir::linalg::MatmulOp matmul : matmuls) EmitTiledMatmul(matmul);
+}
+
+// Every linalg.generic (named ops were generalized) with its parallel dimensions first: they then
+// all become the scf.parallel loop the kernel's invocations share, the reductions scf.for loops
+// inside it.
+absl::Status ParallelDimensionsFirst(mlir::func::FuncOp func, const std::string& name) {
+  std::vector<mlir::linalg::GenericOp> generics;
+  func.walk([&](mlir::linalg::GenericOp op) { generics.push_back(op); });
+  mlir::IRRewriter rewriter(func.getContext());
+  for (mlir::linalg::GenericOp op : generics) {
+    std::vector<unsigned> parallel, reduction;
+    llvm::SmallVector<mlir::utils::IteratorType> iterators = op.getIteratorTypesArray();
+    for (unsigned d = 0; d < iterators.size(); ++d) {
+      (iterators[d] == mlir::utils::IteratorType::parallel ? parallel : reduction).push_back(d);
+    }
+    std::vector<unsigned> order = parallel;
+    order.insert(order.end(), reduction.begin(), reduction.end());
+    if (std::is_sorted(order.begin(), order.end())) continue;
+    rewriter.setInsertionPoint(op);
+    if (mlir::failed(mlir::linalg::interchangeGenericOp(rewriter, op, order))) {
+      return absl::InternalError(absl::StrCat(name, ": cannot interchange ", PrintOp(op)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Host work outside every parallel loop (an scf.for nest of a reduction to a scalar, the loads and
+// stores of a loop nest whose trip counts were all 1) runs as one invocation: each run of such
+// ops is moved into a one-iteration scf.parallel. Constants are hoisted first (they are sunk into
+// the kernels later). UNIMPLEMENTED when a value made by such a run is used after it.
+absl::Status WrapSerialLoops(mlir::func::FuncOp func, const std::string& name) {
+  mlir::Block& body = func.getBody().front();
+  std::vector<mlir::Operation*> constants;
+  for (mlir::Operation& op : body) {
+    if (mlir::isa<mlir::arith::ConstantOp>(op)) constants.push_back(&op);
+  }
+  for (mlir::Operation* op : llvm::reverse(constants)) op->moveBefore(&body.front());
+  auto serial = [](mlir::Operation& op) {
+    return !mlir::isa<mlir::scf::ParallelOp, mlir::func::ReturnOp, mlir::memref::DeallocOp,
+                      mlir::memref::AllocOp, mlir::arith::ConstantOp, mlir::gpu::LaunchOp>(op);
+  };
+  std::vector<std::vector<mlir::Operation*>> runs;
+  bool in_run = false;
+  for (mlir::Operation& op : body) {
+    if (!serial(op)) {
+      in_run = false;
+      continue;
+    }
+    if (!in_run) runs.emplace_back();
+    runs.back().push_back(&op);
+    in_run = true;
+  }
+  mlir::OpBuilder builder(func.getContext());
+  for (const std::vector<mlir::Operation*>& run : runs) {
+    builder.setInsertionPoint(run.front());
+    mlir::Location loc = run.front()->getLoc();
+    mlir::Value zero = mlir::arith::ConstantIndexOp::create(builder, loc, 0);
+    mlir::Value one = mlir::arith::ConstantIndexOp::create(builder, loc, 1);
+    auto parallel = mlir::scf::ParallelOp::create(builder, loc, mlir::ValueRange{zero},
+                                                  mlir::ValueRange{one}, mlir::ValueRange{one});
+    for (mlir::Operation* op : run) op->moveBefore(parallel.getBody()->getTerminator());
+    for (mlir::Operation* op : run) {
+      for (mlir::Value result : op->getResults()) {
+        for (mlir::Operation* user : result.getUsers()) {
+          if (!parallel->isAncestor(user)) {
+            return absl::UnimplementedError(absl::StrCat("vulkan code generation: ", name,
+                                                         ": host value of ", PrintOp(op),
+                                                         " used outside its kernel"));
+          }
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The trip count of a normalized (lower bound 0, step 1) loop dimension with constant bounds.
+std::optional<int64_t> TripCount(mlir::scf::ParallelOp loop, unsigned dim) {
+  std::optional<int64_t> lb = mlir::getConstantIntValue(loop.getLowerBound()[dim]);
+  std::optional<int64_t> ub = mlir::getConstantIntValue(loop.getUpperBound()[dim]);
+  std::optional<int64_t> step = mlir::getConstantIntValue(loop.getStep()[dim]);
+  if (!lb || !ub || !step || *step <= 0) return std::nullopt;
+  return std::max<int64_t>(0, (*ub - *lb + *step - 1) / *step);
+}
+
+std::vector<mlir::scf::ParallelOp> TopLevelParallelLoops(mlir::func::FuncOp func) {
+  std::vector<mlir::scf::ParallelOp> loops;
+  for (mlir::Operation& op : func.getBody().front()) {
+    if (auto loop = mlir::dyn_cast<mlir::scf::ParallelOp>(op)) loops.push_back(loop);
+  }
+  return loops;
+}
+
+// A 1-D loop over [0, n) -> a 2-D loop over [0, ceil(n / kRowIterations)) x [0, kRowIterations)
+// whose body runs for row * kRowIterations + column < n.
+void SplitLongLoop(mlir::scf::ParallelOp loop, int64_t n) {
+  mlir::OpBuilder builder(loop);
+  mlir::Location loc = loop.getLoc();
+  auto index = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(builder, loc, v); };
+  mlir::Value zero = index(0), one = index(1);
+  mlir::Value rows = index((n + kRowIterations - 1) / kRowIterations);
+  mlir::Value row_size = index(kRowIterations), total = index(n);
+  auto split =
+      mlir::scf::ParallelOp::create(builder, loc, mlir::ValueRange{zero, zero},
+                                    mlir::ValueRange{rows, row_size}, mlir::ValueRange{one, one});
+  builder.setInsertionPointToStart(split.getBody());
+  mlir::Value base =
+      mlir::arith::MulIOp::create(builder, loc, split.getInductionVars()[0], row_size);
+  mlir::Value linear = mlir::arith::AddIOp::create(builder, loc, base, split.getInductionVars()[1]);
+  mlir::Value inside =
+      mlir::arith::CmpIOp::create(builder, loc, mlir::arith::CmpIPredicate::ult, linear, total);
+  auto guard = mlir::scf::IfOp::create(builder, loc, inside, /*withElseRegion=*/false);
+  mlir::Block* old_body = loop.getBody();
+  old_body->getTerminator()->erase();  // scf.reduce without operands
+  mlir::Block* then_block = guard.thenBlock();
+  then_block->getOperations().splice(then_block->begin(), old_body->getOperations());
+  loop.getInductionVars()[0].replaceAllUsesWith(linear);
+  loop->erase();
+}
+
+// Every top-level scf.parallel: normalized and collapsed to one dimension, split over a 2-D grid
+// when longer than one grid axis holds, then tiled: the outer loop becomes the work-groups, the
+// inner one (kThreadsPerGroup iterations, guarded by an scf.if where it overruns) the invocations.
+absl::Status TileParallelLoops(mlir::func::FuncOp func, const std::string& name) {
+  mlir::IRRewriter rewriter(func.getContext());
+  for (mlir::scf::ParallelOp loop : TopLevelParallelLoops(func)) {
+    if (loop.getNumLoops() < 2) continue;
+    std::vector<unsigned> all(loop.getNumLoops());
+    std::iota(all.begin(), all.end(), 0u);
+    rewriter.setInsertionPoint(loop);
+    mlir::collapseParallelLoops(rewriter, loop, {all});
+  }
+  // Folds the collapsed bounds (products of the old ones) to constants.
+  TESSERA_RETURN_IF_ERROR(RunPipelineText(mlir::cast<mlir::ModuleOp>(func->getParentOp()),
+                                          "canonicalize",
+                                          absl::StrCat("collapsing the loops of ", name)));
+  // After canonicalization, which would fold the one-iteration loops away again.
+  TESSERA_RETURN_IF_ERROR(WrapSerialLoops(func, name));
+  for (mlir::scf::ParallelOp loop : TopLevelParallelLoops(func)) {
+    std::optional<int64_t> n = TripCount(loop, 0);
+    if (!n) return absl::InternalError(absl::StrCat(name, ": a parallel loop of unknown size"));
+    if (*n > kThreadsPerGroup * kMaxGroupsPerAxis) SplitLongLoop(loop, *n);
+  }
+  for (mlir::scf::ParallelOp loop : TopLevelParallelLoops(func)) {
+    std::optional<int64_t> n = TripCount(loop, loop.getNumLoops() - 1);
+    if (!n || *n == 0) continue;
+    int64_t threads = 1;
+    while (threads < *n && threads < kThreadsPerGroup) threads *= 2;
+    std::vector<int64_t> sizes(loop.getNumLoops(), 1);
+    sizes.back() = threads;
+    mlir::scf::tileParallelLoop(loop, sizes, /*noMinMaxBounds=*/true);
+  }
+  return absl::OkStatus();
+}
+
+// The target environment on the module; on every kernel its work-group size as the entry point
+// ABI (from the launch's known block size).
+absl::Status SetSpirvAttributes(mlir::ModuleOp module, const std::string& name) {
+  mlir::MLIRContext* context = module.getContext();
+  mlir::Attribute env = mlir::parseAttribute(kTargetEnv, context);
+  if (!env) return absl::InternalError("the SPIR-V target environment does not parse");
+  module->setAttr(mlir::spirv::getTargetEnvAttrName(), env);
+  absl::Status status;
+  module.walk([&](mlir::gpu::GPUFuncOp kernel) {
+    if (!kernel.isKernel()) return;
+    std::optional<llvm::ArrayRef<int32_t>> block = kernel.getKnownBlockSize();
+    if (!block || block->size() != 3) {
+      status = absl::InternalError(absl::StrCat(name, ": a kernel without a known block size"));
+      return;
+    }
+    kernel->setAttr(mlir::spirv::getEntryPointABIAttrName(),
+                    mlir::spirv::getEntryPointABIAttr(context, *block));
+  });
+  return status;
+}
+
+// The buffer a kernel operand is: a host function argument (its index) or an allocation (a
+// scratch buffer, numbered after the arguments).
+absl::StatusOr<int> BindingOf(mlir::Value operand, mlir::func::FuncOp host,
+                              const std::vector<mlir::Operation*>& scratch) {
+  if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(operand)) {
+    if (arg.getOwner() == &host.getBody().front()) return static_cast<int>(arg.getArgNumber());
+  }
+  mlir::Operation* def = operand.getDefiningOp();
+  auto it = std::find(scratch.begin(), scratch.end(), def);
+  if (def != nullptr && it != scratch.end()) {
+    return static_cast<int>(host.getNumArguments() + (it - scratch.begin()));
+  }
+  return absl::UnimplementedError(absl::StrCat("vulkan code generation: a kernel operand made by ",
+                                               def ? PrintOp(def) : std::string("a block argument"),
+                                               " (only whole buffers bind)"));
+}
+
+absl::StatusOr<std::string> Serialize(mlir::spirv::ModuleOp module) {
+  llvm::SmallVector<uint32_t, 0> words;
+  mlir::spirv::SerializationOptions options;
+  options.emitSymbolName = false;
+  DiagnosticCollector diagnostics(module.getContext());
+  if (mlir::failed(mlir::spirv::serialize(module, words, options))) {
+    return absl::InternalError(
+        absl::StrCat("serializing SPIR-V failed: ", diagnostics.Message("no diagnostic")));
+  }
+  std::string code(words.size() * sizeof(uint32_t), '\0');
+  std::memcpy(code.data(), words.data(), code.size());
+  return code;
+}
+
+absl::StatusOr<SpirvDispatch> MakeDispatch(mlir::ModuleOp module, mlir::gpu::LaunchFuncOp launch,
+                                           mlir::func::FuncOp host,
+                                           const std::vector<mlir::Operation*>& scratch) {
+  SpirvDispatch dispatch;
+  dispatch.entry = launch.getKernelName().str();
+  const std::string spv_name = absl::StrCat("__spv__", launch.getKernelModuleName().str());
+  mlir::spirv::ModuleOp spv;
+  module.walk([&](mlir::spirv::ModuleOp m) {
+    if (m.getSymName() && *m.getSymName() == spv_name) spv = m;
+  });
+  if (!spv) return absl::InternalError(absl::StrCat("no SPIR-V module ", spv_name));
+  TESSERA_ASSIGN_OR_RETURN(dispatch.code, Serialize(spv));
+  mlir::gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+  mlir::gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+  for (mlir::Value v : {grid.x, grid.y, grid.z, block.x, block.y, block.z}) {
+    std::optional<int64_t> c = mlir::getConstantIntValue(v);
+    if (!c) return absl::InternalError(absl::StrCat(dispatch.entry, ": a launch of dynamic size"));
+    (dispatch.workgroup_count.size() < 3 ? dispatch.workgroup_count : dispatch.workgroup_size)
+        .push_back(*c);
+  }
+  for (mlir::Value operand : launch.getKernelOperands()) {
+    TESSERA_ASSIGN_OR_RETURN(int binding, BindingOf(operand, host, scratch));
+    dispatch.bindings.push_back(binding);
+  }
+  return dispatch;
+}
+
+// The host function, after outlining, as the artifact's dispatch list and scratch buffers.
+absl::Status CollectDispatches(mlir::ModuleOp module, mlir::func::FuncOp host,
+                               KernelArtifact& artifact) {
+  std::vector<mlir::Operation*> scratch;
+  for (mlir::Operation& op : host.getBody().front()) {
+    if (mlir::isa<mlir::arith::ConstantOp, mlir::func::ReturnOp, mlir::memref::DeallocOp>(op)) {
+      continue;
+    }
+    if (auto alloc = mlir::dyn_cast<mlir::memref::AllocOp>(op)) {
+      mlir::MemRefType type = alloc.getType();
+      if (!type.hasStaticShape()) return absl::InternalError("a dynamic scratch allocation");
+      scratch.push_back(&op);
+      const int64_t element_bytes = (type.getElementTypeBitWidth() + 7) / 8;
+      artifact.scratch_bytes.push_back(type.getNumElements() * element_bytes);
+      continue;
+    }
+    if (auto launch = mlir::dyn_cast<mlir::gpu::LaunchFuncOp>(op)) {
+      TESSERA_ASSIGN_OR_RETURN(SpirvDispatch dispatch, MakeDispatch(module, launch, host, scratch));
+      artifact.dispatches.push_back(std::move(dispatch));
+      continue;
+    }
+    return absl::UnimplementedError(
+        absl::StrCat("vulkan code generation: host operation ", op.getName().getStringRef().str(),
+                     " at ", FormatLocation(op.getLoc()), " left outside every kernel"));
+  }
+  return absl::OkStatus();
+}
+
+// The trailing i64 arguments (the device's grid position) are often dead once the kernel is
+// simplified (the partitioner's `scf.if` on the position whose branches agree, or a position made
+// constant by LowerPositionVariants): then removed. UNIMPLEMENTED where a kernel still reads one.
+absl::Status DropPositionArguments(mlir::func::FuncOp func, const std::string& name) {
+  llvm::BitVector erase(func.getNumArguments());
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    if (!func.getArgumentTypes()[i].isInteger(64)) continue;
+    if (!func.getArgument(i).use_empty()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "vulkan code generation: kernel ", name,
+          " computes with the device's grid position (shard.process_multi_index), which Vulkan "
+          "kernels do not take yet"));
+    }
+    erase.set(i);
+  }
+  if (mlir::failed(func.eraseArguments(erase))) {
+    return absl::InternalError(absl::StrCat(name, ": cannot erase the position arguments"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+namespace {
+
+// A simplified kernel without position arguments -> its dispatches.
+absl::StatusOr<KernelArtifact> LowerSimplifiedKernel(mlir::ModuleOp kernel, mlir::func::FuncOp func,
+                                                     const std::string& name) {
+  MarkInputsReadOnly(func);
+  TESSERA_RETURN_IF_ERROR(GeneralizeNamedOps(func, name));
+  TESSERA_RETURN_IF_ERROR(RunPipelineText(kernel, VulkanTensorPipeline(),
+                                          absl::StrCat("fusing ", name, " for vulkan")));
+  TESSERA_RETURN_IF_ERROR(ParallelDimensionsFirst(func, name));
+  mlir::PassManager bufferize(kernel.getContext());
+  BuildBufferizationPipeline(bufferize);
+  TESSERA_RETURN_IF_ERROR(RunPipeline(bufferize, kernel, absl::StatusCode::kInternal,
+                                      absl::StrCat("bufferizing ", name, " for vulkan")));
+  CopiesToLinalg(func);
+  EmitTiledMatmuls(func);
+  TESSERA_RETURN_IF_ERROR(
+      RunPipelineText(kernel, "func.func(convert-linalg-to-parallel-loops),canonicalize",
+                      absl::StrCat("lowering ", name, " to parallel loops")));
+  TESSERA_RETURN_IF_ERROR(TileParallelLoops(func, name));
+  TESSERA_RETURN_IF_ERROR(RunPipelineText(kernel, GpuOutliningPipeline(),
+                                          absl::StrCat("outlining the kernels of ", name)));
+  TESSERA_RETURN_IF_ERROR(SetSpirvAttributes(kernel, name));
+  TESSERA_RETURN_IF_ERROR(
+      RunPipelineText(kernel, SpirvPipeline(), absl::StrCat("lowering ", name, " to SPIR-V")));
+  KernelArtifact artifact;
+  artifact.format = "spirv";
+  artifact.entry = name;
+  TESSERA_RETURN_IF_ERROR(CollectDispatches(kernel, func, artifact));
+  return artifact;
+}
+
+bool PositionUsed(mlir::func::FuncOp func) {
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    if (func.getArgumentTypes()[i].isInteger(64) && !func.getArgument(i).use_empty()) return true;
+  }
+  return false;
+}
+
+// A kernel that computes with the device's grid position: one variant per position, each with
+// the position's coordinates as constants (the partitioner's `scf.if` on the position then folds
+// away), in row-major order over `grid_shape`.
+absl::StatusOr<KernelArtifact> LowerPositionVariants(mlir::ModuleOp kernel, const std::string& name,
+                                                     const std::vector<int64_t>& grid_shape) {
+  int64_t positions = 1;
+  for (int64_t d : grid_shape) positions *= d;
+  KernelArtifact artifact;
+  artifact.format = "spirv";
+  artifact.entry = name;
+  artifact.variant_grid = grid_shape;
+  for (int64_t p = 0; p < positions; ++p) {
+    mlir::OwningOpRef<mlir::ModuleOp> copy = kernel.clone();
+    auto func = copy->lookupSymbol<mlir::func::FuncOp>(name);
+    std::vector<int64_t> coordinates(grid_shape.size());
+    for (int64_t rest = p, axis = static_cast<int64_t>(grid_shape.size()) - 1; axis >= 0; --axis) {
+      coordinates[axis] = rest % grid_shape[axis];
+      rest /= grid_shape[axis];
+    }
+    mlir::OpBuilder builder(func.getContext());
+    builder.setInsertionPointToStart(&func.getBody().front());
+    size_t axis = 0;
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      if (!func.getArgumentTypes()[i].isInteger(64) || axis >= coordinates.size()) continue;
+      mlir::Value constant = mlir::arith::ConstantOp::create(
+          builder, func.getLoc(), builder.getI64IntegerAttr(coordinates[axis++]));
+      func.getArgument(i).replaceAllUsesWith(constant);
+    }
+    TESSERA_RETURN_IF_ERROR(
+        RunPipelineText(*copy, "canonicalize,cse", absl::StrCat("specializing ", name)));
+    TESSERA_RETURN_IF_ERROR(DropPositionArguments(func, name));
+    TESSERA_ASSIGN_OR_RETURN(KernelArtifact variant, LowerSimplifiedKernel(*copy, func, name));
+    artifact.position_variants.push_back(std::move(variant));
+  }
+  return artifact;
+}
+
+}  // namespace
+
+absl::StatusOr<KernelArtifact> LowerKernelForVulkan(mlir::ModuleOp kernel, const std::string& name,
+                                                    bool takes_device_position,
+                                                    const std::vector<int64_t>& grid_shape) {
+  auto func = kernel.lookupSymbol<mlir::func::FuncOp>(name);
+  if (!func) return absl::InternalError(absl::StrCat("kernel module has no @", name));
+  TESSERA_RETURN_IF_ERROR(
+      RunPipelineText(kernel, "canonicalize,cse", absl::StrCat("simplifying ", name)));
+  if (takes_device_position && PositionUsed(func)) {
+    return LowerPositionVariants(kernel, name, grid_shape);
+  }
+  if (takes_device_position) TESSERA_RETURN_IF_ERROR(DropPositionArguments(func, name));
+  return LowerSimplifiedKernel(kernel, func, name);
+}
+
+}  // namespace tessera::compiler

@@ -1,0 +1,409 @@
+// Programs compiled to SPIR-V and run on lavapipe, through the public API: each op at several
+// shapes (1, primes) and dtypes, and both examples, on 4 Vulkan devices (2 lavapipe devices, 2
+// logical devices each) and on 2 Vulkan + 2 CPU devices (each device runs its platform's kernel;
+// the Megatron all-reduce spans both platforms). Results against reference loops in this file
+// (f32 within 1e-4 relative, f64 1e-10, integers exactly), with the Khronos validation layer on:
+// any validation message fails. Skipped, with the reason, only where no Vulkan driver exists.
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backends/client_factory.h"
+#include "backends/vulkan/vulkan_platform.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ifrt/status_macros.h"
+#include "tessera.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/vulkan_icds.h"
+
+namespace tessera {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct Topology {
+  std::string name;
+  int cpu_devices;
+  int vulkan_logical_devices_per_gpu;
+};
+
+// A host array: dtype, dims, values as doubles (converted on upload and download).
+struct Host {
+  DType::Kind kind;
+  std::vector<int64_t> dims;
+  std::vector<double> values;
+};
+
+int64_t Elements(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+Host Random(DType::Kind kind, std::vector<int64_t> dims, uint32_t seed) {
+  Host h{kind, dims, std::vector<double>(Elements(dims))};
+  uint32_t state = seed * 2654435761u + 7;
+  for (double& v : h.values) {
+    state = state * 1664525u + 1013904223u;
+    const double unit = static_cast<double>(state >> 8) / (1u << 24);
+    v = (kind == DType::kS32 || kind == DType::kS64) ? std::floor(unit * 16) - 8 : 2 * unit - 1;
+  }
+  return h;
+}
+
+std::vector<char> Encode(const Host& h) {
+  const int bytes = *DType(h.kind).byte_size();
+  std::vector<char> out(h.values.size() * bytes);
+  for (size_t i = 0; i < h.values.size(); ++i) {
+    char* p = out.data() + i * bytes;
+    const double v = h.values[i];
+    if (h.kind == DType::kF32) {
+      const float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+    } else if (h.kind == DType::kF64) {
+      std::memcpy(p, &v, 8);
+    } else if (h.kind == DType::kS32) {
+      const int32_t x = static_cast<int32_t>(v);
+      std::memcpy(p, &x, 4);
+    } else {
+      const int64_t x = static_cast<int64_t>(v);
+      std::memcpy(p, &x, 8);
+    }
+  }
+  return out;
+}
+
+std::vector<double> Decode(DType::Kind kind, const std::vector<char>& bytes) {
+  const int size = *DType(kind).byte_size();
+  std::vector<double> out(bytes.size() / size);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const char* p = bytes.data() + i * size;
+    if (kind == DType::kF32) {
+      float f;
+      std::memcpy(&f, p, 4);
+      out[i] = f;
+    } else if (kind == DType::kF64) {
+      std::memcpy(&out[i], p, 8);
+    } else if (kind == DType::kS32) {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      out[i] = x;
+    } else {
+      int64_t x;
+      std::memcpy(&x, p, 8);
+      out[i] = static_cast<double>(x);
+    }
+  }
+  return out;
+}
+
+void ExpectNear(const Host& actual, const Host& expected) {
+  ASSERT_EQ(actual.values.size(), expected.values.size());
+  const double rel = expected.kind == DType::kF32 ? 1e-4 : expected.kind == DType::kF64 ? 1e-10 : 0;
+  int mismatches = 0;
+  for (size_t i = 0; i < expected.values.size() && mismatches < 5; ++i) {
+    const double a = actual.values[i], e = expected.values[i];
+    if (!(std::abs(a - e) <= rel * std::max(1.0, std::abs(e)))) {
+      ADD_FAILURE() << "element " << i << ": " << a << " != expected " << e;
+      ++mismatches;
+    }
+  }
+}
+
+class VulkanProgramTest : public ::testing::TestWithParam<Topology> {
+ protected:
+  void SetUp() override {
+    testing::SetVulkanIcdsIfUnset(TESSERA_VULKAN_PROGRAM_TEST_ICDS);
+    setenv("TESSERA_VULKAN_VALIDATION", "1", /*overwrite=*/0);
+    absl::StatusOr<std::shared_ptr<Client>> client =
+        CreateClient({.cpu_devices = GetParam().cpu_devices,
+                      .cpu_threads_per_device = 1,
+                      .vulkan = VulkanMode::kRequired,
+                      .vulkan_logical_devices_per_gpu = GetParam().vulkan_logical_devices_per_gpu,
+                      .transfer_guard = guard::Policy()});
+    if (absl::IsNotFound(client.status())) GTEST_SKIP() << "no Vulkan driver: " << client.status();
+    ASSERT_OK(client.status());
+    client_ = *std::move(client);
+    ASSERT_EQ(client_->devices().size(), 4u);
+    ASSERT_OK_AND_ASSIGN(devices_, client_->MakeDeviceList(client_->devices()));
+    validation_messages_ = VulkanValidationMessageCount();
+  }
+  void TearDown() override {
+    EXPECT_EQ(VulkanValidationMessageCount(), validation_messages_) << "validation messages";
+  }
+
+  // Compiles `text` (its shardings in attributes, over mesh{x=4}), runs it on `inputs` (uploaded
+  // replicated: the executable reshards them), returns its results.
+  absl::StatusOr<std::vector<Host>> Run(const std::string& text, const std::vector<Host>& inputs) {
+    TESSERA_ASSIGN_OR_RETURN(LoadedExecutableRef exe, client_->GetDefaultCompiler()->Compile(
+                                                          std::make_unique<MlirProgram>(text),
+                                                          CompileOptions{.devices = devices_}));
+    std::vector<ArrayRef> args;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      std::vector<char> bytes = Encode(inputs[i]);
+      TESSERA_ASSIGN_OR_RETURN(
+          ArrayRef a, client_->MakeArrayFromHostBuffer(
+                          bytes.data(), DType(inputs[i].kind), Shape(inputs[i].dims), std::nullopt,
+                          exe->GetParameterShardings()[i],
+                          HostBufferSemantics::kImmutableOnlyDuringCall, nullptr));
+      args.push_back(std::move(a));
+    }
+    TESSERA_ASSIGN_OR_RETURN(ExecuteResult result, exe->Execute(absl::MakeSpan(args)));
+    TESSERA_RETURN_IF_ERROR(result.status.Await());
+    std::vector<Host> outputs;
+    for (const ArrayRef& out : result.outputs) {
+      std::vector<char> bytes(out->shape().num_elements() * *out->dtype().byte_size());
+      TESSERA_RETURN_IF_ERROR(
+          out->CopyToHostBuffer(bytes.data(), std::nullopt, ArrayCopySemantics::kAlwaysCopy)
+              .Await());
+      std::vector<int64_t> dims(out->shape().dims().begin(), out->shape().dims().end());
+      outputs.push_back(Host{out->dtype().kind(), dims, Decode(out->dtype().kind(), bytes)});
+    }
+    return outputs;
+  }
+
+  std::shared_ptr<Client> client_;
+  DeviceListRef devices_;
+  int64_t validation_messages_ = 0;
+};
+
+std::string Attr(const std::string& spec) {
+  return " {tessera.sharding = \"mesh{x=4} " + spec + "\"}";
+}
+
+std::string Tensor(const std::vector<int64_t>& dims, const std::string& element) {
+  std::string t = "tensor<";
+  for (int64_t d : dims) absl::StrAppend(&t, d, "x");
+  return t + element + ">";
+}
+
+Host MatMul(const Host& a, const Host& b, int64_t m, int64_t k, int64_t n) {
+  Host c{a.kind, {m, n}, std::vector<double>(m * n)};
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < k; ++p) sum += a.values[i * k + p] * b.values[p * n + j];
+      c.values[i * n + j] = sum;
+    }
+  }
+  return c;
+}
+
+TEST_P(VulkanProgramTest, MatmulAtSeveralShapesAndShardings) {
+  struct Case {
+    int64_t m, k, n;
+    std::string a, b, c;
+  };
+  for (const Case& t : std::vector<Case>{{4, 1, 1, "P(x,None)", "P()", "P(x,None)"},
+                                         {8, 0, 4, "P(x,None)", "P()", "P(x,None)"},
+                                         {0, 3, 4, "P()", "P()", "P()"},
+                                         {8, 7, 13, "P(x,None)", "P()", "P(x,None)"},
+                                         {12, 8, 20, "P()", "P(None,x)", "P(None,x)"},
+                                         {5, 16, 3, "P(None,x)", "P(x,None)", "P()"},
+                                         {68, 36, 72, "P(x,None)", "P()", "P(x,None)"}}) {
+    SCOPED_TRACE(absl::StrCat(t.m, "x", t.k, "x", t.n, " ", t.a, " ", t.b, " ", t.c));
+    const std::string ta = Tensor({t.m, t.k}, "f32"), tb = Tensor({t.k, t.n}, "f32"),
+                      tc = Tensor({t.m, t.n}, "f32");
+    const std::string text = "func.func @main(%a: " + ta + Attr(t.a) + ", %b: " + tb + Attr(t.b) +
+                             ") -> (" + tc + Attr(t.c) + ") {\n" +
+                             "  %z = arith.constant 0.0 : f32\n  %e = tensor.empty() : " + tc +
+                             "\n  %f = linalg.fill ins(%z : f32) outs(%e : " + tc + ") -> " + tc +
+                             "\n  %c = linalg.matmul ins(%a, %b : " + ta + ", " + tb +
+                             ") outs(%f : " + tc + ") -> " + tc + "\n  return %c : " + tc + "\n}";
+    const Host a = Random(DType::kF32, {t.m, t.k}, 1), b = Random(DType::kF32, {t.k, t.n}, 2);
+    ASSERT_OK_AND_ASSIGN(std::vector<Host> out, Run(text, {a, b}));
+    ExpectNear(out[0], MatMul(a, b, t.m, t.k, t.n));
+  }
+}
+
+// The contraction dimension sharded and a non-zero accumulator: the partitioner adds the init on
+// the device at position 0 only (an scf.if on shard.process_multi_index): the Vulkan kernel is
+// specialized per position.
+TEST_P(VulkanProgramTest, KernelUsingTheDevicePosition) {
+  const std::string text = R"mlir(
+func.func @main(%a: tensor<5x8xf32> {tessera.sharding = "mesh{x=4} P(None,x)"},
+                %b: tensor<8x3xf32> {tessera.sharding = "mesh{x=4} P(x,None)"})
+    -> (tensor<5x3xf32> {tessera.sharding = "mesh{x=4} P()"}) {
+  %one = arith.constant 1.5 : f32
+  %e = tensor.empty() : tensor<5x3xf32>
+  %f = linalg.fill ins(%one : f32) outs(%e : tensor<5x3xf32>) -> tensor<5x3xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<5x8xf32>, tensor<8x3xf32>)
+                     outs(%f : tensor<5x3xf32>) -> tensor<5x3xf32>
+  return %c : tensor<5x3xf32>
+}
+)mlir";
+  const Host a = Random(DType::kF32, {5, 8}, 31), b = Random(DType::kF32, {8, 3}, 32);
+  Host want = MatMul(a, b, 5, 8, 3);
+  for (double& v : want.values) v += 1.5;
+  ASSERT_OK_AND_ASSIGN(std::vector<Host> out, Run(text, {a, b}));
+  ExpectNear(out[0], want);
+}
+
+TEST_P(VulkanProgramTest, TiledMatmulInEveryDtype) {
+  for (const std::string element : {"f64", "i32", "i64"}) {
+    SCOPED_TRACE(element);
+    const DType::Kind kind = element == "f64"   ? DType::kF64
+                             : element == "i32" ? DType::kS32
+                                                : DType::kS64;
+    const std::string ta = Tensor({36, 19}, element), tb = Tensor({19, 21}, element),
+                      tc = Tensor({36, 21}, element);
+    const std::string zero = element == "f64" ? "0.0" : "0";
+    const std::string text =
+        "func.func @main(%a: " + ta + Attr("P(x,None)") + ", %b: " + tb + Attr("P()") + ") -> (" +
+        tc + Attr("P(x,None)") + ") {\n  %z = arith.constant " + zero + " : " + element +
+        "\n  %e = tensor.empty() : " + tc + "\n  %f = linalg.fill ins(%z : " + element +
+        ") outs(%e : " + tc + ") -> " + tc + "\n  %c = linalg.matmul ins(%a, %b : " + ta + ", " +
+        tb + ") outs(%f : " + tc + ") -> " + tc + "\n  return %c : " + tc + "\n}";
+    const Host a = Random(kind, {36, 19}, 21), b = Random(kind, {19, 21}, 22);
+    ASSERT_OK_AND_ASSIGN(std::vector<Host> out, Run(text, {a, b}));
+    ExpectNear(out[0], MatMul(a, b, 36, 19, 21));
+  }
+}
+
+TEST_P(VulkanProgramTest, ElementwiseInEveryDtype) {
+  for (const std::string element : {"f32", "f64", "i32", "i64"}) {
+    SCOPED_TRACE(element);
+    const bool fp = element[0] == 'f';
+    const DType::Kind kind = element == "f32"   ? DType::kF32
+                             : element == "f64" ? DType::kF64
+                             : element == "i32" ? DType::kS32
+                                                : DType::kS64;
+    const std::string t = Tensor({12, 5}, element);
+    const std::string add = fp ? "arith.addf" : "arith.addi",
+                      mul = fp ? "arith.mulf" : "arith.muli",
+                      sub = fp ? "arith.subf" : "arith.subi";
+    const std::string text = "func.func @main(%a: " + t + Attr("P(x,None)") + ", %b: " + t +
+                             Attr("P(x,None)") + ") -> (" + t + Attr("P(x,None)") + ") {\n" +
+                             "  %s = " + add + " %a, %b : " + t + "\n  %p = " + mul +
+                             " %s, %a : " + t + "\n  %d = " + sub + " %p, %b : " + t +
+                             "\n  return %d : " + t + "\n}";
+    const Host a = Random(kind, {12, 5}, 3), b = Random(kind, {12, 5}, 4);
+    Host want = a;
+    for (size_t i = 0; i < want.values.size(); ++i) {
+      want.values[i] = (a.values[i] + b.values[i]) * a.values[i] - b.values[i];
+      if (kind == DType::kF32) {
+        const float s = static_cast<float>(a.values[i]) + static_cast<float>(b.values[i]);
+        want.values[i] = s * static_cast<float>(a.values[i]) - static_cast<float>(b.values[i]);
+      }
+    }
+    ASSERT_OK_AND_ASSIGN(std::vector<Host> out, Run(text, {a, b}));
+    ExpectNear(out[0], want);
+  }
+}
+
+TEST_P(VulkanProgramTest, MathTransposeBroadcastAndReduce) {
+  const std::string text = R"mlir(
+func.func @main(%a: tensor<8x3xf32> {tessera.sharding = "mesh{x=4} P(x,None)"},
+                %v: tensor<3xf32> {tessera.sharding = "mesh{x=4} P()"})
+    -> (tensor<3x8xf32> {tessera.sharding = "mesh{x=4} P()"},
+        tensor<3xf32> {tessera.sharding = "mesh{x=4} P()"},
+        tensor<f32> {tessera.sharding = "mesh{x=4} P()"}) {
+  %z = arith.constant 0.0 : f32
+  %ex = math.exp %a : tensor<8x3xf32>
+  %e1 = tensor.empty() : tensor<8x3xf32>
+  %bv = linalg.broadcast ins(%v : tensor<3xf32>) outs(%e1 : tensor<8x3xf32>) dimensions = [0]
+  %s = arith.addf %ex, %bv : tensor<8x3xf32>
+  %e2 = tensor.empty() : tensor<3x8xf32>
+  %t = linalg.transpose ins(%s : tensor<8x3xf32>) outs(%e2 : tensor<3x8xf32>) permutation = [1, 0]
+  %e3 = tensor.empty() : tensor<3xf32>
+  %f3 = linalg.fill ins(%z : f32) outs(%e3 : tensor<3xf32>) -> tensor<3xf32>
+  %r = linalg.reduce ins(%s : tensor<8x3xf32>) outs(%f3 : tensor<3xf32>) dimensions = [0]
+    (%x: f32, %y: f32) { %q = arith.addf %x, %y : f32
+                         linalg.yield %q : f32 }
+  %e4 = tensor.empty() : tensor<f32>
+  %f4 = linalg.fill ins(%z : f32) outs(%e4 : tensor<f32>) -> tensor<f32>
+  %all = linalg.reduce ins(%r : tensor<3xf32>) outs(%f4 : tensor<f32>) dimensions = [0]
+    (%x: f32, %y: f32) { %q = arith.addf %x, %y : f32
+                         linalg.yield %q : f32 }
+  return %t, %r, %all : tensor<3x8xf32>, tensor<3xf32>, tensor<f32>
+}
+)mlir";
+  const Host a = Random(DType::kF32, {8, 3}, 5), v = Random(DType::kF32, {3}, 6);
+  Host t{DType::kF32, {3, 8}, std::vector<double>(24)}, r{DType::kF32, {3}, {0, 0, 0}},
+      all{DType::kF32, {}, {0}};
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      const double s = std::exp(a.values[i * 3 + j]) + v.values[j];
+      t.values[j * 8 + i] = s;
+      r.values[j] += s;
+      all.values[0] += s;
+    }
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<Host> out, Run(text, {a, v}));
+  ExpectNear(out[0], t);
+  ExpectNear(out[1], r);
+  ExpectNear(out[2], all);
+}
+
+TEST_P(VulkanProgramTest, MlpExampleMatchesReference) {
+  const std::string text = ReadFile(std::string(TESSERA_SOURCE_DIR) + "/examples/mlp.mlir");
+  const Host x = Random(DType::kF32, {16, 32}, 7), w = Random(DType::kF32, {32, 64}, 8),
+             b = Random(DType::kF32, {64}, 9);
+  Host y = MatMul(x, w, 16, 32, 64);
+  for (int64_t i = 0; i < 16 * 64; ++i) y.values[i] = std::max(0.0, y.values[i] + b.values[i % 64]);
+  ASSERT_OK_AND_ASSIGN(std::vector<Host> out, Run(text, {x, w, b}));
+  ExpectNear(out[0], y);
+}
+
+TEST_P(VulkanProgramTest, MegatronExampleAllReducesAcrossDevicesAndPlatforms) {
+  const std::string text =
+      ReadFile(std::string(TESSERA_SOURCE_DIR) + "/examples/mlp2_megatron.mlir");
+  const Host x = Random(DType::kF32, {8, 16}, 10), w1 = Random(DType::kF32, {16, 32}, 11),
+             b1 = Random(DType::kF32, {32}, 12), w2 = Random(DType::kF32, {32, 16}, 13),
+             b2 = Random(DType::kF32, {16}, 14);
+  Host h = MatMul(x, w1, 8, 16, 32);
+  for (int64_t i = 0; i < 8 * 32; ++i) h.values[i] = std::max(0.0, h.values[i] + b1.values[i % 32]);
+  Host y = MatMul(h, w2, 8, 32, 16);
+  for (int64_t i = 0; i < 8 * 16; ++i) y.values[i] += b2.values[i % 16];
+  const TransferStats before = client_->transfer_stats();
+  ASSERT_OK_AND_ASSIGN(std::vector<Host> out, Run(text, {x, w1, b1, w2, b2}));
+  ExpectNear(out[0], y);
+  // The one all-reduce of f32[8x16] (512 bytes) in two phases over 4 devices: each reads 2/4 of
+  // it from each of its 3 peers.
+  EXPECT_EQ(client_->transfer_stats().device_to_device.bytes - before.device_to_device.bytes,
+            4 * 3 * (2 * 512 / 4));
+}
+
+// A shard above the device's maxStorageBufferRange cannot be bound whole: the launch fails with
+// RESOURCE_EXHAUSTED naming the sizes (never a silently wrong result), and the CPU devices of a
+// mixed topology are not affected by the limit.
+TEST_P(VulkanProgramTest, ShardAboveMaxStorageBufferRangeIsAClearError) {
+  std::optional<int64_t> range;
+  for (Device* d : client_->devices()) {
+    if (d->Kind() == "vulkan") range = d->Attributes().GetInt("max_storage_buffer_range");
+  }
+  ASSERT_TRUE(range.has_value());
+  if (*range > (int64_t{1} << 28)) GTEST_SKIP() << "maxStorageBufferRange is " << *range;
+  const int64_t n = *range / 4 + 64;  // f32 elements: just above the range
+  const std::string t = Tensor({n}, "f32");
+  const std::string text = "func.func @main(%a: " + t + Attr("P()") + ") -> (" + t + Attr("P()") +
+                           ") {\n  %s = arith.addf %a, %a : " + t + "\n  return %s : " + t + "\n}";
+  Host a{DType::kF32, {n}, std::vector<double>(n, 1.5)};
+  absl::StatusOr<std::vector<Host>> out = Run(text, {a});
+  EXPECT_THAT(out.status(), testing::StatusIs(absl::StatusCode::kResourceExhausted,
+                                              ::testing::HasSubstr("maxStorageBufferRange")));
+}
+
+INSTANTIATE_TEST_SUITE_P(Topologies, VulkanProgramTest,
+                         ::testing::Values(Topology{"vulkan4", 0, 2},
+                                           Topology{"vulkan2_cpu2", 2, 1}),
+                         [](const ::testing::TestParamInfo<Topology>& info) {
+                           return info.param.name;
+                         });
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,206 @@
+// The Vulkan code generator's artifacts ("spirv"): their dispatches, bindings and scratch buffers
+// for the examples and for each supported op, and every SPIR-V module through spirv-val (Vulkan
+// 1.1 rules) where spirv-val is installed (Debian: spirv-tools). The numbers these kernels
+// compute are checked on lavapipe by tests/backends/vulkan/vulkan_program_test.cc.
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/compiler/test_programs.h"
+#include "tests/testing/status_matchers.h"
+
+namespace tessera {
+namespace {
+
+using ::tessera::testing::CompileText;
+using ::tessera::testing::ReadFile;
+using ::tessera::testing::StatusIs;
+using ::testing::HasSubstr;
+
+bool HaveSpirvVal() { return std::system("spirv-val --version > /dev/null 2>&1") == 0; }
+
+// spirv-val's verdict on `code` (OK, or its diagnostics as the message).
+absl::Status SpirvVal(const std::string& code) {
+  char path[] = "/tmp/tessera_spirv_XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return absl::InternalError("mkstemp failed");
+  close(fd);
+  std::ofstream(path, std::ios::binary)
+      .write(code.data(), static_cast<std::streamsize>(code.size()));
+  const std::string log = absl::StrCat(path, ".log");
+  const int rc = std::system(
+      absl::StrCat("spirv-val --target-env vulkan1.1 ", path, " > ", log, " 2>&1").c_str());
+  std::string text = ReadFile(log);
+  std::remove(path);
+  std::remove(log.c_str());
+  return rc == 0 ? absl::OkStatus() : absl::InvalidArgumentError(text);
+}
+
+// Every dispatch of `artifact` (and of its position variants): well-formed (bindings in range,
+// sizes positive) and, where spirv-val exists, valid SPIR-V.
+void CheckArtifact(const KernelStep& step, const KernelArtifact& artifact, bool validate) {
+  EXPECT_EQ(artifact.format, "spirv");
+  for (const KernelArtifact& variant : artifact.position_variants) {
+    CheckArtifact(step, variant, validate);
+  }
+  {
+    const int args = static_cast<int>(step.inputs.size() + step.outputs.size());
+    for (const SpirvDispatch& d : artifact.dispatches) {
+      SCOPED_TRACE(absl::StrCat(step.name, " / ", d.entry));
+      ASSERT_EQ(d.workgroup_size.size(), 3u);
+      ASSERT_EQ(d.workgroup_count.size(), 3u);
+      EXPECT_LE(d.workgroup_size[0] * d.workgroup_size[1] * d.workgroup_size[2], 128);
+      for (int64_t c : d.workgroup_count) EXPECT_LE(c, 65535);
+      for (int b : d.bindings) {
+        EXPECT_GE(b, 0);
+        EXPECT_LT(b, args + static_cast<int>(artifact.scratch_bytes.size()));
+      }
+      ASSERT_EQ(d.code.size() % 4, 0u);
+      ASSERT_GE(d.code.size(), 20u);
+      EXPECT_EQ(static_cast<unsigned char>(d.code[0]), 0x03);  // magic 0x07230203, little-endian
+      if (validate) {
+        EXPECT_OK(SpirvVal(d.code));
+      }
+    }
+  }
+}
+
+void CheckArtifacts(const ProgramPlan& plan, bool validate) {
+  int kernels = 0;
+  for (const ProgramStep& step : plan.steps) {
+    if (step.kind != ProgramStep::Kind::kKernel) continue;
+    ++kernels;
+    CheckArtifact(step.kernel, step.kernel.artifacts.at("vulkan"), validate);
+  }
+  EXPECT_GT(kernels, 0);
+}
+
+std::string Example(const std::string& name) {
+  return ReadFile(std::string(TESSERA_SOURCE_DIR) + "/examples/" + name);
+}
+
+TEST(SpirvCodegenTest, MlpIsOneKernelOfFourDispatches) {
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(Example("mlp.mlir"), 4, {}, {}, {"vulkan"}));
+  ASSERT_EQ(plan.steps.size(), 1u);
+  const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("vulkan");
+  EXPECT_FALSE(plan.steps[0].kernel.artifacts.contains("cpu"));
+  // fill, matmul, and the bias + relu fused into elementwise kernels.
+  EXPECT_GE(artifact.dispatches.size(), 3u);
+  EXPECT_LE(artifact.dispatches.size(), 4u);
+  // One 4x64 f32 temporary: the matmul's accumulator.
+  EXPECT_THAT(artifact.scratch_bytes, ::testing::ElementsAre(4 * 64 * 4));
+  CheckArtifacts(plan, HaveSpirvVal());
+}
+
+TEST(SpirvCodegenTest, MegatronHasBothPlatformsArtifacts) {
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan,
+                       CompileText(Example("mlp2_megatron.mlir"), 4, {}, {}, {"cpu", "vulkan"}));
+  for (const ProgramStep& step : plan.steps) {
+    if (step.kind != ProgramStep::Kind::kKernel) continue;
+    EXPECT_EQ(step.kernel.artifacts.at("cpu").format, "mlir-llvm");
+    EXPECT_EQ(step.kernel.artifacts.at("vulkan").format, "spirv");
+  }
+  CheckArtifacts(plan, HaveSpirvVal());
+}
+
+// One op per program, each compiled for 2 devices and validated.
+std::vector<std::string> OpPrograms() {
+  return {
+      // transpose
+      R"mlir(func.func @main(%a: tensor<6x4xf32> {tessera.sharding = "mesh{x=2} P(x,None)"})
+          -> tensor<4x6xf32> {
+        %e = tensor.empty() : tensor<4x6xf32>
+        %t = linalg.transpose ins(%a : tensor<6x4xf32>) outs(%e : tensor<4x6xf32>)
+                              permutation = [1, 0]
+        return %t : tensor<4x6xf32>
+      })mlir",
+      // reduce over the sharded dimension (an all-reduce), f64
+      R"mlir(func.func @main(%a: tensor<8x5xf64> {tessera.sharding = "mesh{x=2} P(x,None)"})
+          -> tensor<5xf64> {
+        %z = arith.constant 0.0 : f64
+        %e = tensor.empty() : tensor<5xf64>
+        %f = linalg.fill ins(%z : f64) outs(%e : tensor<5xf64>) -> tensor<5xf64>
+        %r = linalg.reduce ins(%a : tensor<8x5xf64>) outs(%f : tensor<5xf64>) dimensions = [0]
+          (%x: f64, %y: f64) { %s = arith.addf %x, %y : f64
+                               linalg.yield %s : f64 }
+        return %r : tensor<5xf64>
+      })mlir",
+      // math and integer ops
+      R"mlir(func.func @main(%a: tensor<7xf32>, %b: tensor<7xi32>, %c: tensor<7xi64>)
+          -> (tensor<7xf32>, tensor<7xi32>, tensor<7xi64>) {
+        %e = math.exp %a : tensor<7xf32>
+        %t = math.tanh %e : tensor<7xf32>
+        %m = arith.muli %b, %b : tensor<7xi32>
+        %s = arith.addi %c, %c : tensor<7xi64>
+        return %t, %m, %s : tensor<7xf32>, tensor<7xi32>, tensor<7xi64>
+      })mlir",
+      // batch matmul and a full reduction to a scalar
+      R"mlir(func.func @main(%a: tensor<2x3x5xf32>, %b: tensor<2x5x4xf32>)
+          -> (tensor<2x3x4xf32>, tensor<f32>) {
+        %z = arith.constant 0.0 : f32
+        %e = tensor.empty() : tensor<2x3x4xf32>
+        %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+        %c = linalg.batch_matmul ins(%a, %b : tensor<2x3x5xf32>, tensor<2x5x4xf32>)
+                                 outs(%f : tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+        %e0 = tensor.empty() : tensor<f32>
+        %f0 = linalg.fill ins(%z : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+        %r = linalg.reduce ins(%c : tensor<2x3x4xf32>) outs(%f0 : tensor<f32>)
+                           dimensions = [0, 1, 2]
+          (%x: f32, %y: f32) { %s = arith.addf %x, %y : f32
+                               linalg.yield %s : f32 }
+        return %c, %r : tensor<2x3x4xf32>, tensor<f32>
+      })mlir",
+  };
+}
+
+TEST(SpirvCodegenTest, EveryOpCompilesToValidSpirv) {
+  const bool validate = HaveSpirvVal();
+  for (const std::string& program : OpPrograms()) {
+    SCOPED_TRACE(program);
+    ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(program, 2, {}, {}, {"vulkan"}));
+    CheckArtifacts(plan, validate);
+  }
+  if (!validate) GTEST_SKIP() << "spirv-val is not installed (Debian: spirv-tools)";
+}
+
+TEST(SpirvCodegenTest, KernelUsingThePositionHasOneVariantPerPosition) {
+  const std::string program = R"mlir(
+func.func @main(%a: tensor<4x8xf32> {tessera.sharding = "mesh{x=2} P(None,x)"},
+                %b: tensor<8x4xf32> {tessera.sharding = "mesh{x=2} P(x,None)"})
+    -> (tensor<4x4xf32> {tessera.sharding = "mesh{x=2} P()"}) {
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %f = linalg.fill ins(%one : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x4xf32>)
+                     outs(%f : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %c : tensor<4x4xf32>
+})mlir";
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(program, 2, {}, {}, {"vulkan"}));
+  const KernelStep& step = plan.steps[0].kernel;
+  EXPECT_TRUE(step.takes_device_position);
+  const KernelArtifact& artifact = step.artifacts.at("vulkan");
+  EXPECT_THAT(artifact.variant_grid, ::testing::ElementsAre(2));
+  ASSERT_EQ(artifact.position_variants.size(), 2u);
+  EXPECT_TRUE(artifact.dispatches.empty());
+  // Position 0 fills with 1.0, position 1 with 0.0: the variants differ.
+  EXPECT_NE(artifact.position_variants[0].dispatches[0].code,
+            artifact.position_variants[1].dispatches[0].code);
+  CheckArtifacts(plan, HaveSpirvVal());
+}
+
+TEST(SpirvCodegenTest, UnknownPlatformIsUnimplemented) {
+  EXPECT_THAT(CompileText(Example("mlp.mlir"), 4, {}, {}, {"metal"}),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("no code generator for platform 'metal'")));
+}
+
+}  // namespace
+}  // namespace tessera
