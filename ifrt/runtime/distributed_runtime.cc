@@ -300,8 +300,10 @@ PlanExecution DistributedRuntime::Execute(const sharding::ReshardPlan& plan, int
     all_local = false;
     if ((!src_local && !dst_local) || c.bytes == 0) continue;  // other processes' business
     if (tag_base < 0 || c.from_destination || s.is_host() || d.is_host()) {
-      moved.push_back(MakeReadyFuture(absl::FailedPreconditionError(absl::StrCat(
-          context.operation, ": a copy between processes outside a collective call"))));
+      Future<> failed = MakeReadyFuture(absl::FailedPreconditionError(
+          absl::StrCat(context.operation, ": a copy between processes outside a collective call")));
+      if (dst_local) received[c.dst_slot].push_back(failed);
+      moved.push_back(std::move(failed));
       continue;
     }
     const int64_t tag = tag_base + static_cast<int64_t>(i);

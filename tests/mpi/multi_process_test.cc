@@ -2,9 +2,12 @@
 // (Distributed::kMpi), run by ctest under `mpirun -np 2` and `-np 4 --oversubscribe`.
 //
 // Process p has 1 + (p + 1) % 3 CPU devices (2, 3, 1, 2, ...), so device counts differ between
-// processes. Every process runs every test with the same seeds, so that their collective calls
-// match; each process checks its addressable shards bit for bit against slices of the same
-// host pattern. A failure on one process fails the job (mpirun's exit status).
+// processes; built with TESSERA_MPI_TEST_VULKAN_ICDS (mpi_multi_process_vulkan_test), each process
+// has one lavapipe device after them too, whose device memory is not host-addressable (the copies
+// between processes are staged through host memory). Every process runs every test with the same
+// seeds, so that their collective calls match; each process checks its addressable shards bit for
+// bit against slices of the same host pattern. A failure on one process fails the job (mpirun's
+// exit status).
 
 #include <condition_variable>
 #include <cstdlib>
@@ -20,6 +23,7 @@
 #include "tessera.h"
 #include "tests/ifrt/test_util.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/vulkan_icds.h"
 
 namespace tessera {
 namespace {
@@ -29,7 +33,14 @@ using testing::Pattern;
 using testing::SliceDomain;
 using testing::StatusIs;
 
+#ifdef TESSERA_MPI_TEST_VULKAN_ICDS
+constexpr int kVulkanDevices = 1;
+#else
+constexpr int kVulkanDevices = 0;
+#endif
+
 int CpuDevicesOf(int process) { return 1 + (process + 1) % 3; }
+int DevicesOf(int process) { return CpuDevicesOf(process) + kVulkanDevices; }
 
 int RankFromEnvironment() {
   const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
@@ -99,20 +110,20 @@ TEST_F(MultiProcessTest, DevicesAreGlobalAndTheSameOnEveryProcess) {
   const int n = client_->process_count();
   const int me = client_->process_index();
   int total = 0;
-  for (int p = 0; p < n; ++p) total += CpuDevicesOf(p);
+  for (int p = 0; p < n; ++p) total += DevicesOf(p);
   ASSERT_EQ(static_cast<int>(client_->devices().size()), total);
-  int expected_process = 0, left = CpuDevicesOf(0);
+  int expected_process = 0, left = DevicesOf(0);
   for (int i = 0; i < total; ++i) {
-    while (left == 0) left = CpuDevicesOf(++expected_process);
+    while (left == 0) left = DevicesOf(++expected_process);
     --left;
     Device* d = client_->devices()[i];
     EXPECT_EQ(d->Id().value, i);
     EXPECT_EQ(d->ProcessIndex(), expected_process) << d->DebugString();
     EXPECT_EQ(d->IsAddressable(), expected_process == me) << d->DebugString();
-    EXPECT_EQ(d->Kind(), "cpu");
+    EXPECT_EQ(d->Kind(), left < kVulkanDevices ? "vulkan" : "cpu") << d->DebugString();
     EXPECT_EQ(*client_->LookupDevice(DeviceId{i}), d);
   }
-  ASSERT_EQ(static_cast<int>(client_->addressable_devices().size()), CpuDevicesOf(me));
+  ASSERT_EQ(static_cast<int>(client_->addressable_devices().size()), DevicesOf(me));
   for (Device* d : client_->addressable_devices()) EXPECT_EQ(d->ProcessIndex(), me);
 }
 
@@ -393,10 +404,14 @@ class FailurePrinter : public ::testing::EmptyTestEventListener {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   const int rank = tessera::RankFromEnvironment();
+#ifdef TESSERA_MPI_TEST_VULKAN_ICDS
+  tessera::testing::SetVulkanIcdsIfUnset(TESSERA_MPI_TEST_VULKAN_ICDS);
+#endif
   absl::StatusOr<std::shared_ptr<tessera::Client>> client =
       tessera::CreateClient({.cpu_devices = tessera::CpuDevicesOf(rank),
                              .cpu_threads_per_device = 1,
-                             .vulkan = tessera::VulkanMode::kOff,
+                             .vulkan = tessera::kVulkanDevices > 0 ? tessera::VulkanMode::kRequired
+                                                                   : tessera::VulkanMode::kOff,
                              .transfer_guard = tessera::guard::Policy(),
                              .distributed = tessera::Distributed::kMpi});
   if (!client.ok()) {
