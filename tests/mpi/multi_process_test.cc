@@ -9,6 +9,7 @@
 // bit against slices of the same host pattern. A failure on one process fails the job (mpirun's
 // exit status).
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <memory>
@@ -381,6 +382,30 @@ TEST_F(MultiProcessTest, ExecutablesOverSeveralProcessesAreUnimplemented) {
   options.devices = All();
   EXPECT_THAT(client_->GetDefaultCompiler()->Compile(std::move(program), options),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("belongs to process")));
+}
+
+// Failure-model tests, run by ctest as separate jobs that must end with an error (WILL_FAIL, with a
+// timeout that fails them if they hang instead). TESSERA_MPI_TEST_FAILURE selects the failure:
+// "die": process 1 aborts while process 0 waits in a collective call; "skip": process 1 never
+// makes the call (process 0's wait runs into TESSERA_MPI_TIMEOUT_S and aborts the job).
+TEST_F(MultiProcessTest, AFailedProcessEndsTheJob) {
+  const char* failure = std::getenv("TESSERA_MPI_TEST_FAILURE");
+  if (failure == nullptr) GTEST_SKIP() << "run by ctest as mpi.failure_* (WILL_FAIL) only";
+  ASSERT_GE(client_->process_count(), 2);
+  const Shape shape({16, 4});
+  const std::vector<uint8_t> full = Pattern(64, 1);
+  absl::StatusOr<ArrayRef> a =
+      testing::MakeArray(*client_, full, DType(DType::kU8), shape, Split(shape, 0));
+  ASSERT_TRUE(a.ok()) << a.status();
+  if (client_->process_index() == 1) {
+    if (std::string(failure) == "die") std::abort();
+    std::this_thread::sleep_for(std::chrono::seconds(600));  // "skip"
+  }
+  std::vector<ArrayRef> in = {*a};
+  absl::StatusOr<std::vector<ArrayRef>> out = client_->ReshardArrays(
+      absl::MakeSpan(in), {ArraySpec{DType(DType::kU8), shape, Split(shape, 1)}},
+      ArrayCopySemantics::kAlwaysCopy);
+  ADD_FAILURE() << "the job should have ended: " << out.status();
 }
 
 // What the other processes print instead of gtest's progress: their failures, named.
