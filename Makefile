@@ -12,19 +12,33 @@ JOBS       ?= $(shell nproc)
 # Release with assertions on: -O2 without -DNDEBUG.
 CMAKE_ARGS ?= -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O2 -DCMAKE_C_FLAGS_RELEASE=-O2
 CTEST_ARGS ?= --output-on-failure -j $(JOBS) --timeout 900
+# The Python of bindings/python (nanobind, scikit-build-core, pytest, numpy): python3 when it has
+# them, else a venv in the build folder that `make deps` fills from PyPI (Debian's python3 is
+# externally managed, so nothing is installed into it).
+PYTHON_VENV ?= $(BUILD_DIR)/pyenv
+PYTHON ?= $(shell python3 -c "import nanobind, numpy, pytest" >/dev/null 2>&1 && command -v python3 || echo $(CURDIR)/$(PYTHON_VENV)/bin/python3)
+PY_CMAKE_ARGS = -DPython_EXECUTABLE=$(PYTHON)
 
-.PHONY: all deps configure build demo test test-asan test-tsan bench install format clean
+.PHONY: all deps python-deps configure build demo test test-asan test-tsan bench install format clean
 
 all: build
 
 deps:
 	@bash build_tools/install-deps.sh
+	@$(MAKE) --no-print-directory python-deps
+
+python-deps:
+	@if ! $(PYTHON) -c "import nanobind, numpy, pytest" >/dev/null 2>&1; then \
+	  echo "python-deps: installing nanobind scikit-build-core pytest numpy into $(PYTHON_VENV)"; \
+	  python3 -m venv $(PYTHON_VENV) && \
+	  $(PYTHON_VENV)/bin/python3 -m pip install -q nanobind scikit-build-core pytest numpy; \
+	fi
 
 $(BUILD_DIR)/build.ninja: | deps
-	cmake -S . -B $(BUILD_DIR) $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD_DIR) $(CMAKE_ARGS) $(PY_CMAKE_ARGS)
 
 configure: deps
-	cmake -S . -B $(BUILD_DIR) $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD_DIR) $(CMAKE_ARGS) $(PY_CMAKE_ARGS)
 
 build: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS)

@@ -18,6 +18,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev  # libFuzzer for the parser fuzz targets
   clang-format           # the format check (tests/format)
   python3
+  python3-dev python3-venv  # bindings/python: Python.h, and the venv `make deps` fills from PyPI
 )
 
 missing=()

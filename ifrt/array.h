@@ -79,6 +79,16 @@ class Array {
                                     std::optional<absl::Span<const int64_t>> byte_strides,
                                     ArrayCopySemantics semantics, TransferOptions options = {}) = 0;
 
+  // The bytes of a single-device array whose memory the host can address (a CPU device), laid
+  // out row-major, for zero-copy export (DLPack, the C API): the returned pointer is their address
+  // and keeps the buffer alive while any copy of it is held, even after Delete(). Waits for
+  // nothing: read them only once GetReadyFuture() is set; never write them (arrays are immutable).
+  // FAILED_PRECONDITION for a deleted array; INVALID_ARGUMENT for an array on several devices;
+  // UNIMPLEMENTED where the memory is not host-addressable or the client does not offer it.
+  virtual absl::StatusOr<std::shared_ptr<void>> AcquireExternalReference() {
+    return absl::UnimplementedError("this array offers no external reference");
+  }
+
   // "Array(f32[8,8], ShardingParamSharding(...), ready)"
   virtual std::string DebugString() const = 0;
 };

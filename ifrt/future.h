@@ -18,6 +18,7 @@
 // a waiter never hangs on work that was abandoned. Setting a promise twice is a bug; the second
 // value is ignored.
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -49,10 +50,9 @@ class FutureState {
   using Value = typename FutureValue<T>::type;
   using Callback = absl::AnyInvocable<void(const Value&) &&>;
 
-  bool IsReady() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return value_.has_value();
-  }
+  // Lock-free: `ready_` is stored (release) after `value_` is written, under `mu_`, and `value_`
+  // never changes afterwards, so a reader that sees `ready_` (acquire) may read `value_` unlocked.
+  bool IsReady() const { return ready_.load(std::memory_order_acquire); }
 
   // Returns false if the state was already set.
   bool Set(Value value) {
@@ -61,6 +61,7 @@ class FutureState {
       std::lock_guard<std::mutex> lock(mu_);
       if (value_.has_value()) return false;
       value_.emplace(std::move(value));
+      ready_.store(true, std::memory_order_release);
       callbacks.swap(callbacks_);
     }
     cv_.notify_all();
@@ -70,6 +71,10 @@ class FutureState {
   }
 
   void OnReady(Callback cb) {
+    if (IsReady()) {
+      std::move(cb)(*value_);
+      return;
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!value_.has_value()) {
@@ -81,6 +86,7 @@ class FutureState {
   }
 
   const Value& Await() const {
+    if (IsReady()) return *value_;  // set already: no lock
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return value_.has_value(); });
     return *value_;
@@ -92,6 +98,7 @@ class FutureState {
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::optional<Value> value_;
+  std::atomic<bool> ready_{false};  // value_ is set (see IsReady)
   std::vector<Callback> callbacks_;
 };
 
@@ -135,6 +142,10 @@ class Future {
   // Calls `callback(value)` once the future is set (at once if it already is).
   template <typename F>
   void OnReady(F&& callback) const {
+    if (state_->IsReady()) {  // no wrapping, no lock
+      std::forward<F>(callback)(state_->Await());
+      return;
+    }
     state_->OnReady([cb = std::forward<F>(callback)](const Value& v) mutable { std::move(cb)(v); });
   }
 
@@ -162,8 +173,15 @@ class Promise {
   std::shared_ptr<internal::PromiseGuard<T>> guard_;
 };
 
-// A ready Future<> with `status`.
+namespace internal {
+// One shared, already set OK future: MakeReadyFuture() allocates nothing.
+const Future<>& ReadyOkFuture();
+}  // namespace internal
+
+// A ready Future<> with `status`. An OK one is shared (its state never changes once set), so it
+// costs neither an allocation nor any synchronisation beyond a reference count.
 inline Future<> MakeReadyFuture(absl::Status status = absl::OkStatus()) {
+  if (status.ok()) return internal::ReadyOkFuture();
   return Future<>(std::move(status));
 }
 

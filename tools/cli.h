@@ -18,6 +18,7 @@
 #include "absl/types/span.h"
 #include "ifrt/introspection.h"
 #include "tessera.h"
+#include "tools/option_text.h"
 
 namespace tessera::tools {
 
@@ -33,52 +34,8 @@ int Fail(int code, const std::string& message);
 int Fail(int code, absl::string_view message);
 int Fail(int code, const char* message);
 
-// Debian's Abseil has its own string_view: these convert either kind (pass views only).
-inline std::string Str(std::string_view s) { return std::string(s); }
-inline std::string Str(absl::string_view s) { return std::string(s); }
-
-// `message` made one printable line: control characters, invalid UTF-8 and invisible Unicode
-// controls escaped (sharding::EscapeText without quote escaping), cut after 4096 bytes.
-std::string OneLine(std::string_view message);
-
-// "invalid <option> "<text>": <what> at position <position>": the option's text quoted once
-// (sharding::QuoteExcerpt: escaped, cut to about 60 characters around `position` when long), and
-// `position` a byte offset into `text` as the user typed it.
-std::string OptionError(std::string_view option, std::string_view text, size_t position,
-                        std::string_view what);
-
-// ---- Option parsers (INVALID_ARGUMENT naming the option, the text and the position) ----
-//
-// Each message quotes the option's text once (escaped and shortened, see OptionError) and gives
-// positions as byte offsets into that text, also for a failure inside one part of it (the
-// PartitionSpec after a mesh).
-
-// One entry of --devices: "cpu:8" -> {"cpu", 8}.
-struct DeviceRequest {
-  std::string platform;  // "cpu" or "vulkan"
-  int count = 0;
-};
-// "cpu:8", "vulkan:2,cpu:2": platforms in the order the devices are used, each at most once.
-absl::StatusOr<std::vector<DeviceRequest>> ParseDevices(std::string_view text);
-
-// "8192x8192", "8x8x2", "1024", "" or "scalar" (rank 0). Dimensions >= 0. (A vector, not a
-// Shape: GCC 12 warns on StatusOr<Shape> with -O3.)
-absl::StatusOr<std::vector<int64_t>> ParseShape(std::string_view text);
-
 // --dtype: "f32", "bf16", "s8", ...
 absl::StatusOr<DType> ParseDType(std::string_view text);
-
-// A sharding written either as JAX's "mesh{x=8} P(x,None)" or as IFRT's ShardingParam
-// "2x1 to [0] on 2".
-struct ShardingText {
-  std::optional<sharding::Mesh> mesh;  // set for the mesh + PartitionSpec form
-  sharding::PartitionSpec spec;
-  std::optional<sharding::ShardingParam> param;  // set for the ShardingParam form
-  int num_devices() const;
-  std::string ToString() const;
-};
-// `option` names the option in messages ("--from").
-absl::StatusOr<ShardingText> ParseSharding(std::string_view option, std::string_view text);
 
 // The sharding of `text` over the first num_devices() of `devices`, checked against `shape`.
 absl::StatusOr<ShardingRef> BindSharding(std::string_view option, const ShardingText& text,

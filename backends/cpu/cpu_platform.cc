@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -11,12 +12,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "backends/common/parallel_for.h"
 #include "backends/common/parallel_memcpy.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_stream.h"
 #include "backends/cpu/host_allocator.h"
+#include "ifrt/status_macros.h"
 #include "oneapi/tbb/blocked_range.h"
 #include "oneapi/tbb/global_control.h"
 
@@ -36,15 +39,41 @@ void RaiseTbbThreadLimit() {
   (void)control;
 }
 
-// A 64-byte aligned host allocation; accounts its bytes to the memory's counter.
+// A 64-byte aligned block of the platform's HostAllocator (its cache of freed blocks by size is
+// the pool that makes small shard buffers cheap); accounts its bytes to the memory's counter and
+// returns the block to the allocator when the last reference goes (the array was deleted).
 class CpuBuffer final : public PlatformBuffer {
  public:
-  CpuBuffer(void* data, int64_t size, std::atomic<int64_t>* in_use, std::function<void()> release)
-      : data_(data), size_(size), in_use_(in_use), release_(std::move(release)) {
-    if (in_use_ != nullptr) in_use_->fetch_add(size_, std::memory_order_relaxed);
+  CpuBuffer(void* data, int64_t size, int64_t rounded, std::atomic<int64_t>* in_use,
+            std::shared_ptr<cpu::HostAllocator> allocator)
+      : data_(data),
+        size_(size),
+        rounded_(rounded),
+        in_use_(in_use),
+        allocator_(std::move(allocator)) {
+    in_use_->fetch_add(size_, std::memory_order_relaxed);
   }
   ~CpuBuffer() override {
-    if (in_use_ != nullptr) in_use_->fetch_sub(size_, std::memory_order_relaxed);
+    in_use_->fetch_sub(size_, std::memory_order_relaxed);
+    allocator_->Free(data_, rounded_);
+  }
+  int64_t size_bytes() const override { return size_; }
+  void* host_address() const override { return data_; }
+
+ private:
+  void* data_;
+  int64_t size_;
+  int64_t rounded_;
+  std::atomic<int64_t>* in_use_;
+  std::shared_ptr<cpu::HostAllocator> allocator_;
+};
+
+// Caller-owned host memory used in place; `release` runs when the last reference goes.
+class WrappedCpuBuffer final : public PlatformBuffer {
+ public:
+  WrappedCpuBuffer(void* data, int64_t size, std::function<void()> release)
+      : data_(data), size_(size), release_(std::move(release)) {}
+  ~WrappedCpuBuffer() override {
     if (release_) release_();
   }
   int64_t size_bytes() const override { return size_; }
@@ -53,13 +82,13 @@ class CpuBuffer final : public PlatformBuffer {
  private:
   void* data_;
   int64_t size_;
-  std::atomic<int64_t>* in_use_;
   std::function<void()> release_;
 };
 
 class CpuPlatform final : public Platform {
  public:
-  explicit CpuPlatform(const CpuPlatformOptions& options) {
+  CpuPlatform(const CpuPlatformOptions& options, int64_t inline_max_bytes)
+      : inline_max_bytes_(inline_max_bytes) {
     RaiseTbbThreadLimit();
     const int hw = std::max(1u, std::thread::hardware_concurrency());
     const int threads = options.threads_per_device > 0 ? options.threads_per_device
@@ -96,9 +125,8 @@ class CpuPlatform final : public Platform {
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot allocate ", bytes, " bytes of host memory for cpu device ", device));
     }
-    return std::make_shared<CpuBuffer>(
-        data, bytes, &devices_[device]->bytes_in_use,
-        [allocator = allocator_, data, rounded] { allocator->Free(data, rounded); });
+    return std::make_shared<CpuBuffer>(data, bytes, rounded, &devices_[device]->bytes_in_use,
+                                       allocator_);
   }
 
   int64_t BytesInUse(int device, int memory) const override {
@@ -108,37 +136,27 @@ class CpuPlatform final : public Platform {
   absl::StatusOr<PlatformBufferRef> WrapHostMemory(int device, int memory, void* data,
                                                    int64_t bytes,
                                                    std::function<void()> on_release) override {
-    return std::make_shared<CpuBuffer>(data, bytes, nullptr, std::move(on_release));
+    return std::make_shared<WrappedCpuBuffer>(data, bytes, std::move(on_release));
   }
 
   Future<> CopyHostToBuffers(int device, std::vector<HostToBufferCopy> copies,
                              absl::Span<const Future<>> after) override {
-    return devices_[device]->stream->Enqueue(after, [copies = std::move(copies)]() -> absl::Status {
-      RunAll(copies.size(), [&](size_t i) {
-        backends::StridedMemcpy(copies[i].src, copies[i].dst->host_address(), copies[i].geometry);
-      });
-      return absl::OkStatus();
+    return EnqueueCopies(device, std::move(copies), after, [](const HostToBufferCopy& c) {
+      backends::StridedMemcpy(c.src, c.dst->host_address(), c.geometry);
     });
   }
 
   Future<> CopyBuffersToHost(int device, std::vector<BufferToHostCopy> copies,
                              absl::Span<const Future<>> after) override {
-    return devices_[device]->stream->Enqueue(after, [copies = std::move(copies)]() -> absl::Status {
-      RunAll(copies.size(), [&](size_t i) {
-        backends::StridedMemcpy(copies[i].src->host_address(), copies[i].dst, copies[i].geometry);
-      });
-      return absl::OkStatus();
+    return EnqueueCopies(device, std::move(copies), after, [](const BufferToHostCopy& c) {
+      backends::StridedMemcpy(c.src->host_address(), c.dst, c.geometry);
     });
   }
 
   Future<> CopyBuffersToBuffers(int device, std::vector<BufferToBufferCopy> copies,
                                 absl::Span<const Future<>> after) override {
-    return devices_[device]->stream->Enqueue(after, [copies = std::move(copies)]() -> absl::Status {
-      RunAll(copies.size(), [&](size_t i) {
-        backends::StridedMemcpy(copies[i].src->host_address(), copies[i].dst->host_address(),
-                                copies[i].geometry);
-      });
-      return absl::OkStatus();
+    return EnqueueCopies(device, std::move(copies), after, [](const BufferToBufferCopy& c) {
+      backends::StridedMemcpy(c.src->host_address(), c.dst->host_address(), c.geometry);
     });
   }
 
@@ -167,9 +185,16 @@ class CpuPlatform final : public Platform {
 
   Future<> LaunchKernel(int device, KernelLaunch launch,
                         absl::Span<const Future<>> after) override {
-    // On the device's stream, in its arena; the launch keeps its buffers and kernel alive.
+    // On the device's stream, in its arena; the launch keeps its buffers and kernel alive. Inline
+    // when its buffers are tiny: a kernel does more work per byte than a copy, so the bound is
+    // kKernelInlineShare of the copies' (all of it when inlining is forced).
+    int64_t bytes = 0;
+    for (const PlatformBufferRef& b : launch.buffers) bytes += b->size_bytes();
+    const bool small = inline_max_bytes_ == std::numeric_limits<int64_t>::max() ||
+                       bytes <= inline_max_bytes_ / kKernelInlineShare;
     return devices_[device]->stream->Enqueue(
-        after, [launch = std::move(launch)]() { return cpu::RunCpuPlatformKernel(launch); });
+        after, [launch = std::move(launch)]() { return cpu::RunCpuPlatformKernel(launch); },
+        /*may_run_inline=*/small);
   }
 
  private:
@@ -183,6 +208,33 @@ class CpuPlatform final : public Platform {
     std::unique_ptr<cpu::CpuStream> stream;
     std::atomic<int64_t> bytes_in_use{0};
   };
+
+  // Enqueues `copy(c)` for every copy as one operation of `device`'s stream: inline when the
+  // copies move at most inline_max_bytes_ together, and then one after the other (splitting a few
+  // KiB over threads costs more than it saves); else in parallel across the device's threads.
+  template <typename Copy, typename F>
+  Future<> EnqueueCopies(int device, std::vector<Copy> copies, absl::Span<const Future<>> after,
+                         F copy) {
+    int64_t bytes = 0;
+    for (const Copy& c : copies) bytes += c.geometry.bytes();
+    const bool small = bytes <= inline_max_bytes_;
+    return devices_[device]->stream->Enqueue(
+        after,
+        [copies = std::move(copies), copy, parallel = !small || bytes > kSerialMaxBytes]() {
+          if (parallel) {
+            RunAll(copies.size(), [&](size_t i) { copy(copies[i]); });
+          } else {
+            for (const Copy& c : copies) copy(c);
+          }
+          return absl::OkStatus();
+        },
+        /*may_run_inline=*/small);
+  }
+
+  // Kernel launches run inline up to inline_max_bytes_ / kKernelInlineShare bytes of buffers.
+  static constexpr int64_t kKernelInlineShare = 16;
+  // Copies of at most this many bytes in all run one after the other, never split over threads.
+  static constexpr int64_t kSerialMaxBytes = 64 << 10;
 
   // Runs fn(0..n-1), in parallel across the calling arena's threads when n > 1.
   template <typename F>
@@ -201,9 +253,27 @@ class CpuPlatform final : public Platform {
   std::shared_ptr<cpu::HostAllocator> allocator_ =
       std::make_shared<cpu::HostAllocator>(int64_t{4} << 30);
   std::vector<std::unique_ptr<Device>> devices_;
+  const int64_t inline_max_bytes_;  // negative: never inline
 };
 
 }  // namespace
+
+absl::StatusOr<int64_t> ResolveInlineMaxBytes(const CpuPlatformOptions& options) {
+  if (options.inline_max_bytes.has_value()) return *options.inline_max_bytes;
+  const char* env = std::getenv("TESSERA_CPU_INLINE_MAX_BYTES");
+  if (env == nullptr || *env == '\0') return kDefaultInlineMaxBytes;
+  const std::string value(env);
+  if (value == "never") return int64_t{-1};
+  if (value == "always") return std::numeric_limits<int64_t>::max();
+  int64_t bytes = 0;
+  if (!absl::SimpleAtoi(value, &bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TESSERA_CPU_INLINE_MAX_BYTES must be \"never\", \"always\" or a byte count, "
+                     "got \"",
+                     value, "\""));
+  }
+  return bytes;
+}
 
 absl::StatusOr<std::unique_ptr<Platform>> CreateCpuPlatform(const CpuPlatformOptions& options) {
   if (options.num_devices < 1) {
@@ -214,7 +284,8 @@ absl::StatusOr<std::unique_ptr<Platform>> CreateCpuPlatform(const CpuPlatformOpt
     return absl::InvalidArgumentError(absl::StrCat(
         "cpu_threads_per_device must be >= 0 (0 = auto), got ", options.threads_per_device));
   }
-  return std::unique_ptr<Platform>(new CpuPlatform(options));
+  TESSERA_ASSIGN_OR_RETURN(const int64_t inline_max_bytes, ResolveInlineMaxBytes(options));
+  return std::unique_ptr<Platform>(new CpuPlatform(options, inline_max_bytes));
 }
 
 }  // namespace tessera

@@ -11,7 +11,9 @@
 // Thread-safe as ifrt/spi/platform.h requires. Destroying the platform waits for every operation
 // already enqueued on its streams.
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "ifrt/spi/platform.h"
@@ -22,7 +24,20 @@ struct CpuPlatformOptions {
   int num_devices = 4;
   // Threads per device; 0 picks max(1, hardware threads / num_devices).
   int threads_per_device = 0;
+  // Copy operations of at most this many bytes (all copies of one call on one device together)
+  // run inline on the calling thread when their inputs are ready and the device's stream is idle
+  // (backends/cpu/cpu_stream.h), instead of waking a device thread; kernel launches likewise up to
+  // a sixteenth of it in buffer bytes (everything when "always"). Negative: never.
+  // nullopt: the environment variable TESSERA_CPU_INLINE_MAX_BYTES ("never", "always" or a byte
+  // count), else kDefaultInlineMaxBytes.
+  std::optional<int64_t> inline_max_bytes;
 };
+
+inline constexpr int64_t kDefaultInlineMaxBytes = 256 << 10;
+
+// The inline threshold `options` asks for, resolved as CpuPlatformOptions::inline_max_bytes says.
+// INVALID_ARGUMENT for an environment value that is neither "never", "always" nor an integer.
+absl::StatusOr<int64_t> ResolveInlineMaxBytes(const CpuPlatformOptions& options);
 
 // INVALID_ARGUMENT for num_devices < 1 or threads_per_device < 0.
 absl::StatusOr<std::unique_ptr<Platform>> CreateCpuPlatform(const CpuPlatformOptions& options = {});

@@ -1,7 +1,11 @@
 #include "backends/cpu/cpu_stream.h"
 
+#include <exception>
 #include <memory>
+#include <new>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 namespace tessera::cpu {
 
@@ -16,13 +20,57 @@ CpuStream::~CpuStream() {
     std::lock_guard<std::mutex> lock(mu_);
     tail = tail_done_;
   }
-  tail.Await().IgnoreError();  // always OK: tail_done_ never carries an error
+  if (tail.valid()) tail.Await().IgnoreError();  // always OK: tail_done_ never carries an error
   // The last task may still be unwinding after it set its futures.
   std::unique_lock<std::mutex> lock(mu_);
   idle_.wait(lock, [this] { return running_tasks_ == 0; });
 }
 
-Future<> CpuStream::Enqueue(absl::Span<const Future<>> after, std::function<absl::Status()> work) {
+std::optional<Future<>> CpuStream::TryRunInline(absl::Span<const Future<>> after,
+                                                std::function<absl::Status()>& work) {
+  for (const Future<>& f : after) {
+    if (f.valid() && !f.IsReady()) return std::nullopt;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (inline_running_ || !tail_done_.IsReady()) return std::nullopt;
+    inline_running_ = true;
+    tail_done_ = Future<>();  // operations enqueued from now on chain on inline_done_
+  }
+  absl::Status status;
+  for (const Future<>& f : after) {
+    if (f.valid() && !f.Await().ok()) {
+      status = f.Await();  // the first failed input, as JoinFutures reports it
+      break;
+    }
+  }
+  if (status.ok()) {
+    // Never let an exception leave the stream marked busy: it would wait forever.
+    try {
+      status = work();
+    } catch (const std::bad_alloc& e) {
+      status = absl::ResourceExhaustedError(absl::StrCat("out of host memory: ", e.what()));
+    } catch (const std::exception& e) {
+      status = absl::InternalError(absl::StrCat("inline stream operation threw: ", e.what()));
+    }
+  }
+  work = nullptr;  // release what the work captured before anyone is told
+  std::optional<Promise<>> waiters;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inline_running_ = false;
+    if (!tail_done_.valid()) tail_done_ = MakeReadyFuture();
+    waiters.swap(inline_done_);
+  }
+  if (waiters.has_value()) waiters->Set(absl::OkStatus());
+  return MakeReadyFuture(std::move(status));
+}
+
+Future<> CpuStream::Enqueue(absl::Span<const Future<>> after, std::function<absl::Status()> work,
+                            bool may_run_inline) {
+  if (may_run_inline) {
+    if (std::optional<Future<>> done = TryRunInline(after, work)) return *std::move(done);
+  }
   struct Op {
     std::function<absl::Status()> work;
     Promise<> result;
@@ -34,11 +82,15 @@ Future<> CpuStream::Enqueue(absl::Span<const Future<>> after, std::function<absl
   Future<> previous;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    previous = tail_done_;
+    if (tail_done_.valid()) {
+      previous = tail_done_;
+    } else {  // behind a running inline operation
+      if (!inline_done_.has_value()) inline_done_.emplace();
+      previous = inline_done_->future();
+    }
     tail_done_ = op->done.future();
   }
-  std::vector<Future<>> deps(after.begin(), after.end());
-  Future<> inputs = JoinFutures(deps);
+  Future<> inputs = JoinFutures(after);
   // Wait for the previous operation (never an error), then for the inputs.
   previous.OnReady([this, op, inputs](const absl::Status&) {
     inputs.OnReady([this, op](const absl::Status& s) {
@@ -54,6 +106,9 @@ Future<> CpuStream::Enqueue(absl::Span<const Future<>> after, std::function<absl
       arena_.enqueue([this, op] {
         absl::Status st = op->work();
         op->work = nullptr;  // release what the work captured before anyone is told
+        // The result first: the next operation starts only after the result's callbacks (which
+        // count bytes and release buffers) have run, so that an operation that drains the stream
+        // (the client's destructor enqueues one) finds nothing of this one still running.
         op->result.Set(std::move(st));
         op->done.Set(absl::OkStatus());
         std::lock_guard<std::mutex> lock(mu_);

@@ -6,11 +6,25 @@
 // an error in `after` skips the operation and becomes its result. No thread blocks while an
 // operation waits: waiting is done with future callbacks.
 //
+// Inline operations: an operation enqueued with `may_run_inline` (small work, as the platform
+// decides) runs on the calling thread, before Enqueue returns, when nothing else is in flight on
+// the stream (the previous operation has finished and no other inline operation is running) and
+// every `after` future is already set; its future is returned set. Waking a device thread costs
+// more than copying a few hundred bytes. Otherwise it is enqueued as any other operation.
+//
+// Synchronisation: `mu_` guards the tail of the stream. An inline operation marks the stream busy
+// (`inline_running_`, with the tail invalid) under `mu_`, runs without it, then clears the mark
+// under `mu_`; an operation enqueued meanwhile chains on `inline_done_`, a promise created on
+// demand and set by the inline operation once it has finished. So operations of one stream never
+// overlap, inline or not, and each sees the writes of the one before (mutex and future
+// happens-before edges).
+//
 // Thread-safe. The destructor waits until every enqueued operation has finished.
 
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
@@ -27,14 +41,27 @@ class CpuStream {
   CpuStream(const CpuStream&) = delete;
   CpuStream& operator=(const CpuStream&) = delete;
 
-  Future<> Enqueue(absl::Span<const Future<>> after, std::function<absl::Status()> work);
+  // Inline, an exception thrown by `work` becomes the operation's error (RESOURCE_EXHAUSTED for
+  // std::bad_alloc, else INTERNAL).
+  Future<> Enqueue(absl::Span<const Future<>> after, std::function<absl::Status()> work,
+                   bool may_run_inline = false);
   int threads() const { return threads_; }
 
  private:
+  // Runs `work` on this thread if the stream is idle and `after` is set; nullopt otherwise (then
+  // nothing ran and `work` is untouched).
+  std::optional<Future<>> TryRunInline(absl::Span<const Future<>> after,
+                                       std::function<absl::Status()>& work);
+
   const int threads_;
   tbb::task_arena arena_;
   std::mutex mu_;
-  Future<> tail_done_ ABSL_GUARDED_BY(mu_);  // set (always OK) when the last operation finished
+  // Set (always OK) when the last operation finished; invalid while an inline operation runs
+  // and no operation was enqueued after it.
+  Future<> tail_done_ ABSL_GUARDED_BY(mu_);
+  bool inline_running_ ABSL_GUARDED_BY(mu_) = false;
+  // Created when an operation is enqueued behind a running inline one; set when it finishes.
+  std::optional<Promise<>> inline_done_ ABSL_GUARDED_BY(mu_);
   std::condition_variable idle_;
   int running_tasks_ ABSL_GUARDED_BY(mu_) = 0;  // arena tasks not yet returned
 };

@@ -26,13 +26,16 @@ void MemoryBlock::RunDestroyHooks() {
 
 DeviceMemoryAllocator::DeviceMemoryAllocator(VkDevice device, uint32_t type_index, bool map,
                                              int64_t block_bytes, int64_t alignment,
-                                             const BlockExporter* exporter)
+                                             const BlockExporter* exporter, HeapBudgets* heaps,
+                                             uint32_t heap_index)
     : device_(device),
       type_index_(type_index),
       map_(map),
       block_bytes_(block_bytes),
       alignment_(alignment),
-      exporter_(exporter) {}
+      exporter_(exporter),
+      heaps_(heaps),
+      heap_index_(heap_index) {}
 
 DeviceMemoryAllocator::~DeviceMemoryAllocator() {
   for (auto& b : blocks_) DestroyBlock(*b);
@@ -144,9 +147,17 @@ absl::StatusOr<std::unique_ptr<MemoryBlock>> DeviceMemoryAllocator::CreateBlock(
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = type_index_;
   b->allocation_size = static_cast<int64_t>(req.size);
+  if (heaps_ != nullptr) {
+    absl::Status fits = heaps_->Reserve(heap_index_, b->allocation_size);
+    if (!fits.ok()) {
+      vkDestroyBuffer(device_, b->buffer, nullptr);
+      return fits;
+    }
+  }
   VkResult r = vkAllocateMemory(device_, &mai, nullptr, &b->memory);
   if (r != VK_SUCCESS) {
     vkDestroyBuffer(device_, b->buffer, nullptr);
+    if (heaps_ != nullptr) heaps_->Release(heap_index_, b->allocation_size);
     return absl::ResourceExhaustedError(
         absl::StrCat("vkAllocateMemory of ", size, " bytes failed: ", VkResultName(r)));
   }
@@ -163,7 +174,10 @@ absl::StatusOr<std::unique_ptr<MemoryBlock>> DeviceMemoryAllocator::CreateBlock(
 void DeviceMemoryAllocator::DestroyBlock(MemoryBlock& b) {
   b.RunDestroyHooks();
   if (b.buffer != VK_NULL_HANDLE) vkDestroyBuffer(device_, b.buffer, nullptr);
-  if (b.memory != VK_NULL_HANDLE) vkFreeMemory(device_, b.memory, nullptr);  // unmaps
+  if (b.memory != VK_NULL_HANDLE) {
+    vkFreeMemory(device_, b.memory, nullptr);  // unmaps
+    if (heaps_ != nullptr) heaps_->Release(heap_index_, b.allocation_size);
+  }
   b.buffer = VK_NULL_HANDLE;
   b.memory = VK_NULL_HANDLE;
 }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "backends/vulkan/heap_budget.h"
 
 namespace tessera::vulkan {
 
@@ -73,9 +74,11 @@ struct MemoryBlock {
 class DeviceMemoryAllocator {
  public:
   // `map`: persistently map every block (HOST_VISIBLE types). `exporter`: null, or blocks are
-  // allocated exportable through it (it must outlive the allocator).
+  // allocated exportable through it (it must outlive the allocator). `heaps`: null, or every
+  // block is counted against heap `heap_index` of it (it must outlive the allocator).
   DeviceMemoryAllocator(VkDevice device, uint32_t type_index, bool map, int64_t block_bytes,
-                        int64_t alignment, const BlockExporter* exporter = nullptr);
+                        int64_t alignment, const BlockExporter* exporter = nullptr,
+                        HeapBudgets* heaps = nullptr, uint32_t heap_index = 0);
   DeviceMemoryAllocator(const DeviceMemoryAllocator&) = delete;
   DeviceMemoryAllocator& operator=(const DeviceMemoryAllocator&) = delete;
   ~DeviceMemoryAllocator();
@@ -86,7 +89,8 @@ class DeviceMemoryAllocator {
     int64_t size = 0;  // after alignment rounding
   };
 
-  // RESOURCE_EXHAUSTED when vkAllocateMemory fails; INTERNAL for other Vulkan failures or a memory
+  // RESOURCE_EXHAUSTED when a new block does not fit the heap's budget or vkAllocateMemory fails;
+  // INTERNAL for other Vulkan failures or a memory
   // type that cannot back storage buffers.
   absl::StatusOr<Allocation> Allocate(int64_t bytes);
   // `a` must come from this allocator's Allocate and be freed once.
@@ -104,6 +108,8 @@ class DeviceMemoryAllocator {
   int64_t block_bytes_;
   int64_t alignment_;
   const BlockExporter* exporter_;
+  HeapBudgets* heaps_;
+  uint32_t heap_index_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<MemoryBlock>> blocks_;  // guarded by mu_
   int64_t in_use_ = 0;                                // guarded by mu_

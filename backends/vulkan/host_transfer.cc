@@ -1,5 +1,6 @@
 #include "backends/vulkan/host_transfer.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <utility>
@@ -7,6 +8,7 @@
 #include "backends/common/parallel_memcpy.h"
 #include "backends/vulkan/chunk_plan.h"
 #include "backends/vulkan/command_recording.h"
+#include "backends/vulkan/host_memory_import.h"
 #include "backends/vulkan/vulkan_buffer.h"
 #include "ifrt/status_macros.h"
 
@@ -187,10 +189,125 @@ class StagedDownload {
   std::vector<MemcpyPiece> pieces_;
 };
 
+// Direct copies need runs this long on average.
+constexpr int64_t kMinDirectRunBytes = 64 << 10;
+
+// User host memory imported for one op: a VkBuffer aliasing [base, base + bytes).
+struct ImportedRange {
+  char* base = nullptr;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+};
+
+// Direct copies between user host memory and device buffers: see host_transfer.h. Returns false
+// (nothing done, nothing enqueued) where the op is to be staged instead.
+template <typename Copy>
+class DirectCopy {
+ public:
+  DirectCopy(const StagedCopies<Copy>& staged, const HostImport& import, bool host_is_src)
+      : staged_(staged), import_(import), host_is_src_(host_is_src) {}
+  ~DirectCopy() {
+    for (const ImportedRange& r : ranges_) {
+      if (r.buffer != VK_NULL_HANDLE) vkDestroyBuffer(import_.device, r.buffer, nullptr);
+      if (r.memory != VK_NULL_HANDLE) vkFreeMemory(import_.device, r.memory, nullptr);
+    }
+  }
+
+  absl::StatusOr<bool> Run(StagingRing& ring, VulkanStream& stream, PlatformCounters& counters) {
+    int64_t bytes = 0;
+    for (const StridedCopy* g : staged_.geoms) bytes += g->bytes();
+    if (import_.props == nullptr || bytes < import_.min_bytes) return false;
+    for (size_t i = 0; i < staged_.copies.size(); ++i) {
+      if (!Import(i)) return false;
+    }
+
+    // The ring's first slot lends its command buffer, once its last use is over.
+    TESSERA_RETURN_IF_ERROR(stream.WaitValue(stream.timeline(), ring.values[0]));
+    VkCommandBuffer cb = ring.cmds[0];
+    vkResetCommandBuffer(cb, 0);
+    TESSERA_RETURN_IF_ERROR(BeginCmd(cb));
+    for (size_t i = 0; i < staged_.copies.size(); ++i) {
+      if (regions_[i].empty()) continue;
+      VulkanBuffer* b = AsVulkanBuffer(BufferOf(*staged_.copies[i]));
+      const VkBuffer host = ranges_[i].buffer;
+      vkCmdCopyBuffer(cb, host_is_src_ ? host : b->vk_buffer(),
+                      host_is_src_ ? b->vk_buffer() : host,
+                      static_cast<uint32_t>(regions_[i].size()), regions_[i].data());
+    }
+    TESSERA_RETURN_IF_ERROR(EndCmd(cb));
+    TESSERA_ASSIGN_OR_RETURN(const uint64_t value, stream.Submit(cb));
+    ring.values[0] = value;
+    // The imports go when the copy is over (the destructor), so wait for it here.
+    TESSERA_RETURN_IF_ERROR(stream.WaitValue(stream.timeline(), value));
+    return true;
+  }
+
+ private:
+  static const PlatformBufferRef& BufferOf(const HostToBufferCopy& cp) { return cp.dst; }
+  static const PlatformBufferRef& BufferOf(const BufferToHostCopy& cp) { return cp.src; }
+  static char* HostOf(const HostToBufferCopy& cp) {
+    return static_cast<char*>(const_cast<void*>(cp.src));
+  }
+  static char* HostOf(const BufferToHostCopy& cp) { return static_cast<char*>(cp.dst); }
+
+  // Imports the pages copy `i` touches on the host and lists its regions; false when it cannot.
+  bool Import(size_t i) {
+    const Copy& cp = *staged_.copies[i];
+    const int64_t buffer_base = AsVulkanBuffer(BufferOf(cp))->offset();
+    std::vector<VkBufferCopy> regions;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (RunCursor run(*staged_.geoms[i]); !run.done(); run.Advance(run.remaining())) {
+      if (regions.size() >= kMaxRegionsPerChunk) return false;
+      const int64_t host = host_is_src_ ? run.src() : run.dst();
+      const int64_t device = (host_is_src_ ? run.dst() : run.src()) + buffer_base;
+      lo = std::min(lo, host);
+      hi = std::max(hi, host + run.remaining());
+      VkBufferCopy c;
+      c.srcOffset = static_cast<VkDeviceSize>(host_is_src_ ? host : device);
+      c.dstOffset = static_cast<VkDeviceSize>(host_is_src_ ? device : host);
+      c.size = static_cast<VkDeviceSize>(run.remaining());
+      regions.push_back(c);
+    }
+    // Drivers pay per region (lavapipe about as much as for 64 KiB of copying): copies of many
+    // short runs are packed through staging instead, where the device side coalesces.
+    if (static_cast<int64_t>(regions.size()) * kMinDirectRunBytes > staged_.geoms[i]->bytes()) {
+      return false;
+    }
+    ImportedRange& range = ranges_.emplace_back();
+    regions_.push_back(std::move(regions));
+    if (regions_.back().empty()) return true;
+    const uintptr_t align = static_cast<uintptr_t>(import_.alignment);
+    const uintptr_t first = reinterpret_cast<uintptr_t>(HostOf(cp) + lo) / align * align;
+    const uintptr_t end =
+        (reinterpret_cast<uintptr_t>(HostOf(cp) + hi) + align - 1) / align * align;
+    range.base = reinterpret_cast<char*>(first);
+    if (!ImportHostMemory(import_.device, import_.props, range.base,
+                          static_cast<int64_t>(end - first),
+                          VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                          &range.buffer, &range.memory)
+             .ok()) {
+      return false;
+    }
+    // Host offsets were relative to the copy's pointer; make them relative to the import.
+    const int64_t shift = HostOf(cp) - range.base;
+    for (VkBufferCopy& c : regions_.back()) {
+      (host_is_src_ ? c.srcOffset : c.dstOffset) += static_cast<VkDeviceSize>(shift);
+    }
+    return true;
+  }
+
+  const StagedCopies<Copy>& staged_;
+  const HostImport& import_;
+  const bool host_is_src_;
+  std::vector<ImportedRange> ranges_;               // per copy
+  std::vector<std::vector<VkBufferCopy>> regions_;  // per copy
+};
+
 }  // namespace
 
 absl::Status CopyHostToBuffers(const std::vector<HostToBufferCopy>& copies, StagingRing& ring,
-                               VulkanStream& stream, PlatformCounters& counters) {
+                               VulkanStream& stream, PlatformCounters& counters,
+                               const HostImport* import) {
   StagedCopies<HostToBufferCopy> staged;
   bool host_copied = false;
   TESSERA_RETURN_IF_ERROR(MemcpyPinnedHostCopies(
@@ -200,14 +317,20 @@ absl::Status CopyHostToBuffers(const std::vector<HostToBufferCopy>& copies, Stag
       },
       &staged, &host_copied));
   const uint64_t before = stream.last_value();
-  TESSERA_RETURN_IF_ERROR(UploadStaged(staged, ring, stream, counters));
+  bool direct = false;
+  if (import != nullptr) {
+    TESSERA_ASSIGN_OR_RETURN(
+        direct, DirectCopy<HostToBufferCopy>(staged, *import, true).Run(ring, stream, counters));
+  }
+  if (!direct) TESSERA_RETURN_IF_ERROR(UploadStaged(staged, ring, stream, counters));
   // Only host work: signal this op's value from the host.
   if (host_copied && stream.last_value() == before) return stream.HostSignal();
   return absl::OkStatus();
 }
 
 absl::Status CopyBuffersToHost(const std::vector<BufferToHostCopy>& copies, StagingRing& ring,
-                               VulkanStream& stream, PlatformCounters& counters) {
+                               VulkanStream& stream, PlatformCounters& counters,
+                               const HostImport* import) {
   StagedCopies<BufferToHostCopy> staged;
   bool host_work = false;
   TESSERA_RETURN_IF_ERROR(MemcpyPinnedHostCopies(
@@ -216,7 +339,14 @@ absl::Status CopyBuffersToHost(const std::vector<BufferToHostCopy>& copies, Stag
         backends::StridedMemcpy(mapped, cp.dst, cp.geometry);
       },
       &staged, &host_work));
-  TESSERA_RETURN_IF_ERROR(StagedDownload(staged, ring, stream, counters).Run(&host_work));
+  bool direct = false;
+  if (import != nullptr) {
+    TESSERA_ASSIGN_OR_RETURN(
+        direct, DirectCopy<BufferToHostCopy>(staged, *import, false).Run(ring, stream, counters));
+  }
+  if (!direct) {
+    TESSERA_RETURN_IF_ERROR(StagedDownload(staged, ring, stream, counters).Run(&host_work));
+  }
   // The last step was host work: signal this op's value from the host.
   if (host_work) return stream.HostSignal();
   return absl::OkStatus();

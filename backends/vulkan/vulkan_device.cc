@@ -64,8 +64,13 @@ struct VulkanDevice::EnabledExtensions {
   bool peer_import = false;      // VK_KHR_external_memory_fd: exportable blocks
 };
 
-absl::Status VulkanDevice::Init(int physical_index, int logical_index, bool same_gpu_peers) {
+absl::Status VulkanDevice::Init(int physical_index, int logical_index, bool same_gpu_peers,
+                                std::shared_ptr<HeapBudgets> heaps) {
   const PhysicalDeviceDescription pd = DescribePhysicalDevice(physical_);
+  heaps_ = heaps != nullptr ? std::move(heaps)
+                            : std::make_shared<HeapBudgets>(
+                                  physical_, pd.properties.deviceName, options_.heap_limit_bytes,
+                                  pd.HasExtension(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME));
   ReadLimits(pd);
   const int family = PickComputeQueueFamily(physical_);
   if (family < 0) return absl::NotFoundError("no compute queue");
@@ -170,16 +175,16 @@ absl::Status VulkanDevice::CreateMemories(const PhysicalDeviceDescription& pd) {
   const int64_t alignment =
       std::max<int64_t>({256, static_cast<int64_t>(limits.minStorageBufferOffsetAlignment),
                          static_cast<int64_t>(limits.nonCoherentAtomSize)});
-  pools_[kDeviceMemory] =
-      std::make_unique<DeviceMemoryAllocator>(device_, static_cast<uint32_t>(device_type), false,
-                                              options_.block_bytes, alignment, exporter_.get());
-  pools_[kPinnedHostMemory] =
-      std::make_unique<DeviceMemoryAllocator>(device_, static_cast<uint32_t>(host_type), true,
-                                              options_.block_bytes, alignment, exporter_.get());
-  heap_bytes_[kDeviceMemory] =
-      static_cast<int64_t>(mp.memoryHeaps[mp.memoryTypes[device_type].heapIndex].size);
-  heap_bytes_[kPinnedHostMemory] =
-      static_cast<int64_t>(mp.memoryHeaps[mp.memoryTypes[host_type].heapIndex].size);
+  heap_index_[kDeviceMemory] = mp.memoryTypes[device_type].heapIndex;
+  heap_index_[kPinnedHostMemory] = mp.memoryTypes[host_type].heapIndex;
+  pools_[kDeviceMemory] = std::make_unique<DeviceMemoryAllocator>(
+      device_, static_cast<uint32_t>(device_type), false, options_.block_bytes, alignment,
+      exporter_.get(), heaps_.get(), heap_index_[kDeviceMemory]);
+  pools_[kPinnedHostMemory] = std::make_unique<DeviceMemoryAllocator>(
+      device_, static_cast<uint32_t>(host_type), true, options_.block_bytes, alignment,
+      exporter_.get(), heaps_.get(), heap_index_[kPinnedHostMemory]);
+  heap_bytes_[kDeviceMemory] = heaps_->limit(heap_index_[kDeviceMemory]);
+  heap_bytes_[kPinnedHostMemory] = heaps_->limit(heap_index_[kPinnedHostMemory]);
   return absl::OkStatus();
 }
 
@@ -241,15 +246,17 @@ void VulkanDevice::CancelAndJoin() {
 }
 
 absl::StatusOr<PlatformBufferRef> VulkanDevice::Allocate(int memory, int64_t bytes) {
+  if (bytes > heap_bytes_[memory]) {
+    // Cannot fit whatever is freed; a buffer that fits the heap but not what is left of it fails in
+    // the allocator (HeapBudgets::Reserve), also as RESOURCE_EXHAUSTED.
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot allocate ", bytes, " bytes of ", info_.memories[memory].kind, " memory on ",
+        info_.name, ": its heap holds ", heap_bytes_[memory], " bytes"));
+  }
   if (bytes > max_buffer_bytes_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot allocate ", bytes, " bytes on ", info_.name, ": one buffer may hold at most ",
         max_buffer_bytes_, " bytes (min of maxMemoryAllocationSize and maxBufferSize)"));
-  }
-  if (bytes > heap_bytes_[memory]) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot allocate ", bytes, " bytes: the ",
-                                                   info_.memories[memory].kind, " heap holds ",
-                                                   heap_bytes_[memory]));
   }
   DeviceMemoryAllocator::Allocation alloc;
   if (bytes > 0) {
@@ -301,13 +308,19 @@ void VulkanDevice::DestroyImported(MemoryBlock& b) {
 // ---- the stream's ops -------------------------------------------------------
 
 absl::Status VulkanDevice::Execute(StreamOp& op, StreamCompletion& c) {
+  // Direct host copies through imported user memory where the driver offers it.
+  const bool direct = host_import_ && options_.direct_host_copy_min_bytes >= 0;
+  const HostImport import{.device = device_,
+                          .props = direct ? host_pointer_props_ : nullptr,
+                          .alignment = host_import_alignment_,
+                          .min_bytes = options_.direct_host_copy_min_bytes};
   switch (op.kind) {
     case StreamOp::Kind::kHostToBuffer:
       for (auto& cp : op.h2b) c.keep_alive.push_back(cp.dst);
-      return CopyHostToBuffers(op.h2b, *staging_, *stream_, *counters_);
+      return CopyHostToBuffers(op.h2b, *staging_, *stream_, *counters_, &import);
     case StreamOp::Kind::kBufferToHost:
       for (auto& cp : op.b2h) c.keep_alive.push_back(cp.src);
-      return CopyBuffersToHost(op.b2h, *staging_, *stream_, *counters_);
+      return CopyBuffersToHost(op.b2h, *staging_, *stream_, *counters_, &import);
     case StreamOp::Kind::kBufferToBuffer:
       for (auto& cp : op.b2b) {
         c.keep_alive.push_back(cp.src);

@@ -38,6 +38,7 @@
 #include "backends/vulkan/compute_copy.h"
 #include "backends/vulkan/cross_device_copy.h"
 #include "backends/vulkan/device_memory_allocator.h"
+#include "backends/vulkan/heap_budget.h"
 #include "backends/vulkan/peer_memory_import.h"
 #include "backends/vulkan/platform_counters.h"
 #include "backends/vulkan/staging_ring.h"
@@ -62,15 +63,18 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   // skips the physical device); other Vulkan failures as VkStatus (vulkan_status.h).
   // `same_gpu_peers`: another device of the platform is the same GPU (then blocks are allocated
   // exportable where VulkanPlatformOptions::cross_device_peer_import and the driver allow).
-  absl::Status Init(int physical_index, int logical_index, bool same_gpu_peers = false);
+  // `heaps`: the ledger of the physical device's heaps, shared by its logical devices (null: one of
+  // this device's own).
+  absl::Status Init(int physical_index, int logical_index, bool same_gpu_peers = false,
+                    std::shared_ptr<HeapBudgets> heaps = nullptr);
   // Starts the stream's threads.
   void Start();
 
   const PlatformDeviceInfo& info() const { return info_; }
   DeviceMemoryAllocator& allocator(int memory) { return *pools_[memory]; }
 
-  // INVALID_ARGUMENT above the largest buffer or the memory's heap; RESOURCE_EXHAUSTED when the
-  // memory cannot be allocated.
+  // RESOURCE_EXHAUSTED above what the memory's heap has left (heap_budget.h) or when the memory
+  // cannot be allocated; INVALID_ARGUMENT above the largest buffer the device can make.
   absl::StatusOr<PlatformBufferRef> Allocate(int memory, int64_t bytes);
   // UNIMPLEMENTED unless pinned_host memory, VK_EXT_external_memory_host and an aligned non-empty
   // range (the caller then copies).
@@ -135,8 +139,10 @@ class VulkanDevice : public std::enable_shared_from_this<VulkanDevice> {
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
+  std::shared_ptr<HeapBudgets> heaps_;  // outlives pools_
   std::unique_ptr<DeviceMemoryAllocator> pools_[2];
-  int64_t heap_bytes_[2] = {0, 0};
+  uint32_t heap_index_[2] = {0, 0};
+  int64_t heap_bytes_[2] = {0, 0};  // the limits of those heaps
   int64_t max_buffer_bytes_ = 0;
   int64_t compute_min_runs_ = 4096;
   // VK_EXT_external_memory_host: WrapHostMemory, and cross-device copies share an imported host

@@ -37,6 +37,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "backends/vulkan/heap_budget.h"
 #include "backends/vulkan/physical_device.h"
 #include "backends/vulkan/platform_counters.h"
 #include "backends/vulkan/vulkan_device.h"
@@ -141,9 +142,20 @@ class VulkanPlatformImpl : public VulkanPlatform {
 
 absl::StatusOr<std::unique_ptr<VulkanPlatform>> CreateVulkanPlatform(
     const VulkanPlatformOptions& options) {
-  if (options.logical_devices_per_gpu < 1 || options.staging_chunk_bytes < 4096 ||
-      options.block_bytes < 4096) {
-    return absl::InvalidArgumentError("bad VulkanPlatformOptions");
+  if (options.logical_devices_per_gpu < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("VulkanPlatformOptions::logical_devices_per_gpu must be >= 1, not ",
+                     options.logical_devices_per_gpu));
+  }
+  if (options.staging_chunk_bytes < 4096 || options.block_bytes < 4096) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "VulkanPlatformOptions::staging_chunk_bytes and block_bytes must be >= 4096, not ",
+        options.staging_chunk_bytes, " and ", options.block_bytes));
+  }
+  if (options.heap_limit_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "VulkanPlatformOptions::heap_limit_bytes must be >= 0 (0: the heap's size), not ",
+        options.heap_limit_bytes));
   }
   auto instance = VulkanInstance::Create(options.enable_validation);
   if (!instance.ok()) return instance.status();
@@ -176,10 +188,15 @@ absl::StatusOr<std::unique_ptr<VulkanPlatform>> CreateVulkanPlatform(
                       vulkan::VersionString(props.apiVersion), " < 1.2);");
       continue;
     }
+    // One ledger of the heaps for all the logical devices of this physical device.
+    const bool driver_budget = vulkan::DescribePhysicalDevice(physical[p])
+                                   .HasExtension(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    auto heaps = std::make_shared<vulkan::HeapBudgets>(physical[p], props.deviceName,
+                                                       options.heap_limit_bytes, driver_budget);
     for (int l = 0; l < options.logical_devices_per_gpu; ++l) {
       auto dev =
           std::make_shared<VulkanDevice>(*instance, physical[p], options, &platform->counters_);
-      absl::Status s = dev->Init(static_cast<int>(p), l, same_gpu_peers[p]);
+      absl::Status s = dev->Init(static_cast<int>(p), l, same_gpu_peers[p], heaps);
       if (absl::IsNotFound(s)) {
         absl::StrAppend(&skipped, " ", props.deviceName, " (", s.message(), ");");
         break;

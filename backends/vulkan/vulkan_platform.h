@@ -72,6 +72,16 @@ struct VulkanPlatformOptions {
   // opaque fds; blocks are then allocated exportable). Takes precedence over both paths above; they
   // remain for other pairs or when an import fails.
   bool cross_device_peer_import = true;
+  // The most each memory heap of a physical device may hold of this platform's buffers (blocks),
+  // all its logical devices together; 0: the heap's size. Allocations past it, or past the driver's
+  // budget where VK_EXT_memory_budget exists, are RESOURCE_EXHAUSTED before any memory is
+  // allocated.
+  int64_t heap_limit_bytes = 0;
+  // Host<->device copies of at least this many bytes (one op's staged copies together) on a device
+  // with VK_EXT_external_memory_host import the user's host pages and copy directly, without the
+  // staging ring (backends/vulkan/host_transfer.h); smaller ones, and any whose import fails, are
+  // staged. Negative: always staged.
+  int64_t direct_host_copy_min_bytes = int64_t{1} << 20;
 };
 
 // Counters of what the platform did, for tests and benchmarks.

@@ -31,6 +31,26 @@ absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanCache::Get(
   return shared;
 }
 
+std::shared_ptr<const PlanCache::ReshardEntry> PlanCache::FindReshard(
+    const Sharding* src, const Sharding* dst, absl::Span<const int64_t> dims,
+    int64_t element_bytes) {
+  ReshardKey key(src, dst, Index(dims.begin(), dims.end()), element_bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = reshards_.find(key);
+  if (it == reshards_.end()) return nullptr;
+  ++hits_;
+  return it->second;
+}
+
+void PlanCache::InsertReshard(absl::Span<const int64_t> dims, int64_t element_bytes,
+                              std::shared_ptr<const ReshardEntry> entry) {
+  ReshardKey key(entry->src.get(), entry->dst.get(), Index(dims.begin(), dims.end()),
+                 element_bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (reshards_.size() >= capacity_) reshards_.clear();
+  reshards_.emplace(std::move(key), std::move(entry));
+}
+
 PlanCacheStats PlanCache::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return PlanCacheStats{hits_, misses_, static_cast<int64_t>(plans_.size())};

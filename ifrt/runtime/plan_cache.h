@@ -4,16 +4,27 @@
 // PlanCache: reshard plans keyed by (source layout, source locations,
 // destination layout, destination locations, element size, fan-out). Bounded:
 // when full it starts over. Thread-safe.
+//
+// In front of it, for reshards, a cache by identity: (source Sharding object,
+// destination Sharding object, shape, element size) -> the destination's layout
+// and memories and the plan. A hit costs one small hash and no geometry at all
+// (no layout computed, hashed or compared). Shardings are immutable, and each
+// entry holds references to its two shardings, so that their addresses cannot
+// be reused by other shardings while the entry lives. Hits of either layer count
+// as hits in stats().
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ifrt/introspection.h"
+#include "ifrt/runtime/runtime_device.h"
+#include "ifrt/sharding.h"
 #include "sharding/planner.h"
 #include "sharding/shard_layout.h"
 
@@ -31,7 +42,23 @@ class PlanCache {
       bool fan_out);
   PlanCacheStats stats() const;
 
+  // What a reshard to a sharding needs besides its source array.
+  struct ReshardEntry {
+    ShardingRef src, dst;  // keep the keys' addresses from being reused
+    sharding::ShardLayout dst_layout;
+    std::vector<RuntimeMemory*> dst_memories;
+    std::shared_ptr<const sharding::ReshardPlan> plan;
+  };
+  // The entry of a reshard from an array with sharding `src` to `dst` (no fan-out), or null.
+  std::shared_ptr<const ReshardEntry> FindReshard(const Sharding* src, const Sharding* dst,
+                                                  absl::Span<const int64_t> dims,
+                                                  int64_t element_bytes);
+  void InsertReshard(absl::Span<const int64_t> dims, int64_t element_bytes,
+                     std::shared_ptr<const ReshardEntry> entry);
+
  private:
+  using ReshardKey = std::tuple<const Sharding*, const Sharding*, Index, int64_t>;
+
   struct Key {
     sharding::ShardLayout src;
     std::vector<int64_t> src_locations;
@@ -54,6 +81,8 @@ class PlanCache {
   const size_t capacity_;
   mutable std::mutex mu_;
   absl::flat_hash_map<Key, std::shared_ptr<const sharding::ReshardPlan>> plans_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<ReshardKey, std::shared_ptr<const ReshardEntry>> reshards_
       ABSL_GUARDED_BY(mu_);
   int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t misses_ ABSL_GUARDED_BY(mu_) = 0;

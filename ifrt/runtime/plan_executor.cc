@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,14 +47,65 @@ struct Batch {
   std::vector<PlatformBufferRef> keep_alive;  // buffers read through raw host pointers
   std::vector<int> dst_slots;
   // (src device, dst device) -> (bytes, copies), recorded when the batch succeeds.
-  std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>> traffic;
+  TransferTraffic traffic;
   // Traced batches hold one copy: its boxes.
   std::string src_box, dst_box;
+  int64_t serial = 0;  // unique within an ExecutePlan call
 };
 
 // Untraced, one batch per (platform, device, kind) and wave; traced, one per copy (the last
 // element: the copy's index in the plan).
 using BatchKey = std::tuple<Platform*, int, OpKind, size_t>;
+
+// The batches of one wave, found by key without a tree: untraced by (device id, kind) through a
+// flat index, traced one per copy. Submitted in key order.
+class BatchSet {
+ public:
+  // The batch of `key` for the device with client id `device_id`; a new one (numbered `*serial`,
+  // then incremented) the first time.
+  Batch& Get(const BatchKey& key, int32_t device_id, bool traced, int64_t* serial) {
+    int* slot = nullptr;
+    if (!traced) {
+      const size_t at = static_cast<size_t>(device_id) * 3 + static_cast<size_t>(std::get<2>(key));
+      if (at >= index_.size()) index_.resize(at + 1, -1);
+      slot = &index_[at];
+      if (*slot >= 0) return batches_[*slot];
+    }
+    if (slot != nullptr) *slot = static_cast<int>(batches_.size());
+    keys_.push_back(key);
+    Batch& b = batches_.emplace_back();
+    b.serial = (*serial)++;
+    // A batch gathers a device's share of a plan: a few copies, usually one per peer.
+    constexpr size_t kTypicalCopies = 8;
+    switch (std::get<2>(key)) {
+      case OpKind::kHostToBuffer:
+        b.h2b.reserve(kTypicalCopies);
+        break;
+      case OpKind::kBufferToHost:
+        b.b2h.reserve(kTypicalCopies);
+        break;
+      case OpKind::kBufferToBuffer:
+        b.b2b.reserve(kTypicalCopies);
+        break;
+    }
+    b.after.reserve(kTypicalCopies);
+    b.dst_slots.reserve(kTypicalCopies);
+    return b;
+  }
+  // Calls fn(batch) in key order.
+  template <typename F>
+  void ForEachInOrder(F&& fn) {
+    std::vector<int> order(batches_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return keys_[a] < keys_[b]; });
+    for (int i : order) fn(batches_[i]);
+  }
+
+ private:
+  std::deque<Batch> batches_;  // references stay valid as it grows
+  std::vector<BatchKey> keys_;
+  std::vector<int> index_;  // device id * 3 + kind -> index in batches_, or -1
+};
 
 int32_t DeviceIdOf(const PlanEndpoint& e) {
   return e.is_host() ? TransferStats::kHost : e.memory->device()->Id().value;
@@ -133,7 +185,19 @@ const char* DirectionOf(int32_t src, int32_t dst) {
   return src == dst ? "local" : "device_to_device";
 }
 
-using Traffic = std::map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>>;
+using Traffic = TransferTraffic;
+
+// Counts `traffic` through `record_traffic` when set, else pair by pair through `record`.
+void RecordTraffic(const TransferRecorder& record, const TrafficRecorder& record_traffic,
+                   const Traffic& traffic) {
+  if (record_traffic) {
+    record_traffic(traffic);
+  } else if (record) {
+    for (const auto& [pair, amount] : traffic) {
+      record(pair.first, pair.second, amount.first, amount.second);
+    }
+  }
+}
 
 // One trace event per (source, destination) pair of a finished batch.
 void AddTraceEvents(TransferTrace& trace, const std::string& op, const std::string& action,
@@ -200,12 +264,14 @@ class PlanRun {
   std::vector<int> Waves() const;
   void RunWave(const std::vector<int>& wave_of, int wave);
   // Adds copy `i` to its batch, or starts it at once when it needs host staging.
-  void PlaceCopy(size_t i, std::map<BatchKey, Batch>& batches);
-  Batch& BatchFor(std::map<BatchKey, Batch>& batches, RuntimeDevice* device, OpKind kind,
-                  size_t copy_index) const;
+  void PlaceCopy(size_t i, BatchSet& batches);
+  Batch& BatchFor(BatchSet& batches, RuntimeDevice* device, OpKind kind, size_t copy_index);
   void StartStagedCopy(const sharding::BoxCopy& c, const PlanEndpoint& s, const PlanEndpoint& d,
                        const StridedCopy& g, std::pair<int32_t, int32_t> pair);
   void SubmitBatch(Batch& b);
+  // A future set once `enqueued` is and its traffic is counted; holds `keep_alive` until then.
+  Future<> CountWhenDone(const Future<>& enqueued, Traffic traffic,
+                         std::vector<PlatformBufferRef> keep_alive);
 
   const sharding::ReshardPlan& plan_;
   const int64_t element_bytes_;
@@ -218,11 +284,16 @@ class PlanRun {
   // Per destination slot: written, as far as the waves so far go.
   std::vector<Future<>> dst_ready_;
   std::vector<Future<>> all_;
+  // Per input (source slot i, or destination slot j forwarded from as sources_.size() + j): the
+  // serial of the last batch that waits for it, so that a batch waits for each input once.
+  std::vector<int64_t> input_waited_by_;
+  int64_t next_serial_ = 0;
 };
 
 PlanExecution PlanRun::Run() {
   // One entry per batch or staged copy, at most one per copy: push_back never allocates below.
   all_.reserve(plan_.copies.size());
+  input_waited_by_.assign(sources_.size() + destinations_.size(), -1);
   const std::vector<int> wave_of = Waves();
   const int max_wave = wave_of.empty() ? 0 : *std::max_element(wave_of.begin(), wave_of.end());
   for (int wave = 0; wave <= max_wave; ++wave) RunWave(wave_of, wave);
@@ -259,20 +330,20 @@ std::vector<int> PlanRun::Waves() const {
 }
 
 void PlanRun::RunWave(const std::vector<int>& wave_of, int wave) {
-  std::map<BatchKey, Batch> batches;
+  BatchSet batches;
   for (size_t i = 0; i < plan_.copies.size(); ++i) {
     if (wave_of[i] == wave) PlaceCopy(i, batches);
   }
-  for (auto& [key, b] : batches) SubmitBatch(b);
+  batches.ForEachInOrder([this](Batch& b) { SubmitBatch(b); });
   for (size_t slot = 0; slot < destinations_.size(); ++slot) {
     dst_ready_[slot] = JoinFutures(slot_writes_[slot]);
   }
 }
 
-Batch& PlanRun::BatchFor(std::map<BatchKey, Batch>& batches, RuntimeDevice* device, OpKind kind,
-                         size_t copy_index) const {
-  Batch& b = batches[BatchKey(device->platform(), device->platform_device(), kind,
-                              traced_ ? copy_index : 0)];
+Batch& PlanRun::BatchFor(BatchSet& batches, RuntimeDevice* device, OpKind kind, size_t copy_index) {
+  Batch& b = batches.Get(
+      BatchKey(device->platform(), device->platform_device(), kind, traced_ ? copy_index : 0),
+      device->Id().value, traced_, &next_serial_);
   b.platform = device->platform();
   b.device = device->platform_device();
   b.device_id = device->Id().value;
@@ -280,14 +351,15 @@ Batch& PlanRun::BatchFor(std::map<BatchKey, Batch>& batches, RuntimeDevice* devi
   return b;
 }
 
-void PlanRun::PlaceCopy(size_t i, std::map<BatchKey, Batch>& batches) {
+void PlanRun::PlaceCopy(size_t i, BatchSet& batches) {
   const sharding::BoxCopy& c = plan_.copies[i];
   const PlanEndpoint& d = destinations_[c.dst_slot];
-  PlanEndpoint s = c.from_destination ? destinations_[c.src_slot] : sources_[c.src_slot];
-  if (c.from_destination) s.ready = dst_ready_[c.src_slot];
+  const PlanEndpoint& s = c.from_destination ? destinations_[c.src_slot] : sources_[c.src_slot];
+  // A forward reads what the waves before wrote into its source slot.
+  const Future<>& s_ready = c.from_destination ? dst_ready_[c.src_slot] : s.ready;
   if (c.bytes == 0) return;
   if (c.kind == sharding::BoxCopy::Kind::kAlias && s.buffer != nullptr && s.buffer == d.buffer) {
-    slot_writes_[c.dst_slot].push_back(s.ready);
+    slot_writes_[c.dst_slot].push_back(s_ready);
     return;
   }
   StridedCopy g;
@@ -325,11 +397,17 @@ void PlanRun::PlaceCopy(size_t i, std::map<BatchKey, Batch>& batches) {
       b->b2h.push_back(BufferToHostCopy{s.buffer, dst_host, g});
       b->keep_alive.push_back(d.buffer);
     } else {
-      StartStagedCopy(c, s, d, g, pair);
+      PlanEndpoint staged_source = s;
+      staged_source.ready = s_ready;
+      StartStagedCopy(c, staged_source, d, g, pair);
       return;
     }
   }
-  if (!s.is_host()) b->after.push_back(s.ready);
+  const size_t input = c.from_destination ? sources_.size() + c.src_slot : c.src_slot;
+  if (!s.is_host() && input_waited_by_[input] != b->serial) {
+    input_waited_by_[input] = b->serial;
+    b->after.push_back(s_ready);
+  }
   b->dst_slots.push_back(c.dst_slot);
   auto& t = b->traffic[pair];
   t.first += c.bytes;
@@ -386,28 +464,44 @@ void PlanRun::SubmitBatch(Batch& b) {
                   trace_start, enqueued);
     enqueued.OnReady([done = *std::move(traced_done)](const absl::Status& st) { done.Set(st); });
   }
+  Future<> f;
+  if (enqueued.IsReady() && !traced_) {
+    // Ran inline (the platform did the copies on this thread): count them now, no promise.
+    keep_alive.clear();
+    const absl::Status& status = enqueued.Await();
+    f = status.ok() && (context_.record || context_.record_traffic)
+            ? MakeReadyFuture(CatchAllocationFailure(
+                  "counting a finished copy",
+                  [&]() -> absl::Status {
+                    RecordTraffic(context_.record, context_.record_traffic, traffic);
+                    return absl::OkStatus();
+                  }))
+            : enqueued;
+  } else {
+    f = CountWhenDone(enqueued, std::move(traffic), std::move(keep_alive));
+  }
+  std::sort(dst_slots.begin(), dst_slots.end());
+  dst_slots.erase(std::unique(dst_slots.begin(), dst_slots.end()), dst_slots.end());
+  for (int slot : dst_slots) slot_writes_[slot].push_back(f);
+  all_.back() = f;
+}
+
+Future<> PlanRun::CountWhenDone(const Future<>& enqueued, Traffic traffic,
+                                std::vector<PlatformBufferRef> keep_alive) {
   // The batch's future is exposed only once its bytes are counted (Future::Set wakes waiters
   // before it runs callbacks), so that a caller who awaits an array and then reads the client's
   // statistics sees them.
   Promise<> counted;
-  enqueued.OnReady([record = context_.record, counted, traffic = std::move(traffic),
+  enqueued.OnReady([record = context_.record, record_traffic = context_.record_traffic, counted,
+                    traffic = std::move(traffic),
                     keep_alive = std::move(keep_alive)](const absl::Status& st) mutable {
     // The copy is over: release the buffers it read or wrote through raw pointers before anyone
     // learns so. A waiter woken below may destroy the client, and with it the platforms that own
     // those buffers, while this callback is still on its way out.
     keep_alive.clear();
-    RecordAndSet(counted, st, [&] {
-      if (!record) return;
-      for (const auto& [pair, amount] : traffic) {
-        record(pair.first, pair.second, amount.first, amount.second);
-      }
-    });
+    RecordAndSet(counted, st, [&] { RecordTraffic(record, record_traffic, traffic); });
   });
-  Future<> f = counted.future();
-  std::sort(dst_slots.begin(), dst_slots.end());
-  dst_slots.erase(std::unique(dst_slots.begin(), dst_slots.end()), dst_slots.end());
-  for (int slot : dst_slots) slot_writes_[slot].push_back(f);
-  all_.back() = f;
+  return counted.future();
 }
 
 }  // namespace

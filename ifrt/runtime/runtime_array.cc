@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "ifrt/runtime/plan_executor.h"
 #include "ifrt/runtime/runtime_client.h"
+#include "ifrt/status_macros.h"
 
 namespace tessera::runtime {
 
@@ -90,6 +91,23 @@ Future<> RuntimeArray::CopyToHostBuffer(void* data,
   return CatchAllocationFailure("CopyToHostBuffer", [&] {
     return client_->CopyToHostBuffer(*this, data, byte_strides, options);
   });
+}
+
+absl::StatusOr<std::shared_ptr<void>> RuntimeArray::AcquireExternalReference() {
+  TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards, this->shards());
+  if (shards.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("AcquireExternalReference: the array is on ", shards.size(),
+                     " devices; only a single-device array has one buffer to share"));
+  }
+  PlatformBufferRef buffer = std::move(shards[0].buffer);
+  void* address = buffer->host_address();
+  if (address == nullptr && buffer->size_bytes() > 0) {
+    return absl::UnimplementedError(absl::StrCat("AcquireExternalReference: the memory of ",
+                                                 sharding_->devices()->DebugString(),
+                                                 " is not host-addressable"));
+  }
+  return std::shared_ptr<void>(std::move(buffer), address);  // aliasing: holds the buffer
 }
 
 std::string RuntimeArray::DebugString() const {

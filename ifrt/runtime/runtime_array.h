@@ -53,6 +53,7 @@ class RuntimeArray final : public Array {
   absl::StatusOr<ArrayRef> FullyReplicatedShard(ArrayCopySemantics semantics) override;
   Future<> CopyToHostBuffer(void* data, std::optional<absl::Span<const int64_t>> byte_strides,
                             ArrayCopySemantics semantics, TransferOptions options) override;
+  absl::StatusOr<std::shared_ptr<void>> AcquireExternalReference() override;
   std::string DebugString() const override;
 
   RuntimeClient* runtime_client() const { return client_; }

@@ -217,7 +217,8 @@ guard::TransferEvent DownloadEvent(std::string_view op, const sharding::ReshardP
 struct DeviceTraffic {
   int64_t bytes = 0;
   std::set<int32_t> src_ids, dst_ids;
-  std::set<std::string> src_kinds, dst_kinds;
+  // The memories' kinds are named once per call (ReshardEvent), not once per copy.
+  std::set<const RuntimeMemory*> src_memories, dst_memories;
 };
 
 // Adds the copies of `plan` (from `src` memories to `dst` memories) that cross devices. Copies
@@ -233,9 +234,16 @@ void AddDeviceTraffic(const sharding::ReshardPlan& plan, const std::vector<Runti
     traffic.bytes += c.bytes;
     traffic.src_ids.insert(src_id);
     traffic.dst_ids.insert(dst_id);
-    traffic.src_kinds.insert(src[c.src_slot]->Kind().DebugString());
-    traffic.dst_kinds.insert(dst[c.dst_slot]->Kind().DebugString());
+    traffic.src_memories.insert(src[c.src_slot]);
+    traffic.dst_memories.insert(dst[c.dst_slot]);
   }
+}
+
+// The kinds of `memories`, sorted and each once.
+std::set<std::string> KindsOf(const std::set<const RuntimeMemory*>& memories) {
+  std::set<std::string> kinds;
+  for (const RuntimeMemory* m : memories) kinds.insert(m->Kind().DebugString());
+  return kinds;
 }
 
 // The device-to-device movement of a reshard of `arrays`, described by the first array.
@@ -253,8 +261,8 @@ guard::TransferEvent ReshardEvent(std::string_view op, absl::Span<RuntimeArray* 
       .bytes = traffic.bytes,
       .src_devices = DeviceIds(traffic.src_ids),
       .dst_devices = DeviceIds(traffic.dst_ids),
-      .src_memory_kind = absl::StrJoin(traffic.src_kinds, ","),
-      .dst_memory_kind = absl::StrJoin(traffic.dst_kinds, ",")};
+      .src_memory_kind = absl::StrJoin(KindsOf(traffic.src_memories), ","),
+      .dst_memory_kind = absl::StrJoin(KindsOf(traffic.dst_memories), ",")};
 }
 
 // Zero copy: a single compact, aligned shard in a memory the platform can use in place. nullopt
@@ -454,6 +462,18 @@ absl::StatusOr<std::string> RuntimeClient::GuardTransfer(const guard::TransferEv
 
 void RuntimeClient::Record(int32_t src_device, int32_t dst_device, int64_t bytes, int64_t copies) {
   std::lock_guard<std::mutex> lock(stats_mu_);
+  RecordLocked(src_device, dst_device, bytes, copies);
+}
+
+void RuntimeClient::RecordTraffic(const TransferTraffic& traffic) {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  for (const auto& [pair, amount] : traffic) {
+    RecordLocked(pair.first, pair.second, amount.first, amount.second);
+  }
+}
+
+void RuntimeClient::RecordLocked(int32_t src_device, int32_t dst_device, int64_t bytes,
+                                 int64_t copies) {
   TransferStats::Counter* c;
   if (src_device == TransferStats::kHost) {
     c = &stats_.host_to_device;
@@ -488,7 +508,11 @@ void RuntimeClient::SetTransferTrace(std::shared_ptr<TransferTrace> trace) {
 
 PlanContext RuntimeClient::Context(std::string_view op, std::string guard_action,
                                    bool forwards_are_host_to_device) {
-  return PlanContext{Recorder(), trace_, std::string(op), std::move(guard_action),
+  return PlanContext{Recorder(),
+                     [this](const TransferTraffic& traffic) { RecordTraffic(traffic); },
+                     trace_,
+                     std::string(op),
+                     std::move(guard_action),
                      forwards_are_host_to_device};
 }
 
@@ -893,11 +917,22 @@ absl::Status RuntimeClient::AgreeOnReshard(std::string_view op, std::vector<Resh
 absl::StatusOr<RuntimeClient::ReshardWork> RuntimeClient::PlanOneReshard(RuntimeArray* array,
                                                                          const ArraySpec& spec) {
   TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards, array->shards());
+  // By the shardings' identity first: no layout computed or hashed on a hit.
+  ShardingRef src_sharding = array->shared_ptr_sharding();
+  if (std::shared_ptr<const PlanCache::ReshardEntry> hit = plan_cache_.FindReshard(
+          src_sharding.get(), spec.sharding.get(), spec.shape.dims(), array->element_bytes())) {
+    return ReshardWork{
+        array, std::move(shards), Placement{hit->dst_layout, hit->dst_memories}, hit->plan, {}};
+  }
   TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*spec.sharding, spec.shape));
   TESSERA_ASSIGN_OR_RETURN(
       std::shared_ptr<const sharding::ReshardPlan> plan,
       GetPlan(array->layout(), Locations(array->memories()), placement.layout,
               Locations(placement.memories), array->element_bytes(), /*fan_out=*/false));
+  plan_cache_.InsertReshard(
+      spec.shape.dims(), array->element_bytes(),
+      std::make_shared<const PlanCache::ReshardEntry>(PlanCache::ReshardEntry{
+          std::move(src_sharding), spec.sharding, placement.layout, placement.memories, plan}));
   return ReshardWork{array, std::move(shards), std::move(placement), std::move(plan), {}};
 }
 

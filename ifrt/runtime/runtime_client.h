@@ -215,6 +215,10 @@ class RuntimeClient final : public Client, public ClientIntrospection {
   // Slot `slot` of `array`, as a single-device array holding `shard`.
   ArrayRef ShardAsArray(const RuntimeArray& array, int slot, Shard shard);
   void Record(int32_t src_device, int32_t dst_device, int64_t bytes, int64_t copies);
+  // Every pair of `traffic` under one lock.
+  void RecordTraffic(const TransferTraffic& traffic);
+  void RecordLocked(int32_t src_device, int32_t dst_device, int64_t bytes, int64_t copies)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stats_mu_);
   TransferRecorder Recorder();
   // What ExecutePlan needs besides the plan. The caller holds trace_mu_.
   PlanContext Context(std::string_view op, std::string guard_action,

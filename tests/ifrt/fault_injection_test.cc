@@ -363,13 +363,19 @@ TEST_P(FaultTest, EveryFailedAllocationFailsTheCallAndReleasesThePartialOnes) {
   for (Op op : kAllocatingOps) {
     for (FaultyPlatform* p : faulty_) {
       // How many allocations the call makes on this platform.
-      Operation clean = MakeOperation(op, 1, ArrayCopySemantics::kDonateInput);
-      const int64_t calls_before = p->allocation_calls();
-      ASSERT_THAT(clean.call(), IsOk());
-      const int64_t allocations = p->allocation_calls() - calls_before;
+      int64_t allocations = 0;
+      {
+        Operation clean = MakeOperation(op, 1, ArrayCopySemantics::kDonateInput);
+        const int64_t calls_before = p->allocation_calls();
+        ASSERT_THAT(clean.call(), IsOk());
+        allocations = p->allocation_calls() - calls_before;
+      }
       for (int k = 1; k <= allocations; ++k) {
         SCOPED_TRACE(absl::StrCat(OpName(op), " on ", std::string(p->name()), ": allocation ", k,
                                   " of ", allocations, " fails"));
+        // The arrays of the previous call are gone, but a device frees their buffers when its
+        // last command on them completes: measure from a settled state.
+        ExpectMemoriesAtBaseline();
         Operation o = MakeOperation(op, 10 + k, ArrayCopySemantics::kDonateInput);
         const int64_t in_use = TotalBytesInUse();
         p->FailAllocation(k);
@@ -389,6 +395,7 @@ TEST_P(FaultTest, EveryFailedAllocationFailsTheCallAndReleasesThePartialOnes) {
 TEST_P(FaultTest, BadAllocAnywhereIsResourceExhaustedNamingTheCall) {
   for (Op op : kAllocatingOps) {
     SCOPED_TRACE(OpName(op));
+    ExpectMemoriesAtBaseline();
     Operation o = MakeOperation(op, 2, ArrayCopySemantics::kDonateInput);
     const int64_t in_use = TotalBytesInUse();
     faulty_.back()->FailAllocation(1, /*throw_bad_alloc=*/true);

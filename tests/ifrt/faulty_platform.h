@@ -5,8 +5,11 @@
 //   - the Nth copy call of chosen kinds (host->buffer, buffer->host, buffer->buffer) fails on the
 //     stream, after `after`, optionally once its first k copies have run (a batch that fails
 //     midway), or throws std::bad_alloc while being enqueued;
+//   - the Nth kernel launch or host callback (the steps of a program: its kernels, its
+//     collectives) fails on the stream, after `after`, with DATA_LOSS;
 //   - a device is lost: after a number of operations on it, every operation it executes
-//     (allocation, copy, host callback, wrap) fails at once with UNAVAILABLE "device lost".
+//     (allocation, copy, host callback, kernel launch, wrap) fails at once with UNAVAILABLE
+//     "device lost".
 //
 //   auto faulty = std::make_unique<tessera::testing::FaultyPlatform>(*CreateCpuPlatform());
 //   FaultyPlatform* platform = faulty.get();   // the client owns it from here on
@@ -72,18 +75,28 @@ class FaultyPlatform final : public Platform {
     throw_on_copy_.store(true);
     copy_countdown_.store(n);
   }
+  // The `n`th kernel launch from now fails with DATA_LOSS "injected kernel failure" (on the
+  // stream, after `after`; the kernel does not run).
+  void FailLaunch(int n) { launch_countdown_.store(n); }
+  // The `n`th host callback from now fails with DATA_LOSS "injected host callback failure" (on the
+  // stream, after `after`; the callback does not run).
+  void FailHostCallback(int n) { callback_countdown_.store(n); }
   // After `ops` more operations executed by `device`, every operation it executes fails with
   // UNAVAILABLE. -1: the device works again.
   void LoseDeviceAfter(int device, int ops) { lost_after_[device].store(ops); }
   void Disarm() {
     allocation_countdown_.store(0);
     copy_countdown_.store(0);
+    launch_countdown_.store(0);
+    callback_countdown_.store(0);
     for (auto& ops : lost_after_) ops.store(-1);
   }
 
   // Calls seen so far (for sizing a sweep over "the Nth").
   int64_t allocation_calls() const { return allocation_calls_.load(); }
   int64_t copy_calls() const { return copy_calls_.load(); }
+  int64_t launch_calls() const { return launch_calls_.load(); }
+  int64_t callback_calls() const { return callback_calls_.load(); }
   int64_t injected_faults() const { return injected_.load(); }
   Platform& base() { return *base_; }
 
@@ -137,8 +150,30 @@ class FaultyPlatform final : public Platform {
   }
   Future<> EnqueueHostCallback(int device, std::function<absl::Status()> fn,
                                absl::Span<const Future<>> after) override {
+    callback_calls_.fetch_add(1);
     if (absl::Status lost = CountOnDevice(device); !lost.ok()) return MakeReadyFuture(lost);
+    if (Hit(callback_countdown_)) {
+      injected_.fetch_add(1);
+      return base_->EnqueueHostCallback(
+          device, [] { return absl::DataLossError("injected host callback failure"); }, after);
+    }
     return base_->EnqueueHostCallback(device, std::move(fn), after);
+  }
+  absl::StatusOr<PlatformKernelRef> LoadKernel(int device,
+                                               const KernelArtifact& artifact) override {
+    if (absl::Status lost = CountOnDevice(device); !lost.ok()) return lost;
+    return base_->LoadKernel(device, artifact);
+  }
+  Future<> LaunchKernel(int device, KernelLaunch launch,
+                        absl::Span<const Future<>> after) override {
+    launch_calls_.fetch_add(1);
+    if (absl::Status lost = CountOnDevice(device); !lost.ok()) return MakeReadyFuture(lost);
+    if (Hit(launch_countdown_)) {
+      injected_.fetch_add(1);
+      return base_->EnqueueHostCallback(
+          device, [] { return absl::DataLossError("injected kernel failure"); }, after);
+    }
+    return base_->LaunchKernel(device, std::move(launch), after);
   }
 
  private:
@@ -194,9 +229,13 @@ class FaultyPlatform final : public Platform {
   std::atomic<unsigned> copy_kinds_{0};
   std::atomic<size_t> copy_succeed_{0};
   std::atomic<bool> throw_on_copy_{false};
+  std::atomic<int> launch_countdown_{0};
+  std::atomic<int> callback_countdown_{0};
   std::vector<std::atomic<int>> lost_after_;
   std::atomic<int64_t> allocation_calls_{0};
   std::atomic<int64_t> copy_calls_{0};
+  std::atomic<int64_t> launch_calls_{0};
+  std::atomic<int64_t> callback_calls_{0};
   std::atomic<int64_t> injected_{0};
 };
 

@@ -13,7 +13,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -88,6 +90,31 @@ class SoakTest : public ::testing::TestWithParam<SoakTopology> {
     for (Device* d : client_->devices()) {
       for (Memory* m : d->Memories()) baseline_.push_back({m, m->BytesInUse()});
     }
+    CompilePrograms();
+  }
+
+  // z = a + a over all the devices in rows, as given and donating its argument. Where this build
+  // or topology runs no programs, the soak goes without them (and says so).
+  void CompilePrograms() {
+    const std::string t = "tensor<" + std::to_string(2 * n_) + "x6xi32>";
+    const std::string attr =
+        "{tessera.sharding = \"mesh{x=" + std::to_string(n_) + "} P(x,None)\"}";
+    const std::string text = "func.func @main(%a: " + t + " " + attr + ") -> (" + t + " " + attr +
+                             ") {\n  %z = arith.addi %a, %a : " + t + "\n  return %z : " + t +
+                             "\n}";
+    DeviceListRef all = Positions({0, 1, 2, 3});
+    for (bool donate : {false, true}) {
+      CompileOptions options{.devices = all};
+      if (donate) options.donated_input_indices = {0};
+      absl::StatusOr<LoadedExecutableRef> exe =
+          client_->GetDefaultCompiler()->Compile(std::make_unique<MlirProgram>(text), options);
+      if (!exe.ok()) {
+        std::printf("soak %s: no programs (%s)\n", GetParam().name.c_str(),
+                    exe.status().ToString().c_str());
+        return;
+      }
+      (donate ? doubling_donated_ : doubling_) = *std::move(exe);
+    }
   }
 
   Shape ArrayShape() const { return Shape({2 * n_, 6}); }
@@ -161,6 +188,7 @@ class SoakTest : public ::testing::TestWithParam<SoakTopology> {
   void Remap(std::mt19937& rng);
   void Delete(std::mt19937& rng);
   void Read(std::mt19937& rng);
+  void Execute(std::mt19937& rng);
   void Worker(uint32_t seed, std::chrono::steady_clock::time_point deadline);
 
   std::shared_ptr<Client> client_;
@@ -168,7 +196,8 @@ class SoakTest : public ::testing::TestWithParam<SoakTopology> {
   std::vector<std::pair<Memory*, int64_t>> baseline_;
   std::mutex mu_;
   std::vector<Entry> pool_;
-  std::atomic<int64_t> operations_{0}, reads_{0}, raced_{0};
+  LoadedExecutableRef doubling_, doubling_donated_;  // null: no programs here
+  std::atomic<int64_t> operations_{0}, reads_{0}, raced_{0}, executions_{0};
 };
 
 void SoakTest::Make(std::mt19937& rng) {
@@ -266,10 +295,35 @@ void SoakTest::Read(std::mt19937& rng) {
   reads_.fetch_add(1);
 }
 
+// Runs a + a on a random array (resharded first where it is not in rows over all devices, perhaps
+// donated); the result joins the pool with its expected bytes: each s32 doubled, wrapping.
+void SoakTest::Execute(std::mt19937& rng) {
+  if (doubling_ == nullptr) return;
+  std::optional<Entry> in = Pick(rng);
+  if (!in.has_value()) return;
+  const bool donate = rng() % 2 == 0;
+  std::vector<ArrayRef> args = {in->array};
+  absl::StatusOr<ExecuteResult> r =
+      (donate ? doubling_donated_ : doubling_)->Execute(absl::MakeSpan(args));
+  ExpectOkOrDeleted(r.status(), "Execute");
+  if (!r.ok()) return;
+  if (donate) Remove(in->array);
+  ASSERT_THAT(r->status.Await(), IsOk());
+  auto doubled = std::make_shared<std::vector<uint8_t>>(*in->data);
+  for (size_t i = 0; i + 4 <= doubled->size(); i += 4) {
+    uint32_t v;
+    std::memcpy(&v, doubled->data() + i, 4);
+    v *= 2;
+    std::memcpy(doubled->data() + i, &v, 4);
+  }
+  executions_.fetch_add(1);
+  Put(rng, Entry{r->outputs[0], std::move(doubled), n_});
+}
+
 void SoakTest::Worker(uint32_t seed, std::chrono::steady_clock::time_point deadline) {
   std::mt19937 rng(seed);
   while (std::chrono::steady_clock::now() < deadline) {
-    switch (rng() % 8) {
+    switch (rng() % 9) {
       case 0:
       case 1:
         Make(rng);
@@ -285,6 +339,9 @@ void SoakTest::Worker(uint32_t seed, std::chrono::steady_clock::time_point deadl
         break;
       case 5:
         Delete(rng);
+        break;
+      case 6:
+        Execute(rng);
         break;
       default:
         Read(rng);
@@ -317,9 +374,15 @@ TEST_P(SoakTest, RandomOperationsFromManyThreads) {
     EXPECT_EQ(memory->BytesInUse(), bytes) << memory->DebugString() << " leaks";
   }
   EXPECT_GT(reads_.load(), 0);
-  std::printf("soak %s: %lld operations, %lld verified read-backs, %lld raced with a deletion\n",
-              GetParam().name.c_str(), static_cast<long long>(operations_.load()),
-              static_cast<long long>(reads_.load()), static_cast<long long>(raced_.load()));
+  if (doubling_ != nullptr) {
+    EXPECT_GT(executions_.load(), 0);
+  }
+  std::printf(
+      "soak %s: %lld operations, %lld programs run, %lld verified read-backs, %lld raced with a "
+      "deletion\n",
+      GetParam().name.c_str(), static_cast<long long>(operations_.load()),
+      static_cast<long long>(executions_.load()), static_cast<long long>(reads_.load()),
+      static_cast<long long>(raced_.load()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, SoakTest,

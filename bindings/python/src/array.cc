@@ -1,0 +1,177 @@
+// tessera.Array and tessera.Shard: a sharded array, its shards, and copies to the host.
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bindings/python/src/common.h"
+
+namespace tessera::python {
+namespace {
+
+nb::dlpack::dtype NbDType(DType dtype) {
+  using Code = nb::dlpack::dtype_code;
+  const uint8_t bits = static_cast<uint8_t>(*dtype.byte_size() * 8);
+  Code code = Code::Float;
+  switch (dtype.kind()) {
+    case DType::kPred:
+      code = Code::Bool;
+      break;
+    case DType::kS8:
+    case DType::kS16:
+    case DType::kS32:
+    case DType::kS64:
+      code = Code::Int;
+      break;
+    case DType::kU8:
+    case DType::kU16:
+    case DType::kU32:
+    case DType::kU64:
+      code = Code::UInt;
+      break;
+    case DType::kBF16:
+      code = Code::Bfloat;
+      break;
+    default:
+      break;
+  }
+  return nb::dlpack::dtype{static_cast<uint8_t>(code), bits, 1};
+}
+
+// A new numpy array with the whole array's data (one device-to-host transfer).
+nb::object ToNumpy(const PyArray& a, bool is_explicit) {
+  const Array& array = *a.array;
+  if (array.dtype().kind() == DType::kBF16) {
+    throw nb::type_error("numpy has no bfloat16: use np.from_dlpack on a single-device array");
+  }
+  const size_t bytes = array.shape().num_elements() * *array.dtype().byte_size();
+  auto* data = new uint8_t[bytes == 0 ? 1 : bytes];
+  nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<uint8_t*>(p); });
+  AwaitReleasingGil(a.array->CopyToHostBuffer(data, std::nullopt, ArrayCopySemantics::kAlwaysCopy,
+                                              TransferOptions{is_explicit}));
+  std::vector<size_t> shape(array.shape().dims().begin(), array.shape().dims().end());
+  return nb::cast(nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr,
+                                         NbDType(array.dtype())));
+}
+
+// numpy's __array__(dtype=None, copy=None): an implicit device-to-host transfer, as in JAX.
+nb::object DunderArray(const PyArray& a, nb::handle dtype, nb::handle copy) {
+  if (copy.is(Py_False)) {
+    throw nb::value_error(
+        "a tessera.Array is always copied to the host by __array__ (copy=False is impossible); "
+        "np.from_dlpack gives a zero-copy view of a single-device CPU array");
+  }
+  nb::object out = ToNumpy(a, /*is_explicit=*/false);
+  if (!dtype.is_none()) out = out.attr("astype")(dtype);
+  return out;
+}
+
+nb::tuple Shape(const Array& a) {
+  nb::list dims;
+  for (int64_t d : a.shape().dims()) dims.append(d);
+  return nb::tuple(dims);
+}
+
+std::vector<PyShard> AddressableShards(const PyArray& a) {
+  const Array& array = *a.array;
+  std::vector<IndexDomain> domains = ValueOrThrow(array.sharding().IndexDomains(array.shape()));
+  absl::StatusOr<std::vector<ArrayRef>> parts;
+  {
+    nb::gil_scoped_release release;
+    parts = a.array->DisassembleIntoSingleDeviceArrays(ArrayCopySemantics::kReuseInput);
+  }
+  std::vector<ArrayRef> shards = ValueOrThrow(std::move(parts));
+  absl::Span<Device* const> devices = array.sharding().devices()->devices();
+  std::vector<PyShard> out;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    nb::list index;
+    const IndexDomain& d = domains[i];
+    for (size_t k = 0; k < d.origin().size(); ++k) {
+      index.append(
+          nb::steal(PySlice_New(nb::int_(d.origin()[k]).ptr(),
+                                nb::int_(d.origin()[k] + d.shape().dims()[k]).ptr(), nullptr)));
+    }
+    out.push_back(
+        PyShard{PyDevice{a.client, devices[i]}, nb::tuple(index), PyArray{a.client, shards[i]}});
+  }
+  return out;
+}
+
+PyArray ReshardOne(const PyArray& a, nb::handle sharding, bool donate) {
+  ArraySpec spec{a.array->dtype(), a.array->shape(), ShardingFromPython(*a.client, sharding)};
+  std::vector<ArrayRef> in = {a.array};
+  absl::StatusOr<std::vector<ArrayRef>> out;
+  {
+    nb::gil_scoped_release release;
+    out = a.client->ReshardArrays(
+        absl::MakeSpan(in), {spec},
+        donate ? ArrayCopySemantics::kDonateInput : ArrayCopySemantics::kReuseInput);
+  }
+  return PyArray{a.client, ValueOrThrow(std::move(out))[0]};
+}
+
+std::vector<PyDevice> ArrayDevices(const PyArray& a) {
+  std::vector<PyDevice> out;
+  for (Device* d : a.array->sharding().devices()->devices()) out.push_back({a.client, d});
+  return out;
+}
+
+}  // namespace
+
+void RegisterArray(nb::module_& m) {
+  nb::class_<PyArray> cls(
+      m, "Array",
+      "An immutable array sharded over devices (made by Client.put, reshard or\n"
+      "from_dlpack). np.asarray(a) copies it to the host (an implicit transfer).");
+  cls.def_prop_ro("shape", [](const PyArray& a) { return Shape(*a.array); })
+      .def_prop_ro("dtype", [](const PyArray& a) { return NumpyDType(a.array->dtype()); })
+      .def_prop_ro("ndim", [](const PyArray& a) { return a.array->shape().dims().size(); })
+      .def_prop_ro("size", [](const PyArray& a) { return a.array->shape().num_elements(); })
+      .def_prop_ro("nbytes",
+                   [](const PyArray& a) {
+                     return a.array->shape().num_elements() * *a.array->dtype().byte_size();
+                   })
+      .def_prop_ro(
+          "sharding", [](const PyArray& a) { return a.array->sharding().DebugString(); },
+          "The sharding's description.")
+      .def("devices", &ArrayDevices, "The devices of the sharding, in slot order.")
+      .def_prop_ro("addressable_shards", &AddressableShards,
+                   "One Shard per device: .device, .index (a tuple of slices), .data (a\n"
+                   "single-device Array sharing the shard's buffer).")
+      .def("__array__", &DunderArray, nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
+      .def(
+          "to_numpy", [](const PyArray& a) { return ToNumpy(a, /*is_explicit=*/true); },
+          "Copies the array to a new numpy array: an explicit device-to-host transfer.")
+      .def(
+          "block_until_ready",
+          [](nb::handle self) {
+            AwaitReleasingGil(nb::cast<const PyArray&>(self).array->GetReadyFuture());
+            return nb::borrow(self);
+          },
+          "Waits until every shard is in place; raises the error that prevented it.")
+      .def("is_ready", [](const PyArray& a) { return a.array->GetReadyFuture().IsReady(); })
+      .def("reshard", &ReshardOne, nb::arg("sharding"), nb::kw_only(), nb::arg("donate") = false,
+           "A new array with this one's data sharded as `sharding` (an explicit transfer).")
+      .def(
+          "delete", [](PyArray& a) { a.array->Delete(); },
+          "Releases the shards now; later uses raise RuntimeError (FAILED_PRECONDITION).")
+      .def("is_deleted", [](const PyArray& a) { return a.array->IsDeleted(); })
+      .def("__repr__", [](const PyArray& a) { return a.array->DebugString(); });
+  RegisterArrayDlpack(cls);
+
+  nb::class_<PyShard>(m, "Shard", "A shard of an Array, as jax.Shard.")
+      .def_prop_ro("device", [](const PyShard& s) { return s.device; })
+      .def_prop_ro("index", [](const PyShard& s) { return s.index; })
+      .def_prop_ro("data", [](const PyShard& s) { return s.data; })
+      .def("__repr__", [](const PyShard& s) {
+        return absl::StrCat("Shard(device=", s.device.device->ToString(),
+                            ", index=", nb::cast<std::string>(nb::repr(s.index)), ")");
+      });
+}
+
+}  // namespace tessera::python

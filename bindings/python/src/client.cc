@@ -1,0 +1,207 @@
+// tessera.Client: devices, put (host -> devices), batched reshard, stats, the guard's policy.
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bindings/python/src/common.h"
+
+namespace tessera::python {
+namespace {
+
+using HostArray = nb::ndarray<nb::ro, nb::device::cpu>;
+
+VulkanMode ParseVulkanMode(const std::string& mode) {
+  if (mode == "if_available") return VulkanMode::kIfAvailable;
+  if (mode == "off") return VulkanMode::kOff;
+  if (mode == "required") return VulkanMode::kRequired;
+  throw nb::value_error(
+      absl::StrCat("vulkan must be 'if_available', 'off' or 'required', not '", mode, "'").c_str());
+}
+
+PyClient MakeClient(int cpu_devices, const std::string& vulkan,
+                    std::optional<std::string> transfer_guard, int cpu_threads_per_device) {
+  ClientOptions options;
+  options.cpu_devices = cpu_devices;
+  options.cpu_threads_per_device = cpu_threads_per_device;
+  options.vulkan = ParseVulkanMode(vulkan);
+  if (transfer_guard.has_value()) {
+    options.transfer_guard = ValueOrThrow(guard::Policy::Parse(*transfer_guard));
+  }
+  absl::StatusOr<std::shared_ptr<Client>> client;
+  {
+    nb::gil_scoped_release release;
+    client = CreateClient(options);
+  }
+  return PyClient{ValueOrThrow(std::move(client))};
+}
+
+DType DTypeOf(nb::dlpack::dtype t) {
+  using Code = nb::dlpack::dtype_code;
+  const auto code = static_cast<Code>(t.code);
+  if (t.lanes == 1) {
+    if (code == Code::Bool && t.bits == 8) return DType(DType::kPred);
+    if (code == Code::Int) {
+      if (t.bits == 8) return DType(DType::kS8);
+      if (t.bits == 16) return DType(DType::kS16);
+      if (t.bits == 32) return DType(DType::kS32);
+      if (t.bits == 64) return DType(DType::kS64);
+    }
+    if (code == Code::UInt) {
+      if (t.bits == 8) return DType(DType::kU8);
+      if (t.bits == 16) return DType(DType::kU16);
+      if (t.bits == 32) return DType(DType::kU32);
+      if (t.bits == 64) return DType(DType::kU64);
+    }
+    if (code == Code::Float) {
+      if (t.bits == 16) return DType(DType::kF16);
+      if (t.bits == 32) return DType(DType::kF32);
+      if (t.bits == 64) return DType(DType::kF64);
+    }
+    if (code == Code::Bfloat && t.bits == 16) return DType(DType::kBF16);
+  }
+  throw nb::type_error(absl::StrCat("unsupported dtype (DLPack code ", t.code, ", ", t.bits,
+                                    " bits, ", t.lanes, " lanes)")
+                           .c_str());
+}
+
+PyArray Put(const PyClient& c, HostArray data, nb::handle sharding, bool is_explicit) {
+  ShardingRef s = ShardingFromPython(*c.client, sharding);
+  const DType dtype = DTypeOf(data.dtype());
+  const int64_t item = *dtype.byte_size();
+  std::vector<int64_t> dims(data.ndim()), strides(data.ndim());
+  for (size_t i = 0; i < data.ndim(); ++i) {
+    dims[i] = static_cast<int64_t>(data.shape(i));
+    strides[i] = data.stride(i) * item;
+  }
+  absl::StatusOr<ArrayRef> array;
+  {
+    nb::gil_scoped_release release;
+    array = c.client->MakeArrayFromHostBuffer(
+        data.data(), dtype, Shape(dims), absl::MakeConstSpan(strides), std::move(s),
+        HostBufferSemantics::kImmutableOnlyDuringCall, nullptr, TransferOptions{is_explicit});
+  }
+  return PyArray{c.client, ValueOrThrow(std::move(array))};
+}
+
+std::vector<PyArray> Reshard(const PyClient& c, const std::vector<PyArray>& arrays,
+                             nb::sequence shardings, bool donate, bool is_explicit) {
+  if (nb::len(shardings) != arrays.size()) {
+    throw nb::value_error(
+        absl::StrCat("reshard: ", arrays.size(), " arrays but ", nb::len(shardings), " shardings")
+            .c_str());
+  }
+  std::vector<ArrayRef> refs;
+  std::vector<ArraySpec> specs;
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    const ArrayRef& a = arrays[i].array;
+    refs.push_back(a);
+    specs.push_back(ArraySpec{a->dtype(), a->shape(), ShardingFromPython(*c.client, shardings[i])});
+  }
+  absl::StatusOr<std::vector<ArrayRef>> out;
+  {
+    nb::gil_scoped_release release;
+    out = c.client->ReshardArrays(
+        absl::MakeSpan(refs), specs,
+        donate ? ArrayCopySemantics::kDonateInput : ArrayCopySemantics::kReuseInput,
+        TransferOptions{is_explicit});
+  }
+  std::vector<PyArray> result;
+  for (ArrayRef& a : ValueOrThrow(std::move(out))) result.push_back(PyArray{c.client, a});
+  return result;
+}
+
+nb::dict Counter(const TransferStats::Counter& c) {
+  nb::dict d;
+  d["bytes"] = c.bytes;
+  d["copies"] = c.copies;
+  return d;
+}
+
+nb::dict Stats(const PyClient& c) {
+  TransferStats s = c.client->transfer_stats();
+  nb::dict d;
+  d["host_to_device"] = Counter(s.host_to_device);
+  d["device_to_device"] = Counter(s.device_to_device);
+  d["device_to_host"] = Counter(s.device_to_host);
+  d["local"] = Counter(s.local);
+  return d;
+}
+
+nb::dict GuardCounters(const PyClient& c, const std::string& direction) {
+  guard::Direction dir;
+  if (direction == "h2d" || direction == "host_to_device") {
+    dir = guard::Direction::kHostToDevice;
+  } else if (direction == "d2d" || direction == "device_to_device") {
+    dir = guard::Direction::kDeviceToDevice;
+  } else if (direction == "d2h" || direction == "device_to_host") {
+    dir = guard::Direction::kDeviceToHost;
+  } else {
+    throw nb::value_error(
+        absl::StrCat("direction must be 'h2d', 'd2d' or 'd2h', not '", direction, "'").c_str());
+  }
+  guard::TransferGuard::DirectionCounters k = c.client->transfer_guard().counters(dir);
+  nb::dict d;
+  d["allowed_events"] = k.allowed_events;
+  d["logged_events"] = k.logged_events;
+  d["refused_events"] = k.refused_events;
+  d["allowed_bytes"] = k.allowed_bytes;
+  d["logged_bytes"] = k.logged_bytes;
+  d["refused_bytes"] = k.refused_bytes;
+  return d;
+}
+
+std::vector<PyDevice> Devices(const PyClient& c) {
+  std::vector<PyDevice> out;
+  for (Device* d : c.client->devices()) out.push_back(PyDevice{c.client, d});
+  return out;
+}
+
+}  // namespace
+
+void RegisterClient(nb::module_& m) {
+  nb::class_<PyClient>(
+      m, "Client",
+      "A Tessera client: its devices, and arrays sharded over them.\n\n"
+      "Client(cpu_devices=4, vulkan='if_available', transfer_guard=None)\n"
+      "vulkan: 'if_available', 'off' or 'required'. transfer_guard: a policy\n"
+      "such as 'h2d=log,d2d=disallow' (None: $TESSERA_TRANSFER_GUARD, else allow).")
+      .def(nb::new_(&MakeClient), nb::arg("cpu_devices") = 4, nb::arg("vulkan") = "if_available",
+           nb::arg("transfer_guard") = nb::none(), nb::arg("cpu_threads_per_device") = 0)
+      .def_prop_ro("devices", &Devices, "The devices, in id order (CPU devices first).")
+      .def_prop_ro(
+          "platforms", [](const PyClient& c) { return c.client->platform_names(); },
+          "The platforms this client runs on: 'cpu', 'vulkan'.")
+      .def("put", &Put, nb::arg("x"), nb::arg("sharding"), nb::kw_only(),
+           nb::arg("is_explicit") = true,
+           "Copies the host array `x` (numpy, or any buffer/DLPack array on the CPU) onto the\n"
+           "devices of `sharding`: a str ('mesh{x=4} P(x,None)', '2x1 to [0] on 2'), a Device or\n"
+           "a tessera.NamedSharding. A host-to-device transfer the guard checks.")
+      .def("reshard", &Reshard, nb::arg("arrays"), nb::arg("shardings"), nb::kw_only(),
+           nb::arg("donate") = false, nb::arg("is_explicit") = true,
+           "Reshards arrays[i] to shardings[i], all in one call (one plan per array, copies run\n"
+           "in parallel). donate=True deletes the inputs when the call succeeds.")
+      .def("transfer_stats", &Stats,
+           "Bytes and copies moved since the client was created, per direction: a dict of\n"
+           "{'host_to_device', 'device_to_device', 'device_to_host', 'local'} ->\n"
+           "{'bytes', 'copies'}.")
+      .def_prop_rw(
+          "transfer_guard_policy",
+          [](const PyClient& c) { return c.client->transfer_guard().policy().ToString(); },
+          [](PyClient& c, const std::string& text) {
+            c.client->transfer_guard().SetPolicy(ValueOrThrow(guard::Policy::Parse(text)));
+          },
+          "The client's transfer guard policy in its text form ('h2d=log,d2d=disallow').")
+      .def("transfer_guard_counters", &GuardCounters, nb::arg("direction"),
+           "What the guard decided so far in 'h2d', 'd2d' or 'd2h': allowed/logged/refused\n"
+           "events and bytes.")
+      .def("__repr__", [](const PyClient& c) { return c.client->DebugString(); });
+}
+
+}  // namespace tessera::python
