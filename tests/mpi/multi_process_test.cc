@@ -21,6 +21,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ifrt/introspection.h"
 #include "tessera.h"
 #include "tests/ifrt/test_util.h"
 #include "tests/testing/status_matchers.h"
@@ -331,6 +332,37 @@ TEST_F(MultiProcessTest, DifferentArgumentsAreAnErrorOnEveryProcess) {
       ArrayCopySemantics::kAlwaysCopy);
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectShards((*out)[0], full, "after the mismatch");
+}
+
+// The identity plan cache (same Sharding objects: no geometry on a hit) does not skip the
+// agreement: a mismatch between cached calls is still an error on every process.
+TEST_F(MultiProcessTest, CachedPlansStillAgreeOnEveryCall) {
+  const Shape shape({10, 6});
+  const DType f32(DType::kF32);
+  const std::vector<uint8_t> full = Pattern(240, 4);
+  DeviceListRef all = All();
+  absl::StatusOr<ArrayRef> a = testing::MakeArray(*client_, full, f32, shape, Split(shape, 0));
+  ASSERT_TRUE(a.ok()) << a.status();
+  std::vector<ArrayRef> in = {*a};
+  const ShardingRef cols = Split(shape, 1);
+  const ShardingRef repl = testing::ReplicatedSharding(all, shape);
+  ASSERT_NE(client_->introspection(), nullptr);
+  const int64_t hits_before = client_->introspection()->plan_cache_stats().hits;
+  for (const ShardingRef& target : {cols, repl, cols, repl}) {  // the second round hits
+    absl::StatusOr<std::vector<ArrayRef>> out = client_->ReshardArrays(
+        absl::MakeSpan(in), {ArraySpec{f32, shape, target}}, ArrayCopySemantics::kAlwaysCopy);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectShards((*out)[0], full, target->DebugString());
+  }
+  EXPECT_GE(client_->introspection()->plan_cache_stats().hits, hits_before + 2);
+  const ShardingRef mine = client_->process_index() == 1 ? cols : repl;
+  EXPECT_THAT(client_->ReshardArrays(absl::MakeSpan(in), {ArraySpec{f32, shape, mine}},
+                                     ArrayCopySemantics::kAlwaysCopy),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("different arguments")));
+  absl::StatusOr<std::vector<ArrayRef>> out = client_->ReshardArrays(
+      absl::MakeSpan(in), {ArraySpec{f32, shape, cols}}, ArrayCopySemantics::kAlwaysCopy);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectShards((*out)[0], full, "after the cached mismatch");
 }
 
 TEST_F(MultiProcessTest, ReshardsFromTwoThreadsDoNotMixTheirMessages) {
