@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "backends/default_program_compiler.h"
+#include "backends/mpi/transport_factory.h"
 #include "backends/registry.h"
 #include "ifrt/runtime/runtime_client.h"
 #include "ifrt/status_macros.h"
@@ -86,9 +87,14 @@ absl::StatusOr<std::shared_ptr<Client>> CreateClientFromRegistry(const PlatformR
     return absl::InvalidArgumentError(
         "no devices: cpu_devices is 0 and no Vulkan device is available");
   }
+  std::unique_ptr<Transport> transport;
+  if (options.distributed == Distributed::kMpi) {
+    TESSERA_ASSIGN_OR_RETURN(transport, CreateMpiTransport());
+  }
   TESSERA_ASSIGN_OR_RETURN(
       std::shared_ptr<runtime::RuntimeClient> client,
-      runtime::RuntimeClient::Create(std::move(platforms), policy, CreateDefaultProgramCompiler()));
+      runtime::RuntimeClient::Create(std::move(platforms), policy, CreateDefaultProgramCompiler(),
+                                     std::move(transport)));
   return std::shared_ptr<Client>(std::move(client));
 }
 

@@ -12,6 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libbenchmark-dev
   libcli11-dev           # argument parsing of the tessera tool
+  libopenmpi-dev openmpi-bin  # MPI: multi-process clients (Distributed::kMpi), mpirun for tests
   libvulkan-dev vulkan-validationlayers glslc spirv-tools
   mesa-vulkan-drivers    # lavapipe: a Vulkan driver on the CPU, used when no GPU is present
   clang-14 libclang-rt-14-dev  # libFuzzer for the parser fuzz targets

@@ -94,8 +94,14 @@ class Client {
   // Set once every array is ready (first error wins).
   virtual Future<> GetReadyFuture(absl::Span<const ArrayRef> arrays) = 0;
 
+  // Every device of every process, in one global order (process 0's first), the same on every
+  // process of a multi-process client; ids are global.
   virtual absl::Span<Device* const> devices() const = 0;
+  // This process's devices (all of devices() in a single-process client).
   virtual absl::Span<Device* const> addressable_devices() const = 0;
+  // This process among the processes the client spans (0 and 1 in a single-process client).
+  virtual int process_index() const { return 0; }
+  virtual int process_count() const { return 1; }
   // NOT_FOUND for an id this client does not have.
   virtual absl::StatusOr<Device*> LookupDevice(DeviceId id) const = 0;
   // INVALID_ARGUMENT for an empty list, a repeated device, or a device of another client.

@@ -48,8 +48,12 @@ class Device {
   // The memory that arrays land in when no memory kind is given. NOT_FOUND if the device has none.
   virtual absl::StatusOr<Memory*> DefaultMemory() const = 0;
   virtual absl::Span<Memory* const> Memories() const = 0;
-  // Whether this process can address the device (always true in a single-host client).
+  // Whether this process can address the device: true for this process's devices, false for
+  // those of the other processes of a multi-process client (Distributed::kMpi).
   virtual bool IsAddressable() const { return true; }
+  // The process that owns the device, 0..Client::process_count()-1 (0 in a single-process
+  // client).
+  virtual int ProcessIndex() const { return 0; }
   // "cpu:0", "vulkan:2"
   virtual std::string ToString() const = 0;
   // "Device(id=2, kind=vulkan, name=llvmpipe (LLVM 15.0.6, 256 bits))"

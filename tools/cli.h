@@ -45,7 +45,8 @@ absl::StatusOr<ShardingRef> BindSharding(std::string_view option, const Sharding
 
 struct ClientSetup {
   std::shared_ptr<Client> client;
-  // The devices in --devices order (the client's order without --devices).
+  // The devices in --devices order (the client's order without --devices). In a multi-process
+  // client, --devices counts each process's devices: process 0's in that order, then process 1's...
   std::vector<Device*> devices;
   std::string description;  // "cpu:4", "default client"
 };
@@ -53,10 +54,22 @@ struct ClientResult {
   std::optional<ClientSetup> setup;  // set on success
   int exit_code = kExitOk;
 };
-// Creates the client for --devices (nullopt: CreateClient() defaults) and --guard (nullopt: the
-// default policy). On failure, prints the error and returns its exit code without a setup.
+// --distributed: "none" (this process only) or "mpi" (every process of an mpirun job).
+absl::StatusOr<Distributed> ParseDistributed(std::string_view text);
+
+// Creates the client for --devices (nullopt: CreateClient() defaults), --guard (nullopt: the
+// default policy) and --distributed. On failure, prints the error and returns its exit code
+// without a setup. In a multi-process client, processes other than 0 print nothing on stdout from
+// then on (std::cout is silenced); their errors still go to stderr.
 ClientResult SetUpClient(const std::optional<std::string>& devices,
-                         const std::optional<std::string>& guard_policy);
+                         const std::optional<std::string>& guard_policy,
+                         std::string_view distributed = "none");
+
+// Reads `array` back into `out` (array.shape() bytes of its dtype). In a multi-process client an
+// array with shards on other processes is first gathered, collectively, onto the first device of
+// process 0, which alone reads it: `*read` tells whether `out` was filled (always true in a
+// single-process client). Every process must call it with the same array.
+absl::Status ReadBack(Client& client, const ArrayRef& array, uint8_t* out, bool* read);
 
 // The client's plans and traces (ifrt/introspection.h), or nullptr when it has none.
 ClientIntrospection* Introspect(Client& client);
@@ -126,6 +139,7 @@ std::string RenderClientPlan(const Client& client, const sharding::ReshardPlan& 
 
 struct InfoOptions {
   std::optional<std::string> devices;
+  std::string distributed = "none";
   bool json = false;
 };
 int RunInfo(const InfoOptions& options);
@@ -141,7 +155,8 @@ struct ReshardOptions {
   int repeat = 5;
   std::optional<std::string> guard;
   bool implicit = false;
-  std::string trace_out;  // `tessera trace` only
+  std::string trace_out;             // `tessera trace` only
+  std::string distributed = "none";  // `tessera reshard` only
 };
 int RunReshard(const ReshardOptions& options);
 int RunTrace(const ReshardOptions& options);
@@ -161,6 +176,7 @@ int RunProgram(const RunOptions& options);
 
 struct DemoOptions {
   std::optional<std::string> devices;
+  std::string distributed = "none";
   bool quick = false;  // smaller arrays (tests)
 };
 int RunDemo(const DemoOptions& options);

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "ifrt/status_macros.h"
 #include "sharding/message_text.h"
 #include "tools/cli.h"
 
@@ -92,51 +93,95 @@ int MakeClientOptions(const std::optional<std::string>& devices,
 }
 
 // Fills setup.devices and setup.description: the client's devices in the order of `requests`
-// (all of them when empty). Returns the exit code after printing the error when the client has
-// fewer devices of a platform than requested.
+// (all of them when empty), each process's in turn in a multi-process client. Returns the exit
+// code after printing the error when a process has fewer devices of a platform than requested.
 int SelectDevices(const std::vector<DeviceRequest>& requests, ClientSetup& setup) {
+  const Client& client = *setup.client;
   if (requests.empty()) {
-    for (Device* d : setup.client->devices()) setup.devices.push_back(d);
+    for (Device* d : client.devices()) setup.devices.push_back(d);
     setup.description = "default client";
     return kExitOk;
   }
-  std::vector<std::string> parts;
-  for (const DeviceRequest& r : requests) {
-    int found = 0;
-    for (Device* d : setup.client->devices()) {
-      if (d->Kind() == r.platform && found < r.count) {
-        setup.devices.push_back(d);
-        ++found;
+  const int processes = client.process_count();
+  for (int p = 0; p < processes; ++p) {
+    for (const DeviceRequest& r : requests) {
+      int found = 0;
+      for (Device* d : client.devices()) {
+        if (d->ProcessIndex() == p && d->Kind() == r.platform && found < r.count) {
+          setup.devices.push_back(d);
+          ++found;
+        }
+      }
+      if (found < r.count) {
+        return Fail(kExitFailure,
+                    absl::StrCat("--devices asks for ", r.count, " ", r.platform,
+                                 " devices but this machine has ", found,
+                                 processes > 1 ? absl::StrCat(" (process ", p, ")") : ""));
       }
     }
-    if (found < r.count) {
-      return Fail(kExitFailure, absl::StrCat("--devices asks for ", r.count, " ", r.platform,
-                                             " devices but this machine has ", found));
-    }
-    parts.push_back(absl::StrCat(r.platform, ":", r.count));
   }
+  std::vector<std::string> parts;
+  for (const DeviceRequest& r : requests) parts.push_back(absl::StrCat(r.platform, ":", r.count));
   setup.description = absl::StrJoin(parts, ",");
+  if (processes > 1) absl::StrAppend(&setup.description, " on each of ", processes, " processes");
   return kExitOk;
 }
 
 }  // namespace
 
+absl::StatusOr<Distributed> ParseDistributed(std::string_view text) {
+  if (text == "none") return Distributed::kNone;
+  if (text == "mpi") return Distributed::kMpi;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "invalid --distributed ", sharding::QuoteExcerpt(text), ": expected none or mpi"));
+}
+
 ClientResult SetUpClient(const std::optional<std::string>& devices,
-                         const std::optional<std::string>& guard_policy) {
+                         const std::optional<std::string>& guard_policy,
+                         std::string_view distributed) {
   ClientOptions options;
   std::vector<DeviceRequest> requests;
   if (int code = MakeClientOptions(devices, guard_policy, options, requests); code != kExitOk) {
     return {std::nullopt, code};
   }
+  absl::StatusOr<Distributed> mode = ParseDistributed(distributed);
+  if (!mode.ok()) return {std::nullopt, Fail(kExitBadInput, mode.status().message())};
+  options.distributed = *mode;
   absl::StatusOr<std::shared_ptr<Client>> client = CreateClient(options);
   if (!client.ok()) {
     return {std::nullopt, Fail(kExitFailure, absl::StrCat("cannot create the client: ",
                                                           client.status().ToString()))};
   }
+  // Every process runs the same commands; process 0 alone prints.
+  if ((*client)->process_index() != 0) std::cout.rdbuf(nullptr);
   ClientSetup setup;
   setup.client = *std::move(client);
   if (int code = SelectDevices(requests, setup); code != kExitOk) return {std::nullopt, code};
   return {std::move(setup), kExitOk};
+}
+
+absl::Status ReadBack(Client& client, const ArrayRef& array, uint8_t* out, bool* read) {
+  *read = false;
+  ArrayRef source = array;
+  const absl::Span<Device* const> devices = array->sharding().devices()->devices();
+  if (!std::all_of(devices.begin(), devices.end(),
+                   [](const Device* d) { return d->IsAddressable(); })) {
+    // Gathered onto process 0's first device, which every process names the same way.
+    const ArraySpec spec{array->dtype(), array->shape(),
+                         SingleDeviceSharding::Create(client.devices().front(), MemoryKind())};
+    std::vector<ArrayRef> inputs = {array};
+    TESSERA_ASSIGN_OR_RETURN(
+        std::vector<ArrayRef> gathered,
+        client.ReshardArrays(absl::MakeSpan(inputs), absl::MakeConstSpan(&spec, 1),
+                             ArrayCopySemantics::kAlwaysCopy,
+                             TransferOptions{.is_explicit = true}));
+    source = gathered[0];
+    if (client.process_index() != 0) return source->GetReadyFuture().Await();
+  }
+  TESSERA_RETURN_IF_ERROR(
+      source->CopyToHostBuffer(out, std::nullopt, ArrayCopySemantics::kAlwaysCopy).Await());
+  *read = true;
+  return absl::OkStatus();
 }
 
 ClientIntrospection* Introspect(Client& client) { return client.introspection(); }

@@ -146,7 +146,7 @@ int PrintText(const ClientSetup& setup) {
 }  // namespace
 
 int RunInfo(const InfoOptions& options) {
-  ClientResult result = SetUpClient(options.devices, std::nullopt);
+  ClientResult result = SetUpClient(options.devices, std::nullopt, options.distributed);
   if (!result.setup.has_value()) return result.exit_code;
   return options.json ? PrintJson(*result.setup) : PrintText(*result.setup);
 }

@@ -5,6 +5,7 @@
 //                   [--explain] [--run --repeat N] [--guard d2d=disallow] [--implicit]
 //   tessera trace --out trace.json <reshard options>
 //   tessera demo [--quick]
+//   mpirun -np 2 tessera reshard --distributed mpi ...   (info, reshard, demo; process 0 prints)
 //
 // Exit codes: 0 success, 1 a runtime failure (a refused transfer, a failed verification),
 // 2 bad input.
@@ -26,6 +27,14 @@ constexpr char kDevicesHelp[] =
 
 void AddDevices(CLI::App* app, std::optional<std::string>& devices) {
   app->add_option("--devices", devices, kDevicesHelp)->type_name("SPEC");
+}
+
+constexpr char kDistributedHelp[] =
+    "none (default): this process only; mpi: run under mpirun, one client over every process "
+    "(--devices counts each process's devices; process 0 prints). See docs/multi-process.md";
+
+void AddDistributed(CLI::App* app, std::string& distributed) {
+  app->add_option("--distributed", distributed, kDistributedHelp)->type_name("none|mpi");
 }
 
 void AddReshardOptions(CLI::App* app, ReshardOptions& o) {
@@ -58,6 +67,7 @@ int Main(int argc, char** argv) {
       app.add_subcommand("info", "List platforms, devices, memories, attributes and drivers");
   AddDevices(info_cmd, info.devices);
   info_cmd->add_flag("--json", info.json, "Print JSON instead of tables");
+  AddDistributed(info_cmd, info.distributed);
 
   ReshardOptions reshard;
   CLI::App* reshard_cmd = app.add_subcommand(
@@ -69,6 +79,7 @@ int Main(int argc, char** argv) {
   reshard_cmd->add_flag("--run", reshard.run,
                         "Run the reshard, verify the data bit-exactly, print a timing table");
   reshard_cmd->add_option("--repeat", reshard.repeat, "Reshards timed with --run (default 5)");
+  AddDistributed(reshard_cmd, reshard.distributed);
 
   ReshardOptions trace;
   trace.repeat = 1;
@@ -104,6 +115,7 @@ int Main(int argc, char** argv) {
                                           "reshards, the transfer guard");
   AddDevices(demo_cmd, demo.devices);
   demo_cmd->add_flag("--quick", demo.quick, "Smaller arrays (for tests)");
+  AddDistributed(demo_cmd, demo.distributed);
 
   try {
     app.parse(argc, argv);

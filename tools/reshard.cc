@@ -61,7 +61,7 @@ int Prepare(const ReshardOptions& options, Session& session) {
     return Fail(kExitBadInput, absl::StrCat("--shape '", options.shape, "' of ",
                                             dtype->DebugString(), " is above 1 TiB"));
   }
-  ClientResult client = SetUpClient(options.devices, options.guard);
+  ClientResult client = SetUpClient(options.devices, options.guard, options.distributed);
   if (!client.setup.has_value()) return client.exit_code;
   session.setup = *std::move(client.setup);
   session.runtime = Introspect(*session.setup.client);
@@ -171,16 +171,16 @@ int TimeReshards(Session& session, const ArraySpec& spec, int repeat, bool warmu
   return kExitOk;
 }
 
-// Reads `result` back and compares it with the session's input data, bit for bit.
-int VerifyResult(const Session& session, Array& result) {
+// Reads `result` back and compares it with the session's input data, bit for bit (in a
+// multi-process client, process 0 compares the whole array, gathered; ReadBack).
+int VerifyResult(const Session& session, const ArrayRef& result) {
   std::vector<uint8_t> readback(session.bytes);
-  if (absl::Status s =
-          result.CopyToHostBuffer(readback.data(), std::nullopt, ArrayCopySemantics::kAlwaysCopy)
-              .Await();
-      !s.ok()) {
+  bool read = false;
+  if (absl::Status s = ReadBack(*session.setup.client, result, readback.data(), &read); !s.ok()) {
     return Fail(kExitFailure, s.message());
   }
-  if (session.bytes > 0 && std::memcmp(readback.data(), session.data.data(), session.bytes) != 0) {
+  if (read && session.bytes > 0 &&
+      std::memcmp(readback.data(), session.data.data(), session.bytes) != 0) {
     int64_t at = 0;
     while (readback[at] == session.data[at]) ++at;
     return Fail(kExitFailure, absl::StrCat("verification failed: the resharded array differs "
@@ -206,13 +206,17 @@ std::vector<double> TimeMemcpyFloor(const Session& session, int64_t moved, int r
 // Prints what the reshards moved and the timing table beside the memcpy floor.
 int PrintTiming(const Session& session, const ArraySpec& spec, int repeat,
                 const std::vector<double>& times) {
+  // Only process 0 prints: the others leave the cores to its memcpy floor.
+  if (session.setup.client->process_index() != 0) return kExitOk;
   absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> plan =
       session.runtime->PlanReshard(*session.input, spec);
   if (!plan.ok()) return Fail(kExitFailure, plan.status().message());
   const int64_t moved = (*plan)->cross_location_bytes + (*plan)->local_bytes;
   std::set<Device*> used;
   for (const ShardingRef& s : {session.from, session.to}) {
-    for (Device* d : s->devices()->devices()) used.insert(d);
+    for (Device* d : s->devices()->devices()) {
+      if (d->IsAddressable()) used.insert(d);
+    }
   }
   const int threads = static_cast<int>(used.size());
   const std::vector<double> floor = TimeMemcpyFloor(session, moved, repeat, threads);
@@ -247,7 +251,7 @@ int RunAndVerify(Session& session, int repeat, bool implicit, bool print_timing)
       code != kExitOk) {
     return code;
   }
-  if (int code = VerifyResult(session, *reshards.result); code != kExitOk) return code;
+  if (int code = VerifyResult(session, reshards.result); code != kExitOk) return code;
   if (!print_timing) return kExitOk;
   return PrintTiming(session, spec, repeat, reshards.times);
 }

@@ -154,6 +154,7 @@ absl::Status CompleteDestinations(const sharding::ShardLayout& layout,
     dst[i].memory = memories[i];
     dst[i].shard_shape = layout.shard_shape(i);
     if (dst[i].buffer != nullptr) continue;
+    if (!memories[i]->device()->IsAddressable()) continue;  // another process's shard
     TESSERA_ASSIGN_OR_RETURN(dst[i].buffer,
                              memories[i]->Allocate(ShardBytes(layout, i, element_bytes)));
   }
@@ -360,31 +361,54 @@ RuntimeClient::~RuntimeClient() {
     }
   }
   for (const Future<>& f : drained) f.Await().IgnoreError();  // a lost device drains at once
+  distributed_.reset();  // waits for its sends and receives in flight
   platforms_.clear();
 }
 
 absl::StatusOr<std::shared_ptr<RuntimeClient>> RuntimeClient::Create(
     std::vector<std::unique_ptr<Platform>> platforms, guard::Policy transfer_guard_policy,
-    std::unique_ptr<ProgramCompiler> program_compiler) {
+    std::unique_ptr<ProgramCompiler> program_compiler, std::unique_ptr<Transport> transport) {
   if (platforms.empty()) return absl::InvalidArgumentError("a client needs at least one platform");
   std::shared_ptr<RuntimeClient> client(new RuntimeClient(transfer_guard_policy));
-  int32_t next_memory_id = 0;
-  for (std::unique_ptr<Platform>& platform : platforms) {
-    for (int i = 0; i < platform->device_count(); ++i) {
-      auto device = std::make_unique<RuntimeDevice>(
-          client.get(), DeviceId{static_cast<int32_t>(client->devices_.size())}, platform.get(), i);
-      device->CreateMemories(&next_memory_id);
-      client->device_ptrs_.push_back(device.get());
-      client->devices_.push_back(std::move(device));
+  if (transport != nullptr) {
+    // Every process's devices, in one global order (ifrt/runtime/distributed_runtime.h).
+    TESSERA_ASSIGN_OR_RETURN(
+        client->devices_, DistributedRuntime::GlobalDevices(client.get(), platforms, *transport));
+    client->distributed_ = std::make_unique<DistributedRuntime>(std::move(transport));
+  } else {
+    for (std::unique_ptr<Platform>& platform : platforms) {
+      for (int i = 0; i < platform->device_count(); ++i) {
+        client->devices_.push_back(std::make_unique<RuntimeDevice>(
+            client.get(), DeviceId{static_cast<int32_t>(client->devices_.size())}, platform.get(),
+            i));
+      }
     }
+  }
+  int32_t next_memory_id = 0;
+  for (std::unique_ptr<RuntimeDevice>& device : client->devices_) {
+    device->CreateMemories(&next_memory_id);
+    client->device_ptrs_.push_back(device.get());
+    if (device->IsAddressable()) client->addressable_ptrs_.push_back(device.get());
+  }
+  for (std::unique_ptr<Platform>& platform : platforms) {
     client->platforms_.push_back(std::move(platform));
   }
-  if (client->devices_.empty()) return absl::InvalidArgumentError("the platforms have no device");
+  if (client->addressable_ptrs_.empty()) {
+    return absl::InvalidArgumentError("the platforms have no device");
+  }
   client->compiler_ = std::make_unique<RuntimeCompiler>(client.get(), std::move(program_compiler));
   return client;
 }
 
 Compiler* RuntimeClient::GetDefaultCompiler() { return compiler_.get(); }
+
+int RuntimeClient::process_index() const {
+  return distributed_ != nullptr ? distributed_->process_index() : 0;
+}
+
+int RuntimeClient::process_count() const {
+  return distributed_ != nullptr ? distributed_->process_count() : 1;
+}
 
 PlanCacheStats RuntimeClient::program_cache_stats() const { return compiler_->cache_stats(); }
 
@@ -499,6 +523,11 @@ PlanExecution RuntimeClient::ExecuteLocked(const sharding::ReshardPlan& plan, in
                                            bool forwards_are_host_to_device) {
   std::lock_guard<std::mutex> trace_lock(trace_mu_);
   std::lock_guard<std::mutex> lock(enqueue_mu_);
+  if (distributed_ != nullptr) {  // this process's copies only
+    return distributed_->Execute(plan, element_bytes, sources, destinations,
+                                 Context(op, std::move(guard_action), forwards_are_host_to_device),
+                                 /*tag_base=*/-1);
+  }
   return ExecutePlan(plan, element_bytes, sources, destinations,
                      Context(op, std::move(guard_action), forwards_are_host_to_device));
 }
@@ -641,15 +670,21 @@ absl::StatusOr<ArrayRef> RuntimeClient::MakeArrayImpl(
   TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*sharding, shape));
 
   // Each region is read from the host once and forwarded to its other replicas on the devices.
+  // Across processes, each process writes its own shards from its own copy of the data.
+  const bool addressable = DistributedRuntime::AllAddressable(placement.memories);
   TESSERA_ASSIGN_OR_RETURN(
       std::shared_ptr<const sharding::ReshardPlan> plan,
       GetPlan(sharding::ShardLayout::Replicated(shape.dims(), 1), {TransferStats::kHost},
-              placement.layout, Locations(placement.memories), element_bytes, /*fan_out=*/true));
+              placement.layout, Locations(placement.memories), element_bytes,
+              /*fan_out=*/addressable));
+  if (!addressable) {
+    plan = DistributedRuntime::LocalPart(*plan, nullptr, placement.memories);
+  }
   TESSERA_ASSIGN_OR_RETURN(
       std::string action,
       GuardTransfer(UploadEvent(kOp, *plan, placement.memories, dtype, shape, options)));
 
-  if (semantics == HostBufferSemantics::kImmutableZeroCopy) {
+  if (semantics == HostBufferSemantics::kImmutableZeroCopy && addressable) {
     std::optional<Shard> wrapped = WrapHostBuffer(data, shape, element_bytes, strides,
                                                   placement.layout, placement.memories, on_done);
     if (wrapped.has_value()) {
@@ -693,6 +728,7 @@ absl::StatusOr<Future<>> RuntimeClient::EnqueueCopyToHost(
     TransferOptions options) {
   constexpr std::string_view kOp = "CopyToHostBuffer";
   TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards, array.shards());
+  TESSERA_RETURN_IF_ERROR(DistributedRuntime::CheckFullyAddressable(array.memories(), kOp));
   const Shape& shape = array.shape();
   const int64_t element_bytes = array.element_bytes();
   TESSERA_ASSIGN_OR_RETURN(Index strides,
@@ -723,8 +759,12 @@ absl::StatusOr<Future<>> RuntimeClient::EnqueueCopyToHost(
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardArrays(
     absl::Span<ArrayRef> arrays, absl::Span<const ArraySpec> specs, ArrayCopySemantics semantics,
     TransferOptions options) {
-  return CatchAllocationFailure("ReshardArrays",
-                                [&] { return ReshardImpl(arrays, specs, semantics, options); });
+  auto body = [&] {
+    return CatchAllocationFailure("ReshardArrays",
+                                  [&] { return ReshardImpl(arrays, specs, semantics, options); });
+  };
+  if (distributed_ != nullptr) return distributed_->RunCollective("ReshardArrays", body);
+  return body();
 }
 
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardImpl(absl::Span<ArrayRef> arrays,
@@ -760,9 +800,13 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardImpl(absl::Span<Arra
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::CopyArrays(
     absl::Span<ArrayRef> arrays, std::optional<DeviceListRef> devices,
     std::optional<MemoryKind> memory_kind, ArrayCopySemantics semantics, TransferOptions options) {
-  return CatchAllocationFailure("CopyArrays", [&] {
-    return CopyArraysImpl(arrays, std::move(devices), std::move(memory_kind), semantics, options);
-  });
+  auto body = [&] {
+    return CatchAllocationFailure("CopyArrays", [&] {
+      return CopyArraysImpl(arrays, std::move(devices), std::move(memory_kind), semantics, options);
+    });
+  };
+  if (distributed_ != nullptr) return distributed_->RunCollective("CopyArrays", body);
+  return body();
 }
 
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::CopyArraysImpl(
@@ -821,6 +865,7 @@ struct RuntimeClient::ReshardWork {
   Placement placement;
   std::shared_ptr<const sharding::ReshardPlan> plan;
   std::vector<PlanEndpoint> dst;
+  int64_t tag_base = -1;  // multi-process clients: the plan's first message tag
 };
 
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardValidated(
@@ -843,12 +888,30 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardValidated(
   // caller wants copies), else new.
   const bool may_alias = semantics != ArrayCopySemantics::kAlwaysCopy;
   for (ReshardWork& w : work) TESSERA_RETURN_IF_ERROR(PrepareDestinations(w, may_alias));
+  if (distributed_ != nullptr) TESSERA_RETURN_IF_ERROR(AgreeOnReshard(op, work, semantics));
 
   TESSERA_ASSIGN_OR_RETURN(std::vector<ArrayRef> outputs, EnqueueReshards(op, action, work, specs));
   if (semantics == ArrayCopySemantics::kDonateInput) {
     for (RuntimeArray* a : arrays) a->Delete();
   }
   return outputs;
+}
+
+absl::Status RuntimeClient::AgreeOnReshard(std::string_view op, std::vector<ReshardWork>& work,
+                                           ArrayCopySemantics semantics) {
+  std::vector<CollectivePart> parts;
+  for (const ReshardWork& w : work) {
+    parts.push_back(CollectivePart{
+        static_cast<int>(w.input->dtype().kind()), w.input->element_bytes(), &w.input->layout(),
+        &w.input->memories(), &w.placement.layout, &w.placement.memories, w.plan.get()});
+  }
+  TESSERA_ASSIGN_OR_RETURN(int64_t tag,
+                           distributed_->AgreeOnCall(op, static_cast<int>(semantics), parts));
+  for (ReshardWork& w : work) {
+    w.tag_base = tag;
+    if (tag >= 0) tag += static_cast<int64_t>(w.plan->copies.size());
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<RuntimeClient::ReshardWork> RuntimeClient::PlanOneReshard(RuntimeArray* array,
@@ -897,8 +960,12 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::EnqueueReshards(
   for (size_t i = 0; i < work.size(); ++i) {
     ReshardWork& w = work[i];
     PlanExecution exec =
-        ExecutePlan(*w.plan, w.input->element_bytes(), SourceEndpoints(*w.input, w.src_shards),
-                    w.dst, Context(op, action));
+        distributed_ != nullptr
+            ? distributed_->Execute(*w.plan, w.input->element_bytes(),
+                                    SourceEndpoints(*w.input, w.src_shards), w.dst,
+                                    Context(op, action), w.tag_base)
+            : ExecutePlan(*w.plan, w.input->element_bytes(),
+                          SourceEndpoints(*w.input, w.src_shards), w.dst, Context(op, action));
     // Ran out of memory part way: the call fails (the arrays enqueued before are dropped).
     TESSERA_RETURN_IF_ERROR(exec.status);
     outputs.push_back(std::make_shared<RuntimeArray>(
@@ -951,20 +1018,28 @@ absl::StatusOr<ArrayRef> RuntimeClient::AssembleImpl(DType dtype, Shape shape, S
   TESSERA_RETURN_IF_ERROR(ValidateShape(shape, dtype));
   TESSERA_RETURN_IF_ERROR(CheckSharding(sharding, kOp, "argument 2 (sharding)"));
   TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*sharding, shape));
-  const int n = placement.layout.num_slots();
+  // One array per addressable device of the sharding (all of them in a single-process client);
+  // the other processes hold the other shards.
+  std::vector<int> slots;
+  for (int i = 0; i < placement.layout.num_slots(); ++i) {
+    if (placement.memories[i]->device()->IsAddressable()) slots.push_back(i);
+  }
+  const int n = static_cast<int>(slots.size());
   if (static_cast<int>(arrays.size()) != n) {
-    return absl::InvalidArgumentError(absl::StrCat(std::string(kOp), ": the sharding has ", n,
-                                                   " devices but ", arrays.size(),
-                                                   " arrays were given"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(kOp), ": the sharding has ", n,
+                     n == placement.layout.num_slots() ? "" : " addressable", " devices but ",
+                     arrays.size(), " arrays were given"));
   }
   std::vector<RuntimeArray*> inputs;
-  std::vector<Shard> shards;
-  for (int i = 0; i < n; ++i) {
-    TESSERA_ASSIGN_OR_RETURN(RuntimeArray* const a, CheckArray(arrays[i], kOp, i));
+  std::vector<Shard> shards(placement.layout.num_slots(), Shard{nullptr, MakeReadyFuture()});
+  for (int k = 0; k < n; ++k) {
+    const int i = slots[k];
+    TESSERA_ASSIGN_OR_RETURN(RuntimeArray* const a, CheckArray(arrays[k], kOp, k));
     TESSERA_RETURN_IF_ERROR(
         CheckAssemblyPart(*a, i, dtype, *sharding, placement.layout, placement.memories[i], kOp));
     TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> part, a->shards());
-    shards.push_back(part[0]);
+    shards[i] = part[0];
     inputs.push_back(a);
   }
   if (semantics == ArrayCopySemantics::kAlwaysCopy) {
@@ -1001,6 +1076,8 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::Disassemble(RuntimeArray& a
   std::vector<ArrayRef> out;
   out.reserve(shards.size());
   for (size_t i = 0; i < shards.size(); ++i) {
+    // The addressable shards only (all of them in a single-process client).
+    if (!array.memories()[i]->device()->IsAddressable()) continue;
     out.push_back(ShardAsArray(array, static_cast<int>(i), std::move(shards[i])));
   }
   if (semantics == ArrayCopySemantics::kDonateInput) array.Delete();
@@ -1015,15 +1092,24 @@ absl::StatusOr<ArrayRef> RuntimeClient::FullyReplicatedShard(RuntimeArray& array
     return absl::InvalidArgumentError(absl::StrCat(
         std::string(kOp), ": the array is not fully replicated: ", array.sharding().DebugString()));
   }
-  // The first replica, copied alone where a copy is asked for.
-  std::vector<Shard> first = {std::move(shards[0])};
+  // The first addressable replica, copied alone where a copy is asked for.
+  int slot = 0;
+  while (slot < array.layout().num_slots() && !array.memories()[slot]->device()->IsAddressable()) {
+    ++slot;
+  }
+  if (slot == array.layout().num_slots()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(std::string(kOp), ": no replica of the array is on this process's devices: ",
+                     array.sharding().DebugString()));
+  }
+  std::vector<Shard> first = {std::move(shards[slot])};
   if (semantics == ArrayCopySemantics::kAlwaysCopy) {
     const sharding::ShardLayout one =
-        sharding::ShardLayout::Replicated(array.layout().shard_shape(0), 1);
+        sharding::ShardLayout::Replicated(array.layout().shard_shape(slot), 1);
     TESSERA_ASSIGN_OR_RETURN(
-        first, CopyShardsLocally(kOp, one, {array.memories()[0]}, first, array.element_bytes()));
+        first, CopyShardsLocally(kOp, one, {array.memories()[slot]}, first, array.element_bytes()));
   }
-  ArrayRef out = ShardAsArray(array, 0, std::move(first[0]));
+  ArrayRef out = ShardAsArray(array, slot, std::move(first[0]));
   if (semantics == ArrayCopySemantics::kDonateInput) array.Delete();
   return out;
 }

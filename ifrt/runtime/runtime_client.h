@@ -30,6 +30,7 @@
 #include "guard/transfer_guard.h"
 #include "ifrt/client.h"
 #include "ifrt/introspection.h"
+#include "ifrt/runtime/distributed_runtime.h"
 #include "ifrt/runtime/plan_cache.h"
 #include "ifrt/runtime/plan_executor.h"
 #include "ifrt/runtime/runtime_array.h"
@@ -37,6 +38,7 @@
 #include "ifrt/runtime/runtime_device.h"
 #include "ifrt/spi/platform.h"
 #include "ifrt/spi/program_compiler.h"
+#include "ifrt/spi/transport.h"
 #include "ifrt/transfer_trace.h"
 #include "sharding/reshard_plan.h"
 
@@ -46,9 +48,12 @@ class RuntimeClient final : public Client, public ClientIntrospection {
  public:
   // INVALID_ARGUMENT when there is no platform or no device at all.
   // `program_compiler` (may be null: Compile is then UNIMPLEMENTED) turns programs into plans.
+  // `transport` (may be null: a single-process client) makes the client span every process of
+  // the transport (ifrt/runtime/distributed_runtime.h); creation is then collective.
   static absl::StatusOr<std::shared_ptr<RuntimeClient>> Create(
       std::vector<std::unique_ptr<Platform>> platforms, guard::Policy transfer_guard_policy,
-      std::unique_ptr<ProgramCompiler> program_compiler = nullptr);
+      std::unique_ptr<ProgramCompiler> program_compiler = nullptr,
+      std::unique_ptr<Transport> transport = nullptr);
   ~RuntimeClient() override;
 
   absl::StatusOr<ArrayRef> MakeArrayFromHostBuffer(
@@ -74,7 +79,9 @@ class RuntimeClient final : public Client, public ClientIntrospection {
   Future<> GetReadyFuture(absl::Span<const ArrayRef> arrays) override;
 
   absl::Span<Device* const> devices() const override { return device_ptrs_; }
-  absl::Span<Device* const> addressable_devices() const override { return device_ptrs_; }
+  absl::Span<Device* const> addressable_devices() const override { return addressable_ptrs_; }
+  int process_index() const override;
+  int process_count() const override;
   absl::StatusOr<Device*> LookupDevice(DeviceId id) const override;
   absl::StatusOr<DeviceListRef> MakeDeviceList(absl::Span<Device* const> devices) const override;
   std::vector<std::string> platform_names() const override;
@@ -168,6 +175,10 @@ class RuntimeClient final : public Client, public ClientIntrospection {
                                                          ArrayCopySemantics semantics,
                                                          TransferOptions options);
   absl::StatusOr<ReshardWork> PlanOneReshard(RuntimeArray* array, const ArraySpec& spec);
+  // Multi-process clients: the agreement of every process on the call (distributed_runtime.h);
+  // sets each work's tag base.
+  absl::Status AgreeOnReshard(std::string_view op, std::vector<ReshardWork>& work,
+                              ArrayCopySemantics semantics);
   // The destination endpoints: aliases of source buffers where the plan allows and `may_alias`,
   // new buffers elsewhere.
   static absl::Status PrepareDestinations(ReshardWork& work, bool may_alias);
@@ -232,6 +243,10 @@ class RuntimeClient final : public Client, public ClientIntrospection {
   std::unique_ptr<RuntimeCompiler> compiler_;
   std::vector<std::unique_ptr<RuntimeDevice>> devices_;
   std::vector<Device*> device_ptrs_;
+  std::vector<Device*> addressable_ptrs_;
+  // Multi-process clients only (null otherwise): the collective calls' agreement and the copies
+  // between processes. Reset by the destructor after the streams drain, before the platforms go.
+  std::unique_ptr<DistributedRuntime> distributed_;
   // Last: destroyed first, draining the streams while the members above are
   // still alive.
   std::vector<std::unique_ptr<Platform>> platforms_;

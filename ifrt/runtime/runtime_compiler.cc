@@ -163,6 +163,12 @@ absl::Status RuntimeCompiler::CheckOptions(const CompileOptions& options,
       return absl::InvalidArgumentError(
           absl::StrCat("Compile: device ", d->DebugString(), " belongs to another client"));
     }
+    if (!d->IsAddressable()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "Compile: device ", d->DebugString(), " belongs to process ", d->ProcessIndex(),
+          "; executables spanning several processes are not implemented yet (compile for "
+          "Client::addressable_devices())"));
+    }
   }
   *num_devices = options.devices->size();
   return absl::OkStatus();

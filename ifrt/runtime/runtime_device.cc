@@ -15,6 +15,7 @@ RuntimeMemory::RuntimeMemory(MemoryId id, RuntimeDevice* device, int platform_me
       host_addressable_(info.host_addressable) {}
 
 int64_t RuntimeMemory::BytesInUse() const {
+  if (!device_->IsAddressable()) return 0;
   return device_->platform()->BytesInUse(device_->platform_device(), platform_memory_);
 }
 
@@ -24,6 +25,11 @@ std::string RuntimeMemory::DebugString() const {
 }
 
 absl::StatusOr<PlatformBufferRef> RuntimeMemory::Allocate(int64_t bytes) const {
+  if (!device_->IsAddressable()) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot allocate in ", DebugString(),
+                                                      ": its device belongs to process ",
+                                                      device_->ProcessIndex()));
+  }
   return device_->platform()->Allocate(device_->platform_device(), platform_memory_, bytes);
 }
 
@@ -33,6 +39,16 @@ RuntimeDevice::RuntimeDevice(Client* client, DeviceId id, Platform* platform, in
       platform_(platform),
       platform_device_(platform_device),
       info_(platform->device_info(platform_device)) {}
+
+RuntimeDevice::RuntimeDevice(Client* client, DeviceId id, PlatformDeviceInfo remote_info,
+                             int process_index)
+    : client_(client),
+      id_(id),
+      platform_(nullptr),
+      platform_device_(-1),
+      process_index_(process_index),
+      remote_info_(std::make_unique<PlatformDeviceInfo>(std::move(remote_info))),
+      info_(*remote_info_) {}
 
 void RuntimeDevice::CreateMemories(int32_t* next_memory_id) {
   for (size_t i = 0; i < info_.memories.size(); ++i) {
@@ -67,12 +83,13 @@ absl::StatusOr<RuntimeMemory*> RuntimeDevice::ResolveMemory(const MemoryKind& ki
 }
 
 std::string RuntimeDevice::ToString() const {
-  return absl::StrCat(std::string(platform_->name()), ":", id_.value);
+  return absl::StrCat(std::string(Kind()), ":", id_.value);
 }
 
 std::string RuntimeDevice::DebugString() const {
-  return absl::StrCat("Device(id=", id_.value, ", kind=", std::string(platform_->name()),
-                      ", name=", info_.name, ")");
+  return absl::StrCat("Device(id=", id_.value, ", kind=", std::string(Kind()),
+                      ", name=", info_.name,
+                      IsAddressable() ? "" : absl::StrCat(", process=", process_index_), ")");
 }
 
 }  // namespace tessera::runtime

@@ -1,0 +1,96 @@
+#ifndef TESSERA_BACKENDS_MPI_MPI_TRANSPORT_H_
+#define TESSERA_BACKENDS_MPI_MPI_TRANSPORT_H_
+
+// MpiTransport: the Transport (ifrt/spi/transport.h) over MPI. It works on its own duplicate of
+// MPI_COMM_WORLD, so that its tags never meet the application's messages.
+//
+// One communication thread makes every MPI call after creation: it posts the non-blocking sends
+// (once their `after` future is set) and receives, and the non-blocking collectives of Agree one
+// at a time in the order they were asked for, and polls them with MPI_Testsome, yielding the CPU
+// between polls. Strided regions travel as MPI derived datatypes (nested hvectors over the
+// contiguous runs), straight from and into the caller's memory.
+//
+// Failures: MPI_COMM_WORLD keeps MPI's default handler (MPI_ERRORS_ARE_FATAL), so a dead peer
+// ends the job through mpirun. An operation left waiting for TESSERA_MPI_TIMEOUT_S seconds
+// (default 600; 0 for never) calls MPI_Abort naming it, so a peer that never makes its part of a
+// call (a program bug) ends the job too, never a silent hang.
+//
+// Ownership: created by CreateMpiTransport; the client owns it. Destruction waits for the
+// operations in flight (up to the timeout), then frees the communicator. Thread-safe.
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ifrt/spi/transport.h"
+
+namespace tessera::mpi {
+
+class MpiTransport final : public Transport {
+ public:
+  // Initializes MPI if needed (see backends/mpi/transport_factory.h).
+  static absl::StatusOr<std::unique_ptr<MpiTransport>> Create();
+  ~MpiTransport() override;
+
+  int process_index() const override { return rank_; }
+  int process_count() const override { return size_; }
+  absl::StatusOr<std::vector<std::string>> AllGather(const std::string& local) override;
+  absl::StatusOr<int64_t> Agree(std::string_view op, uint64_t fingerprint, int64_t messages,
+                                const absl::Status& local) override;
+  Future<> Send(int peer, int64_t tag, HostRegion region, Future<> after,
+                std::shared_ptr<void> keep_alive) override;
+  Future<> Receive(int peer, int64_t tag, HostRegion region,
+                   std::shared_ptr<void> keep_alive) override;
+
+  // Stops every live transport's thread (at exit, before MPI_Finalize).
+  static void StopAll();
+
+ private:
+  struct Operation;
+  using Clock = std::chrono::steady_clock;
+
+  MpiTransport(MPI_Comm comm, int rank, int size);
+  void Submit(std::shared_ptr<Operation> op);
+  void Loop();
+  // Posts `op`'s next MPI request; false when it has none (it is done).
+  bool Post(Operation& op);
+  // Called when `op`'s request completed: true when `op` is finished.
+  bool Advance(Operation& op, const MPI_Status& status);
+  void Finish(Operation& op);
+  void CheckTimeouts(const std::vector<std::shared_ptr<Operation>>& active);
+  void Stop();
+
+  const MPI_Comm comm_;
+  const int rank_;
+  const int size_;
+  const int tag_ub_;
+  const double timeout_s_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Operation>> queue_;  // guarded by mu_
+  bool stop_ = false;                             // guarded by mu_
+  bool started_ = false;                          // guarded by mu_
+  std::thread thread_;
+  // Sends whose `after` callback has not run yet: the destructor waits for them.
+  std::atomic<int> pending_sends_{0};
+
+  // Communication thread only.
+  std::deque<std::shared_ptr<Operation>> collectives_;  // waiting; the first one is active
+  int64_t next_tag_ = 0;
+};
+
+}  // namespace tessera::mpi
+
+#endif  // TESSERA_BACKENDS_MPI_MPI_TRANSPORT_H_

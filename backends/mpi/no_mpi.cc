@@ -1,0 +1,12 @@
+// CreateMpiTransport in a build without MPI (TESSERA_ENABLE_MPI=OFF or no MPI found).
+#include "backends/mpi/transport_factory.h"
+
+namespace tessera {
+
+absl::StatusOr<std::unique_ptr<Transport>> CreateMpiTransport() {
+  return absl::UnavailableError(
+      "this build of Tessera has no MPI (install libopenmpi-dev and rebuild with "
+      "TESSERA_ENABLE_MPI=ON)");
+}
+
+}  // namespace tessera

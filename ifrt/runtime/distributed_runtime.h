@@ -1,0 +1,134 @@
+#ifndef TESSERA_IFRT_RUNTIME_DISTRIBUTED_RUNTIME_H_
+#define TESSERA_IFRT_RUNTIME_DISTRIBUTED_RUNTIME_H_
+
+// DistributedRuntime: the multi-process part of a RuntimeClient (multi-controller, as in JAX):
+// every process runs the same program, calls the same API with the same arguments, owns its
+// local devices and sees every other process's devices as non-addressable ones.
+//
+// - Creation (GlobalDevices): each process describes its devices; one gather gives every process
+//   the same global list, process 0's devices first, numbered 0..N-1.
+// - Collective calls (RunCollective around ReshardArrays and CopyArrays): every process computes
+//   the same plans (the planner is pure geometry over memory ids, which are global), then one
+//   agreement (Transport::Agree) settles, before any byte moves, that every process accepted the
+//   call (guard, arguments, allocation) with the same fingerprint of its arguments. A refusal
+//   anywhere fails the call everywhere with the refusing process's message; different arguments
+//   are INVALID_ARGUMENT everywhere, never a deadlock.
+// - Execution (Execute): a process runs the copies of a plan whose source and destination it
+//   owns on its devices' streams, sends those it is the source of and receives those it is the
+//   destination of (tags from the agreement's tag base plus the copy's index), straight from and
+//   into host-addressable shard buffers, staged through host memory for the others.
+// - Everything else is local: uploads write the addressable shards only, downloads need a fully
+//   addressable array, and copies among a process's own shards stay on its devices (LocalPart).
+//
+// Ownership: owned by its RuntimeClient; owns the transport. Thread-safe (calls from several
+// threads are fine; collective calls must still reach every process in the same order).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "ifrt/runtime/plan_executor.h"
+#include "ifrt/runtime/runtime_device.h"
+#include "ifrt/spi/platform.h"
+#include "ifrt/spi/transport.h"
+#include "sharding/reshard_plan.h"
+#include "sharding/shard_layout.h"
+
+namespace tessera::runtime {
+
+// One array of a collective call, as its fingerprint sees it.
+struct CollectivePart {
+  int dtype_kind = 0;
+  int64_t element_bytes = 0;
+  const sharding::ShardLayout* src_layout = nullptr;
+  const std::vector<RuntimeMemory*>* src_memories = nullptr;
+  const sharding::ShardLayout* dst_layout = nullptr;
+  const std::vector<RuntimeMemory*>* dst_memories = nullptr;
+  const sharding::ReshardPlan* plan = nullptr;
+};
+
+class DistributedRuntime {
+ public:
+  explicit DistributedRuntime(std::unique_ptr<Transport> transport);
+  ~DistributedRuntime();
+
+  int process_index() const { return transport_->process_index(); }
+  int process_count() const { return transport_->process_count(); }
+
+  // Every process's devices in the global order, with ids 0..N-1: this process's from
+  // `platforms` (addressable), the others' described by their processes. Collective (at client
+  // creation). UNAVAILABLE when the transport fails; INTERNAL for a malformed description.
+  static absl::StatusOr<std::vector<std::unique_ptr<RuntimeDevice>>> GlobalDevices(
+      Client* client, absl::Span<const std::unique_ptr<Platform>> platforms, Transport& transport);
+
+  // Runs `fn` (an entry point's body, returning absl::StatusOr<T>) as one collective call of
+  // `op`: when `fn` did not reach the agreement (AgreeOnCall) because it failed first, or
+  // because it had nothing to move, it takes part in it now, with its error: so that every
+  // process takes part in exactly one agreement per call.
+  template <typename F>
+  auto RunCollective(std::string_view op, F&& fn) -> decltype(fn());
+
+  // Within RunCollective: the agreement of the call on `parts` (after the guard, before any byte
+  // moves). Returns the call's tag base, or the call's error (module comment). Outside
+  // RunCollective (a reshard inside Execute): -1, the call is local.
+  absl::StatusOr<int64_t> AgreeOnCall(std::string_view op, int semantics,
+                                      absl::Span<const CollectivePart> parts);
+
+  // Enqueues this process's part of `plan` (see the module comment). `tag_base` < 0: a local
+  // call, in which copies between processes are FAILED_PRECONDITION on the futures (callers
+  // check before). Never throws (like ExecutePlan).
+  PlanExecution Execute(const sharding::ReshardPlan& plan, int64_t element_bytes,
+                        absl::Span<const PlanEndpoint> sources,
+                        absl::Span<const PlanEndpoint> destinations, const PlanContext& context,
+                        int64_t tag_base);
+
+  // The copies of `plan` whose both ends this process owns (host ends count as local), or
+  // nullptr when that is all of them. `src_memories` null: the source is the host.
+  static std::shared_ptr<const sharding::ReshardPlan> LocalPart(
+      const sharding::ReshardPlan& plan, const std::vector<RuntimeMemory*>* src_memories,
+      const std::vector<RuntimeMemory*>& dst_memories);
+
+  // FAILED_PRECONDITION naming the devices of `memories` this process cannot read, for `op`.
+  static absl::Status CheckFullyAddressable(const std::vector<RuntimeMemory*>& memories,
+                                            std::string_view op);
+  static bool AllAddressable(const std::vector<RuntimeMemory*>& memories);
+
+ private:
+  struct CallState {
+    bool agreed = false;
+  };
+  static CallState*& CurrentCall();
+
+  // The agreement of a call that failed (or moved nothing) before reaching AgreeOnCall.
+  absl::Status AgreeLate(std::string_view op, const absl::Status& status);
+
+  Future<> SendPart(const sharding::BoxCopy& c, const PlanEndpoint& s, const PlanEndpoint& d,
+                    int64_t element_bytes, int64_t tag);
+  Future<> ReceivePart(const sharding::BoxCopy& c, const PlanEndpoint& s, const PlanEndpoint& d,
+                       int64_t element_bytes, int64_t tag, const PlanContext& context);
+
+  std::unique_ptr<Transport> transport_;
+};
+
+template <typename F>
+auto DistributedRuntime::RunCollective(std::string_view op, F&& fn) -> decltype(fn()) {
+  CallState state;
+  CallState* outer = CurrentCall();
+  CurrentCall() = &state;
+  auto result = std::forward<F>(fn)();
+  CurrentCall() = outer;
+  if (!state.agreed) {
+    absl::Status agreed = AgreeLate(op, result.status());
+    if (result.ok() && !agreed.ok()) return decltype(fn())(agreed);
+  }
+  return result;
+}
+
+}  // namespace tessera::runtime
+
+#endif  // TESSERA_IFRT_RUNTIME_DISTRIBUTED_RUNTIME_H_

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Runs `tessera` and the bindings under mpirun -np 2 and checks what each process printed.
+
+Usage: under_mpirun_test.py MPIEXEC CASE ARG. CASE:
+  reshard TESSERA  `tessera reshard --distributed mpi --run` across 2 processes: process 0 alone
+                   prints, the result is gathered and verified bit for bit.
+  demo TESSERA     `tessera demo --distributed mpi --quick`: every section, printed once.
+  c_api BINARY     a C API test program (single-process clients, no --distributed) still passes
+                   in every process of an mpirun job.
+  python DIR       the Python package (PYTHONPATH=DIR) likewise: a client per process.
+The environment (allow-run-as-root, timeouts, transport settings) comes from ctest.
+Exit 0: pass; 1: fail."""
+
+import os
+import re
+import subprocess
+import sys
+
+MPIEXEC, CASE, ARG = sys.argv[1], sys.argv[2], sys.argv[3]
+ROWS = "mesh{x=4} P(x,None)"
+COLS = "mesh{x=4} P(None,x)"
+
+
+def mpirun(*args, env=None):
+    cmd = [MPIEXEC, "-np", "2", "--oversubscribe", *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=280,
+                       env=dict(os.environ, **(env or {})))
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(cond, message, out="", err=""):
+    if not cond:
+        print("FAIL:", message)
+        print("--- stdout ---\n" + out + "\n--- stderr ---\n" + err)
+        sys.exit(1)
+
+
+def expect_ok(*args, env=None):
+    rc, out, err = mpirun(*args, env=env)
+    check(rc == 0, f"mpirun {' '.join(args)} exited {rc}", out, err)
+    return out, err
+
+
+def case_reshard():
+    out, err = expect_ok(ARG, "reshard", "--distributed", "mpi", "--devices", "cpu:2",
+                         "--shape", "96x64", "--from", ROWS, "--to", COLS, "--explain", "--run",
+                         "--repeat", "2")
+    check(out.count("Reshard f32[96,64]") == 1, "one header: process 0 alone prints", out, err)
+    check(out.count("ReshardPlan") == 1, "one plan", out, err)
+    check(re.search(r"^  from: mesh\{x=4\} P\(x,None\) on cpu:0\.\.cpu:3$", out, re.M),
+          "the sharding spans both processes' devices (2 each)", out, err)
+    check(out.count("verified bit-exact") == 1, "the gathered result verified once", out, err)
+    check(re.search(r"^  memcpy floor \(2 threads\)", out, re.M),
+          "the floor uses process 0's devices", out, err)
+    # Bad input ends every process with exit code 2 and the message.
+    rc, out, err = mpirun(ARG, "reshard", "--distributed", "mpc", "--shape", "8x8", "--from", ROWS,
+                          "--to", COLS)
+    check(rc != 0 and 'invalid --distributed "mpc": expected none or mpi' in err,
+          "a bad --distributed is refused", out, err)
+
+
+def case_demo():
+    out, err = expect_ok(ARG, "demo", "--distributed", "mpi", "--devices", "cpu:2", "--quick")
+    check(out.count("Tessera demo") == 1, "one tour: process 0 alone prints", out, err)
+    check("cpu:2 on each of 2 processes" in out, "the description names the processes", out, err)
+    for text in ("1. Devices and memories", "2. Round trips", "3. A sharded array", "4. Reshards",
+                 "5. The transfer guard", "6. Timing summary", "all bit-exact",
+                 "implicit reshard: refused", "explicit reshard: allowed"):
+        check(out.count(text) == 1, f"demo shows {text!r} once", out, err)
+    for text in ("rows -> columns, f32[1024,1024]", "rows -> replicated, f32[1024,1024]",
+                 "rows -> rows, devices reversed, f32[1024,1024]", "cpu:3   cpu   host (default)"):
+        check(text in out, f"demo shows {text!r}", out, err)
+    check("FAILED" not in out + err, "no failed round trip", out, err)
+
+
+def case_c_api():
+    out, err = expect_ok(ARG)
+    check("FAIL" not in out + err, "no failure in any process", out, err)
+
+
+PYTHON_CLIENT = r"""
+import numpy as np, tessera
+client = tessera.Client(cpu_devices=2, vulkan="off")
+x = np.arange(32 * 16, dtype=np.float32).reshape(32, 16)
+cols = client.put(x, "mesh{x=2} P(x,None)").reshard("mesh{x=2} P(None,x)")
+assert len(client.devices) == 2 and np.array_equal(np.asarray(cols), x)
+print("python client OK")
+"""
+
+
+def case_python():
+    out, err = expect_ok(sys.executable, "-c", PYTHON_CLIENT,
+                         env={"PYTHONPATH": ARG, "TESSERA_TRANSFER_GUARD": ""})
+    check(out.count("python client OK") == 2, "a client in each process", out, err)
+
+
+{"reshard": case_reshard, "demo": case_demo, "c_api": case_c_api,
+ "python": case_python}[CASE]()
+print("PASS")
