@@ -659,7 +659,8 @@ ReshardPlan Planner::Assemble() {
   size_t count = 0;
   for (int slot = 0; slot < dst_.num_slots(); ++slot) {
     MergePieces(pieces_[slot]);
-    count += pieces_[slot].size() + (alias_of_[slot] >= 0 ? 1 : 0);
+    for (const Piece& p : pieces_[slot]) count += InPart(slot, p) ? 1 : 0;
+    count += alias_of_[slot] >= 0 ? 1 : 0;
   }
   plan.copies.reserve(count);
   for (int slot = 0; slot < dst_.num_slots(); ++slot) {
