@@ -16,13 +16,35 @@
 namespace tessera::sharding {
 namespace {
 
-// A region of one destination slot and where it comes from, in global
-// coordinates. depth orders forwards (0: reads a source slot).
+// Boxes of one rank stored flat (origin, then shape), named by their offset:
+// a plan holds one box per piece, and most pieces of a group share a cell.
+class BoxArena {
+ public:
+  explicit BoxArena(int rank) : rank_(rank) {}
+  int64_t Add(const Box& box) {
+    const int64_t at = static_cast<int64_t>(values_.size());
+    values_.insert(values_.end(), box.origin().begin(), box.origin().end());
+    values_.insert(values_.end(), box.shape().begin(), box.shape().end());
+    return at;
+  }
+  Box Get(int64_t at) const { return Box(Index(origin(at), origin(at) + rank_), Shape(at)); }
+  const int64_t* origin(int64_t at) const { return values_.data() + at; }
+  Index Shape(int64_t at) const {
+    return Index(values_.data() + at + rank_, values_.data() + at + 2 * rank_);
+  }
+
+ private:
+  int rank_;
+  std::vector<int64_t> values_;
+};
+
+// A region of one destination slot (an arena box, global coordinates) and
+// where it comes from. depth orders forwards (0: reads a source slot).
 struct Piece {
   bool from_destination;
   int src_slot;
   int depth;
-  Box box;
+  int64_t box;
 };
 
 // One distinct source box and the slots holding it.
@@ -206,8 +228,9 @@ void MergeBoxes(std::vector<Box>& boxes) {
             [](const Box& a, const Box& b) { return a.origin() < b.origin(); });
 }
 
-// Merges the pieces of one destination slot with equal endpoints.
-void MergePieces(std::vector<Piece>& pieces) {
+// Merges the pieces of one destination slot with equal endpoints (merged boxes are added to
+// `arena`).
+void MergePieces(std::vector<Piece>& pieces, BoxArena& arena) {
   if (pieces.size() < 2) return;
   auto key = [](const Piece& p) {
     return std::make_tuple(p.depth, p.from_destination, p.src_slot);
@@ -228,13 +251,18 @@ void MergePieces(std::vector<Piece>& pieces) {
     size_t j = i;
     std::vector<Box> boxes;
     while (j < pieces.size() && key(pieces[j]) == key(pieces[i])) {
-      boxes.push_back(std::move(pieces[j].box));
+      boxes.push_back(arena.Get(pieces[j].box));
       ++j;
     }
+    if (boxes.size() == 1) {
+      out.push_back(pieces[i]);
+      i = j;
+      continue;
+    }
     MergeBoxes(boxes);
-    for (Box& box : boxes) {
+    for (const Box& box : boxes) {
       out.push_back(
-          {pieces[i].from_destination, pieces[i].src_slot, pieces[i].depth, std::move(box)});
+          {pieces[i].from_destination, pieces[i].src_slot, pieces[i].depth, arena.Add(box)});
     }
     i = j;
   }
@@ -317,7 +345,8 @@ class Planner {
         groups_(GroupSources(src, src_locations)),
         index_(src.rank(), BoxesOf(groups_)),
         pieces_(dst.num_slots()),
-        alias_of_(dst.num_slots(), -1) {
+        alias_of_(dst.num_slots(), -1),
+        arena_(dst.rank()) {
     NumberLocations();
     if (part != nullptr) MarkPart(*part);
   }
@@ -353,11 +382,16 @@ class Planner {
   // plan of only some groups, a choice among several locations that touches
   // the part clears exact_ (the bytes sent so far are those of the whole plan).
   int ChooseRemote(const Cell& cell, int dst_slot);
-  // Each slot in `needing` fetches `cell` from a source.
-  void FetchDirect(const Cell& cell, const std::vector<int>& needing);
-  // One receiver per location fetches or is forwarded `cell` through a
+  // Each slot in `needing` fetches cell i from a source.
+  void FetchDirect(size_t i, const std::vector<int>& needing);
+  // One receiver per location fetches or is forwarded cell i through a
   // binary tree; further slots at a receiver's location copy from it.
-  void FetchFanOut(const Cell& cell, const std::vector<int>& needing);
+  void FetchFanOut(size_t i, const std::vector<int>& needing);
+  // The box of cell i in arena_ (added on first use).
+  int64_t CellBox(size_t i) {
+    if (cell_box_[i] < 0) cell_box_[i] = arena_.Add(cells_[i].box);
+    return cell_box_[i];
+  }
   // The copy that fills `piece` of destination slot `slot`.
   BoxCopy MakeCopy(int slot, const Piece& piece) const;
   // Numbers the distinct locations 0..n-1 (src_index_, dst_index_) and sizes
@@ -386,6 +420,7 @@ class Planner {
   std::vector<int64_t> sent_;               // per location number: bytes sent
   std::vector<std::vector<Piece>> pieces_;  // per destination slot
   std::vector<int> alias_of_;               // per destination slot: its alias source slot, or -1
+  BoxArena arena_;                          // the boxes of the pieces
   int64_t lower_bound_elements_ = 0;
   int64_t num_pieces_ = 0;  // upper bound on the pieces planned so far, before merging
   // Part plans: per slot, whether its location is in the part (empty: whole plan).
@@ -396,6 +431,7 @@ class Planner {
   std::vector<int> candidates_;
   std::vector<Cell> cells_, cells_scratch_;
   std::vector<std::vector<int>> remote_;   // per cell: dst slots needing it
+  std::vector<int64_t> cell_box_;          // per cell: its box in arena_, or -1
   std::vector<int> receiver_of_location_;  // per location number, or -1
 };
 
@@ -514,13 +550,14 @@ absl::Status Planner::PlanCandidates(const std::vector<int>& dst_slots) {
   num_pieces_ += new_pieces;
   remote_.resize(cells_.size());
   for (std::vector<int>& r : remote_) r.clear();
+  cell_box_.assign(cells_.size(), -1);
   for (int slot : dst_slots) PlanSlot(slot, alias_group);
   for (size_t i = 0; i < cells_.size(); ++i) {
     if (remote_[i].empty()) continue;
     if (options_.fan_out) {
-      FetchFanOut(cells_[i], remote_[i]);
+      FetchFanOut(i, remote_[i]);
     } else {
-      FetchDirect(cells_[i], remote_[i]);
+      FetchDirect(i, remote_[i]);
     }
   }
   return absl::OkStatus();
@@ -552,7 +589,7 @@ void Planner::PlanSlot(int slot, int alias_group) {
       if (local >= 0) break;
     }
     if (local >= 0) {
-      pieces_[slot].push_back({false, local, 0, cells_[i].box});
+      pieces_[slot].push_back({false, local, 0, CellBox(i)});
     } else {
       remote_[i].push_back(slot);
       if (counts) lower_bound_elements_ += cells_[i].box.num_elements();
@@ -580,16 +617,19 @@ int Planner::ChooseRemote(const Cell& cell, int dst_slot) {
   return best_slot;
 }
 
-void Planner::FetchDirect(const Cell& cell, const std::vector<int>& needing) {
+void Planner::FetchDirect(size_t i, const std::vector<int>& needing) {
+  const Cell& cell = cells_[i];
   const int64_t bytes = cell.box.num_elements() * element_bytes_;
   for (int slot : needing) {
     const int src_slot = ChooseRemote(cell, slot);
-    pieces_[slot].push_back({false, src_slot, 0, cell.box});
+    pieces_[slot].push_back({false, src_slot, 0, CellBox(i)});
     sent_[src_index_[src_slot]] += bytes;
   }
 }
 
-void Planner::FetchFanOut(const Cell& cell, const std::vector<int>& needing) {
+void Planner::FetchFanOut(size_t i, const std::vector<int>& needing) {
+  const Cell& cell = cells_[i];
+  const int64_t box = CellBox(i);
   std::vector<int> receivers;
   std::vector<std::pair<int, int>> extras;  // (slot, receiver index)
   for (int slot : needing) {
@@ -603,13 +643,13 @@ void Planner::FetchFanOut(const Cell& cell, const std::vector<int>& needing) {
   }
   for (int slot : receivers) receiver_of_location_[dst_index_[slot]] = -1;
   const int src_slot = ChooseRemote(cell, receivers[0]);
-  pieces_[receivers[0]].push_back({false, src_slot, 0, cell.box});
+  pieces_[receivers[0]].push_back({false, src_slot, 0, box});
   sent_[src_index_[src_slot]] += cell.box.num_elements() * element_bytes_;
   for (int r = 1; r < static_cast<int>(receivers.size()); ++r) {
-    pieces_[receivers[r]].push_back({true, receivers[(r - 1) / 2], TreeDepth(r), cell.box});
+    pieces_[receivers[r]].push_back({true, receivers[(r - 1) / 2], TreeDepth(r), box});
   }
   for (const auto& [slot, r] : extras) {
-    pieces_[slot].push_back({true, receivers[r], TreeDepth(r) + 1, cell.box});
+    pieces_[slot].push_back({true, receivers[r], TreeDepth(r) + 1, box});
   }
 }
 
@@ -622,12 +662,19 @@ BoxCopy Planner::MakeCopy(int slot, const Piece& p) const {
       src_location == dst_locations_[slot] ? BoxCopy::Kind::kLocal : BoxCopy::Kind::kCrossLocation;
   copy.from_destination = p.from_destination;
   copy.src_slot = p.src_slot;
-  copy.src_box = ShiftOrigin(p.box, frame.origin());
+  const int rank = dst_.rank();
+  const int64_t* origin = arena_.origin(p.box);
+  Index src_origin(rank), dst_origin(rank);
+  for (int d = 0; d < rank; ++d) {
+    src_origin[d] = origin[d] - frame.inclusive_min(d);
+    dst_origin[d] = origin[d] - dst_.slot_box(slot).inclusive_min(d);
+  }
+  copy.src_box = Box(std::move(src_origin), arena_.Shape(p.box));
   copy.dst_slot = slot;
-  copy.dst_box = ShiftOrigin(p.box, dst_.slot_box(slot).origin());
+  copy.dst_box = Box(std::move(dst_origin), arena_.Shape(p.box));
   copy.src_location = src_location;
   copy.dst_location = dst_locations_[slot];
-  copy.bytes = p.box.num_elements() * element_bytes_;
+  copy.bytes = copy.dst_box.num_elements() * element_bytes_;
   return copy;
 }
 
@@ -649,16 +696,16 @@ void AddToTotals(const BoxCopy& copy, ReshardPlan& plan) {
 ReshardPlan Planner::Assemble() {
   ReshardPlan plan;
   plan.fan_out = options_.fan_out;
-  auto emit = [&](BoxCopy copy) {
-    AddToTotals(copy, plan);
+  auto emit = [&](BoxCopy&& copy) {
     plan.copies.push_back(std::move(copy));
+    AddToTotals(plan.copies.back(), plan);
   };
   // Depth 0 (aliases and copies reading sources) in destination slot order; forwards after,
   // by depth, then slot, then piece order (a slot with an alias has no pieces).
   std::vector<std::tuple<int, int, int>> forwards;  // (depth, slot, piece index)
   size_t count = 0;
   for (int slot = 0; slot < dst_.num_slots(); ++slot) {
-    MergePieces(pieces_[slot]);
+    MergePieces(pieces_[slot], arena_);
     for (const Piece& p : pieces_[slot]) count += InPart(slot, p) ? 1 : 0;
     count += alias_of_[slot] >= 0 ? 1 : 0;
   }
