@@ -79,9 +79,9 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
 // parts of processes whose locations partition all locations therefore
 // reunite into the whole plan, and their lower bounds add up to its.
 //
-//   // Process p owns locations 8p .. 8p+7:
-//   auto part = PlanReshardPart(rows, locations, cols, locations, 4,
-//                               {8 * p, 8 * p + 1, ..., 8 * p + 7});
+//   std::vector<int64_t> mine;  // process p owns locations 8p .. 8p+7
+//   for (int i = 0; i < 8; ++i) mine.push_back(8 * p + i);
+//   auto part = PlanReshardPart(rows, locations, cols, locations, 4, mine);
 //
 // Cost: the source groups meeting the destination boxes at part locations,
 // plus the destination groups meeting the source boxes at part locations
