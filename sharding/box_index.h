@@ -29,6 +29,9 @@ class BoxIndex {
   // True iff the union of the boxes contains `region` (precondition: the
   // boxes and `region` have the index's rank).
   bool Covers(const Box& region) const;
+  // True iff the non-empty boxes form a grid (see above): then they are
+  // pairwise disjoint and no box boundary crosses the interior of another box.
+  bool is_grid() const { return is_grid_; }
 
  private:
   int rank_;

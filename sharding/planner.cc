@@ -16,13 +16,35 @@
 namespace tessera::sharding {
 namespace {
 
-// A region of one destination slot and where it comes from, in global
-// coordinates. depth orders forwards (0: reads a source slot).
+// Boxes of one rank stored flat (origin, then shape), named by their offset:
+// a plan holds one box per piece, and most pieces of a group share a cell.
+class BoxArena {
+ public:
+  explicit BoxArena(int rank) : rank_(rank) {}
+  int64_t Add(const Box& box) {
+    const int64_t at = static_cast<int64_t>(values_.size());
+    values_.insert(values_.end(), box.origin().begin(), box.origin().end());
+    values_.insert(values_.end(), box.shape().begin(), box.shape().end());
+    return at;
+  }
+  Box Get(int64_t at) const { return Box(Index(origin(at), origin(at) + rank_), Shape(at)); }
+  const int64_t* origin(int64_t at) const { return values_.data() + at; }
+  Index Shape(int64_t at) const {
+    return Index(values_.data() + at + rank_, values_.data() + at + 2 * rank_);
+  }
+
+ private:
+  int rank_;
+  std::vector<int64_t> values_;
+};
+
+// A region of one destination slot (an arena box, global coordinates) and
+// where it comes from. depth orders forwards (0: reads a source slot).
 struct Piece {
   bool from_destination;
   int src_slot;
   int depth;
-  Box box;
+  int64_t box;
 };
 
 // One distinct source box and the slots holding it.
@@ -88,6 +110,14 @@ void SplitCell(Cell cell, const Box& c, int g, std::vector<Cell>& out) {
   out.push_back(std::move(cell));
 }
 
+// Row-major by origin (origins of disjoint non-empty cells are distinct).
+void SortCells(std::vector<Cell>& cells) {
+  auto less = [](const Cell& x, const Cell& y) { return x.box.origin() < y.box.origin(); };
+  if (!std::is_sorted(cells.begin(), cells.end(), less)) {
+    std::sort(cells.begin(), cells.end(), less);
+  }
+}
+
 // Cuts destination box `b` into disjoint cells that every candidate source
 // box either contains or misses, refining one candidate at a time (each
 // splits only the cells it cuts, only along the dims it cuts). Cells come out
@@ -97,10 +127,28 @@ void SplitCell(Cell cell, const Box& c, int g, std::vector<Cell>& out) {
 // the candidates tile `b` as a grid, the cells are exactly their
 // intersections with `b`. RESOURCE_EXHAUSTED beyond `max_cells`. `next` is
 // scratch.
+//
+// `grid`: all source group boxes form a grid (BoxIndex::is_grid). No grid
+// line crosses the interior of a box of the grid, so the refinement would cut
+// `b` into exactly its intersections with the candidates, one holder each
+// (and its intermediate cell counts never exceed the final one): those are
+// built directly, in time linear in the candidates. `candidates` may then be
+// any subset of the groups intersecting `b` (the cells of that subset).
 absl::Status ComputeCells(const Box& b, const std::vector<int>& candidates,
-                          const std::vector<SrcGroup>& groups, int64_t max_cells,
+                          const std::vector<SrcGroup>& groups, int64_t max_cells, bool grid,
                           std::vector<Cell>* cells, std::vector<Cell>& next) {
   cells->clear();
+  if (grid) {
+    if (static_cast<int64_t>(candidates.size()) > max_cells) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "Reshard plan too large: destination box ", b.ToString(), " splits into more than ",
+          max_cells, " pieces over ", candidates.size(), " overlapping source shards"));
+    }
+    cells->reserve(candidates.size());
+    for (int c : candidates) cells->push_back({Intersect(b, groups[c].box), {c}});
+    SortCells(*cells);
+    return absl::OkStatus();
+  }
   cells->push_back({b, {}});
   for (int c : candidates) {
     const Box& box = groups[c].box;
@@ -128,10 +176,7 @@ absl::Status ComputeCells(const Box& b, const std::vector<int>& candidates,
                                               " (source layout does not cover the array)"));
     }
   }
-  if (cells->size() > 1) {
-    std::sort(cells->begin(), cells->end(),
-              [](const Cell& x, const Cell& y) { return x.box.origin() < y.box.origin(); });
-  }
+  SortCells(*cells);
   return absl::OkStatus();
 }
 
@@ -183,27 +228,41 @@ void MergeBoxes(std::vector<Box>& boxes) {
             [](const Box& a, const Box& b) { return a.origin() < b.origin(); });
 }
 
-// Merges the pieces of one destination slot with equal endpoints.
-void MergePieces(std::vector<Piece>& pieces) {
+// Merges the pieces of one destination slot with equal endpoints (merged boxes are added to
+// `arena`).
+void MergePieces(std::vector<Piece>& pieces, BoxArena& arena) {
   if (pieces.size() < 2) return;
   auto key = [](const Piece& p) {
     return std::make_tuple(p.depth, p.from_destination, p.src_slot);
   };
-  std::stable_sort(pieces.begin(), pieces.end(),
-                   [&](const Piece& a, const Piece& b) { return key(a) < key(b); });
+  auto less = [&](const Piece& a, const Piece& b) { return key(a) < key(b); };
+  if (!std::is_sorted(pieces.begin(), pieces.end(), less)) {
+    std::stable_sort(pieces.begin(), pieces.end(), less);
+  }
+  // Nothing to merge when no two pieces share a key (one piece per source slot, as from a grid).
+  if (std::adjacent_find(pieces.begin(), pieces.end(), [&](const Piece& a, const Piece& b) {
+        return key(a) == key(b);
+      }) == pieces.end()) {
+    return;
+  }
   std::vector<Piece> out;
   out.reserve(pieces.size());
   for (size_t i = 0; i < pieces.size();) {
     size_t j = i;
     std::vector<Box> boxes;
     while (j < pieces.size() && key(pieces[j]) == key(pieces[i])) {
-      boxes.push_back(std::move(pieces[j].box));
+      boxes.push_back(arena.Get(pieces[j].box));
       ++j;
     }
+    if (boxes.size() == 1) {
+      out.push_back(pieces[i]);
+      i = j;
+      continue;
+    }
     MergeBoxes(boxes);
-    for (Box& box : boxes) {
+    for (const Box& box : boxes) {
       out.push_back(
-          {pieces[i].from_destination, pieces[i].src_slot, pieces[i].depth, std::move(box)});
+          {pieces[i].from_destination, pieces[i].src_slot, pieces[i].depth, arena.Add(box)});
     }
     i = j;
   }
@@ -266,15 +325,17 @@ std::vector<Box> BoxesOf(const std::vector<SrcGroup>& groups) {
   return boxes;
 }
 
-// The state of one PlanReshard call: PlanGroup for each destination replica
-// group in order, then Assemble. Holds what the groups share (the bytes each
-// source location has sent so far, the pieces of every destination slot) and
-// scratch buffers reused between groups. Borrows the layouts and locations.
+// The state of one PlanReshard or PlanReshardPart call: PlanGroup for each
+// destination replica group in order (or PlanPartGroups), then Assemble. Holds
+// what the groups share (the bytes each source location has sent so far, the
+// pieces of every destination slot) and scratch buffers reused between groups.
+// Borrows the layouts and locations.
 class Planner {
  public:
+  // `part`: null for a whole plan, else the locations whose copies Assemble keeps.
   Planner(const ShardLayout& src, absl::Span<const int64_t> src_locations, const ShardLayout& dst,
           absl::Span<const int64_t> dst_locations, int64_t element_bytes,
-          const PlanOptions& options)
+          const PlanOptions& options, const absl::Span<const int64_t>* part)
       : src_(src),
         src_locations_(src_locations),
         dst_(dst),
@@ -283,38 +344,65 @@ class Planner {
         options_(options),
         groups_(GroupSources(src, src_locations)),
         index_(src.rank(), BoxesOf(groups_)),
-        pieces_(dst.num_slots()) {
+        pieces_(dst.num_slots()),
+        alias_of_(dst.num_slots(), -1),
+        arena_(dst.rank()) {
     NumberLocations();
+    if (part != nullptr) MarkPart(*part);
   }
 
   // Plans the slots of one destination replica group (equal boxes): splits
   // the box into cells, then aliases, local pieces, and remote fetches.
   absl::Status PlanGroup(const std::vector<int>& dst_slots);
 
-  // The plan: aliases and merged pieces, stably ordered by forward depth, with
-  // the totals.
+  // Part plans: plans only the destination groups whose copies can touch the
+  // part: those holding a slot at a part location (whole), and those whose box
+  // meets a source group with a slot at a part location (from those source
+  // groups only, when the source groups form a grid). Afterwards exact() says
+  // whether that sufficed (no copy of the part depended on the choices made
+  // for earlier groups).
+  absl::Status PlanPartGroups();
+  bool exact() const { return exact_; }
+
+  // The plan (or its part): aliases and merged pieces, stably ordered by
+  // forward depth then destination slot, with the totals of its copies.
   ReshardPlan Assemble();
 
  private:
+  // Plans the slots of `dst_slots` over the source groups in candidates_.
+  absl::Status PlanCandidates(const std::vector<int>& dst_slots);
   // The source group holding exactly `box`, or -1; candidates_ must hold the
   // groups intersecting it.
   int AliasGroup(const Box& box) const;
   // An alias of `slot` if possible, else its local pieces; the cells it needs
   // remotely are added to remote_.
   void PlanSlot(int slot, int alias_group);
-  // Cheapest remote replica among the holders of a cell: least bytes sent so
-  // far, then lowest slot. Returns the source slot.
-  int ChooseRemote(const Cell& cell) const;
-  // Each slot in `needing` fetches `cell` from a source.
-  void FetchDirect(const Cell& cell, const std::vector<int>& needing);
-  // One receiver per location fetches or is forwarded `cell` through a
+  // Cheapest remote replica among the holders of a cell for `dst_slot`: least
+  // bytes sent so far, then lowest slot. Returns the source slot. In a part
+  // plan of only some groups, a choice among several locations that touches
+  // the part clears exact_ (the bytes sent so far are those of the whole plan).
+  int ChooseRemote(const Cell& cell, int dst_slot);
+  // Each slot in `needing` fetches cell i from a source.
+  void FetchDirect(size_t i, const std::vector<int>& needing);
+  // One receiver per location fetches or is forwarded cell i through a
   // binary tree; further slots at a receiver's location copy from it.
-  void FetchFanOut(const Cell& cell, const std::vector<int>& needing);
+  void FetchFanOut(size_t i, const std::vector<int>& needing);
+  // The box of cell i in arena_ (added on first use).
+  int64_t CellBox(size_t i) {
+    if (cell_box_[i] < 0) cell_box_[i] = arena_.Add(cells_[i].box);
+    return cell_box_[i];
+  }
   // The copy that fills `piece` of destination slot `slot`.
   BoxCopy MakeCopy(int slot, const Piece& piece) const;
   // Numbers the distinct locations 0..n-1 (src_index_, dst_index_) and sizes
   // the per-location state.
   void NumberLocations();
+  // Sets src_in_part_ and dst_in_part_.
+  void MarkPart(absl::Span<const int64_t> part);
+  bool InPart(int dst_slot, const Piece& p) const {
+    return src_in_part_.empty() || dst_in_part_[dst_slot] ||
+           (p.from_destination ? dst_in_part_[p.src_slot] : src_in_part_[p.src_slot]);
+  }
 
   const ShardLayout& src_;
   absl::Span<const int64_t> src_locations_;
@@ -328,16 +416,22 @@ class Planner {
   // Locations are numbered densely; the state is in vectors (not hash maps:
   // absl's containers are not safe to destroy after a failed allocation, and
   // PlanReshard turns std::bad_alloc into RESOURCE_EXHAUSTED).
-  std::vector<int> src_index_, dst_index_;    // per slot: its location's number
-  std::vector<int64_t> sent_;                 // per location number: bytes sent
-  std::vector<std::vector<Piece>> pieces_;    // per destination slot
-  std::vector<std::pair<int, int>> aliases_;  // (dst slot, src slot)
+  std::vector<int> src_index_, dst_index_;  // per slot: its location's number
+  std::vector<int64_t> sent_;               // per location number: bytes sent
+  std::vector<std::vector<Piece>> pieces_;  // per destination slot
+  std::vector<int> alias_of_;               // per destination slot: its alias source slot, or -1
+  BoxArena arena_;                          // the boxes of the pieces
   int64_t lower_bound_elements_ = 0;
   int64_t num_pieces_ = 0;  // upper bound on the pieces planned so far, before merging
+  // Part plans: per slot, whether its location is in the part (empty: whole plan).
+  std::vector<char> src_in_part_, dst_in_part_;
+  bool some_groups_only_ = false;  // PlanPartGroups is planning
+  bool exact_ = true;
   // Scratch, per destination group.
   std::vector<int> candidates_;
   std::vector<Cell> cells_, cells_scratch_;
   std::vector<std::vector<int>> remote_;   // per cell: dst slots needing it
+  std::vector<int64_t> cell_box_;          // per cell: its box in arena_, or -1
   std::vector<int> receiver_of_location_;  // per location number, or -1
 };
 
@@ -371,15 +465,76 @@ void Planner::NumberLocations() {
   receiver_of_location_.assign(all.size(), -1);
 }
 
+void Planner::MarkPart(absl::Span<const int64_t> part) {
+  std::vector<int64_t> sorted(part.begin(), part.end());
+  std::sort(sorted.begin(), sorted.end());
+  auto in = [&](int64_t l) { return std::binary_search(sorted.begin(), sorted.end(), l); };
+  src_in_part_.reserve(src_locations_.size());
+  for (int64_t l : src_locations_) src_in_part_.push_back(in(l) ? 1 : 0);
+  dst_in_part_.reserve(dst_locations_.size());
+  for (int64_t l : dst_locations_) dst_in_part_.push_back(in(l) ? 1 : 0);
+}
+
 absl::Status Planner::PlanGroup(const std::vector<int>& dst_slots) {
+  if (dst_.slot_box(dst_slots[0]).is_empty()) return absl::OkStatus();
+  candidates_.clear();
+  index_.ForEachIntersecting(dst_.slot_box(dst_slots[0]), [&](int g) { candidates_.push_back(g); });
+  return PlanCandidates(dst_slots);
+}
+
+absl::Status Planner::PlanPartGroups() {
+  some_groups_only_ = true;
+  const std::vector<std::vector<int>>& dst_groups = dst_.replica_groups();
+  const int n = static_cast<int>(dst_groups.size());
+  std::vector<char> whole(n, 0);
+  std::vector<Box> dst_boxes;
+  dst_boxes.reserve(n);
+  for (int gi = 0; gi < n; ++gi) {
+    for (int slot : dst_groups[gi]) whole[gi] |= dst_in_part_[slot];
+    dst_boxes.push_back(dst_.slot_box(dst_groups[gi][0]));
+  }
+  // For each destination group not planned whole, the source groups in the part meeting it
+  // (ascending), bucketed by destination group: senders[first[gi] .. first[gi + 1]).
+  std::vector<std::pair<int, int>> sends;  // (destination group, source group)
+  const internal::BoxIndex dst_index(dst_.rank(), dst_boxes);
+  for (int g = 0; g < static_cast<int>(groups_.size()); ++g) {
+    bool in_part = false;
+    for (const auto& [location, slot] : groups_[g].by_location) in_part |= src_in_part_[slot] != 0;
+    if (!in_part) continue;
+    dst_index.ForEachIntersecting(groups_[g].box, [&](int gi) {
+      if (!whole[gi]) sends.push_back({gi, g});
+    });
+  }
+  std::vector<int> first(n + 1, 0), senders(sends.size());
+  for (const auto& [gi, g] : sends) ++first[gi + 1];
+  for (int gi = 0; gi < n; ++gi) first[gi + 1] += first[gi];
+  std::vector<int> fill(first.begin(), first.end() - 1);
+  for (const auto& [gi, g] : sends) senders[fill[gi]++] = g;
+  for (int gi = 0; gi < n; ++gi) {
+    if (whole[gi]) {
+      if (absl::Status s = PlanGroup(dst_groups[gi]); !s.ok()) return s;
+      continue;
+    }
+    if (first[gi] == first[gi + 1]) continue;
+    if (!index_.is_grid()) {  // the cells of the box depend on every source box meeting it
+      if (absl::Status s = PlanGroup(dst_groups[gi]); !s.ok()) return s;
+      continue;
+    }
+    candidates_.assign(senders.begin() + first[gi], senders.begin() + first[gi + 1]);
+    if (absl::Status s = PlanCandidates(dst_groups[gi]); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Planner::PlanCandidates(const std::vector<int>& dst_slots) {
   const Box& box = dst_.slot_box(dst_slots[0]);
   if (box.is_empty()) return absl::OkStatus();
-  candidates_.clear();
-  index_.ForEachIntersecting(box, [&](int g) { candidates_.push_back(g); });
-  std::sort(candidates_.begin(), candidates_.end());
+  if (!std::is_sorted(candidates_.begin(), candidates_.end())) {
+    std::sort(candidates_.begin(), candidates_.end());
+  }
   const int alias_group = AliasGroup(box);
-  if (absl::Status s =
-          ComputeCells(box, candidates_, groups_, options_.max_copies, &cells_, cells_scratch_);
+  if (absl::Status s = ComputeCells(box, candidates_, groups_, options_.max_copies,
+                                    index_.is_grid(), &cells_, cells_scratch_);
       !s.ok()) {
     return s;
   }
@@ -393,14 +548,16 @@ absl::Status Planner::PlanGroup(const std::vector<int>& dst_slots) {
         " pieces after ", num_pieces_, " pieces for earlier slots)"));
   }
   num_pieces_ += new_pieces;
-  remote_.assign(cells_.size(), {});
+  remote_.resize(cells_.size());
+  for (std::vector<int>& r : remote_) r.clear();
+  cell_box_.assign(cells_.size(), -1);
   for (int slot : dst_slots) PlanSlot(slot, alias_group);
   for (size_t i = 0; i < cells_.size(); ++i) {
     if (remote_[i].empty()) continue;
     if (options_.fan_out) {
-      FetchFanOut(cells_[i], remote_[i]);
+      FetchFanOut(i, remote_[i]);
     } else {
-      FetchDirect(cells_[i], remote_[i]);
+      FetchDirect(i, remote_[i]);
     }
   }
   return absl::OkStatus();
@@ -419,10 +576,12 @@ void Planner::PlanSlot(int slot, int alias_group) {
   if (alias_group >= 0) {
     const int src_slot = FindSlotAtLocation(groups_[alias_group], location);
     if (src_slot >= 0) {
-      aliases_.push_back({slot, src_slot});
+      alias_of_[slot] = src_slot;
       return;
     }
   }
+  const bool counts = dst_in_part_.empty() || dst_in_part_[slot];
+  pieces_[slot].reserve(pieces_[slot].size() + cells_.size());
   for (size_t i = 0; i < cells_.size(); ++i) {
     int local = -1;
     for (int h : cells_[i].holders) {
@@ -430,39 +589,47 @@ void Planner::PlanSlot(int slot, int alias_group) {
       if (local >= 0) break;
     }
     if (local >= 0) {
-      pieces_[slot].push_back({false, local, 0, cells_[i].box});
+      pieces_[slot].push_back({false, local, 0, CellBox(i)});
     } else {
       remote_[i].push_back(slot);
-      lower_bound_elements_ += cells_[i].box.num_elements();
+      if (counts) lower_bound_elements_ += cells_[i].box.num_elements();
     }
   }
 }
 
-int Planner::ChooseRemote(const Cell& cell) const {
+int Planner::ChooseRemote(const Cell& cell, int dst_slot) {
   int best_slot = -1;
   int64_t best_load = 0;
+  bool several_locations = false;
+  bool touches_part = some_groups_only_ && dst_in_part_[dst_slot];
   for (int h : cell.holders) {
     for (const auto& [location, slot] : groups_[h].by_location) {
       const int64_t load = sent_[src_index_[slot]];
+      if (best_slot >= 0 && location != src_locations_[best_slot]) several_locations = true;
+      if (some_groups_only_ && src_in_part_[slot]) touches_part = true;
       if (best_slot < 0 || load < best_load || (load == best_load && slot < best_slot)) {
         best_slot = slot;
         best_load = load;
       }
     }
   }
+  if (several_locations && touches_part) exact_ = false;
   return best_slot;
 }
 
-void Planner::FetchDirect(const Cell& cell, const std::vector<int>& needing) {
+void Planner::FetchDirect(size_t i, const std::vector<int>& needing) {
+  const Cell& cell = cells_[i];
   const int64_t bytes = cell.box.num_elements() * element_bytes_;
   for (int slot : needing) {
-    const int src_slot = ChooseRemote(cell);
-    pieces_[slot].push_back({false, src_slot, 0, cell.box});
+    const int src_slot = ChooseRemote(cell, slot);
+    pieces_[slot].push_back({false, src_slot, 0, CellBox(i)});
     sent_[src_index_[src_slot]] += bytes;
   }
 }
 
-void Planner::FetchFanOut(const Cell& cell, const std::vector<int>& needing) {
+void Planner::FetchFanOut(size_t i, const std::vector<int>& needing) {
+  const Cell& cell = cells_[i];
+  const int64_t box = CellBox(i);
   std::vector<int> receivers;
   std::vector<std::pair<int, int>> extras;  // (slot, receiver index)
   for (int slot : needing) {
@@ -475,14 +642,14 @@ void Planner::FetchFanOut(const Cell& cell, const std::vector<int>& needing) {
     }
   }
   for (int slot : receivers) receiver_of_location_[dst_index_[slot]] = -1;
-  const int src_slot = ChooseRemote(cell);
-  pieces_[receivers[0]].push_back({false, src_slot, 0, cell.box});
+  const int src_slot = ChooseRemote(cell, receivers[0]);
+  pieces_[receivers[0]].push_back({false, src_slot, 0, box});
   sent_[src_index_[src_slot]] += cell.box.num_elements() * element_bytes_;
   for (int r = 1; r < static_cast<int>(receivers.size()); ++r) {
-    pieces_[receivers[r]].push_back({true, receivers[(r - 1) / 2], TreeDepth(r), cell.box});
+    pieces_[receivers[r]].push_back({true, receivers[(r - 1) / 2], TreeDepth(r), box});
   }
   for (const auto& [slot, r] : extras) {
-    pieces_[slot].push_back({true, receivers[r], TreeDepth(r) + 1, cell.box});
+    pieces_[slot].push_back({true, receivers[r], TreeDepth(r) + 1, box});
   }
 }
 
@@ -495,52 +662,96 @@ BoxCopy Planner::MakeCopy(int slot, const Piece& p) const {
       src_location == dst_locations_[slot] ? BoxCopy::Kind::kLocal : BoxCopy::Kind::kCrossLocation;
   copy.from_destination = p.from_destination;
   copy.src_slot = p.src_slot;
-  copy.src_box = ShiftOrigin(p.box, frame.origin());
+  const int rank = dst_.rank();
+  const int64_t* origin = arena_.origin(p.box);
+  Index src_origin(rank), dst_origin(rank);
+  for (int d = 0; d < rank; ++d) {
+    src_origin[d] = origin[d] - frame.inclusive_min(d);
+    dst_origin[d] = origin[d] - dst_.slot_box(slot).inclusive_min(d);
+  }
+  copy.src_box = Box(std::move(src_origin), arena_.Shape(p.box));
   copy.dst_slot = slot;
-  copy.dst_box = ShiftOrigin(p.box, dst_.slot_box(slot).origin());
+  copy.dst_box = Box(std::move(dst_origin), arena_.Shape(p.box));
   copy.src_location = src_location;
   copy.dst_location = dst_locations_[slot];
-  copy.bytes = p.box.num_elements() * element_bytes_;
+  copy.bytes = copy.dst_box.num_elements() * element_bytes_;
   return copy;
 }
 
+void AddToTotals(const BoxCopy& copy, ReshardPlan& plan) {
+  switch (copy.kind) {
+    case BoxCopy::Kind::kAlias:
+      plan.aliased_bytes += copy.bytes;
+      break;
+    case BoxCopy::Kind::kLocal:
+      plan.local_bytes += copy.bytes;
+      break;
+    case BoxCopy::Kind::kCrossLocation:
+      plan.cross_location_bytes += copy.bytes;
+      break;
+  }
+  if (copy.from_destination) plan.forwarded_bytes += copy.bytes;
+}
+
 ReshardPlan Planner::Assemble() {
-  std::vector<std::pair<int, BoxCopy>> ordered;  // (depth, copy)
-  for (const auto& [slot, src_slot] : aliases_) {
-    const Box& box = dst_.slot_box(slot);
-    Box local = ShiftOrigin(box, box.origin());
-    ordered.push_back({0, BoxCopy{BoxCopy::Kind::kAlias, false, src_slot, local, slot, local,
-                                  src_locations_[src_slot], dst_locations_[slot],
-                                  box.num_elements() * element_bytes_}});
-  }
-  for (int slot = 0; slot < dst_.num_slots(); ++slot) {
-    MergePieces(pieces_[slot]);
-    for (const Piece& p : pieces_[slot]) ordered.push_back({p.depth, MakeCopy(slot, p)});
-  }
-  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first < b.first;
-    return a.second.dst_slot < b.second.dst_slot;
-  });
   ReshardPlan plan;
   plan.fan_out = options_.fan_out;
-  plan.copies.reserve(ordered.size());
-  for (auto& [depth, copy] : ordered) {
-    switch (copy.kind) {
-      case BoxCopy::Kind::kAlias:
-        plan.aliased_bytes += copy.bytes;
-        break;
-      case BoxCopy::Kind::kLocal:
-        plan.local_bytes += copy.bytes;
-        break;
-      case BoxCopy::Kind::kCrossLocation:
-        plan.cross_location_bytes += copy.bytes;
-        break;
-    }
-    if (copy.from_destination) plan.forwarded_bytes += copy.bytes;
+  auto emit = [&](BoxCopy&& copy) {
     plan.copies.push_back(std::move(copy));
+    AddToTotals(plan.copies.back(), plan);
+  };
+  // Depth 0 (aliases and copies reading sources) in destination slot order; forwards after,
+  // by depth, then slot, then piece order (a slot with an alias has no pieces).
+  std::vector<std::tuple<int, int, int>> forwards;  // (depth, slot, piece index)
+  size_t count = 0;
+  for (int slot = 0; slot < dst_.num_slots(); ++slot) {
+    MergePieces(pieces_[slot], arena_);
+    for (const Piece& p : pieces_[slot]) count += InPart(slot, p) ? 1 : 0;
+    count += alias_of_[slot] >= 0 ? 1 : 0;
   }
+  plan.copies.reserve(count);
+  for (int slot = 0; slot < dst_.num_slots(); ++slot) {
+    if (const int src_slot = alias_of_[slot]; src_slot >= 0) {
+      if (!src_in_part_.empty() && !dst_in_part_[slot] && !src_in_part_[src_slot]) continue;
+      const Box& box = dst_.slot_box(slot);
+      Box local = ShiftOrigin(box, box.origin());
+      emit(BoxCopy{BoxCopy::Kind::kAlias, false, src_slot, local, slot, local,
+                   src_locations_[src_slot], dst_locations_[slot],
+                   box.num_elements() * element_bytes_});
+      continue;
+    }
+    for (int i = 0; i < static_cast<int>(pieces_[slot].size()); ++i) {
+      const Piece& p = pieces_[slot][i];
+      if (!InPart(slot, p)) continue;
+      if (p.depth > 0) {
+        forwards.push_back({p.depth, slot, i});
+      } else {
+        emit(MakeCopy(slot, p));
+      }
+    }
+  }
+  std::sort(forwards.begin(), forwards.end());
+  for (const auto& [depth, slot, i] : forwards) emit(MakeCopy(slot, pieces_[slot][i]));
   plan.lower_bound_bytes = lower_bound_elements_ * element_bytes_;
   return plan;
+}
+
+// Runs `fn` (returning absl::StatusOr<ReshardPlan>), turning allocation failures into
+// RESOURCE_EXHAUSTED.
+template <typename F>
+absl::StatusOr<ReshardPlan> CatchAllocationFailures(const ShardLayout& src, const ShardLayout& dst,
+                                                    F&& fn) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "Out of memory planning the reshard of [", absl::StrJoin(src.global_shape(), ","),
+        "] from ", src.num_slots(), " to ", dst.num_slots(), " slots"));
+  } catch (const std::length_error&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "Reshard plan of [", absl::StrJoin(src.global_shape(), ","), "] from ", src.num_slots(),
+        " to ", dst.num_slots(), " slots exceeds a container's maximum size"));
+  }
 }
 
 }  // namespace
@@ -555,21 +766,40 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
       !s.ok()) {
     return s;
   }
-  try {
-    Planner planner(src, src_locations, dst, dst_locations, element_bytes, options);
+  return CatchAllocationFailures(src, dst, [&]() -> absl::StatusOr<ReshardPlan> {
+    Planner planner(src, src_locations, dst, dst_locations, element_bytes, options, nullptr);
     for (const std::vector<int>& dst_slots : dst.replica_groups()) {
       if (absl::Status s = planner.PlanGroup(dst_slots); !s.ok()) return s;
     }
     return planner.Assemble();
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "Out of memory planning the reshard of [", absl::StrJoin(src.global_shape(), ","),
-        "] from ", src.num_slots(), " to ", dst.num_slots(), " slots"));
-  } catch (const std::length_error&) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "Reshard plan of [", absl::StrJoin(src.global_shape(), ","), "] from ", src.num_slots(),
-        " to ", dst.num_slots(), " slots exceeds a container's maximum size"));
+  });
+}
+
+absl::StatusOr<ReshardPlan> PlanReshardPart(
+    const ShardLayout& src, absl::Span<const int64_t> src_locations, const ShardLayout& dst,
+    absl::Span<const int64_t> dst_locations, int64_t element_bytes,
+    absl::Span<const int64_t> part_locations, const PlanOptions& options) {
+  if (absl::Status s =
+          CheckArguments(src, src_locations, dst, dst_locations, element_bytes, options.max_copies);
+      !s.ok()) {
+    return s;
   }
+  return CatchAllocationFailures(src, dst, [&]() -> absl::StatusOr<ReshardPlan> {
+    {
+      Planner planner(src, src_locations, dst, dst_locations, element_bytes, options,
+                      &part_locations);
+      if (absl::Status s = planner.PlanPartGroups(); !s.ok()) return s;
+      if (planner.exact()) return planner.Assemble();
+    }
+    // A copy of the part chose among replicas by the bytes sent for earlier destination
+    // groups: plan every group, keep the part.
+    Planner planner(src, src_locations, dst, dst_locations, element_bytes, options,
+                    &part_locations);
+    for (const std::vector<int>& dst_slots : dst.replica_groups()) {
+      if (absl::Status s = planner.PlanGroup(dst_slots); !s.ok()) return s;
+    }
+    return planner.Assemble();
+  });
 }
 
 }  // namespace tessera::sharding

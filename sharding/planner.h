@@ -31,8 +31,9 @@
 // time and only along the dims it cuts: with k such source boxes, at most
 // min(prod_d (distinct boundaries in dim d + 1), (2*rank + 1)^k) cells, and
 // exactly one cell per source box when the sources tile it as a grid (every
-// ShardingParam layout). Each destination slot gets at most one copy per cell
-// before copies are merged.
+// ShardingParam layout; those cells are then built directly, in time linear
+// in the source boxes meeting it). Each destination slot gets at most one
+// copy per cell before copies are merged.
 //
 // Planning is deterministic: equal inputs give equal plans.
 #ifndef TESSERA_SHARDING_PLANNER_H_
@@ -69,6 +70,34 @@ absl::StatusOr<ReshardPlan> PlanReshard(const ShardLayout& src,
                                         const ShardLayout& dst,
                                         absl::Span<const int64_t> dst_locations,
                                         int64_t element_bytes, const PlanOptions& options = {});
+
+// One process's part of the plan PlanReshard would return: exactly the copies
+// whose source location (for a forward: the location of the destination slot
+// it reads) or destination location is in `part_locations`, in the same order
+// and equal field for field; the byte totals sum those copies, and
+// lower_bound_bytes counts the destination slots at part locations only. The
+// parts of processes whose locations partition all locations therefore
+// reunite into the whole plan, and their lower bounds add up to its.
+//
+//   std::vector<int64_t> mine;  // process p owns locations 8p .. 8p+7
+//   for (int i = 0; i < 8; ++i) mine.push_back(8 * p + i);
+//   auto part = PlanReshardPart(rows, locations, cols, locations, 4, mine);
+//
+// Cost: the source groups meeting the destination boxes at part locations,
+// plus the destination groups meeting the source boxes at part locations
+// (found through an index; the rest of the layouts is never visited beyond
+// one pass over the slots), when the source boxes form a grid (every
+// ShardingParam layout) -- so proportional to the part, not to the plan.
+// Otherwise each destination group the part meets is cut whole. When a copy
+// of the part chooses among source replicas at several locations (rule 3
+// depends on the bytes sent for every earlier destination slot) it plans every
+// destination group, as PlanReshard does, and keeps the part. Errors as
+// PlanReshard, except that options.max_copies bounds the pieces planned for
+// the part (a part may succeed where the whole plan is too large).
+absl::StatusOr<ReshardPlan> PlanReshardPart(
+    const ShardLayout& src, absl::Span<const int64_t> src_locations, const ShardLayout& dst,
+    absl::Span<const int64_t> dst_locations, int64_t element_bytes,
+    absl::Span<const int64_t> part_locations, const PlanOptions& options = {});
 
 }  // namespace tessera::sharding
 

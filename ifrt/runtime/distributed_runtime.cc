@@ -137,6 +137,26 @@ class Fingerprint {
 
 bool IsLocal(const PlanEndpoint& e) { return e.is_host() || e.memory->device()->IsAddressable(); }
 
+// Numbers the messages of one array of a collective call: a copy between this process and
+// another is the n-th (from 0) between the two in its direction, counting in plan order. Every
+// process plans its part of the same plan, in the same order, and the parts of the sending and the
+// receiving process both hold every copy between them: both number a copy alike.
+class MessageNumbers {
+ public:
+  explicit MessageNumbers(int processes) : sent_(processes, 0), received_(processes, 0) {}
+  int64_t Next(int peer, bool send) { return (send ? sent_ : received_)[peer]++; }
+  int64_t Max() const {
+    int64_t m = 0;
+    for (const auto* v : {&sent_, &received_}) {
+      for (int64_t n : *v) m = std::max(m, n);
+    }
+    return m;
+  }
+
+ private:
+  std::vector<int64_t> sent_, received_;
+};
+
 // The strided box `box` of the dense row-major shard of `shape` at `base`.
 HostRegion ShardRegion(void* base, const Index& shape, const sharding::Box& box,
                        int64_t element_bytes) {
@@ -199,10 +219,13 @@ absl::StatusOr<int64_t> DistributedRuntime::AgreeOnCall(std::string_view op, int
   CallState* call = CurrentCall();
   if (call == nullptr) return -1;
   call->agreed = true;
+  // The specs of the call (not its plan: each process plans only its part), which every process
+  // holds whole.
   Fingerprint f;
   f.Add(op);
   f.Add(static_cast<uint64_t>(semantics));
   int64_t messages = 0;
+  absl::Status local;
   for (const CollectivePart& p : parts) {
     f.Add(static_cast<uint64_t>(p.dtype_kind));
     f.Add(static_cast<uint64_t>(p.element_bytes));
@@ -210,10 +233,37 @@ absl::StatusOr<int64_t> DistributedRuntime::AgreeOnCall(std::string_view op, int
     f.Add(*p.src_memories);
     f.Add(*p.dst_layout);
     f.Add(*p.dst_memories);
-    messages += static_cast<int64_t>(p.plan->copies.size());
+    const int64_t window = MessageWindow(*p.src_layout, *p.dst_layout);
+    if (const int64_t n = CountMessages(*p.plan, *p.src_memories, *p.dst_memories);
+        n > window && local.ok()) {
+      local = absl::ResourceExhaustedError(absl::StrCat(
+          std::string(op), ": ", n, " copies between this process and another, more than the ",
+          window, " messages a reshard from ", p.src_layout->num_slots(), " to ",
+          p.dst_layout->num_slots(), " slots may use (one per pair of slots)"));
+    }
+    messages += window;
   }
   f.Add(static_cast<uint64_t>(messages));
-  return transport_->Agree(op, f.value(), messages, absl::OkStatus());
+  return transport_->Agree(op, f.value(), messages, local);
+}
+
+int64_t DistributedRuntime::MessageWindow(const sharding::ShardLayout& src,
+                                          const sharding::ShardLayout& dst) {
+  return std::max<int64_t>(1, int64_t{src.num_slots()} * dst.num_slots());
+}
+
+int64_t DistributedRuntime::CountMessages(const sharding::ReshardPlan& plan,
+                                          const std::vector<RuntimeMemory*>& src_memories,
+                                          const std::vector<RuntimeMemory*>& dst_memories) const {
+  MessageNumbers numbers(process_count());
+  for (const sharding::BoxCopy& c : plan.copies) {
+    if (c.from_destination || c.bytes == 0) continue;
+    RuntimeDevice* s = src_memories[c.src_slot]->device();
+    RuntimeDevice* d = dst_memories[c.dst_slot]->device();
+    if (s->IsAddressable() == d->IsAddressable()) continue;
+    numbers.Next(s->IsAddressable() ? d->ProcessIndex() : s->ProcessIndex(), s->IsAddressable());
+  }
+  return numbers.Max();
 }
 
 absl::Status DistributedRuntime::AgreeLate(std::string_view op, const absl::Status& status) {
@@ -288,6 +338,7 @@ PlanExecution DistributedRuntime::Execute(const sharding::ReshardPlan& plan, int
   std::vector<std::vector<Future<>>> received(destinations.size());
   std::vector<Future<>> moved;
   bool all_local = true;
+  MessageNumbers numbers(process_count());
   for (size_t i = 0; i < plan.copies.size(); ++i) {
     const sharding::BoxCopy& c = plan.copies[i];
     const PlanEndpoint& s = c.from_destination ? destinations[c.src_slot] : sources[c.src_slot];
@@ -306,7 +357,8 @@ PlanExecution DistributedRuntime::Execute(const sharding::ReshardPlan& plan, int
       moved.push_back(std::move(failed));
       continue;
     }
-    const int64_t tag = tag_base + static_cast<int64_t>(i);
+    const int peer = (src_local ? d : s).memory->device()->ProcessIndex();
+    const int64_t tag = tag_base + numbers.Next(peer, src_local);
     if (src_local) {
       moved.push_back(SendPart(c, s, d, element_bytes, tag));
     } else {

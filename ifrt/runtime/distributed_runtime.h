@@ -75,11 +75,23 @@ class DistributedRuntime {
 
   // Within RunCollective: the agreement of the call on `parts` (after the guard, before any byte
   // moves). Returns the call's tag base, or the call's error (module comment). Outside
-  // RunCollective (a reshard inside Execute): -1, the call is local.
+  // RunCollective (a reshard inside Execute): -1, the call is local. The fingerprint covers the
+  // call's specs (op, semantics, and per array dtype, element size, layouts and memories), which
+  // every process holds whole, not the plans (each process plans only its part); each array
+  // reserves MessageWindow tags, and a part with more messages to or from one process than that
+  // refuses the call (RESOURCE_EXHAUSTED, on every process through the agreement).
   absl::StatusOr<int64_t> AgreeOnCall(std::string_view op, int semantics,
                                       absl::Span<const CollectivePart> parts);
 
-  // Enqueues this process's part of `plan` (see the module comment). `tag_base` < 0: a local
+  // The tags one array of a collective call reserves: one per (source slot, destination slot)
+  // pair, the most messages one process can exchange with another when each pair of slots has at
+  // most one copy (every plan over source boxes that form a grid: every ShardingParam layout).
+  static int64_t MessageWindow(const sharding::ShardLayout& src, const sharding::ShardLayout& dst);
+
+  // Enqueues this process's part of `plan` (the whole plan, or PlanReshardPart's part for this
+  // process's memories: the same copies run either way). A copy to or from process q is the
+  // message tagged tag_base + n when it is the n-th copy between the two processes in its
+  // direction, in plan order. `tag_base` < 0: a local
   // call, in which copies between processes are FAILED_PRECONDITION on the futures (callers
   // check before). Never throws (like ExecutePlan).
   PlanExecution Execute(const sharding::ReshardPlan& plan, int64_t element_bytes,
@@ -103,6 +115,11 @@ class DistributedRuntime {
     bool agreed = false;
   };
   static CallState*& CurrentCall();
+
+  // The most copies between this process and one other process in one direction in `plan`.
+  int64_t CountMessages(const sharding::ReshardPlan& plan,
+                        const std::vector<RuntimeMemory*>& src_memories,
+                        const std::vector<RuntimeMemory*>& dst_memories) const;
 
   // The agreement of a call that failed (or moved nothing) before reaching AgreeOnCall.
   absl::Status AgreeLate(std::string_view op, const absl::Status& status);

@@ -2,8 +2,9 @@
 #define TESSERA_IFRT_RUNTIME_PLAN_CACHE_H_
 
 // PlanCache: reshard plans keyed by (source layout, source locations,
-// destination layout, destination locations, element size, fan-out). Bounded:
-// when full it starts over. Thread-safe.
+// destination layout, destination locations, element size, fan-out, part). Bounded: when full it
+// starts over. Thread-safe. A part (a set of locations) keeps only the copies whose source or
+// destination is one of them (sharding::PlanReshardPart): a multi-process client's share.
 //
 // In front of it, for reshards, a cache by identity: (source Sharding object,
 // destination Sharding object, shape, element size) -> the destination's layout
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -35,11 +37,12 @@ class PlanCache {
   explicit PlanCache(size_t capacity = 4096) : capacity_(capacity) {}
 
   // The cached plan, or a new one from sharding::PlanReshard (whose errors are
-  // returned).
+  // returned); with `part`, only the part of the plan touching those locations
+  // (sharding::PlanReshardPart: a process's part in a multi-process client).
   absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> Get(
       const sharding::ShardLayout& src, std::vector<int64_t> src_locations,
       const sharding::ShardLayout& dst, std::vector<int64_t> dst_locations, int64_t element_bytes,
-      bool fan_out);
+      bool fan_out, std::optional<std::vector<int64_t>> part = std::nullopt);
   PlanCacheStats stats() const;
 
   // What a reshard to a sharding needs besides its source array.
@@ -66,15 +69,17 @@ class PlanCache {
     std::vector<int64_t> dst_locations;
     int64_t element_bytes;
     bool fan_out;
+    std::optional<std::vector<int64_t>> part;
     friend bool operator==(const Key& a, const Key& b) {
-      return a.element_bytes == b.element_bytes && a.fan_out == b.fan_out &&
+      return a.element_bytes == b.element_bytes && a.fan_out == b.fan_out && a.part == b.part &&
              a.src_locations == b.src_locations && a.dst_locations == b.dst_locations &&
              a.src == b.src && a.dst == b.dst;
     }
     template <typename H>
     friend H AbslHashValue(H h, const Key& k) {
       return H::combine(std::move(h), k.src, k.src_locations, k.dst, k.dst_locations,
-                        k.element_bytes, k.fan_out);
+                        k.element_bytes, k.fan_out, k.part.has_value(),
+                        k.part.value_or(std::vector<int64_t>()));
     }
   };
 

@@ -909,7 +909,7 @@ absl::Status RuntimeClient::AgreeOnReshard(std::string_view op, std::vector<Resh
                            distributed_->AgreeOnCall(op, static_cast<int>(semantics), parts));
   for (ReshardWork& w : work) {
     w.tag_base = tag;
-    if (tag >= 0) tag += static_cast<int64_t>(w.plan->copies.size());
+    if (tag >= 0) tag += DistributedRuntime::MessageWindow(w.input->layout(), w.placement.layout);
   }
   return absl::OkStatus();
 }
@@ -925,10 +925,21 @@ absl::StatusOr<RuntimeClient::ReshardWork> RuntimeClient::PlanOneReshard(Runtime
         array, std::move(shards), Placement{hit->dst_layout, hit->dst_memories}, hit->plan, {}};
   }
   TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*spec.sharding, spec.shape));
+  // Multi-process: only this process's part of the plan, the copies touching its memories.
+  std::optional<std::vector<int64_t>> part;
+  if (distributed_ != nullptr) {
+    part.emplace();
+    for (Device* d : addressable_devices()) {
+      for (Memory* m : d->Memories()) part->push_back(m->Id().value);
+    }
+  }
   TESSERA_ASSIGN_OR_RETURN(
       std::shared_ptr<const sharding::ReshardPlan> plan,
-      GetPlan(array->layout(), Locations(array->memories()), placement.layout,
-              Locations(placement.memories), array->element_bytes(), /*fan_out=*/false));
+      plan_cache_.Get(array->layout(), Locations(array->memories()), placement.layout,
+                      Locations(placement.memories), array->element_bytes(), /*fan_out=*/false,
+                      std::move(part)));
+  // The identity cache is per client, and so is the part (this process's memories): a hit stays
+  // this process's part.
   plan_cache_.InsertReshard(
       spec.shape.dims(), array->element_bytes(),
       std::make_shared<const PlanCache::ReshardEntry>(PlanCache::ReshardEntry{

@@ -4,6 +4,7 @@
 // prints its seed on failure; rerun one with --gtest_filter and the seed.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -165,6 +166,127 @@ TEST(PlannerPropertyTest, RandomReshards) {
   EXPECT_GT(total_forwards, 20);
   EXPECT_GT(total_local, 20);
   EXPECT_GT(total_alias, 5);
+}
+
+// The copies of `plan` whose source (for a forward: the destination slot it reads) or
+// destination location satisfies `in`, with their totals.
+ReshardPlan Filter(const ReshardPlan& plan, const std::function<bool(int64_t)>& in,
+                   const std::vector<int64_t>& dst_loc) {
+  ReshardPlan part;
+  part.fan_out = plan.fan_out;
+  for (const BoxCopy& c : plan.copies) {
+    const int64_t src = c.from_destination ? dst_loc[c.src_slot] : c.src_location;
+    if (!in(src) && !in(c.dst_location)) continue;
+    part.copies.push_back(c);
+    (c.kind == BoxCopy::Kind::kAlias   ? part.aliased_bytes
+     : c.kind == BoxCopy::Kind::kLocal ? part.local_bytes
+                                       : part.cross_location_bytes) += c.bytes;
+    if (c.from_destination) part.forwarded_bytes += c.bytes;
+  }
+  return part;
+}
+
+// PlanReshardPart over 1-3 dims (ragged, some empty), ShardingParam layouts, replicated layouts
+// and arbitrary (overlapping, replicated) boxes, with the locations dealt to 1-6 processes: each
+// process's part is exactly the whole plan's copies touching that process, in order, with their
+// totals; the parts' lower bounds add up to the plan's.
+TEST(PlannerPropertyTest, ProcessPartsReuniteIntoThePlan) {
+  constexpr int kCases = 1500;
+  int64_t parts = 0, replica_choices = 0;
+  for (int seed = 1; seed <= kCases; ++seed) {
+    std::mt19937 rng(seed);
+    const int rank = 1 + static_cast<int>(rng() % 3);
+    static constexpr int64_t kDims[] = {0, 1, 2, 3, 5, 7, 8, 11, 13};
+    std::vector<int64_t> shape(rank);
+    for (int d = 0; d < rank; ++d) shape[d] = kDims[rng() % 9];
+    std::string src_desc, dst_desc;
+    auto layout = [&](std::string* desc) {
+      if (rng() % 6 == 0) {
+        const int n = 1 + static_cast<int>(rng() % 5);
+        *desc = absl::StrCat("Replicated(", n, ")");
+        return ShardLayout::Replicated(shape, n);
+      }
+      return RandomLayout(rng, shape, desc);
+    };
+    ShardLayout src = layout(&src_desc);
+    ShardLayout dst = layout(&dst_desc);
+    const int pool = 1 + static_cast<int>(rng() % 24);
+    std::vector<int64_t> src_loc = RandomLocations(rng, src.num_slots(), pool);
+    std::vector<int64_t> dst_loc = RandomLocations(rng, dst.num_slots(), pool);
+    const int processes = 1 + static_cast<int>(rng() % 6);
+    const int64_t element_bytes = 1 + rng() % 8;
+    SCOPED_TRACE(absl::StrCat("seed=", seed, " shape=[", absl::StrJoin(shape, ","),
+                              "] src=", src_desc, " dst=", dst_desc, " pool=", pool,
+                              " processes=", processes));
+    for (bool fan_out : {false, true}) {
+      SCOPED_TRACE(absl::StrCat("fan_out=", fan_out));
+      PlanOptions options{.fan_out = fan_out};
+      auto plan = PlanReshard(src, src_loc, dst, dst_loc, element_bytes, options);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      int64_t lower_bound = 0;
+      for (int p = 0; p < processes; ++p) {
+        SCOPED_TRACE(absl::StrCat("process=", p));
+        std::vector<int64_t> mine;
+        for (int64_t l = p; l < pool; l += processes) mine.push_back(l);
+        std::shuffle(mine.begin(), mine.end(), rng);
+        auto part = PlanReshardPart(src, src_loc, dst, dst_loc, element_bytes, mine, options);
+        ASSERT_TRUE(part.ok()) << part.status();
+        ReshardPlan expected = Filter(
+            *plan, [&](int64_t l) { return l % processes == p; }, dst_loc);
+        ASSERT_EQ(part->copies.size(), expected.copies.size());
+        for (size_t i = 0; i < expected.copies.size(); ++i) {
+          ASSERT_TRUE(part->copies[i] == expected.copies[i]) << "copy " << i;
+        }
+        ASSERT_EQ(part->cross_location_bytes, expected.cross_location_bytes);
+        ASSERT_EQ(part->local_bytes, expected.local_bytes);
+        ASSERT_EQ(part->aliased_bytes, expected.aliased_bytes);
+        ASSERT_EQ(part->forwarded_bytes, expected.forwarded_bytes);
+        ASSERT_EQ(part->fan_out, fan_out);
+        lower_bound += part->lower_bound_bytes;
+        ++parts;
+      }
+      ASSERT_EQ(lower_bound, plan->lower_bound_bytes);
+    }
+    for (const auto& group : src.replica_groups()) {
+      for (int slot : group) replica_choices += src_loc[slot] != src_loc[group[0]];
+    }
+  }
+  std::printf("parts=%lld source replicas at another location=%lld\n",
+              static_cast<long long>(parts), static_cast<long long>(replica_choices));
+  EXPECT_GT(replica_choices, 100);
+}
+
+// A part of no location is empty; a part of every location is the whole plan.
+TEST(PlannerPropertyTest, EmptyAndWholeParts) {
+  auto rows = ShardLayout::FromShardingParam(*ShardingParam::Parse("4x1 to [0] on 4"), {9, 6});
+  auto cols = ShardLayout::FromShardingParam(*ShardingParam::Parse("1x3 to [0] on 3"), {9, 6});
+  ASSERT_TRUE(rows.ok() && cols.ok());
+  const std::vector<int64_t> src_loc = {0, 1, 2, 3}, dst_loc = {3, 4, 5};
+  auto plan = PlanReshard(*rows, src_loc, *cols, dst_loc, 4);
+  ASSERT_TRUE(plan.ok());
+  auto none = PlanReshardPart(*rows, src_loc, *cols, dst_loc, 4, {});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->copies.empty());
+  EXPECT_EQ(none->lower_bound_bytes, 0);
+  auto all = PlanReshardPart(*rows, src_loc, *cols, dst_loc, 4, {5, 4, 3, 2, 1, 0, 99});
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(*all == *plan);
+  // Only location 1 (a row slot): its row sent to each of the 3 column slots.
+  auto one = PlanReshardPart(*rows, src_loc, *cols, dst_loc, 4, {1});
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->copies.size(), 3u);
+  for (const BoxCopy& c : one->copies) {
+    EXPECT_EQ(c.src_slot, 1);
+    EXPECT_EQ(c.src_location, 1);
+    EXPECT_EQ(c.bytes, 3 * 2 * 4);
+  }
+  EXPECT_EQ(one->cross_location_bytes, 3 * 6 * 4);
+  EXPECT_EQ(one->lower_bound_bytes, 0);
+  // Argument errors as PlanReshard.
+  auto bad = PlanReshardPart(*rows, src_loc, *cols, {3, 4}, 4, {1});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "Destination layout has 3 slots but 2 destination locations were given");
 }
 
 }  // namespace
