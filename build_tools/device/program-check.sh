@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Runs compiled programs on a machine with an NVIDIA GPU, through Tessera's Vulkan code generator
+# (compiler/ -> SPIR-V -> backends/vulkan), and prints GFLOP/s beside the GPU's FP32 peak, last:
+#   1. a 4096x4096x4096 f32 matmul on one GPU device;
+#   2. the Megatron MLP (examples/mlp2_megatron.mlir's program at 2048 x 4096 -> 16384 -> 4096)
+#      on one GPU device.
+# Each run is `tessera run` (it also checks the result against the same program on one device and
+# fails when they differ). Preparing the machine: /work/shared/device/README.md:
+#   on the build machine: bash ../shared/device/prepare-gl.sh   (fills .gl/)
+#                         build (Release) the `tessera` target; copy build/tools/tessera into
+#                         .devrun/bin and the shared libraries it needs that the GPU machine lacks
+#                         (ldd: libMLIR, libLLVM, libtbb, libabsl_*, ...) into .devrun/lib
+#   on the GPU machine:   bash build_tools/device/program-check.sh [build-dir] [repeats]
+# The run tool: carry [".gl", ".devrun"], timeout_s ~300. libMLIR and libLLVM are large: if they do
+# not fit what the run tool carries, build with -DTESSERA_ENABLE_COMPILER=ON and link them statically,
+# or copy them in parts.
+set -u
+BUILD=${1:-build}
+REPEAT=${2:-5}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+[ -f .gl/on-device-prologue.sh ] && source .gl/on-device-prologue.sh
+[ -d .devrun/lib ] && export LD_LIBRARY_PATH=$ROOT/.devrun/lib:${LD_LIBRARY_PATH:-}
+OUTDIR=${OUT:-/tmp/program-check}
+mkdir -p "$OUTDIR"
+TESSERA=$BUILD/tools/tessera
+[ -x .devrun/bin/tessera ] && TESSERA=.devrun/bin/tessera
+if [ ! -x "$TESSERA" ]; then
+  echo "missing $TESSERA"
+  exit 127
+fi
+
+GPU=""
+if command -v nvidia-smi >/dev/null; then
+  GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+fi
+# FP32 peak (non-tensor-core) in GFLOP/s of the GPUs such a machine may have (vendor data sheets).
+case "$GPU" in
+  *H200*|*H100*SXM*|*"H100 80GB HBM3"*) PEAK=67000 ;;
+  *H100*PCIe*|*"H100 PCIe"*) PEAK=51000 ;;
+  *A100*) PEAK=19500 ;;
+  *L40S*) PEAK=91600 ;;
+  *L4*) PEAK=30300 ;;
+  *A10*) PEAK=31200 ;;
+  *T4*) PEAK=8100 ;;
+  *) PEAK="" ;;
+esac
+
+"$TESSERA" info --devices vulkan:1 >"$OUTDIR/info.log" 2>&1
+sed -n '/Drivers/,/Attributes/p' "$OUTDIR/info.log"
+
+# The programs, on a one-device mesh.
+cat >"$OUTDIR/matmul4096.mlir" <<'EOF'
+func.func @main(%a: tensor<4096x4096xf32> {tessera.sharding = "mesh{x=1} P()"},
+                %b: tensor<4096x4096xf32> {tessera.sharding = "mesh{x=1} P()"})
+    -> (tensor<4096x4096xf32> {tessera.sharding = "mesh{x=1} P()"}) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4096x4096xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4096x4096xf32>) -> tensor<4096x4096xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<4096x4096xf32>, tensor<4096x4096xf32>)
+                     outs(%acc : tensor<4096x4096xf32>) -> tensor<4096x4096xf32>
+  return %c : tensor<4096x4096xf32>
+}
+EOF
+# examples/mlp2_megatron.mlir at B=2048, D=4096, H=16384 (its shapes scaled; one device).
+sed -e 's/8x16xf32/2048x4096xf32/g' -e 's/16x32xf32/4096x16384xf32/g' \
+    -e 's/32x16xf32/16384x4096xf32/g' -e 's/8x32xf32/2048x16384xf32/g' \
+    -e 's/tensor<32xf32>/tensor<16384xf32>/g' -e 's/tensor<16xf32>/tensor<4096xf32>/g' \
+    -e 's/mesh{x=4}/mesh{x=1}/g' examples/mlp2_megatron.mlir >"$OUTDIR/megatron.mlir"
+
+# Median seconds of "execute + await (sharded)" in a `tessera run` log.
+median_seconds() {
+  awk '/execute \+ await \(sharded\)/ {
+         v = $(NF-4); u = $(NF-3);
+         f = (u == "s") ? 1 : (u == "ms") ? 1e-3 : (u == "us") ? 1e-6 : (u == "ns") ? 1e-9 : 0;
+         printf "%.9f\n", v * f }' "$1"
+}
+
+run_one() {  # name file flops
+  local name=$1 file=$2 flops=$3
+  timeout 240 "$TESSERA" run "$file" --devices vulkan:1 --repeat "$REPEAT" >"$OUTDIR/$name.log" 2>&1
+  local rc=$?
+  tail -9 "$OUTDIR/$name.log"
+  local t
+  t=$(median_seconds "$OUTDIR/$name.log")
+  local gflops=""
+  if [ -n "$t" ] && [ "$t" != "0.000000000" ]; then
+    gflops=$(awk -v f="$flops" -v t="$t" 'BEGIN { printf "%.1f", f / t / 1e9 }')
+  fi
+  RESULTS+=("$(printf "%-34s %-6s %-12s %-12s %s" "$name" "$rc" "${t:-?}" "${gflops:-?}" \
+    "${PEAK:+$(awk -v g="${gflops:-0}" -v p="$PEAK" 'BEGIN { printf "%.1f%%", 100 * g / p }')}")")
+  [ "$rc" = 0 ]
+}
+
+RESULTS=()
+ok=0
+echo "== 4096x4096 f32 matmul =="
+run_one matmul4096 "$OUTDIR/matmul4096.mlir" $((2 * 4096 * 4096 * 4096)) || ok=1
+echo "== Megatron MLP 2048x4096 -> 16384 -> 4096 =="
+run_one megatron "$OUTDIR/megatron.mlir" $((2 * 2048 * 4096 * 16384 * 2)) || ok=1
+
+echo
+echo "== summary (${GPU:-unknown GPU}; FP32 peak ${PEAK:-unknown} GFLOP/s) =="
+printf "%-34s %-6s %-12s %-12s %s\n" "program" "exit" "median s" "GFLOP/s" "of peak"
+for r in "${RESULTS[@]}"; do echo "$r"; done
+exit $ok
