@@ -27,6 +27,8 @@
 
 #ifdef TESSERA_CPU_BLAS
 #include <cblas.h>  // OpenBLAS's (Debian: libopenblas-dev)
+
+#include "backends/cpu/streaming_sgemm.h"
 #endif
 
 namespace tessera {
@@ -67,7 +69,15 @@ void Gemm2D(Memref2D<T>* a, Memref2D<T>* b, Memref2D<T>* c, Gemm gemm) {
   }
 }
 
+// f32 with few rows (a row-sharded batch) streams B instead of letting OpenBLAS pack it (see
+// streaming_sgemm.h); the rest goes to OpenBLAS.
 extern "C" void TesseraBlasSgemm(Memref2D<float>* a, Memref2D<float>* b, Memref2D<float>* c) {
+  const int64_t m = c->sizes[0], n = c->sizes[1], k = a->sizes[1];
+  if (cpu::StreamingSgemmUsable(m, n, k)) {
+    cpu::StreamingSgemm(m, n, k, a->aligned + a->offset, a->strides[0], b->aligned + b->offset,
+                        b->strides[0], c->aligned + c->offset, c->strides[0]);
+    return;
+  }
   Gemm2D(a, b, c, cblas_sgemm);
 }
 extern "C" void TesseraBlasDgemm(Memref2D<double>* a, Memref2D<double>* b, Memref2D<double>* c) {

@@ -8,13 +8,13 @@
 //                                            the same bytes, in the same run
 //   latency      elementwise over f32[8,8]   the fixed cost of one Execute (dispatch, no work)
 //
-//   program_benchmark [--batch B] [--width N] [--size S] [--devices D] [--repeat R]
+//   program_benchmark [--batch B] [--width N] [--size S] [--devices D] [--repeat R] [--only P]
 //
 // B (default 256) is the batch, N (default 2048) the layers' width, S (default 4096) the
 // elementwise array's side. Each program is compiled once (timed), run once to warm up, then
 // timed R times (Execute + await of the status and outputs); one row per program: median, best,
 // compile time, memcpy floor (elementwise only) and the ratio to it. Results are checked against
-// reference values on a few rows.
+// reference values on a few rows. --only P runs program P alone (a profile of one program).
 
 #include <algorithm>
 #include <chrono>
@@ -214,6 +214,7 @@ bool CheckRows(const std::string& name, const std::vector<float>& got,
 int main(int argc, char** argv) {
   int64_t batch = 256, width = 2048, size = 4096;
   int num_devices = 8, repeat = 7;
+  std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--batch") {
@@ -226,9 +227,12 @@ int main(int argc, char** argv) {
       num_devices = std::atoi(argv[i + 1]);
     } else if (flag == "--repeat") {
       repeat = std::atoi(argv[i + 1]);
+    } else if (flag == "--only") {
+      only = argv[i + 1];
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--batch B] [--width N] [--size S] [--devices D] [--repeat R]\n",
+                   "usage: %s [--batch B] [--width N] [--size S] [--devices D] [--repeat R] "
+                   "[--only P]\n",
                    argv[0]);
       return 2;
     }
@@ -247,45 +251,55 @@ int main(int argc, char** argv) {
   std::vector<ArrayRef> out;
   bool ok = true;
 
+  auto want = [&](const char* name) { return only.empty() || only == name; };
   const std::vector<float> x = Random(b * n, 1), w = Random(n * n, 2), bias = Random(n, 3);
-  rows.push_back(bench.Time(
-      "mlp", Fill(kMlp, b, n, 0, 0, num_devices),
-      {bench.Put(x, {b, n}, "P(x,None)"), bench.Put(w, {n, n}, "P()"), bench.Put(bias, {n}, "P()")},
-      &out));
-  ok &= CheckRows(
-      "mlp", bench.Get(out[0]), [&](int64_t i) { return DenseRow(x, w, bias, i, n, true); }, b, n);
+  if (want("mlp")) {
+    rows.push_back(bench.Time("mlp", Fill(kMlp, b, n, 0, 0, num_devices),
+                              {bench.Put(x, {b, n}, "P(x,None)"), bench.Put(w, {n, n}, "P()"),
+                               bench.Put(bias, {n}, "P()")},
+                              &out));
+    ok &= CheckRows(
+        "mlp", bench.Get(out[0]), [&](int64_t i) { return DenseRow(x, w, bias, i, n, true); }, b,
+        n);
+  }
 
-  const std::vector<float> w2 = Random(n * n, 4);
-  rows.push_back(bench.Time("megatron", Fill(kMegatron, b, n, 0, 0, num_devices),
-                            {bench.Put(x, {b, n}, "P()"), bench.Put(w, {n, n}, "P(None,x)"),
-                             bench.Put(bias, {n}, "P(x)"), bench.Put(w2, {n, n}, "P(x,None)")},
-                            &out));
-  ok &= CheckRows(
-      "megatron", bench.Get(out[0]),
-      [&](int64_t i) {
-        std::vector<double> h = DenseRow(x, w, bias, i, n, true);
-        std::vector<float> hf(h.begin(), h.end());
-        return DenseRow(hf, w2, {}, 0, n, false);
-      },
-      b, n);
+  if (want("megatron")) {
+    const std::vector<float> w2 = Random(n * n, 4);
+    rows.push_back(bench.Time("megatron", Fill(kMegatron, b, n, 0, 0, num_devices),
+                              {bench.Put(x, {b, n}, "P()"), bench.Put(w, {n, n}, "P(None,x)"),
+                               bench.Put(bias, {n}, "P(x)"), bench.Put(w2, {n, n}, "P(x,None)")},
+                              &out));
+    ok &= CheckRows(
+        "megatron", bench.Get(out[0]),
+        [&](int64_t i) {
+          std::vector<double> h = DenseRow(x, w, bias, i, n, true);
+          std::vector<float> hf(h.begin(), h.end());
+          return DenseRow(hf, w2, {}, 0, n, false);
+        },
+        b, n);
+  }
 
-  const std::vector<float> big = Random(size * size, 5);
-  rows.push_back(bench.Time("elementwise", Fill(kElementwise, 0, 0, size, size, num_devices),
-                            {bench.Put(big, {size, size}, "P(x,None)")}, &out));
-  rows.back().floor_s = ParallelMemcpySeconds(size * size * 4, num_devices, repeat);
-  ok &= CheckRows(
-      "elementwise", bench.Get(out[0]),
-      [&](int64_t i) {
-        std::vector<double> row(size);
-        for (int64_t j = 0; j < size; ++j) row[j] = big[i * size + j] * 2.0f + 1.0f;
-        return row;
-      },
-      size, size);
+  if (want("elementwise")) {
+    const std::vector<float> big = Random(size * size, 5);
+    rows.push_back(bench.Time("elementwise", Fill(kElementwise, 0, 0, size, size, num_devices),
+                              {bench.Put(big, {size, size}, "P(x,None)")}, &out));
+    rows.back().floor_s = ParallelMemcpySeconds(size * size * 4, num_devices, repeat);
+    ok &= CheckRows(
+        "elementwise", bench.Get(out[0]),
+        [&](int64_t i) {
+          std::vector<double> row(size);
+          for (int64_t j = 0; j < size; ++j) row[j] = big[i * size + j] * 2.0f + 1.0f;
+          return row;
+        },
+        size, size);
+  }
 
-  const int64_t tiny = 8 * ((num_devices + 7) / 8);
-  rows.push_back(bench.Time("latency", Fill(kElementwise, 0, 0, tiny, 8, num_devices),
-                            {bench.Put(std::vector<float>(tiny * 8, 1.0f), {tiny, 8}, "P(x,None)")},
-                            &out));
+  if (want("latency")) {
+    const int64_t tiny = 8 * ((num_devices + 7) / 8);
+    rows.push_back(
+        bench.Time("latency", Fill(kElementwise, 0, 0, tiny, 8, num_devices),
+                   {bench.Put(std::vector<float>(tiny * 8, 1.0f), {tiny, 8}, "P(x,None)")}, &out));
+  }
 
   std::printf("\n%-16s %11s %11s %11s %11s %8s\n", "program", "median ms", "best ms", "compile ms",
               "memcpy ms", "x floor");
