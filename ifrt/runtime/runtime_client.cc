@@ -362,6 +362,9 @@ RuntimeClient::~RuntimeClient() {
   }
   for (const Future<>& f : drained) f.Await().IgnoreError();  // a lost device drains at once
   distributed_.reset();  // waits for its sends and receives in flight
+  // Compiled programs hold their kernels, and a kernel holds its platform's device objects (a
+  // Vulkan pipeline, its device): they go before the platforms that own those devices.
+  compiler_.reset();
   platforms_.clear();
 }
 
