@@ -7,7 +7,9 @@
 // them with the failure on the process that receives the broken message, all exact elsewhere; the
 // inputs are intact (kAlwaysCopy) or deleted (a successful kDonateInput); every memory's
 // BytesInUse returns to its baseline; the next call is exact. A failed agreement fails the call
-// on every process, before any byte moves, and keeps even a donated input.
+// on every process, before any byte moves, and keeps even a donated input. A process that runs
+// out of memory enqueueing its part (each of its copy calls in turn throws std::bad_alloc) fails
+// its own call; no other process is left waiting for its messages.
 
 #include <chrono>
 #include <condition_variable>
@@ -25,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "ifrt/runtime/runtime_client.h"
 #include "tessera.h"
+#include "tests/ifrt/faulty_platform.h"
 #include "tests/ifrt/test_util.h"
 #include "tests/mpi/loopback_transport.h"
 #include "tests/testing/status_matchers.h"
@@ -58,8 +61,10 @@ std::optional<absl::Status> AwaitWithin(const Future<>& future) {
   return state->status;
 }
 
-// Process p's client: p + 1 CPU devices of one thread each, over the loopback hub.
-absl::StatusOr<std::shared_ptr<Client>> LoopbackClient(LoopbackHub& hub, int p) {
+// Process p's client: p + 1 CPU devices of one thread each, behind a FaultyPlatform (its
+// `faulty`), over the loopback hub.
+absl::StatusOr<std::shared_ptr<Client>> LoopbackClient(LoopbackHub& hub, int p,
+                                                       testing::FaultyPlatform*& faulty) {
   ClientOptions options{
       .cpu_devices = p + 1, .cpu_threads_per_device = 1, .vulkan = VulkanMode::kOff};
   std::vector<std::unique_ptr<Platform>> platforms;
@@ -67,8 +72,11 @@ absl::StatusOr<std::shared_ptr<Client>> LoopbackClient(LoopbackHub& hub, int p) 
     if (f.name != "cpu") continue;
     absl::StatusOr<std::unique_ptr<Platform>> platform = f.create(options);
     if (!platform.ok()) return platform.status();
-    platforms.push_back(*std::move(platform));
+    auto wrapped = std::make_unique<testing::FaultyPlatform>(*std::move(platform));
+    faulty = wrapped.get();
+    platforms.push_back(std::move(wrapped));
   }
+  if (faulty == nullptr) return absl::NotFoundError("no cpu platform");
   absl::StatusOr<std::shared_ptr<runtime::RuntimeClient>> client = runtime::RuntimeClient::Create(
       std::move(platforms), guard::Policy(), nullptr, hub.Transport(p));
   if (!client.ok()) return client.status();
@@ -107,13 +115,15 @@ void ExpectShards(const ArrayRef& array, const std::vector<uint8_t>& full) {
 // others (a round of the hub's AllGather, outside any transport call).
 class Process {
  public:
-  Process(LoopbackHub& hub, int index, std::shared_ptr<Client> client)
-      : hub_(hub), index_(index), client_(std::move(client)) {
+  Process(LoopbackHub& hub, int index, std::shared_ptr<Client> client,
+          testing::FaultyPlatform* faulty)
+      : hub_(hub), index_(index), client_(std::move(client)), faulty_(faulty) {
     for (Device* d : client_->addressable_devices()) {
       for (Memory* m : d->Memories()) baseline_.push_back({m, m->BytesInUse()});
     }
   }
   Client& client() { return *client_; }
+  testing::FaultyPlatform& faulty() { return *faulty_; }
   int index() const { return index_; }
   void Barrier() { hub_.AllGather(index_, ""); }
 
@@ -131,6 +141,7 @@ class Process {
   LoopbackHub& hub_;
   int index_;
   std::shared_ptr<Client> client_;
+  testing::FaultyPlatform* faulty_;
   std::vector<std::pair<Memory*, int64_t>> baseline_;
 };
 
@@ -141,9 +152,10 @@ void OnEveryProcess(int n, const std::function<void(LoopbackHub&, Process&)>& bo
   std::vector<std::thread> threads;
   for (int p = 0; p < n; ++p) {
     threads.emplace_back([&, p] {
-      absl::StatusOr<std::shared_ptr<Client>> client = LoopbackClient(hub, p);
+      testing::FaultyPlatform* faulty = nullptr;
+      absl::StatusOr<std::shared_ptr<Client>> client = LoopbackClient(hub, p, faulty);
       ASSERT_TRUE(client.ok()) << client.status();
-      Process process(hub, p, *std::move(client));
+      Process process(hub, p, *std::move(client), faulty);
       body(hub, process);
     });
   }
@@ -168,7 +180,9 @@ struct Batch {
   absl::StatusOr<std::vector<ArrayRef>> out = absl::UnknownError("not called");
 };
 
-Batch RunCall(Client& client, Call call, ArrayCopySemantics semantics, uint32_t seed) {
+// `before_call` runs once the inputs are made, right before the call.
+Batch RunCall(Client& client, Call call, ArrayCopySemantics semantics, uint32_t seed,
+              const std::function<void()>& before_call = nullptr) {
   Batch b;
   std::vector<ArraySpec> specs;
   for (const Shape& shape : kShapes) {
@@ -181,6 +195,7 @@ Batch RunCall(Client& client, Call call, ArrayCopySemantics semantics, uint32_t 
     specs.push_back(ArraySpec{kF32, shape, Split(client, shape, 1)});
   }
   std::vector<ArrayRef> in = b.inputs;
+  if (before_call) before_call();
   if (call == Call::kReshard) {
     b.out = client.ReshardArrays(absl::MakeSpan(in), specs, semantics);
   } else {
@@ -377,6 +392,75 @@ TEST_P(LoopbackFaultTest, AFailedAgreementFailsTheCallEverywhereAndKeepsTheInput
         if (p.index() == 0) hub.ClearFault();
         p.Barrier();
         ExpectCleanCall(p, call);
+      }
+    }
+  });
+}
+
+// One call in which process q's k-th copy call throws std::bad_alloc (module comment of the
+// test below), and the clean call after it.
+void OutOfMemoryCall(Process& p, Call call, ArrayCopySemantics semantics, int q, int64_t k) {
+  p.Barrier();
+  const int64_t injected = p.faulty().injected_faults();
+  {
+    Batch b = RunCall(p.client(), call, semantics, 40 + static_cast<uint32_t>(k), [&] {
+      if (p.index() == q) p.faulty().ThrowOnCopy(static_cast<int>(k), testing::kAnyCopy);
+    });
+    EXPECT_EQ(p.faulty().injected_faults() - injected, p.index() == q ? 1 : 0)
+        << "the fault did not fire once";
+    p.faulty().Disarm();
+    std::vector<std::optional<absl::Status>> ready = AwaitOutputs(b);
+    if (p.index() == q) {
+      EXPECT_THAT(b.out,
+                  StatusIs(absl::StatusCode::kResourceExhausted,
+                           AllOf(HasSubstr(CallName(call)), HasSubstr("out of host memory"))));
+    } else {
+      EXPECT_TRUE(b.out.ok()) << b.out.status();
+    }
+    const auto error = StatusIs(absl::StatusCode::kInternal,
+                                HasSubstr(absl::StrCat("the part sent by process ", q)));
+    for (size_t i = 0; i < ready.size(); ++i) {
+      if (!ready[i].has_value()) continue;
+      if (!ready[i]->ok()) {
+        EXPECT_THAT(*ready[i], error) << "output " << i;
+        continue;
+      }
+      ExpectShards((*b.out)[i], b.data[i]);
+    }
+    ExpectInputs(b, b.out.ok() && semantics == ArrayCopySemantics::kDonateInput);
+  }
+  p.ExpectMemoriesAtBaseline();
+  p.Barrier();
+  ExpectCleanCall(p, call);
+}
+
+// Process q runs out of host memory enqueueing its part of a call, after the agreement (each of
+// its copy calls in turn throws std::bad_alloc): the call fails there with RESOURCE_EXHAUSTED and
+// keeps its inputs; on the other processes it returns, and each output resolves in time, exact or
+// failed by q's missing messages; nothing is left waiting for q, nothing leaks, and the next
+// call is exact everywhere.
+TEST_P(LoopbackFaultTest, RunningOutOfMemoryAfterTheAgreementLeavesNoProcessWaiting) {
+  const int n = GetParam();
+  OnEveryProcess(n, [&](LoopbackHub& hub, Process& p) {
+    for (Call call : {Call::kReshard, Call::kCopy}) {
+      for (ArrayCopySemantics semantics :
+           {ArrayCopySemantics::kAlwaysCopy, ArrayCopySemantics::kDonateInput}) {
+        const bool donating = semantics == ArrayCopySemantics::kDonateInput;
+        // How many copy calls each process makes on its platform in the call (a donation
+        // aliases what stays on its device).
+        int64_t before = 0;
+        RunCall(p.client(), call, semantics, 30, [&] { before = p.faulty().copy_calls(); });
+        const std::vector<std::string> counts =
+            hub.AllGather(p.index(), absl::StrCat(p.faulty().copy_calls() - before));
+        for (int q = 0; q < n; ++q) {
+          const int64_t copies = std::stoll(counts[q]);
+          for (int64_t k = 1; k <= copies; ++k) {
+            SCOPED_TRACE(absl::StrCat(CallName(call), " on process ", p.index(), " of ", n,
+                                      ": copy call ", k, " of ", copies, " of process ", q,
+                                      " throws", donating ? ", donating" : ", copying"));
+            OutOfMemoryCall(p, call, semantics, q, k);
+          }
+        }
       }
     }
   });
