@@ -379,6 +379,36 @@ PlanExecution DistributedRuntime::Execute(const sharding::ReshardPlan& plan, int
   return exec;
 }
 
+void DistributedRuntime::Abandon(const sharding::ReshardPlan& plan, int64_t element_bytes,
+                                 absl::Span<const PlanEndpoint> sources,
+                                 absl::Span<const PlanEndpoint> destinations,
+                                 const absl::Status& error, int64_t tag_base) {
+  if (tag_base < 0) return;
+  MessageNumbers numbers(process_count());
+  const Future<> failed = MakeReadyFuture(error);
+  for (const sharding::BoxCopy& c : plan.copies) {
+    // The messages Execute would exchange, numbered alike.
+    if (c.from_destination || c.bytes == 0) continue;
+    const PlanEndpoint& s = sources[c.src_slot];
+    const PlanEndpoint& d = destinations[c.dst_slot];
+    if (s.is_host() || d.is_host()) continue;
+    const bool src_local = IsLocal(s), dst_local = IsLocal(d);
+    if (src_local == dst_local) continue;
+    const int peer = (src_local ? d : s).memory->device()->ProcessIndex();
+    const int64_t tag = tag_base + numbers.Next(peer, src_local);
+    const Index extent(c.src_box.shape().begin(), c.src_box.shape().end());
+    if (src_local) {  // an empty message: the region is not read
+      transport_->Send(peer, tag, DenseRegion(nullptr, extent, element_bytes), failed, nullptr);
+    } else if (void* host = d.buffer->host_address(); host != nullptr) {
+      transport_->Receive(peer, tag, ShardRegion(host, d.shard_shape, c.dst_box, element_bytes),
+                          d.buffer);
+    } else {
+      auto staging = std::make_shared<std::vector<uint8_t>>(c.bytes);
+      transport_->Receive(peer, tag, DenseRegion(staging->data(), extent, element_bytes), staging);
+    }
+  }
+}
+
 Future<> DistributedRuntime::SendPart(const sharding::BoxCopy& c, const PlanEndpoint& s,
                                       const PlanEndpoint& d, int64_t element_bytes, int64_t tag) {
   const int peer = d.memory->device()->ProcessIndex();

@@ -99,6 +99,16 @@ class DistributedRuntime {
                         absl::Span<const PlanEndpoint> destinations, const PlanContext& context,
                         int64_t tag_base);
 
+  // Settles this process's messages of `plan` without running it, for an array of a collective
+  // call that failed on this process after the agreement (ran out of memory enqueueing an
+  // earlier array): each message it would send goes empty (the receiving process's array fails
+  // with the transport's error, rather than wait), each message it would receive is taken into
+  // the destination shard (or host staging) and dropped, so that no sender waits either.
+  // `error` is why; `tag_base` < 0: nothing to settle.
+  void Abandon(const sharding::ReshardPlan& plan, int64_t element_bytes,
+               absl::Span<const PlanEndpoint> sources, absl::Span<const PlanEndpoint> destinations,
+               const absl::Status& error, int64_t tag_base);
+
   // The copies of `plan` whose both ends this process owns (host ends count as local), or
   // nullptr when that is all of them. `src_memories` null: the source is the host.
   static std::shared_ptr<const sharding::ReshardPlan> LocalPart(

@@ -980,8 +980,16 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::EnqueueReshards(
                                     Context(op, action), w.tag_base)
             : ExecutePlan(*w.plan, w.input->element_bytes(),
                           SourceEndpoints(*w.input, w.src_shards), w.dst, Context(op, action));
-    // Ran out of memory part way: the call fails (the arrays enqueued before are dropped).
-    TESSERA_RETURN_IF_ERROR(exec.status);
+    // Ran out of memory part way: the call fails (the arrays enqueued before are dropped); the
+    // other processes' messages of the arrays not enqueued are settled, so that none waits.
+    if (!exec.status.ok()) {
+      for (size_t j = i + 1; distributed_ != nullptr && j < work.size(); ++j) {
+        distributed_->Abandon(*work[j].plan, work[j].input->element_bytes(),
+                              SourceEndpoints(*work[j].input, work[j].src_shards), work[j].dst,
+                              exec.status, work[j].tag_base);
+      }
+      return exec.status;
+    }
     outputs.push_back(std::make_shared<RuntimeArray>(
         this, w.input->dtype(), specs[i].shape, specs[i].sharding, std::move(w.placement.layout),
         std::move(w.placement.memories), OutputShards(w.dst, exec)));

@@ -6,12 +6,21 @@
 // collectives (AllGather, Agree) block until every participant has made its call of the same
 // round; messages are copied into the hub at Send and out of it at Receive, matched by
 // (source, destination, tag). Thread-safe; the hub must outlive its transports.
+//
+// Faults (InjectFault, for tests/mpi/loopback_fault_test.cc): the k-th Send or Receive of one
+// participant fails, or its k-th Send delivers a truncated message, or the k-th agreement fails
+// on every participant, the way an engine failure would: a failed send's future is UNAVAILABLE
+// and its receiver gets the empty message of a failed source (as MpiTransport sends when it
+// cannot send a region); a failed receive consumes its message and is UNAVAILABLE; a truncated
+// message fails its receive (INTERNAL, a message of another size) while its send succeeds.
 
 #ifndef TESSERA_TESTS_MPI_LOOPBACK_TRANSPORT_H_
 #define TESSERA_TESTS_MPI_LOOPBACK_TRANSPORT_H_
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,9 +35,18 @@
 
 namespace tessera::testing {
 
+// What InjectFault breaks.
+struct LoopbackFault {
+  enum class Kind { kFailSend, kTruncateSend, kFailReceive, kFailAgreement };
+  Kind kind = Kind::kFailSend;
+  int participant = 0;  // whose Send or Receive (ignored for kFailAgreement)
+  int64_t k = 1;        // the k-th (from 1) after InjectFault
+};
+
 class LoopbackHub {
  public:
-  explicit LoopbackHub(int n) : n_(n), gathered_(n), refusals_(n), fingerprints_(n) {}
+  explicit LoopbackHub(int n)
+      : n_(n), gathered_(n), refusals_(n), fingerprints_(n), sends_(n), receives_(n) {}
 
   std::unique_ptr<tessera::Transport> Transport(int index);
 
@@ -39,7 +57,7 @@ class LoopbackHub {
     std::unique_lock<std::mutex> lock(mu_);
     const int64_t round = WaitForRoundStart(lock);
     gathered_[index] = std::move(value);
-    Arrive(lock, round);
+    Arrive(lock, round, /*agreement=*/false);
     std::vector<std::string> out = gathered_;
     Leave(lock);
     return out;
@@ -51,15 +69,67 @@ class LoopbackHub {
     const int64_t round = WaitForRoundStart(lock);
     refusals_[index] = local;
     fingerprints_[index] = {fingerprint, messages};
-    Arrive(lock, round);
-    absl::StatusOr<int64_t> result = Decide(op, local);
+    Arrive(lock, round, /*agreement=*/true);
+    absl::StatusOr<int64_t> result =
+        agreement_failed_ ? absl::UnavailableError(absl::StrCat(
+                                "injected transport failure: the agreement of ", std::string(op)))
+                          : Decide(op, local);
     Leave(lock);
     return result;
+  }
+
+  // Arms `fault` (replacing any armed one) and restarts the counts of sends and receives.
+  void InjectFault(LoopbackFault fault) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fault_ = fault;
+    ResetCountsLocked();
+  }
+  // Disarms; the counts restart.
+  void ClearFault() {
+    std::lock_guard<std::mutex> lock(mu_);
+    fault_.reset();
+    ResetCountsLocked();
+  }
+  // Sends and receives participant `index` made since the last InjectFault or ClearFault.
+  int64_t sends(int index) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sends_[index];
+  }
+  int64_t receives(int index) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return receives_[index];
+  }
+  // How many faults have fired since construction.
+  int64_t injected() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return injected_;
   }
 
   // Messages: the packed bytes, or nullopt for the empty message of a failed source.
   using Message = std::optional<std::vector<uint8_t>>;
   using Key = std::tuple<int, int, int64_t>;  // source, destination, tag
+
+  // What the transport does with its next send or receive of `key` (counted for `index`).
+  enum class Action { kNone, kFail, kTruncate };
+  Action NextOperation(int index, bool send, const Key& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t n = ++(send ? sends_ : receives_)[index];
+    if (!fault_.has_value() || fault_->participant != index || fault_->k != n) {
+      return Action::kNone;
+    }
+    const bool fires = send ? fault_->kind != LoopbackFault::Kind::kFailReceive &&
+                                  fault_->kind != LoopbackFault::Kind::kFailAgreement
+                            : fault_->kind == LoopbackFault::Kind::kFailReceive;
+    if (!fires) return Action::kNone;
+    ++injected_;
+    faulted_ = key;
+    return fault_->kind == LoopbackFault::Kind::kTruncateSend ? Action::kTruncate : Action::kFail;
+  }
+  // The message the last fault hit (source, destination, tag), if one did since construction.
+  std::optional<Key> faulted() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return faulted_;
+  }
 
   void Post(Key key, Message message) {
     std::function<void()> deliver;
@@ -100,8 +170,15 @@ class LoopbackHub {
     cv_.wait(lock, [&] { return leaving_ == 0; });
     return round_;
   }
-  void Arrive(std::unique_lock<std::mutex>& lock, int64_t round) {
+  void Arrive(std::unique_lock<std::mutex>& lock, int64_t round, bool agreement) {
     if (++arrived_ == n_) {
+      if (agreement) {
+        ++agreements_;
+        agreement_failed_ = fault_.has_value() &&
+                            fault_->kind == LoopbackFault::Kind::kFailAgreement &&
+                            fault_->k == agreements_;
+        injected_ += agreement_failed_ ? 1 : 0;
+      }
       arrived_ = 0;
       leaving_ = n_;
       ++round_;
@@ -115,6 +192,11 @@ class LoopbackHub {
       pending_tags_ = 0;
       cv_.notify_all();
     }
+  }
+  void ResetCountsLocked() {
+    std::fill(sends_.begin(), sends_.end(), 0);
+    std::fill(receives_.begin(), receives_.end(), 0);
+    agreements_ = 0;
   }
   absl::StatusOr<int64_t> Decide(std::string_view op, const absl::Status& local) {
     if (!local.ok()) return local;
@@ -146,6 +228,12 @@ class LoopbackHub {
   std::vector<std::string> gathered_;
   std::vector<absl::Status> refusals_;
   std::vector<std::pair<uint64_t, int64_t>> fingerprints_;
+  std::optional<LoopbackFault> fault_;
+  std::vector<int64_t> sends_, receives_;
+  int64_t agreements_ = 0;
+  bool agreement_failed_ = false;  // the current agreement round's injected failure
+  int64_t injected_ = 0;
+  std::optional<Key> faulted_;
   std::map<Key, Message> mailbox_;
   std::map<Key, std::function<void(Message)>> receivers_;
 };
@@ -166,24 +254,39 @@ class LoopbackTransport final : public tessera::Transport {
   Future<> Send(int peer, int64_t tag, HostRegion region, Future<> after,
                 std::shared_ptr<void> keep_alive) override {
     Promise<> done;
-    after.OnReady([hub = hub_, key = LoopbackHub::Key(index_, peer, tag), region, keep_alive,
-                   done](const absl::Status& s) {
+    const LoopbackHub::Key key(index_, peer, tag);
+    const LoopbackHub::Action action = hub_->NextOperation(index_, /*send=*/true, key);
+    after.OnReady([hub = hub_, key, region, keep_alive, done, action](const absl::Status& s) {
       LoopbackHub::Message m;
-      if (s.ok()) {
+      if (s.ok() && action != LoopbackHub::Action::kFail) {
         m.emplace(region.bytes());
         Copy(region, /*to_dense=*/true, m->data());
+        if (action == LoopbackHub::Action::kTruncate) m->pop_back();
       }
       hub->Post(key, std::move(m));
-      done.Set(s);
+      done.Set(action == LoopbackHub::Action::kFail
+                   ? absl::UnavailableError(absl::StrCat("injected transport failure: a send of ",
+                                                         region.bytes(), " bytes to process ",
+                                                         std::get<1>(key)))
+                   : s);
     });
     return done.future();
   }
   Future<> Receive(int peer, int64_t tag, HostRegion region,
                    std::shared_ptr<void> keep_alive) override {
     Promise<> done;
-    hub_->Expect({peer, index_, tag}, [region, keep_alive, done](LoopbackHub::Message m) {
+    const LoopbackHub::Key key(peer, index_, tag);
+    if (hub_->NextOperation(index_, /*send=*/false, key) == LoopbackHub::Action::kFail) {
+      hub_->Expect(key, [done, peer, bytes = region.bytes()](LoopbackHub::Message) {
+        done.Set(absl::UnavailableError(absl::StrCat("injected transport failure: a receive of ",
+                                                     bytes, " bytes from process ", peer)));
+      });
+      return done.future();
+    }
+    hub_->Expect(key, [region, keep_alive, done, peer, tag](LoopbackHub::Message m) {
       if (!m.has_value() || static_cast<int64_t>(m->size()) != region.bytes()) {
-        done.Set(absl::InternalError("the part sent did not arrive"));
+        done.Set(absl::InternalError(
+            absl::StrCat("the part sent by process ", peer, " (tag ", tag, ") did not arrive")));
         return;
       }
       Copy(region, /*to_dense=*/false, m->data());
