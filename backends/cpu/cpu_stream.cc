@@ -6,7 +6,9 @@
 #include <new>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
+#include "backends/common/tsan_annotations.h"
 
 namespace tessera::cpu {
 namespace {
@@ -80,7 +82,24 @@ struct CpuStream::Op {
   Promise<> done;
 };
 
-void CpuStream::Task::operator()() const { stream->Run(std::move(op)); }
+ABSL_ATTRIBUTE_NOINLINE CpuStream::Task::Edge::Edge() { backends::HandoffAcquire(this); }
+
+ABSL_ATTRIBUTE_NOINLINE CpuStream::Task::Edge::~Edge() { backends::HandoffRelease(this); }
+
+ABSL_ATTRIBUTE_NOINLINE CpuStream::Task::Task(CpuStream* stream, std::shared_ptr<Op> op)
+    : stream(stream), op(std::move(op)) {
+  backends::HandoffRelease(&edge);
+}
+
+ABSL_ATTRIBUTE_NOINLINE CpuStream::Task::Task(Task&& other) noexcept
+    : stream(other.stream), op(std::move(other.op)) {
+  backends::HandoffRelease(&edge);
+}
+
+ABSL_ATTRIBUTE_NOINLINE void CpuStream::Task::operator()() const {
+  backends::HandoffAcquire(&edge);
+  stream->Run(std::move(op));
+}
 
 void CpuStream::Run(std::shared_ptr<Op> op) {
   absl::Status status = op->work();

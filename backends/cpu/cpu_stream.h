@@ -69,10 +69,32 @@ class CpuStream {
   // memory LeakSanitizer does not scan (tbbmalloc): an op still held there at exit was reported
   // as leaked. So the task moves the op out (the member is mutable) and Run drops it before it
   // counts the task done; what TBB destroys later holds nothing.
+  //
+  // The handoff to the arena thread goes through oneTBB, which ThreadSanitizer cannot see, so it
+  // is annotated (backends/common/tsan_annotations.h), keyed by the address of the copy TBB keeps
+  // (`edge`, its first member): `edge` acquires before the other members are written (the end of
+  // the task that last used that memory, which TBB recycles) and releases after they are destroyed;
+  // a constructed task releases, its call acquires before it reads anything. Out of line (not
+  // inlined into TBB's task wrapper) so that TSan names their accesses as Tessera's: the
+  // `race_top:tbb::` suppressions in build_tools/tsan.supp never match them.
   struct Task {
+    Task(CpuStream* stream, std::shared_ptr<Op> op);
+    Task(Task&& other) noexcept;
+    Task(const Task&) = delete;
+    Task& operator=(const Task&) = delete;
+    Task& operator=(Task&&) = delete;
+    ~Task() = default;
+    void operator()() const;
+
+    struct Edge {
+      Edge();
+      ~Edge();
+      Edge(const Edge&) = delete;
+      Edge& operator=(const Edge&) = delete;
+    };
+    Edge edge;  // first: constructed before, destroyed after the other members
     CpuStream* stream;
     mutable std::shared_ptr<Op> op;
-    void operator()() const;
   };
   // Once the previous operation and the inputs are done: skips `op` if `inputs` failed, else
   // hands it to the arena.
