@@ -6,11 +6,23 @@
 #include <new>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
+#include "backends/common/tsan_annotations.h"
 
 namespace tessera::cpu {
 namespace {
 std::atomic<int64_t> live_operations{0};
+
+// Task's members (see there): relaxed atomic accesses to plain pointers.
+template <typename T>
+T* LoadRelaxed(T* const& field) {
+  return std::atomic_ref<T*>(const_cast<T*&>(field)).load(std::memory_order_relaxed);
+}
+template <typename T>
+void StoreRelaxed(T*& field, T* value) {
+  std::atomic_ref<T*>(field).store(value, std::memory_order_relaxed);
+}
 }  // namespace
 
 int64_t CpuStream::LiveOperations() { return live_operations.load(std::memory_order_relaxed); }
@@ -78,9 +90,35 @@ struct CpuStream::Op {
   std::function<absl::Status()> work;
   Promise<> result;
   Promise<> done;
+  std::shared_ptr<Op> self;  // while in the arena: the task's reference (see Task)
 };
 
-void CpuStream::Task::operator()() const { stream->Run(std::move(op)); }
+// The members are written by StoreRelaxed only (see Task), so they are not initialised.
+ABSL_ATTRIBUTE_NOINLINE CpuStream::Task::Task(CpuStream* stream, Op* op) {
+  StoreRelaxed(this->stream, stream);
+  StoreRelaxed(this->op, op);
+}
+
+ABSL_ATTRIBUTE_NOINLINE CpuStream::Task::Task(Task&& other) noexcept {
+  StoreRelaxed(stream, LoadRelaxed(other.stream));
+  StoreRelaxed(op, LoadRelaxed(other.op));
+  StoreRelaxed<Op>(other.op, nullptr);
+}
+
+ABSL_ATTRIBUTE_NOINLINE CpuStream::Task::~Task() {
+  if (Op* unrun = LoadRelaxed(op)) {
+    backends::HandoffAcquire(unrun);
+    unrun->self.reset();
+  }
+}
+
+ABSL_ATTRIBUTE_NOINLINE void CpuStream::Task::operator()() const {
+  Op* taken = LoadRelaxed(op);
+  StoreRelaxed<Op>(op, nullptr);
+  backends::HandoffAcquire(taken);
+  std::shared_ptr<Op> owned = std::move(taken->self);
+  LoadRelaxed(stream)->Run(std::move(owned));
+}
 
 void CpuStream::Run(std::shared_ptr<Op> op) {
   absl::Status status = op->work();
@@ -108,7 +146,10 @@ void CpuStream::Start(std::shared_ptr<Op> op, const absl::Status& inputs) {
     std::lock_guard<std::mutex> lock(mu_);
     ++running_tasks_;
   }
-  arena_.enqueue(Task{this, std::move(op)});
+  Op* handed = op.get();
+  handed->self = std::move(op);
+  backends::HandoffRelease(handed);  // the op, complete: see Task
+  arena_.enqueue(Task(this, handed));
 }
 
 Future<> CpuStream::Enqueue(absl::Span<const Future<>> after, std::function<absl::Status()> work,

@@ -67,12 +67,31 @@ class CpuStream {
   // The arena task of an operation. oneTBB keeps a task's functor (const) until after the task
   // has returned, so after this stream may have counted it done and been destroyed, and in
   // memory LeakSanitizer does not scan (tbbmalloc): an op still held there at exit was reported
-  // as leaked. So the task moves the op out (the member is mutable) and Run drops it before it
-  // counts the task done; what TBB destroys later holds nothing.
+  // as leaked. So the task holds the op only by address, with the reference in the op itself
+  // (Op::self), which the task takes when it runs; Run drops it before it counts the task done;
+  // what TBB destroys later holds nothing.
+  //
+  // ThreadSanitizer: the handoff to the arena thread goes through oneTBB, which TSan cannot see.
+  // The op is handed over on an annotated edge keyed by its address (tsan_annotations.h): Start
+  // releases once the op is complete, the task acquires before it touches it. The task's own
+  // members are accessed as relaxed atomics: oneTBB recycles a task's memory for the next task, and
+  // TSan, which sees neither the free nor the reuse, would report the next task's construction as
+  // racing with the last one's reads (atomics are never reported, and add no edge that could hide a
+  // race between the two operations). Out of line, so that TSan names its accesses as Tessera's:
+  // the `race_top:^tbb::detail::d1::` suppressions in build_tools/tsan.supp never match them.
   struct Task {
-    CpuStream* stream;
-    mutable std::shared_ptr<Op> op;
+    Task(CpuStream* stream, Op* op);
+    Task(Task&& other) noexcept;
+    Task(const Task&) = delete;
+    Task& operator=(const Task&) = delete;
+    Task& operator=(Task&&) = delete;
+    ~Task();  // drops the op if it never ran (the arena never destroys a task unrun)
     void operator()() const;
+
+    // Only ever accessed through std::atomic_ref, relaxed (a std::atomic member's initialisation
+    // would be a plain store).
+    CpuStream* stream;
+    mutable Op* op;  // null once taken
   };
   // Once the previous operation and the inputs are done: skips `op` if `inputs` failed, else
   // hands it to the arena.
