@@ -8,8 +8,8 @@
 // acquire-release decrement nor a libabsl frame in the freeing stack. So a thread that read an
 // error message and dropped its copy, then another thread freeing the rep (a JoinFutures state
 // set from a Vulkan completion thread), was reported as a data race (the Mixed soak and the
-// Vulkan fault injection, once skipped under TSan for it), and `race:libabsl_` in
-// build_tools/tsan.supp could not match it. This definition (the executable's symbol wins over
+// Vulkan fault injection, once skipped under TSan for it), and no suppression of Abseil frames
+// could match it (build_tools/tsan.supp has none now). This definition (the executable's symbol wins over
 // the shared library's) is Abseil 20220623's own, so TSan sees the synchronisation that is there;
 // nothing is suppressed. With another Abseil release the file compiles to nothing.
 
