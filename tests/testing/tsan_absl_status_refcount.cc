@@ -9,9 +9,9 @@
 // error message and dropped its copy, then another thread freeing the rep (a JoinFutures state
 // set from a Vulkan completion thread), was reported as a data race (the Mixed soak and the
 // Vulkan fault injection, once skipped under TSan for it), and no suppression of Abseil frames
-// could match it (build_tools/tsan.supp has none now). This definition (the executable's symbol wins over
-// the shared library's) is Abseil 20220623's own, so TSan sees the synchronisation that is there;
-// nothing is suppressed. With another Abseil release the file compiles to nothing.
+// could match it (build_tools/tsan.supp has none now). This definition (the executable's symbol
+// wins over the shared library's) is Abseil 20220623's own, so TSan sees the synchronisation that
+// is there; nothing is suppressed. With another Abseil release the file compiles to nothing.
 
 #include "absl/base/config.h"
 
