@@ -53,25 +53,7 @@ using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
 constexpr DType kS32(DType::kS32);
-constexpr auto kTimeout = std::chrono::seconds(30);
-
-// The future's status, or nullopt when it is not set within kTimeout (a hang).
-std::optional<absl::Status> AwaitWithin(const Future<>& future) {
-  struct State {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::optional<absl::Status> status;
-  };
-  auto state = std::make_shared<State>();
-  future.OnReady([state](const absl::Status& s) {
-    std::lock_guard<std::mutex> lock(state->mu);
-    state->status = s;
-    state->cv.notify_all();
-  });
-  std::unique_lock<std::mutex> lock(state->mu);
-  state->cv.wait_for(lock, kTimeout, [&] { return state->status.has_value(); });
-  return state->status;
-}
+using testing::AwaitWithin;
 
 #define ASSERT_RESOLVES(future, status_var)                                  \
   std::optional<absl::Status> status_var = AwaitWithin(future);              \

@@ -9,9 +9,11 @@
 #define TESSERA_TESTS_IFRT_TEST_UTIL_H_
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -167,6 +169,26 @@ inline ShardingRef Named(const std::string& mesh, const std::string& spec,
 inline ShardingRef RowSharding(const DeviceListRef& devices, MemoryKind kind = MemoryKind()) {
   const int n = devices->size();
   return ParamSharding(std::to_string(n) + "x1 to [0] on " + std::to_string(n), devices, kind);
+}
+
+// The future's status, or nullopt when it is not set within `timeout` (a hang: the caller fails
+// the test instead of waiting forever).
+inline std::optional<absl::Status> AwaitWithin(
+    const Future<>& future, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<absl::Status> status;
+  };
+  auto state = std::make_shared<State>();
+  future.OnReady([state](const absl::Status& s) {
+    std::lock_guard<std::mutex> lock(state->mu);
+    state->status = s;
+    state->cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(state->mu);
+  state->cv.wait_for(lock, timeout, [&] { return state->status.has_value(); });
+  return state->status;
 }
 
 }  // namespace tessera::testing

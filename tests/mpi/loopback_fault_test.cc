@@ -30,36 +30,21 @@
 #include "tests/ifrt/faulty_platform.h"
 #include "tests/ifrt/test_util.h"
 #include "tests/mpi/loopback_transport.h"
+#include "tests/mpi/shard_checks.h"
 #include "tests/testing/status_matchers.h"
 
 namespace tessera {
 namespace {
 
 using ::testing::AllOf;
+using testing::ExpectShards;
 using ::testing::HasSubstr;
 using testing::LoopbackFault;
 using testing::LoopbackHub;
+using testing::Split;
 using testing::StatusIs;
 
-constexpr auto kTimeout = std::chrono::seconds(30);
-
-// The future's status, or nullopt when it is not set within kTimeout (a hang).
-std::optional<absl::Status> AwaitWithin(const Future<>& future) {
-  struct State {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::optional<absl::Status> status;
-  };
-  auto state = std::make_shared<State>();
-  future.OnReady([state](const absl::Status& s) {
-    std::lock_guard<std::mutex> lock(state->mu);
-    state->status = s;
-    state->cv.notify_all();
-  });
-  std::unique_lock<std::mutex> lock(state->mu);
-  state->cv.wait_for(lock, kTimeout, [&] { return state->status.has_value(); });
-  return state->status;
-}
+using testing::AwaitWithin;
 
 // Process p's client: p + 1 CPU devices of one thread each, behind a FaultyPlatform (its
 // `faulty`), over the loopback hub.
@@ -81,34 +66,6 @@ absl::StatusOr<std::shared_ptr<Client>> LoopbackClient(LoopbackHub& hub, int p,
       std::move(platforms), guard::Policy(), nullptr, hub.Transport(p));
   if (!client.ok()) return client.status();
   return std::shared_ptr<Client>(*std::move(client));
-}
-
-ShardingRef Split(Client& client, const Shape& shape, int dim) {
-  const int n = static_cast<int>(client.devices().size());
-  const int64_t step = (shape.dims()[dim] + n - 1) / n;
-  const int tiles = static_cast<int>((shape.dims()[dim] + step - 1) / step);
-  std::vector<Device*> devices(client.devices().begin(), client.devices().begin() + tiles);
-  std::vector<int64_t> tile(shape.dims().begin(), shape.dims().end());
-  tile[dim] = step;
-  return *ConcreteEvenSharding::Create(*client.MakeDeviceList(devices), {}, shape, Shape(tile));
-}
-
-// Every addressable shard of `array` equals its slice of `full`.
-void ExpectShards(const ArrayRef& array, const std::vector<uint8_t>& full) {
-  std::vector<IndexDomain> domains = *array->sharding().IndexDomains(array->shape());
-  absl::StatusOr<std::vector<ArrayRef>> shards =
-      array->DisassembleIntoSingleDeviceArrays(ArrayCopySemantics::kReuseInput);
-  ASSERT_TRUE(shards.ok()) << shards.status();
-  size_t k = 0;
-  const auto& devices = array->sharding().devices()->devices();
-  for (size_t slot = 0; slot < devices.size(); ++slot) {
-    if (!devices[slot]->IsAddressable()) continue;
-    absl::StatusOr<std::vector<uint8_t>> got = testing::ReadBack((*shards)[k++]);
-    ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_EQ(*got, testing::SliceDomain(full, array->shape(), *array->dtype().byte_size(),
-                                         domains[slot]))
-        << "slot " << slot;
-  }
 }
 
 // One process (thread) of a test: its client, its memories' baseline, and a barrier with the
