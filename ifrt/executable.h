@@ -19,7 +19,8 @@
 // Donation (as in IFRT): an argument whose index is in CompileOptions::donated_input_indices and
 // not in ExecuteOptions::non_donatable_input_indices is deleted when Execute succeeds.
 //
-// Thread-safe: Execute may be called from several threads at once.
+// Thread-safe: Execute may be called from several threads at once. Like its arrays, an executable
+// must not outlive the client that compiled it.
 
 #include <memory>
 #include <optional>
