@@ -24,15 +24,16 @@
 #include "ifrt/introspection.h"
 #include "tessera.h"
 #include "tests/ifrt/test_util.h"
+#include "tests/mpi/shard_checks.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/vulkan_icds.h"
 
 namespace tessera {
 namespace {
 
+using testing::ExpectShards;
 using ::testing::HasSubstr;
 using testing::Pattern;
-using testing::SliceDomain;
 using testing::StatusIs;
 
 #ifdef TESSERA_MPI_TEST_VULKAN_ICDS
@@ -80,29 +81,6 @@ class MultiProcessTest : public ::testing::Test {
     std::vector<int64_t> tile(shape.dims().begin(), shape.dims().end());
     tile[dim] = step;
     return Tiles(*client_->MakeDeviceList(devices), shape, tile);
-  }
-
-  // Every addressable shard of `array` equals its slice of `full`.
-  void ExpectShards(const ArrayRef& array, const std::vector<uint8_t>& full,
-                    const std::string& context) {
-    const int64_t eb = *array->dtype().byte_size();
-    absl::StatusOr<std::vector<IndexDomain>> domains =
-        array->sharding().IndexDomains(array->shape());
-    ASSERT_TRUE(domains.ok()) << domains.status();
-    absl::StatusOr<std::vector<ArrayRef>> shards =
-        array->DisassembleIntoSingleDeviceArrays(ArrayCopySemantics::kReuseInput);
-    ASSERT_TRUE(shards.ok()) << shards.status();
-    size_t k = 0;
-    const auto& devices = array->sharding().devices()->devices();
-    for (size_t slot = 0; slot < devices.size(); ++slot) {
-      if (!devices[slot]->IsAddressable()) continue;
-      ASSERT_LT(k, shards->size());
-      absl::StatusOr<std::vector<uint8_t>> got = testing::ReadBack((*shards)[k++]);
-      ASSERT_TRUE(got.ok()) << got.status() << " " << context;
-      EXPECT_EQ(*got, SliceDomain(full, array->shape(), eb, (*domains)[slot]))
-          << context << ", slot " << slot << " on " << devices[slot]->DebugString();
-    }
-    EXPECT_EQ(k, shards->size()) << context;
   }
 
   Client* client_ = nullptr;

@@ -1,10 +1,12 @@
 // tests/mpi/shard_checks.h: shardings and checks shared by the multi-process tests that run
-// "processes" as threads (loopback_test, loopback_fault_test).
+// "processes" as threads (loopback_test, loopback_fault_test) and under mpirun
+// (multi_process_test).
 
 #ifndef TESSERA_TESTS_MPI_SHARD_CHECKS_H_
 #define TESSERA_TESTS_MPI_SHARD_CHECKS_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -24,9 +26,12 @@ inline ShardingRef Split(Client& client, const Shape& shape, int dim) {
   return *ConcreteEvenSharding::Create(*client.MakeDeviceList(devices), {}, shape, Shape(tile));
 }
 
-// Every addressable shard of `array` equals its slice of `full`.
-inline void ExpectShards(const ArrayRef& array, const std::vector<uint8_t>& full) {
-  std::vector<IndexDomain> domains = *array->sharding().IndexDomains(array->shape());
+// Every addressable shard of `array` equals its slice of `full`; `context` names the check in
+// failure messages.
+inline void ExpectShards(const ArrayRef& array, const std::vector<uint8_t>& full,
+                         const std::string& context = "") {
+  absl::StatusOr<std::vector<IndexDomain>> domains = array->sharding().IndexDomains(array->shape());
+  ASSERT_TRUE(domains.ok()) << domains.status();
   absl::StatusOr<std::vector<ArrayRef>> shards =
       array->DisassembleIntoSingleDeviceArrays(ArrayCopySemantics::kReuseInput);
   ASSERT_TRUE(shards.ok()) << shards.status();
@@ -34,12 +39,14 @@ inline void ExpectShards(const ArrayRef& array, const std::vector<uint8_t>& full
   const auto& devices = array->sharding().devices()->devices();
   for (size_t slot = 0; slot < devices.size(); ++slot) {
     if (!devices[slot]->IsAddressable()) continue;
-    absl::StatusOr<std::vector<uint8_t>> got = testing::ReadBack((*shards)[k++]);
-    ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_EQ(*got, testing::SliceDomain(full, array->shape(), *array->dtype().byte_size(),
-                                         domains[slot]))
-        << "slot " << slot;
+    ASSERT_LT(k, shards->size());
+    absl::StatusOr<std::vector<uint8_t>> got = ReadBack((*shards)[k++]);
+    ASSERT_TRUE(got.ok()) << got.status() << " " << context;
+    EXPECT_EQ(*got,
+              SliceDomain(full, array->shape(), *array->dtype().byte_size(), (*domains)[slot]))
+        << context << ", slot " << slot << " on " << devices[slot]->DebugString();
   }
+  EXPECT_EQ(k, shards->size()) << context;
 }
 
 }  // namespace tessera::testing
