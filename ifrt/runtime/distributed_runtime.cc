@@ -97,44 +97,6 @@ absl::StatusOr<std::vector<PlatformDeviceInfo>> DecodeDevices(std::string_view i
   return out;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Fingerprints: FNV-1a over 64-bit words, the same on every process (absl::Hash is seeded per
-// process, so it cannot be compared across processes).
-
-class Fingerprint {
- public:
-  void Add(uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h_ ^= (v >> (8 * i)) & 0xff;
-      h_ *= 0x100000001b3ULL;
-    }
-  }
-  void Add(std::string_view s) {
-    Add(static_cast<uint64_t>(s.size()));
-    for (char c : s) {
-      h_ ^= static_cast<unsigned char>(c);
-      h_ *= 0x100000001b3ULL;
-    }
-  }
-  void Add(const sharding::ShardLayout& layout) {
-    Add(static_cast<uint64_t>(layout.rank()));
-    for (int64_t d : layout.global_shape()) Add(static_cast<uint64_t>(d));
-    Add(static_cast<uint64_t>(layout.num_slots()));
-    for (const sharding::Box& b : layout.slot_boxes()) {
-      for (int64_t v : b.origin()) Add(static_cast<uint64_t>(v));
-      for (int64_t v : b.shape()) Add(static_cast<uint64_t>(v));
-    }
-  }
-  void Add(const std::vector<RuntimeMemory*>& memories) {
-    Add(static_cast<uint64_t>(memories.size()));
-    for (RuntimeMemory* m : memories) Add(static_cast<uint64_t>(m->Id().value));
-  }
-  uint64_t value() const { return h_; }
-
- private:
-  uint64_t h_ = 0xcbf29ce484222325ULL;
-};
-
 bool IsLocal(const PlanEndpoint& e) { return e.is_host() || e.memory->device()->IsAddressable(); }
 
 // Numbers the messages of one array of a collective call: a copy between this process and
@@ -221,7 +183,7 @@ absl::StatusOr<int64_t> DistributedRuntime::AgreeOnCall(std::string_view op, int
   call->agreed = true;
   // The specs of the call (not its plan: each process plans only its part), which every process
   // holds whole.
-  Fingerprint f;
+  CallFingerprint f;
   f.Add(op);
   f.Add(static_cast<uint64_t>(semantics));
   int64_t messages = 0;
@@ -266,8 +228,17 @@ int64_t DistributedRuntime::CountMessages(const sharding::ReshardPlan& plan,
   return numbers.Max();
 }
 
+absl::StatusOr<int64_t> DistributedRuntime::AgreeOnFingerprint(std::string_view op,
+                                                               uint64_t fingerprint,
+                                                               int64_t messages) {
+  CallState* call = CurrentCall();
+  if (call == nullptr) return -1;
+  call->agreed = true;
+  return transport_->Agree(op, fingerprint, messages, absl::OkStatus());
+}
+
 absl::Status DistributedRuntime::AgreeLate(std::string_view op, const absl::Status& status) {
-  Fingerprint f;
+  CallFingerprint f;
   f.Add(op);
   f.Add(std::string_view("nothing to move"));
   return transport_->Agree(op, f.value(), 0, status).status();

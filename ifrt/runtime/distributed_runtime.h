@@ -52,6 +52,42 @@ struct CollectivePart {
   const sharding::ReshardPlan* plan = nullptr;
 };
 
+// A fingerprint of a collective call's arguments: FNV-1a over 64-bit words, the same on every
+// process (absl::Hash is seeded per process, so it cannot be compared across processes).
+class CallFingerprint {
+ public:
+  void Add(uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h_ ^= (v >> (8 * i)) & 0xff;
+      h_ *= 0x100000001b3ULL;
+    }
+  }
+  void Add(std::string_view s) {
+    Add(static_cast<uint64_t>(s.size()));
+    for (char c : s) {
+      h_ ^= static_cast<unsigned char>(c);
+      h_ *= 0x100000001b3ULL;
+    }
+  }
+  void Add(const sharding::ShardLayout& layout) {
+    Add(static_cast<uint64_t>(layout.rank()));
+    for (int64_t d : layout.global_shape()) Add(static_cast<uint64_t>(d));
+    Add(static_cast<uint64_t>(layout.num_slots()));
+    for (const sharding::Box& b : layout.slot_boxes()) {
+      for (int64_t v : b.origin()) Add(static_cast<uint64_t>(v));
+      for (int64_t v : b.shape()) Add(static_cast<uint64_t>(v));
+    }
+  }
+  void Add(const std::vector<RuntimeMemory*>& memories) {
+    Add(static_cast<uint64_t>(memories.size()));
+    for (RuntimeMemory* m : memories) Add(static_cast<uint64_t>(m->Id().value));
+  }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = 0xcbf29ce484222325ULL;
+};
+
 class DistributedRuntime {
  public:
   explicit DistributedRuntime(std::unique_ptr<Transport> transport);
@@ -82,6 +118,16 @@ class DistributedRuntime {
   // refuses the call (RESOURCE_EXHAUSTED, on every process through the agreement).
   absl::StatusOr<int64_t> AgreeOnCall(std::string_view op, int semantics,
                                       absl::Span<const CollectivePart> parts);
+
+  // Within RunCollective: the agreement of a call whose arguments the caller fingerprinted itself
+  // (an Execute: the executable and its arguments' specs), reserving `messages` tags. Returns the
+  // call's tag base, or the call's error (as AgreeOnCall); outside RunCollective: -1.
+  absl::StatusOr<int64_t> AgreeOnFingerprint(std::string_view op, uint64_t fingerprint,
+                                             int64_t messages);
+
+  // The transport, for the messages of a call agreed with AgreeOnFingerprint (the collective
+  // steps of a program: runtime_executable.h).
+  Transport& transport() { return *transport_; }
 
   // The tags one array of a collective call reserves: one per (source slot, destination slot)
   // pair, the most messages one process can exchange with another when each pair of slots has at

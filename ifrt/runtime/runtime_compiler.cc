@@ -1,6 +1,7 @@
 #include "ifrt/runtime/runtime_compiler.h"
 
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "ifrt/runtime/collectives.h"
 #include "ifrt/runtime/plan_executor.h"
+#include "ifrt/runtime/program_messages.h"
 #include "ifrt/runtime/runtime_client.h"
 #include "ifrt/shape.h"
 #include "ifrt/status_macros.h"
@@ -157,18 +159,23 @@ absl::Status RuntimeCompiler::CheckOptions(const CompileOptions& options,
   if (options.devices == nullptr || options.devices->size() == 0) {
     return absl::InvalidArgumentError("Compile: CompileOptions::devices is empty");
   }
+  std::set<int> processes;
   for (Device* d : options.devices->devices()) {
     absl::StatusOr<Device*> mine = client_->LookupDevice(d->Id());
     if (!mine.ok() || *mine != d) {
       return absl::InvalidArgumentError(
           absl::StrCat("Compile: device ", d->DebugString(), " belongs to another client"));
     }
-    if (!d->IsAddressable()) {
-      return absl::UnimplementedError(absl::StrCat(
-          "Compile: device ", d->DebugString(), " belongs to process ", d->ProcessIndex(),
-          "; executables spanning several processes are not implemented yet (compile for "
-          "Client::addressable_devices())"));
-    }
+    processes.insert(d->ProcessIndex());
+  }
+  // Devices of several processes: every process compiles and executes it (Execute is collective).
+  // Devices of one other process alone: that process's executable, which it runs by itself.
+  if (processes.size() == 1 && *processes.begin() != client_->process_index()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Compile: every device of ", options.devices->DebugString(),
+                     " belongs to process ", *processes.begin(),
+                     "; compile it there (an executable over devices of several "
+                     "processes is compiled and executed by every process)"));
   }
   *num_devices = options.devices->size();
   return absl::OkStatus();
@@ -267,6 +274,10 @@ absl::Status RuntimeCompiler::LoadKernels(CompiledProgram& program) const {
             "Compile: no code generator for platform '", std::string(device->Kind()), "' (kernel ",
             kernel.name, " of '", plan.name, "' for ", device->DebugString(), ")"));
       }
+      if (!device->IsAddressable()) {  // its own process loads it
+        program.kernels[i].push_back(nullptr);
+        continue;
+      }
       TESSERA_ASSIGN_OR_RETURN(
           PlatformKernelRef loaded,
           device->platform()->LoadKernel(device->platform_device(), artifact->second));
@@ -352,6 +363,12 @@ absl::StatusOr<std::shared_ptr<const CompiledProgram>> RuntimeCompiler::Bind(
     program->donated_parameters.push_back(index);
   }
   TESSERA_RETURN_IF_ERROR(BindCollectives(*program));
+  std::set<int> processes;
+  for (RuntimeDevice* d : program->slot_devices) processes.insert(d->ProcessIndex());
+  program->spans_processes = processes.size() > 1;
+  ProgramTags tags = AssignTags(program->plan, program->slot_devices.size());
+  program->tag_offsets = std::move(tags.offsets);
+  program->tag_count = tags.total;
   TESSERA_RETURN_IF_ERROR(LoadKernels(*program));
   program->explain =
       absl::StrCat(program->plan.partitioned_text, "\n", DescribeCommunication(*program));

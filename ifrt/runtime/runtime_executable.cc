@@ -1,6 +1,8 @@
 #include "ifrt/runtime/runtime_executable.h"
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -11,8 +13,11 @@
 #include "guard/transfer_event.h"
 #include "ifrt/runtime/collectives.h"
 #include "ifrt/runtime/plan_executor.h"
+#include "ifrt/runtime/program_messages.h"
 #include "ifrt/runtime/runtime_client.h"
+#include "ifrt/spi/transport.h"
 #include "ifrt/status_macros.h"
+#include "ifrt/strided_copy.h"
 
 namespace tessera::runtime {
 namespace {
@@ -21,11 +26,54 @@ int64_t ValueBytes(const ProgramValue& value) {
   return value.local_shape.num_elements() * *value.dtype.byte_size();
 }
 
-std::vector<Future<>> ReadyOf(const std::vector<Shard>& shards, absl::Span<const int> slots) {
-  std::vector<Future<>> ready;
-  ready.reserve(slots.size());
-  for (int s : slots) ready.push_back(shards[s].ready);
-  return ready;
+bool IsMine(const CompiledProgram& program, size_t slot) {
+  return program.slot_devices[slot]->IsAddressable();
+}
+
+HostRegion DenseRegion(void* base, const Index& extent, int64_t element_bytes) {
+  HostRegion r;
+  r.base = base;
+  r.element_bytes = element_bytes;
+  r.extent = extent;
+  r.byte_strides = StridedCopy::RowMajorByteStrides(extent, element_bytes);
+  return r;
+}
+
+}  // namespace
+
+struct ReceivedBytes {
+  std::vector<uint8_t> bytes;
+  Future<> ready;
+};
+
+namespace {
+
+// A member's data as a collective step reads it: a host-addressable buffer of this process
+// (`offset` bytes in), or the host staging of what another process sent (none: nothing to read).
+struct HostInput {
+  PlatformBufferRef buffer;
+  std::shared_ptr<ReceivedBytes> received;
+  int64_t offset = 0;
+  const void* data() const {
+    if (buffer != nullptr) return static_cast<const char*>(buffer->host_address()) + offset;
+    return received != nullptr ? received->bytes.data() : nullptr;
+  }
+};
+
+// Member `m`'s data: `local[m]` when this process holds it, else what arrived from its process
+// under (m, `reducer`); its future joins `after`.
+HostInput InputOf(const CompiledProgram& program, int m, int reducer,
+                  const std::vector<Shard>& local,
+                  const std::map<std::pair<int, int>, std::shared_ptr<ReceivedBytes>>& received,
+                  int64_t offset, std::vector<Future<>>& after) {
+  if (IsMine(program, m)) {
+    after.push_back(local[m].ready);
+    return HostInput{local[m].buffer, nullptr, offset};
+  }
+  auto it = received.find({m, reducer});
+  if (it == received.end()) return HostInput{};  // an empty range: no message
+  after.push_back(it->second->ready);
+  return HostInput{nullptr, it->second, 0};
 }
 
 }  // namespace
@@ -147,6 +195,7 @@ absl::Status RuntimeExecutable::LaunchKernelStep(size_t index, ValueShards& valu
   const size_t slots = program_->slot_devices.size();
   for (size_t s = 0; s < slots; ++s) {
     RuntimeDevice* device = program_->slot_devices[s];
+    if (!device->IsAddressable()) continue;  // another process runs it
     KernelLaunch launch;
     launch.kernel = program_->kernels[index][s];
     std::vector<Future<>> after;
@@ -175,55 +224,72 @@ absl::Status RuntimeExecutable::LaunchKernelStep(size_t index, ValueShards& valu
 }
 
 absl::Status RuntimeExecutable::RunAllReduce(size_t index, ValueShards& values,
-                                             std::vector<Future<>>& done) {
+                                             std::vector<Future<>>& done, Exchange& exchange) {
   const CollectiveStep& step = program_->plan.steps[index].collective;
   const ProgramValue& in = program_->plan.values[step.input];
   const int64_t elements = in.local_shape.num_elements();
+  const int64_t element_bytes = *in.dtype.byte_size();
   const size_t slots = program_->slot_devices.size();
   TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> staged,
                            StageToHost(values[step.input], ValueBytes(in)));
-  // Phase 1: each member reduces its range of every member's input into its own output.
   std::vector<Shard> outputs(slots);
   for (size_t s = 0; s < slots; ++s) {
-    const CollectiveGroup& group = program_->members[index][s].group;
-    TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef output,
+    if (!IsMine(*program_, s)) continue;
+    TESSERA_ASSIGN_OR_RETURN(outputs[s].buffer,
                              program_->host_memories[s]->Allocate(ValueBytes(in)));
-    std::vector<PlatformBufferRef> inputs;
-    for (int m : group.members) inputs.push_back(staged[m].buffer);
+  }
+  // Phase 1: each member reduces its range of every member's input into its own output.
+  const ReceivedMap ranges = PostMessages(index, static_cast<int>(StepMessage::Phase::kReduceRange),
+                                          staged, exchange, done);
+  for (size_t s = 0; s < slots; ++s) {
+    if (!IsMine(*program_, s)) continue;
+    const CollectiveGroup& group = program_->members[index][s].group;
     const auto [begin, end] =
         AllReduceRange(elements, static_cast<int>(group.members.size()), group.position);
-    auto reduce = [reduction = step.reduction, dtype = in.dtype, inputs, output, begin = begin,
-                   end = end]() -> absl::Status {
-      std::vector<const void*> pointers;
-      for (const PlatformBufferRef& b : inputs) pointers.push_back(b->host_address());
-      return ReduceElements(reduction, dtype, pointers, begin, end, output->host_address());
-    };
-    RuntimeDevice* device = program_->slot_devices[s];
-    outputs[s] = Shard{std::move(output), device->platform()->EnqueueHostCallback(
-                                              device->platform_device(), std::move(reduce),
-                                              ReadyOf(staged, group.members))};
-  }
-  // Phase 2: each member copies every peer's reduced range from the peer's output into its own.
-  const int64_t element_bytes = *in.dtype.byte_size();
-  for (size_t s = 0; s < slots; ++s) {
-    const CollectiveGroup& group = program_->members[index][s].group;
-    std::vector<PlatformBufferRef> peers;
+    std::vector<HostInput> inputs;
     std::vector<Future<>> after;
     for (int m : group.members) {
-      peers.push_back(outputs[m].buffer);
-      after.push_back(outputs[m].ready);
+      inputs.push_back(
+          InputOf(*program_, m, static_cast<int>(s), staged, ranges, begin * element_bytes, after));
     }
-    auto gather = [peers, elements, element_bytes, program = program_, index, s,
-                   client = client_]() {
+    auto reduce = [reduction = step.reduction, dtype = in.dtype, inputs, output = outputs[s].buffer,
+                   begin = begin, end = end, element_bytes]() -> absl::Status {
+      std::vector<const void*> pointers;
+      for (const HostInput& input : inputs) pointers.push_back(input.data());
+      return ReduceElements(reduction, dtype, pointers, 0, end - begin,
+                            static_cast<char*>(output->host_address()) + begin * element_bytes);
+    };
+    RuntimeDevice* device = program_->slot_devices[s];
+    outputs[s].ready = device->platform()->EnqueueHostCallback(device->platform_device(),
+                                                               std::move(reduce), after);
+  }
+  // Phase 2: each member copies every peer's reduced range from the peer's output into its own.
+  const ReceivedMap reduced = PostMessages(
+      index, static_cast<int>(StepMessage::Phase::kReducedRange), outputs, exchange, done);
+  exchange.posted = index + 1;
+  for (size_t s = 0; s < slots; ++s) {
+    if (!IsMine(*program_, s)) continue;
+    const CollectiveGroup& group = program_->members[index][s].group;
+    const int size = static_cast<int>(group.members.size());
+    std::vector<HostInput> peers(size);
+    std::vector<Future<>> after;
+    for (int j = 0; j < size; ++j) {
+      if (j == group.position) continue;
+      const int64_t begin = AllReduceRange(elements, size, j).first;
+      peers[j] =
+          InputOf(*program_, group.members[j], -1, outputs, reduced, begin * element_bytes, after);
+    }
+    auto gather = [peers, own = outputs[s].buffer, elements, element_bytes, program = program_,
+                   index, s, client = client_]() {
       const CollectiveGroup& group = program->members[index][s].group;
       const int size = static_cast<int>(group.members.size());
-      char* own = static_cast<char*>(peers[group.position]->host_address());
+      char* out = static_cast<char*>(own->host_address());
       for (int j = 0; j < size; ++j) {
         if (j == group.position) continue;
         const auto [begin, end] = AllReduceRange(elements, size, j);
-        std::memcpy(own + begin * element_bytes,
-                    static_cast<const char*>(peers[j]->host_address()) + begin * element_bytes,
-                    (end - begin) * element_bytes);
+        if (begin < end) {
+          std::memcpy(out + begin * element_bytes, peers[j].data(), (end - begin) * element_bytes);
+        }
       }
       RecordPeerReads(*client, *program, index, s);
       return absl::OkStatus();
@@ -237,7 +303,6 @@ absl::Status RuntimeExecutable::RunAllReduce(size_t index, ValueShards& values,
   }
   return absl::OkStatus();
 }
-
 namespace {
 
 // A copy of `bytes` bytes from `src` to `dst` on the stream of `device` (same platform).
@@ -274,26 +339,36 @@ absl::StatusOr<Shard> RuntimeExecutable::StageToDevice(size_t s, Shard host, int
 }
 
 absl::Status RuntimeExecutable::RunCollectiveStep(size_t index, ValueShards& values,
-                                                  std::vector<Future<>>& done) {
+                                                  std::vector<Future<>>& done, Exchange& exchange) {
   const CollectiveStep& step = program_->plan.steps[index].collective;
-  if (step.kind == CollectiveKind::kAllReduce) return RunAllReduce(index, values, done);
+  if (step.kind == CollectiveKind::kAllReduce) return RunAllReduce(index, values, done, exchange);
   const ProgramValue& out = program_->plan.values[step.output];
   const size_t slots = program_->slot_devices.size();
   TESSERA_ASSIGN_OR_RETURN(
       std::vector<Shard> staged,
       StageToHost(values[step.input], ValueBytes(program_->plan.values[step.input])));
+  std::vector<PlatformBufferRef> outputs(slots);
   for (size_t s = 0; s < slots; ++s) {
+    if (!IsMine(*program_, s)) continue;
+    TESSERA_ASSIGN_OR_RETURN(outputs[s], program_->host_memories[s]->Allocate(ValueBytes(out)));
+  }
+  const ReceivedMap received = PostMessages(
+      index, static_cast<int>(StepMessage::Phase::kWholeInput), staged, exchange, done);
+  exchange.posted = index + 1;
+  for (size_t s = 0; s < slots; ++s) {
+    if (!IsMine(*program_, s)) continue;
     const CollectiveGroup& group = program_->members[index][s].group;
-    TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef output,
-                             program_->host_memories[s]->Allocate(ValueBytes(out)));
-    std::vector<PlatformBufferRef> inputs;
-    for (int m : group.members) inputs.push_back(staged[m].buffer);
-    auto compute = [inputs, output, program = program_, index, s,
+    std::vector<HostInput> inputs;
+    std::vector<Future<>> after;
+    for (int m : group.members) {
+      inputs.push_back(InputOf(*program_, m, -1, staged, received, 0, after));
+    }
+    auto compute = [inputs, output = outputs[s], program = program_, index, s,
                     client = client_]() -> absl::Status {
       const CollectiveStep& step = program->plan.steps[index].collective;
       const ProgramValue& in = program->plan.values[step.input];
       std::vector<const void*> pointers;
-      for (const PlatformBufferRef& b : inputs) pointers.push_back(b->host_address());
+      for (const HostInput& input : inputs) pointers.push_back(input.data());
       TESSERA_RETURN_IF_ERROR(
           ComputeCollective(step, in.dtype, in.local_shape.dims(),
                             program->plan.values[step.output].local_shape.dims(), pointers,
@@ -302,22 +377,75 @@ absl::Status RuntimeExecutable::RunCollectiveStep(size_t index, ValueShards& val
       return absl::OkStatus();
     };
     RuntimeDevice* device = program_->slot_devices[s];
-    Future<> finished = device->platform()->EnqueueHostCallback(
-        device->platform_device(), std::move(compute), ReadyOf(staged, group.members));
+    Future<> finished = device->platform()->EnqueueHostCallback(device->platform_device(),
+                                                                std::move(compute), after);
     TESSERA_ASSIGN_OR_RETURN(values[step.output][s],
-                             StageToDevice(s, Shard{std::move(output), finished}, ValueBytes(out)));
+                             StageToDevice(s, Shard{outputs[s], finished}, ValueBytes(out)));
     done.push_back(values[step.output][s].ready);
   }
   return absl::OkStatus();
 }
 
-absl::Status RuntimeExecutable::RunSteps(ValueShards& values, std::vector<Future<>>& done) {
+RuntimeExecutable::ReceivedMap RuntimeExecutable::PostMessages(size_t index, int phase,
+                                                               const std::vector<Shard>& sources,
+                                                               const Exchange& exchange,
+                                                               std::vector<Future<>>& done) {
+  ReceivedMap received;
+  if (exchange.tag_base < 0) return received;
+  Transport& transport = client_->distributed_->transport();
+  const CollectiveStep& step = program_->plan.steps[index].collective;
+  const int64_t element_bytes = *program_->plan.values[step.input].dtype.byte_size();
+  for (const StepMessage& m : StepMessages(*program_, index)) {
+    if (static_cast<int>(m.phase) != phase) continue;
+    const int64_t tag = exchange.tag_base + program_->tag_offsets[index] + m.tag;
+    const Index extent = {m.end - m.begin};
+    if (m.send) {
+      const Shard& source = sources[m.slot];
+      HostRegion region = DenseRegion(source.buffer->host_address(), extent, element_bytes);
+      region.offset = m.begin * element_bytes;
+      done.push_back(transport.Send(m.peer, tag, region, source.ready, source.buffer));
+      continue;
+    }
+    auto data = std::make_shared<ReceivedBytes>();
+    data->bytes.resize((m.end - m.begin) * element_bytes);
+    data->ready = transport.Receive(m.peer, tag,
+                                    DenseRegion(data->bytes.data(), extent, element_bytes), data);
+    const int reducer = m.phase == StepMessage::Phase::kReduceRange ? m.reducer : -1;
+    received[{m.slot, reducer}] = std::move(data);
+  }
+  return received;
+}
+
+void RuntimeExecutable::Abandon(const Exchange& exchange, const absl::Status& error) {
+  if (exchange.tag_base < 0) return;
+  Transport& transport = client_->distributed_->transport();
+  const Future<> failed = MakeReadyFuture(error);
+  const std::vector<ProgramStep>& steps = program_->plan.steps;
+  for (size_t i = exchange.posted; i < steps.size(); ++i) {
+    if (steps[i].kind != ProgramStep::Kind::kCollective) continue;
+    const int64_t element_bytes =
+        *program_->plan.values[steps[i].collective.input].dtype.byte_size();
+    for (const StepMessage& m : StepMessages(*program_, i)) {
+      const int64_t tag = exchange.tag_base + program_->tag_offsets[i] + m.tag;
+      const Index extent = {m.end - m.begin};
+      if (m.send) {  // an empty message: the region is not read
+        transport.Send(m.peer, tag, DenseRegion(nullptr, extent, element_bytes), failed, nullptr);
+        continue;
+      }
+      auto staging = std::make_shared<std::vector<uint8_t>>((m.end - m.begin) * element_bytes);
+      transport.Receive(m.peer, tag, DenseRegion(staging->data(), extent, element_bytes), staging);
+    }
+  }
+}
+
+absl::Status RuntimeExecutable::RunSteps(ValueShards& values, std::vector<Future<>>& done,
+                                         Exchange& exchange) {
   const std::vector<ProgramStep>& steps = program_->plan.steps;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].kind == ProgramStep::Kind::kKernel) {
       TESSERA_RETURN_IF_ERROR(LaunchKernelStep(i, values, done));
     } else {
-      TESSERA_RETURN_IF_ERROR(RunCollectiveStep(i, values, done));
+      TESSERA_RETURN_IF_ERROR(RunCollectiveStep(i, values, done, exchange));
     }
   }
   return absl::OkStatus();
@@ -338,7 +466,28 @@ std::vector<ArrayRef> RuntimeExecutable::MakeOutputs(const ValueShards& values) 
 absl::StatusOr<ExecuteResult> RuntimeExecutable::Execute(absl::Span<ArrayRef> args,
                                                          const ExecuteOptions& options,
                                                          std::optional<DeviceListRef> devices) {
-  return CatchAllocationFailure("Execute", [&] { return ExecuteImpl(args, options, devices); });
+  auto body = [&] {
+    return CatchAllocationFailure("Execute", [&] { return ExecuteImpl(args, options, devices); });
+  };
+  if (program_->spans_processes) return client_->distributed_->RunCollective("Execute", body);
+  return body();
+}
+
+absl::StatusOr<int64_t> RuntimeExecutable::AgreeOnExecute(absl::Span<RuntimeArray* const> checked,
+                                                          const ExecuteOptions& options) {
+  CallFingerprint f;
+  f.Add(std::string_view(program_->fingerprint));
+  for (RuntimeArray* a : checked) {
+    f.Add(static_cast<uint64_t>(a->dtype().kind()));
+    f.Add(a->layout());
+    f.Add(a->memories());
+  }
+  std::vector<int> kept(options.non_donatable_input_indices.begin(),
+                        options.non_donatable_input_indices.end());
+  std::sort(kept.begin(), kept.end());
+  f.Add(static_cast<uint64_t>(kept.size()));
+  for (int k : kept) f.Add(static_cast<uint64_t>(k));
+  return client_->distributed_->AgreeOnFingerprint("Execute", f.value(), program_->tag_count);
 }
 
 absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteImpl(absl::Span<ArrayRef> args,
@@ -346,10 +495,25 @@ absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteImpl(absl::Span<ArrayRef
                                                              std::optional<DeviceListRef> devices) {
   TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeArray*> checked, CheckArguments(args, devices));
   TESSERA_RETURN_IF_ERROR(GuardCommunication());
-  TESSERA_ASSIGN_OR_RETURN(std::vector<ArrayRef> matched, MatchShardings(args, checked));
+  Exchange exchange;
+  if (program_->spans_processes) {
+    TESSERA_ASSIGN_OR_RETURN(exchange.tag_base, AgreeOnExecute(checked, options));
+  }
+  absl::StatusOr<ExecuteResult> result = ExecuteChecked(args, checked, options, exchange);
+  // Failed after the agreement (out of memory, a failed reshard of an argument): the other
+  // processes' messages of the steps not posted are settled, so that none of them waits.
+  if (!result.ok()) Abandon(exchange, result.status());
+  return result;
+}
 
+absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteChecked(
+    absl::Span<ArrayRef> args, absl::Span<RuntimeArray* const> checked,
+    const ExecuteOptions& options, Exchange& exchange) {
+  TESSERA_ASSIGN_OR_RETURN(std::vector<ArrayRef> matched, MatchShardings(args, checked));
   const ProgramPlan& plan = program_->plan;
-  ValueShards values(plan.values.size(), std::vector<Shard>(program_->slot_devices.size()));
+  // Other processes' slots keep no buffer (their shards are not addressable here).
+  ValueShards values(plan.values.size(), std::vector<Shard>(program_->slot_devices.size(),
+                                                            Shard{nullptr, MakeReadyFuture()}));
   for (size_t p = 0; p < plan.parameters.size(); ++p) {
     TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards,
                              static_cast<RuntimeArray*>(matched[p].get())->shards());
@@ -358,7 +522,7 @@ absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteImpl(absl::Span<ArrayRef
   std::vector<Future<>> done;
   {
     std::lock_guard<std::mutex> lock(client_->enqueue_mu_);
-    TESSERA_RETURN_IF_ERROR(RunSteps(values, done));
+    TESSERA_RETURN_IF_ERROR(RunSteps(values, done, exchange));
   }
   std::vector<ArrayRef> outputs = MakeOutputs(values);
   for (int p : program_->donated_parameters) {

@@ -15,9 +15,22 @@
 // host-addressable (a Vulkan device's) copies its collective's input into its device's
 // host-addressable memory first, and the result back, on its own stream.
 //
+// Devices of several processes (multi-controller, as in JAX: every process compiles the same
+// program and calls Execute with the same arguments): Execute is a collective call. One agreement
+// (DistributedRuntime::RunCollective and AgreeOnFingerprint) settles, before any kernel runs or
+// byte moves, every process's argument checks and guard verdict and a fingerprint of the
+// executable and its arguments' specs: a refusal anywhere fails Execute everywhere with the
+// refusing process's message, different arguments are INVALID_ARGUMENT everywhere. Each process
+// then runs the kernels of its own devices; a collective step sends its members' data to the
+// processes of their peers and receives the remote peers' data into host staging
+// (program_messages.h), tags from the agreement's tag base. A failed source sends an empty
+// message, so that a failure on one process fails its peers' Execute rather than hang them.
+// Outputs' shards on other processes' devices are not addressable here.
+//
 // Thread-safe.
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +45,8 @@
 namespace tessera::runtime {
 
 class RuntimeClient;
+// Host staging that a collective step received from another process (runtime_executable.cc).
+struct ReceivedBytes;
 
 // One slot's part in a collective step: its group, its peers' device ids, and the bytes it reads
 // from each peer (BytesFromEachPeer).
@@ -61,6 +76,11 @@ struct CompiledProgram {
   std::vector<std::vector<CollectiveMember>> members;        // [step][slot]; empty for kernels
   std::vector<int> donated_parameters;
   int64_t communication_bytes = 0;  // bytes the collectives read from peers, per run
+  // Devices of several processes: Execute is collective, and each collective step's first message
+  // tag (from the Execute's tag base) is tag_offsets[step] (program_messages.h), tag_count in all.
+  bool spans_processes = false;
+  std::vector<int64_t> tag_offsets;
+  int64_t tag_count = 0;
   std::string explain;
 };
 
@@ -93,19 +113,45 @@ class RuntimeExecutable final : public LoadedExecutable {
                                             std::optional<DeviceListRef> devices);
   // Per value, one shard per slot.
   using ValueShards = std::vector<std::vector<Shard>>;
+  // Multi-process: one Execute's messages. Collective steps before `posted` have posted theirs.
+  struct Exchange {
+    int64_t tag_base = -1;  // -1: a single-process executable
+    size_t posted = 0;
+  };
+  // Data a collective step received from other processes, by (sending slot, reducing slot or -1).
+  using ReceivedMap = std::map<std::pair<int, int>, std::shared_ptr<ReceivedBytes>>;
+
+  // ExecuteImpl after the checks (and, multi-process, the agreement). On failure after the
+  // agreement, the caller settles the messages of the steps not posted yet (Abandon).
+  absl::StatusOr<ExecuteResult> ExecuteChecked(absl::Span<ArrayRef> args,
+                                               absl::Span<RuntimeArray* const> checked,
+                                               const ExecuteOptions& options, Exchange& exchange);
 
   absl::StatusOr<std::vector<RuntimeArray*>> CheckArguments(absl::Span<ArrayRef> args,
                                                             std::optional<DeviceListRef> devices);
   absl::Status GuardCommunication();
+  // Multi-process: the Execute's agreement (module comment); its tag base.
+  absl::StatusOr<int64_t> AgreeOnExecute(absl::Span<RuntimeArray* const> checked,
+                                         const ExecuteOptions& options);
   // The arguments as the parameters' shardings want them (resharded where they differ).
   absl::StatusOr<std::vector<ArrayRef>> MatchShardings(absl::Span<ArrayRef> args,
                                                        absl::Span<RuntimeArray* const> checked);
-  absl::Status RunSteps(ValueShards& values, std::vector<Future<>>& done);
+  absl::Status RunSteps(ValueShards& values, std::vector<Future<>>& done, Exchange& exchange);
   absl::Status LaunchKernelStep(size_t step, ValueShards& values, std::vector<Future<>>& done);
   // An all-reduce in two phases (reduce a range, then gather the ranges): each member reads
   // 2 * bytes / group_size from each peer instead of every peer's whole input.
-  absl::Status RunAllReduce(size_t index, ValueShards& values, std::vector<Future<>>& done);
-  absl::Status RunCollectiveStep(size_t index, ValueShards& values, std::vector<Future<>>& done);
+  absl::Status RunAllReduce(size_t index, ValueShards& values, std::vector<Future<>>& done,
+                            Exchange& exchange);
+  absl::Status RunCollectiveStep(size_t index, ValueShards& values, std::vector<Future<>>& done,
+                                 Exchange& exchange);
+  // Posts this process's messages of `phase` (a StepMessage::Phase) of collective step `index`:
+  // sends from the host-addressable `sources` (by slot, after their futures), receives into new
+  // host staging. The sends' futures join `done`.
+  ReceivedMap PostMessages(size_t index, int phase, const std::vector<Shard>& sources,
+                           const Exchange& exchange, std::vector<Future<>>& done);
+  // This process's messages of the collective steps from `exchange.posted` on, settled without
+  // data: empty sends (their receivers fail with `error`'s message), receives taken and dropped.
+  void Abandon(const Exchange& exchange, const absl::Status& error);
   // The shards of `value` in host-addressable memory: each as it is where its slot memory is
   // host-addressable, else a copy into the slot's host memory.
   absl::StatusOr<std::vector<Shard>> StageToHost(const std::vector<Shard>& shards, int64_t bytes);

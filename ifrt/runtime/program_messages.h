@@ -1,0 +1,50 @@
+#ifndef TESSERA_IFRT_RUNTIME_PROGRAM_MESSAGES_H_
+#define TESSERA_IFRT_RUNTIME_PROGRAM_MESSAGES_H_
+
+// The messages between processes of a program's collective steps (an executable whose devices
+// span several processes: runtime_executable.h). Every process derives the same messages from
+// the same CompiledProgram, so that a message one process sends is the message its peer receives
+// (same tag), and nothing else needs agreeing beyond the Execute's one agreement:
+//
+// - all_gather, all_to_all, all_slice, reduce_scatter: the whole input of a member goes once to
+//   each other process holding a member of its group (tag: the member's slot); the receiving
+//   process computes its members' outputs from local inputs and the received ones.
+// - all_reduce (two phases, as within a process): member m sends the range member j reduces of its
+//   input to j's process (phase 1, tag: the pair m, j); once reduced, member m sends its reduced
+//   range to each other process of its group (phase 2, tag: m).
+//
+// Messages of zero bytes are left out (an empty message means a failed source).
+// Pure functions of the program; thread-safe.
+
+#include <cstdint>
+#include <vector>
+
+#include "ifrt/runtime/runtime_executable.h"
+
+namespace tessera::runtime {
+
+struct StepMessage {
+  enum class Phase { kWholeInput, kReduceRange, kReducedRange };
+  bool send = false;  // else a receive
+  int peer = 0;       // the other process
+  int64_t tag = 0;    // from the step's first tag (ProgramTags)
+  Phase phase = Phase::kWholeInput;
+  int slot = 0;                // the member whose buffer the bytes come from
+  int reducer = 0;             // kReduceRange: the member that reduces the range
+  int64_t begin = 0, end = 0;  // the elements of the slot's buffer (dense, row-major)
+};
+
+// The tags of a program's collective steps, from the Execute's tag base: step i's first is
+// `offsets[i]` (kernel steps reserve none); `total` in all.
+struct ProgramTags {
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+};
+ProgramTags AssignTags(const ProgramPlan& plan, size_t slots);
+
+// This process's messages (it sends or receives) of collective step `index`, in one fixed order.
+std::vector<StepMessage> StepMessages(const CompiledProgram& program, size_t index);
+
+}  // namespace tessera::runtime
+
+#endif  // TESSERA_IFRT_RUNTIME_PROGRAM_MESSAGES_H_

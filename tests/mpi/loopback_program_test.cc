@@ -1,0 +1,439 @@
+// tests/mpi/loopback_program_test.cc: executables over the devices of several processes
+// (runtime_executable.h, program_messages.h), with the processes as threads of one test process
+// joined by the loopback transport: the examples' Megatron MLP (one all-reduce across processes)
+// and row-sharded MLP, an all_to_all + all_gather program, guard refusals and mismatched
+// arguments on one process failing Execute on every process, concurrent Execute, and failures
+// (a kernel, a receive, an allocation) that fail every process's Execute and hang none.
+//
+// Each process has 2 CPU devices; the executables run on the first 4 devices (processes 0 and
+// 1); a third process, where there is one, holds none of them and still takes part.
+
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/default_program_compiler.h"
+#include "backends/registry.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ifrt/runtime/runtime_client.h"
+#include "tessera.h"
+#include "tests/ifrt/faulty_platform.h"
+#include "tests/ifrt/test_util.h"
+#include "tests/mpi/loopback_transport.h"
+#include "tests/mpi/shard_checks.h"
+#include "tests/testing/megatron_mlp.h"
+#include "tests/testing/status_matchers.h"
+
+namespace tessera {
+namespace {
+
+using testing::ExpectShards;
+using ::testing::HasSubstr;
+using testing::LoopbackFault;
+using testing::LoopbackHub;
+using testing::Random;
+using testing::StatusIs;
+
+std::string ReadExample(const std::string& name) {
+  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/examples/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_FALSE(text.str().empty()) << "examples/" << name;
+  return text.str();
+}
+
+// Process p's client: 2 CPU devices of one thread each (through a FaultyPlatform), the default
+// program compiler, over the loopback hub.
+absl::StatusOr<std::shared_ptr<Client>> LoopbackClient(LoopbackHub& hub, int p,
+                                                       testing::FaultyPlatform*& faulty) {
+  ClientOptions options{.cpu_devices = 2, .cpu_threads_per_device = 1, .vulkan = VulkanMode::kOff};
+  std::vector<std::unique_ptr<Platform>> platforms;
+  for (const PlatformFactory& f : PlatformRegistry::Default().Factories()) {
+    if (f.name != "cpu") continue;
+    absl::StatusOr<std::unique_ptr<Platform>> platform = f.create(options);
+    if (!platform.ok()) return platform.status();
+    auto wrapped = std::make_unique<testing::FaultyPlatform>(*std::move(platform));
+    faulty = wrapped.get();
+    platforms.push_back(std::move(wrapped));
+  }
+  absl::StatusOr<std::shared_ptr<runtime::RuntimeClient>> client = runtime::RuntimeClient::Create(
+      std::move(platforms), guard::Policy(), CreateDefaultProgramCompiler(), hub.Transport(p));
+  if (!client.ok()) return client.status();
+  return std::shared_ptr<Client>(*std::move(client));
+}
+
+// One process (thread) of a test: its client and the first 4 global devices.
+struct Process {
+  int index;
+  Client& client;
+  testing::FaultyPlatform& faulty;
+  DeviceListRef devices;  // the executables' devices
+
+  ShardingRef Named(const std::string& spec) const {
+    return testing::Named("mesh{x=4}", spec, devices);
+  }
+  ArrayRef Put(const std::vector<float>& data, std::vector<int64_t> dims,
+               const std::string& spec) const {
+    return Put(data, std::move(dims), Named(spec));
+  }
+  ArrayRef Put(const std::vector<float>& data, std::vector<int64_t> dims,
+               ShardingRef sharding) const {
+    absl::StatusOr<ArrayRef> a = client.MakeArrayFromHostBuffer(
+        data.data(), DType(DType::kF32), Shape(dims), std::nullopt, std::move(sharding),
+        HostBufferSemantics::kImmutableOnlyDuringCall, nullptr);
+    EXPECT_TRUE(a.ok()) << a.status();
+    return a.ok() ? *a : nullptr;
+  }
+  absl::StatusOr<LoadedExecutableRef> Compile(const std::string& text,
+                                              CompileOptions options = {}) const {
+    options.devices = devices;
+    return client.GetDefaultCompiler()->Compile(std::make_unique<MlirProgram>(text), options);
+  }
+};
+
+// Runs `body` on `n` processes (threads) at once over one hub.
+void OnEveryProcess(int n, const std::function<void(LoopbackHub&, Process&)>& body) {
+  LoopbackHub hub(n);
+  std::vector<std::thread> threads;
+  for (int p = 0; p < n; ++p) {
+    threads.emplace_back([&, p] {
+      testing::FaultyPlatform* faulty = nullptr;
+      absl::StatusOr<std::shared_ptr<Client>> client = LoopbackClient(hub, p, faulty);
+      ASSERT_TRUE(client.ok()) << client.status();
+      std::vector<Device*> first4((*client)->devices().begin(), (*client)->devices().begin() + 4);
+      Process process{p, **client, *faulty, testing::MustDeviceList(**client, first4)};
+      body(hub, process);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+// c = a @ b (+ bias broadcast over rows, when given), in double.
+std::vector<double> MatMul(const std::vector<double>& a, const std::vector<float>& b, int m, int k,
+                           int n, const std::vector<float>* bias = nullptr) {
+  std::vector<double> c(m * n, 0.0);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double sum = bias != nullptr ? (*bias)[j] : 0.0;
+      for (int p = 0; p < k; ++p) sum += a[i * k + p] * b[p * n + j];
+      c[i * n + j] = sum;
+    }
+  }
+  return c;
+}
+
+std::vector<double> Relu(std::vector<double> v) {
+  for (double& x : v) x = std::max(x, 0.0);
+  return v;
+}
+
+std::vector<float> ToFloat(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+std::vector<double> ToDouble(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+// Every addressable shard of `array` (f32) is near its slice of `full`; returns how many there are.
+int ExpectShardsNear(const ArrayRef& array, const std::vector<float>& full) {
+  absl::StatusOr<std::vector<IndexDomain>> domains = array->sharding().IndexDomains(array->shape());
+  EXPECT_TRUE(domains.ok()) << domains.status();
+  absl::StatusOr<std::vector<ArrayRef>> shards =
+      array->DisassembleIntoSingleDeviceArrays(ArrayCopySemantics::kReuseInput);
+  EXPECT_TRUE(shards.ok()) << shards.status();
+  if (!domains.ok() || !shards.ok()) return 0;
+  std::vector<uint8_t> bytes(full.size() * 4);
+  std::memcpy(bytes.data(), full.data(), bytes.size());
+  const auto& devices = array->sharding().devices()->devices();
+  int k = 0;
+  for (size_t slot = 0; slot < devices.size(); ++slot) {
+    if (!devices[slot]->IsAddressable()) continue;
+    absl::StatusOr<std::vector<uint8_t>> got = testing::ReadBack((*shards)[k++]);
+    EXPECT_TRUE(got.ok()) << got.status();
+    if (!got.ok()) continue;
+    const std::vector<uint8_t> want =
+        testing::SliceDomain(bytes, array->shape(), 4, (*domains)[slot]);
+    EXPECT_EQ(got->size(), want.size());
+    for (size_t i = 0; i + 4 <= std::min(got->size(), want.size()); i += 4) {
+      float g, w;
+      std::memcpy(&g, got->data() + i, 4);
+      std::memcpy(&w, want.data() + i, 4);
+      EXPECT_NEAR(g, w, 1e-4 * std::max(1.0f, std::abs(w))) << "slot " << slot << " byte " << i;
+    }
+  }
+  return k;
+}
+
+// examples/mlp2_megatron.mlir's arguments and result.
+struct MegatronCase {
+  std::vector<float> x = Random(8 * 16, 1), w1 = Random(16 * 32, 2), b1 = Random(32, 3),
+                     w2 = Random(32 * 16, 4), b2 = Random(16, 5);
+  std::vector<float> Reference() const {
+    std::vector<double> h = Relu(MatMul(ToDouble(x), w1, 8, 16, 32, &b1));
+    return ToFloat(MatMul(h, w2, 8, 32, 16, &b2));
+  }
+  std::vector<ArrayRef> Arguments(const Process& p) const {
+    return {p.Put(x, {8, 16}, "P()"), p.Put(w1, {16, 32}, "P(None,x)"), p.Put(b1, {32}, "P(x)"),
+            p.Put(w2, {32, 16}, "P(x,None)"), p.Put(b2, {16}, "P()")};
+  }
+};
+
+TEST(LoopbackProgramTest, MegatronExampleAllReducesAcrossProcesses) {
+  const std::string text = ReadExample("mlp2_megatron.mlir");
+  const MegatronCase data;
+  const std::vector<float> want = data.Reference();
+  OnEveryProcess(3, [&](LoopbackHub&, Process& p) {
+    absl::StatusOr<LoadedExecutableRef> exe = p.Compile(text);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    std::vector<ArrayRef> args = data.Arguments(p);
+    const TransferStats before = p.client.transfer_stats();
+    absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
+    ASSERT_EQ(result->outputs.size(), 1u);
+    // Processes 0 and 1 hold 2 replicas each; process 2 none.
+    EXPECT_EQ(ExpectShardsNear(result->outputs[0], want), p.index < 2 ? 2 : 0);
+    // f32[8x16] (512 bytes) all-reduced in two phases over 4 devices: each device reads
+    // 2 * 512 / 4 bytes from each of its 3 peers, 2 of them on the other process.
+    const int64_t read =
+        p.client.transfer_stats().device_to_device.bytes - before.device_to_device.bytes;
+    EXPECT_EQ(read, p.index < 2 ? 2 * 3 * 256 : 0);
+  });
+}
+
+TEST(LoopbackProgramTest, RowShardedMlpExampleRunsWithoutMessagesAndDonates) {
+  const std::string text = ReadExample("mlp.mlir");
+  const std::vector<float> x = Random(16 * 32, 6), w = Random(32 * 64, 7), b = Random(64, 8);
+  const std::vector<float> want = ToFloat(Relu(MatMul(ToDouble(x), w, 16, 32, 64, &b)));
+  OnEveryProcess(2, [&](LoopbackHub& hub, Process& p) {
+    absl::StatusOr<LoadedExecutableRef> exe =
+        p.Compile(text, CompileOptions{.donated_input_indices = {0}});
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    std::vector<ArrayRef> args = {p.Put(x, {16, 32}, "P(x,None)"), p.Put(w, {32, 64}, "P()"),
+                                  p.Put(b, {64}, "P()")};
+    absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
+    EXPECT_EQ(ExpectShardsNear(result->outputs[0], want), 2);
+    EXPECT_TRUE(args[0]->IsDeleted());  // donated: its local shards
+    EXPECT_FALSE(args[1]->IsDeleted());
+    EXPECT_EQ(hub.sends(p.index), 0);  // no communication: only the agreement
+  });
+}
+
+// z = a + b with a row-sharded, b column-sharded and z replicated: an all_to_all of b, the
+// addition, an all_gather of z.
+constexpr char kAllToAllGather[] = R"mlir(
+func.func @main(%a: tensor<8x12xf32> {tessera.sharding = "mesh{x=4} P(x,None)"},
+                %b: tensor<8x12xf32> {tessera.sharding = "mesh{x=4} P(None,x)"})
+    -> (tensor<8x12xf32> {tessera.sharding = "mesh{x=4} P()"}) {
+  %z = arith.addf %a, %b : tensor<8x12xf32>
+  return %z : tensor<8x12xf32>
+})mlir";
+
+TEST(LoopbackProgramTest, AllToAllAndAllGatherAcrossProcessesAreBitExact) {
+  const std::vector<float> a = Random(96, 9), b = Random(96, 10);
+  std::vector<float> z(96);
+  for (int i = 0; i < 96; ++i) z[i] = a[i] + b[i];
+  std::vector<uint8_t> z_bytes(96 * 4);
+  std::memcpy(z_bytes.data(), z.data(), z_bytes.size());
+  OnEveryProcess(2, [&](LoopbackHub&, Process& p) {
+    absl::StatusOr<LoadedExecutableRef> exe = p.Compile(kAllToAllGather);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    EXPECT_THAT((*exe)->Explain(), HasSubstr("all_to_all"));
+    EXPECT_THAT((*exe)->Explain(), HasSubstr("all_gather"));
+    std::vector<ArrayRef> args = {p.Put(a, {8, 12}, "P(x,None)"), p.Put(b, {8, 12}, "P(None,x)")};
+    absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
+    ExpectShards(result->outputs[0], z_bytes, "a + b");
+  });
+}
+
+TEST(LoopbackProgramTest, AGuardRefusalOnOneProcessFailsEveryProcess) {
+  const std::string text = ReadExample("mlp2_megatron.mlir");
+  const MegatronCase data;
+  OnEveryProcess(2, [&](LoopbackHub&, Process& p) {
+    absl::StatusOr<LoadedExecutableRef> exe = p.Compile(text);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    std::vector<ArrayRef> args = data.Arguments(p);
+    {
+      // The program's communication is explicit: disallow_explicit on process 1 refuses it.
+      std::optional<guard::ScopedTransferGuard> scope;
+      if (p.index == 1) {
+        scope.emplace(guard::Direction::kDeviceToDevice, guard::Level::kDisallowExplicit);
+      }
+      absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
+      EXPECT_THAT(result, StatusIs(absl::StatusCode::kInvalidArgument,
+                                   HasSubstr("Disallowed device-to-device transfer")));
+      EXPECT_THAT(result.status().message(), HasSubstr("all_reduce"));
+      if (p.index == 0) {
+        EXPECT_THAT(result.status().message(), HasSubstr("process 1 refused the call"));
+      }
+    }
+    // An argument in another sharding (w1 by rows, not columns) is resharded first, an implicit
+    // transfer across processes: `disallow` (implicit transfers only) on process 0 refuses it,
+    // on every process, before anything runs.
+    std::vector<ArrayRef> mismatched = args;
+    mismatched[1] = p.Put(data.w1, {16, 32}, "P(x,None)");
+    {
+      std::optional<guard::ScopedTransferGuard> scope;
+      if (p.index == 0) scope.emplace(guard::Direction::kDeviceToDevice, guard::Level::kDisallow);
+      absl::StatusOr<ExecuteResult> refused = (*exe)->Execute(absl::MakeSpan(mismatched));
+      EXPECT_THAT(refused, StatusIs(absl::StatusCode::kInvalidArgument,
+                                    HasSubstr("Disallowed device-to-device transfer")));
+      EXPECT_THAT(refused.status().message(), HasSubstr("ReshardArrays"));
+      if (p.index == 1) {
+        EXPECT_THAT(refused.status().message(), HasSubstr("process 0 refused the call"));
+      }
+    }
+    // Allowed, the reshard runs across processes and the program after it.
+    absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(mismatched));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
+    EXPECT_EQ(ExpectShardsNear(result->outputs[0], data.Reference()), 2);
+  });
+}
+
+TEST(LoopbackProgramTest, MismatchedArgumentsAreInvalidOnEveryProcess) {
+  const std::string text = ReadExample("mlp2_megatron.mlir");
+  const MegatronCase data;
+  OnEveryProcess(2, [&](LoopbackHub&, Process& p) {
+    absl::StatusOr<LoadedExecutableRef> exe = p.Compile(text);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    std::vector<ArrayRef> args = data.Arguments(p);
+    // Process 0 passes w1 replicated, process 1 column-sharded: never a deadlock.
+    std::vector<ArrayRef> mine = args;
+    if (p.index == 0) mine[1] = p.Put(data.w1, {16, 32}, "P()");
+    EXPECT_THAT((*exe)->Execute(absl::MakeSpan(mine)),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("different arguments")));
+    // Process 1 passes one argument too few: its own error there, named as its refusal here.
+    std::vector<ArrayRef> fewer = args;
+    if (p.index == 1) fewer.pop_back();
+    absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(fewer));
+    EXPECT_THAT(result, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("arguments")));
+    if (p.index == 0) {
+      EXPECT_THAT(result.status().message(), HasSubstr("process 1 refused the call"));
+    }
+    // The same call everywhere still runs.
+    result = (*exe)->Execute(absl::MakeSpan(args));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
+  });
+}
+
+TEST(LoopbackProgramTest, ExecuteFromTwoThreadsPairsCallsByOrder) {
+  constexpr int kCalls = 6;
+  std::vector<std::vector<float>> xs, w1s, w2s, wants;
+  for (int id = 0; id < 2 * kCalls; ++id) {
+    xs.push_back(Random(48, 20 + 3 * id));
+    w1s.push_back(Random(192, 21 + 3 * id));
+    w2s.push_back(Random(128, 22 + 3 * id));
+    wants.push_back(testing::MegatronReference(xs[id], w1s[id], w2s[id]));
+  }
+  OnEveryProcess(2, [&](LoopbackHub&, Process& p) {
+    absl::StatusOr<LoadedExecutableRef> exe = p.Compile(testing::kMegatron);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    // Two threads take turns issuing Execute (collective calls reach every process in one
+    // order) without waiting for the results: their messages are in flight together.
+    std::mutex mu;
+    std::condition_variable cv;
+    int turn = 0;
+    std::vector<ExecuteResult> results(2 * kCalls);
+    auto worker = [&](int who) {
+      for (int c = 0; c < kCalls; ++c) {
+        const int id = 2 * c + who;
+        std::vector<ArrayRef> args = {p.Put(xs[id], {4, 12}, "P()"),
+                                      p.Put(w1s[id], {12, 16}, "P(None,x)"),
+                                      p.Put(w2s[id], {16, 8}, "P(x,None)")};
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return turn == id; });
+        absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
+        EXPECT_TRUE(result.ok()) << result.status();
+        if (result.ok()) results[id] = *std::move(result);
+        ++turn;
+        cv.notify_all();
+      }
+    };
+    std::thread t0(worker, 0), t1(worker, 1);
+    t0.join();
+    t1.join();
+    for (int id = 0; id < 2 * kCalls; ++id) {
+      ASSERT_EQ(results[id].outputs.size(), 1u) << "call " << id;
+      EXPECT_EQ(testing::AwaitWithin(results[id].status), absl::OkStatus()) << "call " << id;
+      EXPECT_EQ(ExpectShardsNear(results[id].outputs[0], wants[id]), 2) << "call " << id;
+    }
+  });
+}
+
+// Runs the Megatron MLP once, `arm` called just before Execute; returns Execute's error, or the
+// status future's (nullopt: a hang).
+std::optional<absl::Status> RunMegatron(
+    const Process& p, LoadedExecutable& exe, const MegatronCase& data,
+    const std::function<void()>& arm = [] {}) {
+  std::vector<ArrayRef> args = data.Arguments(p);
+  arm();
+  absl::StatusOr<ExecuteResult> result = exe.Execute(absl::MakeSpan(args));
+  if (!result.ok()) return result.status();
+  return testing::AwaitWithin(result->status);
+}
+
+TEST(LoopbackProgramTest, FailuresFailEveryProcessAndHangNone) {
+  const std::string text = ReadExample("mlp2_megatron.mlir");
+  const MegatronCase data;
+  OnEveryProcess(2, [&](LoopbackHub& hub, Process& p) {
+    absl::StatusOr<LoadedExecutableRef> exe = p.Compile(text);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    // A kernel of process 0 fails: its peers' messages go empty, process 1 fails too.
+    std::optional<absl::Status> s = RunMegatron(p, **exe, data, [&] {
+      if (p.index == 0) p.faulty.FailLaunch(1);
+    });
+    ASSERT_TRUE(s.has_value()) << "a hang";
+    if (p.index == 0) {
+      EXPECT_THAT(*s, StatusIs(absl::StatusCode::kDataLoss, HasSubstr("injected kernel failure")));
+    } else {
+      EXPECT_THAT(*s, StatusIs(absl::StatusCode::kInternal, HasSubstr("did not arrive")));
+    }
+    hub.AllGather(p.index, "");  // a barrier, outside any call
+    // Process 1's first receive fails: both fail.
+    if (p.index == 0) hub.InjectFault({LoopbackFault::Kind::kFailReceive, 1, 1});
+    hub.AllGather(p.index, "");
+    s = RunMegatron(p, **exe, data);
+    ASSERT_TRUE(s.has_value()) << "a hang";
+    EXPECT_FALSE(s->ok());
+    if (p.index == 1) {
+      EXPECT_THAT(*s, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("injected")));
+    }
+    hub.AllGather(p.index, "");
+    if (p.index == 0) hub.ClearFault();
+    hub.AllGather(p.index, "");
+    // Process 0 runs out of memory after the agreement: Execute fails there, its messages are
+    // settled, and process 1's Execute fails rather than wait.
+    s = RunMegatron(p, **exe, data, [&] {
+      if (p.index == 0) p.faulty.FailAllocation(1);
+    });
+    ASSERT_TRUE(s.has_value()) << "a hang";
+    if (p.index == 0) {
+      EXPECT_THAT(
+          *s, StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("injected: out of memory")));
+    } else {
+      EXPECT_THAT(*s, StatusIs(absl::StatusCode::kInternal, HasSubstr("did not arrive")));
+    }
+    // Nothing is left over: the next Execute runs clean.
+    std::vector<ArrayRef> args = data.Arguments(p);
+    absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
+    EXPECT_EQ(ExpectShardsNear(result->outputs[0], data.Reference()), 2);
+  });
+}
+
+}  // namespace
+}  // namespace tessera
