@@ -31,6 +31,7 @@
 #include "tests/ifrt/faulty_platform.h"
 #include "tests/ifrt/test_util.h"
 #include "tests/mpi/loopback_transport.h"
+#include "tests/mpi/program_cases.h"
 #include "tests/mpi/shard_checks.h"
 #include "tests/testing/megatron_mlp.h"
 #include "tests/testing/status_matchers.h"
@@ -39,19 +40,14 @@ namespace tessera {
 namespace {
 
 using testing::ExpectShards;
+using testing::ExpectShardsNear;
 using ::testing::HasSubstr;
 using testing::LoopbackFault;
 using testing::LoopbackHub;
+using testing::MegatronCase;
 using testing::Random;
+using testing::ReadExample;
 using testing::StatusIs;
-
-std::string ReadExample(const std::string& name) {
-  std::ifstream in(std::string(TESSERA_SOURCE_DIR) + "/examples/" + name);
-  std::stringstream text;
-  text << in.rdbuf();
-  EXPECT_FALSE(text.str().empty()) << "examples/" << name;
-  return text.str();
-}
 
 // Process p's client: 2 CPU devices of one thread each (through a FaultyPlatform), the default
 // program compiler, over the loopback hub.
@@ -102,6 +98,13 @@ struct Process {
   }
 };
 
+// Process::Put as MegatronCase::Arguments wants it.
+auto Putter(const Process& p) {
+  return [&p](const std::vector<float>& data, std::vector<int64_t> dims, const std::string& spec) {
+    return p.Put(data, std::move(dims), spec);
+  };
+}
+
 // Runs `body` on `n` processes (threads) at once over one hub.
 void OnEveryProcess(int n, const std::function<void(LoopbackHub&, Process&)>& body) {
   LoopbackHub hub(n);
@@ -119,72 +122,6 @@ void OnEveryProcess(int n, const std::function<void(LoopbackHub&, Process&)>& bo
   for (std::thread& t : threads) t.join();
 }
 
-// c = a @ b (+ bias broadcast over rows, when given), in double.
-std::vector<double> MatMul(const std::vector<double>& a, const std::vector<float>& b, int m, int k,
-                           int n, const std::vector<float>* bias = nullptr) {
-  std::vector<double> c(m * n, 0.0);
-  for (int i = 0; i < m; ++i) {
-    for (int j = 0; j < n; ++j) {
-      double sum = bias != nullptr ? (*bias)[j] : 0.0;
-      for (int p = 0; p < k; ++p) sum += a[i * k + p] * b[p * n + j];
-      c[i * n + j] = sum;
-    }
-  }
-  return c;
-}
-
-std::vector<double> Relu(std::vector<double> v) {
-  for (double& x : v) x = std::max(x, 0.0);
-  return v;
-}
-
-std::vector<float> ToFloat(const std::vector<double>& v) { return {v.begin(), v.end()}; }
-std::vector<double> ToDouble(const std::vector<float>& v) { return {v.begin(), v.end()}; }
-
-// Every addressable shard of `array` (f32) is near its slice of `full`; returns how many there are.
-int ExpectShardsNear(const ArrayRef& array, const std::vector<float>& full) {
-  absl::StatusOr<std::vector<IndexDomain>> domains = array->sharding().IndexDomains(array->shape());
-  EXPECT_TRUE(domains.ok()) << domains.status();
-  absl::StatusOr<std::vector<ArrayRef>> shards =
-      array->DisassembleIntoSingleDeviceArrays(ArrayCopySemantics::kReuseInput);
-  EXPECT_TRUE(shards.ok()) << shards.status();
-  if (!domains.ok() || !shards.ok()) return 0;
-  std::vector<uint8_t> bytes(full.size() * 4);
-  std::memcpy(bytes.data(), full.data(), bytes.size());
-  const auto& devices = array->sharding().devices()->devices();
-  int k = 0;
-  for (size_t slot = 0; slot < devices.size(); ++slot) {
-    if (!devices[slot]->IsAddressable()) continue;
-    absl::StatusOr<std::vector<uint8_t>> got = testing::ReadBack((*shards)[k++]);
-    EXPECT_TRUE(got.ok()) << got.status();
-    if (!got.ok()) continue;
-    const std::vector<uint8_t> want =
-        testing::SliceDomain(bytes, array->shape(), 4, (*domains)[slot]);
-    EXPECT_EQ(got->size(), want.size());
-    for (size_t i = 0; i + 4 <= std::min(got->size(), want.size()); i += 4) {
-      float g, w;
-      std::memcpy(&g, got->data() + i, 4);
-      std::memcpy(&w, want.data() + i, 4);
-      EXPECT_NEAR(g, w, 1e-4 * std::max(1.0f, std::abs(w))) << "slot " << slot << " byte " << i;
-    }
-  }
-  return k;
-}
-
-// examples/mlp2_megatron.mlir's arguments and result.
-struct MegatronCase {
-  std::vector<float> x = Random(8 * 16, 1), w1 = Random(16 * 32, 2), b1 = Random(32, 3),
-                     w2 = Random(32 * 16, 4), b2 = Random(16, 5);
-  std::vector<float> Reference() const {
-    std::vector<double> h = Relu(MatMul(ToDouble(x), w1, 8, 16, 32, &b1));
-    return ToFloat(MatMul(h, w2, 8, 32, 16, &b2));
-  }
-  std::vector<ArrayRef> Arguments(const Process& p) const {
-    return {p.Put(x, {8, 16}, "P()"), p.Put(w1, {16, 32}, "P(None,x)"), p.Put(b1, {32}, "P(x)"),
-            p.Put(w2, {32, 16}, "P(x,None)"), p.Put(b2, {16}, "P()")};
-  }
-};
-
 TEST(LoopbackProgramTest, MegatronExampleAllReducesAcrossProcesses) {
   const std::string text = ReadExample("mlp2_megatron.mlir");
   const MegatronCase data;
@@ -192,7 +129,7 @@ TEST(LoopbackProgramTest, MegatronExampleAllReducesAcrossProcesses) {
   OnEveryProcess(3, [&](LoopbackHub&, Process& p) {
     absl::StatusOr<LoadedExecutableRef> exe = p.Compile(text);
     ASSERT_TRUE(exe.ok()) << exe.status();
-    std::vector<ArrayRef> args = data.Arguments(p);
+    std::vector<ArrayRef> args = data.Arguments(Putter(p));
     const TransferStats before = p.client.transfer_stats();
     absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
     ASSERT_TRUE(result.ok()) << result.status();
@@ -210,50 +147,34 @@ TEST(LoopbackProgramTest, MegatronExampleAllReducesAcrossProcesses) {
 
 TEST(LoopbackProgramTest, RowShardedMlpExampleRunsWithoutMessagesAndDonates) {
   const std::string text = ReadExample("mlp.mlir");
-  const std::vector<float> x = Random(16 * 32, 6), w = Random(32 * 64, 7), b = Random(64, 8);
-  const std::vector<float> want = ToFloat(Relu(MatMul(ToDouble(x), w, 16, 32, 64, &b)));
+  const testing::RowMlpCase data;
   OnEveryProcess(2, [&](LoopbackHub& hub, Process& p) {
     absl::StatusOr<LoadedExecutableRef> exe =
         p.Compile(text, CompileOptions{.donated_input_indices = {0}});
     ASSERT_TRUE(exe.ok()) << exe.status();
-    std::vector<ArrayRef> args = {p.Put(x, {16, 32}, "P(x,None)"), p.Put(w, {32, 64}, "P()"),
-                                  p.Put(b, {64}, "P()")};
+    std::vector<ArrayRef> args = data.Arguments(Putter(p));
     absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
-    EXPECT_EQ(ExpectShardsNear(result->outputs[0], want), 2);
+    EXPECT_EQ(ExpectShardsNear(result->outputs[0], data.Reference()), 2);
     EXPECT_TRUE(args[0]->IsDeleted());  // donated: its local shards
     EXPECT_FALSE(args[1]->IsDeleted());
     EXPECT_EQ(hub.sends(p.index), 0);  // no communication: only the agreement
   });
 }
 
-// z = a + b with a row-sharded, b column-sharded and z replicated: an all_to_all of b, the
-// addition, an all_gather of z.
-constexpr char kAllToAllGather[] = R"mlir(
-func.func @main(%a: tensor<8x12xf32> {tessera.sharding = "mesh{x=4} P(x,None)"},
-                %b: tensor<8x12xf32> {tessera.sharding = "mesh{x=4} P(None,x)"})
-    -> (tensor<8x12xf32> {tessera.sharding = "mesh{x=4} P()"}) {
-  %z = arith.addf %a, %b : tensor<8x12xf32>
-  return %z : tensor<8x12xf32>
-})mlir";
-
 TEST(LoopbackProgramTest, AllToAllAndAllGatherAcrossProcessesAreBitExact) {
-  const std::vector<float> a = Random(96, 9), b = Random(96, 10);
-  std::vector<float> z(96);
-  for (int i = 0; i < 96; ++i) z[i] = a[i] + b[i];
-  std::vector<uint8_t> z_bytes(96 * 4);
-  std::memcpy(z_bytes.data(), z.data(), z_bytes.size());
+  const testing::AllToAllGatherCase data;
   OnEveryProcess(2, [&](LoopbackHub&, Process& p) {
-    absl::StatusOr<LoadedExecutableRef> exe = p.Compile(kAllToAllGather);
+    absl::StatusOr<LoadedExecutableRef> exe = p.Compile(testing::kAllToAllGather);
     ASSERT_TRUE(exe.ok()) << exe.status();
     EXPECT_THAT((*exe)->Explain(), HasSubstr("all_to_all"));
     EXPECT_THAT((*exe)->Explain(), HasSubstr("all_gather"));
-    std::vector<ArrayRef> args = {p.Put(a, {8, 12}, "P(x,None)"), p.Put(b, {8, 12}, "P(None,x)")};
+    std::vector<ArrayRef> args = data.Arguments(Putter(p));
     absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
-    ExpectShards(result->outputs[0], z_bytes, "a + b");
+    ExpectShards(result->outputs[0], data.Reference(), "a + b");
   });
 }
 
@@ -263,7 +184,7 @@ TEST(LoopbackProgramTest, AGuardRefusalOnOneProcessFailsEveryProcess) {
   OnEveryProcess(2, [&](LoopbackHub&, Process& p) {
     absl::StatusOr<LoadedExecutableRef> exe = p.Compile(text);
     ASSERT_TRUE(exe.ok()) << exe.status();
-    std::vector<ArrayRef> args = data.Arguments(p);
+    std::vector<ArrayRef> args = data.Arguments(Putter(p));
     {
       // The program's communication is explicit: disallow_explicit on process 1 refuses it.
       std::optional<guard::ScopedTransferGuard> scope;
@@ -308,7 +229,7 @@ TEST(LoopbackProgramTest, MismatchedArgumentsAreInvalidOnEveryProcess) {
   OnEveryProcess(2, [&](LoopbackHub&, Process& p) {
     absl::StatusOr<LoadedExecutableRef> exe = p.Compile(text);
     ASSERT_TRUE(exe.ok()) << exe.status();
-    std::vector<ArrayRef> args = data.Arguments(p);
+    std::vector<ArrayRef> args = data.Arguments(Putter(p));
     // Process 0 passes w1 replicated, process 1 column-sharded: never a deadlock.
     std::vector<ArrayRef> mine = args;
     if (p.index == 0) mine[1] = p.Put(data.w1, {16, 32}, "P()");
@@ -378,7 +299,7 @@ TEST(LoopbackProgramTest, ExecuteFromTwoThreadsPairsCallsByOrder) {
 std::optional<absl::Status> RunMegatron(
     const Process& p, LoadedExecutable& exe, const MegatronCase& data,
     const std::function<void()>& arm = [] {}) {
-  std::vector<ArrayRef> args = data.Arguments(p);
+  std::vector<ArrayRef> args = data.Arguments(Putter(p));
   arm();
   absl::StatusOr<ExecuteResult> result = exe.Execute(absl::MakeSpan(args));
   if (!result.ok()) return result.status();
@@ -427,7 +348,7 @@ TEST(LoopbackProgramTest, FailuresFailEveryProcessAndHangNone) {
       EXPECT_THAT(*s, StatusIs(absl::StatusCode::kInternal, HasSubstr("did not arrive")));
     }
     // Nothing is left over: the next Execute runs clean.
-    std::vector<ArrayRef> args = data.Arguments(p);
+    std::vector<ArrayRef> args = data.Arguments(Putter(p));
     absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());

@@ -8,12 +8,16 @@
 // seeds, so that their collective calls match; each process checks its addressable shards bit for
 // bit against slices of the same host pattern. A failure on one process fails the job (mpirun's
 // exit status).
+//
+// Programs (MultiProcessProgramTest) run on 2 devices of process 0 and 2 of process 1, compiled and
+// executed by every process.
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -24,6 +28,7 @@
 #include "ifrt/introspection.h"
 #include "tessera.h"
 #include "tests/ifrt/test_util.h"
+#include "tests/mpi/program_cases.h"
 #include "tests/mpi/shard_checks.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/vulkan_icds.h"
@@ -383,15 +388,146 @@ TEST_F(MultiProcessTest, ReshardsFromTwoThreadsDoNotMixTheirMessages) {
   }
 }
 
-TEST_F(MultiProcessTest, ExecutablesOverSeveralProcessesAreUnimplemented) {
-  auto program = std::make_unique<MlirProgram>(R"(
-    func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
-      return %a : tensor<4xf32>
-    })");
-  CompileOptions options;
-  options.devices = All();
-  EXPECT_THAT(client_->GetDefaultCompiler()->Compile(std::move(program), options),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("belongs to process")));
+// Executables over 2 devices of process 0 and 2 of process 1 (mesh{x=4}); the other processes
+// hold none of them and still call Compile and Execute (multi-controller).
+class MultiProcessProgramTest : public MultiProcessTest {
+ protected:
+  void SetUp() override {
+    MultiProcessTest::SetUp();
+    std::vector<Device*> devices;
+    int taken[2] = {0, 0};
+    for (Device* d : client_->devices()) {
+      const int p = d->ProcessIndex();
+      if (p < 2 && taken[p] < 2) {
+        ++taken[p];
+        devices.push_back(d);
+      }
+    }
+    devices_ = testing::MustDeviceList(*client_, devices);
+  }
+
+  absl::StatusOr<LoadedExecutableRef> Compile(const std::string& text,
+                                              CompileOptions options = {}) {
+    options.devices = devices_;
+    return client_->GetDefaultCompiler()->Compile(std::make_unique<MlirProgram>(text), options);
+  }
+
+  // Makes f32 arrays over the executables' devices in a PartitionSpec of mesh{x=4}.
+  auto Put() {
+    return [this](const std::vector<float>& data, std::vector<int64_t> dims,
+                  const std::string& spec) -> ArrayRef {
+      absl::StatusOr<ArrayRef> a = client_->MakeArrayFromHostBuffer(
+          data.data(), DType(DType::kF32), Shape(dims), std::nullopt,
+          testing::Named("mesh{x=4}", spec, devices_),
+          HostBufferSemantics::kImmutableOnlyDuringCall, nullptr);
+      EXPECT_TRUE(a.ok()) << a.status();
+      return a.ok() ? *a : nullptr;
+    };
+  }
+
+  // The replicas or tiles a result has on this process.
+  int LocalShards() const { return client_->process_index() < 2 ? 2 : 0; }
+
+  DeviceListRef devices_;
+};
+
+// Compiles `text` or skips the test where the build has no program compiler (every process
+// decides alike).
+#define COMPILE_OR_SKIP(exe, ...)                                        \
+  absl::StatusOr<LoadedExecutableRef> exe = Compile(__VA_ARGS__);        \
+  if (absl::IsUnimplemented(exe.status())) GTEST_SKIP() << exe.status(); \
+  ASSERT_TRUE(exe.ok()) << exe.status()
+
+TEST_F(MultiProcessProgramTest, ExamplesAndCollectivesRunAcrossProcesses) {
+  // The Megatron MLP: one all-reduce across the two processes.
+  const testing::MegatronCase megatron;
+  COMPILE_OR_SKIP(mlp2, testing::ReadExample("mlp2_megatron.mlir"));
+  std::vector<ArrayRef> args = megatron.Arguments(Put());
+  absl::StatusOr<ExecuteResult> result = (*mlp2)->Execute(absl::MakeSpan(args));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->status.Await().ok()) << result->status.Await();
+  EXPECT_EQ(testing::ExpectShardsNear(result->outputs[0], megatron.Reference()), LocalShards());
+  // The row-sharded MLP: no communication; x donated (its local shards).
+  const testing::RowMlpCase rows;
+  COMPILE_OR_SKIP(mlp, testing::ReadExample("mlp.mlir"),
+                  CompileOptions{.donated_input_indices = {0}});
+  args = rows.Arguments(Put());
+  result = (*mlp)->Execute(absl::MakeSpan(args));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->status.Await().ok()) << result->status.Await();
+  EXPECT_EQ(testing::ExpectShardsNear(result->outputs[0], rows.Reference()), LocalShards());
+  EXPECT_TRUE(args[0]->IsDeleted());
+  // all_to_all, then all_gather: bit-exact.
+  const testing::AllToAllGatherCase gather;
+  COMPILE_OR_SKIP(to_all, testing::kAllToAllGather);
+  args = gather.Arguments(Put());
+  result = (*to_all)->Execute(absl::MakeSpan(args));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->status.Await().ok()) << result->status.Await();
+  ExpectShards(result->outputs[0], gather.Reference(), "a + b");
+}
+
+TEST_F(MultiProcessProgramTest, ARefusalOrMismatchOnOneProcessFailsEveryProcess) {
+  const testing::MegatronCase data;
+  COMPILE_OR_SKIP(exe, testing::ReadExample("mlp2_megatron.mlir"));
+  std::vector<ArrayRef> args = data.Arguments(Put());
+  {
+    std::optional<guard::ScopedTransferGuard> scope;
+    if (client_->process_index() == 1) {
+      scope.emplace(guard::Direction::kDeviceToDevice, guard::Level::kDisallowExplicit);
+    }
+    absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
+    EXPECT_THAT(result, StatusIs(absl::StatusCode::kInvalidArgument,
+                                 HasSubstr("Disallowed device-to-device transfer")));
+    if (client_->process_index() != 1) {
+      EXPECT_THAT(result.status().message(), HasSubstr("process 1 refused the call"));
+    }
+  }
+  std::vector<ArrayRef> mismatched = args;
+  if (client_->process_index() == 0) mismatched[1] = Put()(data.w1, {16, 32}, "P()");
+  EXPECT_THAT((*exe)->Execute(absl::MakeSpan(mismatched)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("different arguments")));
+  absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_TRUE(result->status.Await().ok()) << result->status.Await();
+  EXPECT_EQ(testing::ExpectShardsNear(result->outputs[0], data.Reference()), LocalShards());
+}
+
+TEST_F(MultiProcessProgramTest, ExecuteFromTwoThreadsPairsCallsByOrder) {
+  COMPILE_OR_SKIP(exe, testing::kMegatron);
+  constexpr int kCalls = 6;
+  std::mutex mu;
+  std::condition_variable cv;
+  int turn = 0;
+  std::vector<std::vector<float>> wants(2 * kCalls);
+  std::vector<ExecuteResult> results(2 * kCalls);
+  auto worker = [&](int who) {
+    for (int c = 0; c < kCalls; ++c) {
+      const int id = 2 * c + who;
+      const std::vector<float> x = testing::Random(48, 40 + 3 * id),
+                               w1 = testing::Random(192, 41 + 3 * id),
+                               w2 = testing::Random(128, 42 + 3 * id);
+      wants[id] = testing::MegatronReference(x, w1, w2);
+      std::vector<ArrayRef> args = {Put()(x, {4, 12}, "P()"), Put()(w1, {12, 16}, "P(None,x)"),
+                                    Put()(w2, {16, 8}, "P(x,None)")};
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return turn == id; });
+      absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
+      EXPECT_TRUE(result.ok()) << result.status();
+      if (result.ok()) results[id] = *std::move(result);
+      ++turn;
+      cv.notify_all();
+    }
+  };
+  std::thread t0(worker, 0), t1(worker, 1);
+  t0.join();
+  t1.join();
+  for (int id = 0; id < 2 * kCalls; ++id) {
+    ASSERT_EQ(results[id].outputs.size(), 1u) << "call " << id;
+    EXPECT_TRUE(results[id].status.Await().ok()) << "call " << id;
+    EXPECT_EQ(testing::ExpectShardsNear(results[id].outputs[0], wants[id]), LocalShards())
+        << "call " << id;
+  }
 }
 
 // Failure-model tests, run by ctest as separate jobs that must end with an error (WILL_FAIL, with a
