@@ -156,7 +156,7 @@ struct ReshardOptions {
   std::optional<std::string> guard;
   bool implicit = false;
   std::string trace_out;             // `tessera trace` only
-  std::string distributed = "none";  // `tessera reshard` only
+  std::string distributed = "none";  // `tessera reshard` only (not `tessera trace`)
 };
 int RunReshard(const ReshardOptions& options);
 int RunTrace(const ReshardOptions& options);
@@ -171,6 +171,7 @@ struct RunOptions {
   std::optional<std::string> guard;
   // A single-axis mesh in the program's attributes larger than the devices given runs over them.
   bool fit_mesh = false;
+  std::string distributed = "none";
 };
 int RunProgram(const RunOptions& options);
 

@@ -5,7 +5,8 @@
 //                   [--explain] [--run --repeat N] [--guard d2d=disallow] [--implicit]
 //   tessera trace --out trace.json <reshard options>
 //   tessera demo [--quick]
-//   mpirun -np 2 tessera reshard --distributed mpi ...   (info, reshard, demo; process 0 prints)
+//   mpirun -np 2 tessera reshard --distributed mpi ...   (info, reshard, run, demo; process 0
+//   prints)
 //
 // Exit codes: 0 success, 1 a runtime failure (a refused transfer, a failed verification),
 // 2 bad input.
@@ -108,6 +109,7 @@ int Main(int argc, char** argv) {
                     "Run a single-axis mesh of the program's attributes over the devices given "
                     "(e.g. the examples' mesh{x=4} under --devices vulkan:2)");
   run_cmd->add_option("--guard", run.guard, "Transfer guard policy, e.g. d2d=disallow");
+  AddDistributed(run_cmd, run.distributed);
 
   DemoOptions demo;
   CLI::App* demo_cmd = app.add_subcommand("demo",

@@ -4,6 +4,9 @@
 Usage: under_mpirun_test.py MPIEXEC CASE ARG. CASE:
   reshard TESSERA  `tessera reshard --distributed mpi --run` across 2 processes: process 0 alone
                    prints, the result is gathered and verified bit for bit.
+  run TESSERA      `tessera run examples/mlp2_megatron.mlir --distributed mpi`: the Megatron MLP
+                   over 2 CPU devices of each process (its all-reduce crosses processes); process
+                   0 alone prints; each process checks its shards against a 1-device run.
   demo TESSERA     `tessera demo --distributed mpi --quick`: every section, printed once.
   c_api BINARY     a C API test program (single-process clients, no --distributed) still passes
                    in every process of an mpirun job.
@@ -59,6 +62,24 @@ def case_reshard():
           "a bad --distributed is refused", out, err)
 
 
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
+
+
+def case_run():
+    out, err = expect_ok(ARG, "run", os.path.join(EXAMPLES, "mlp2_megatron.mlir"),
+                         "--distributed", "mpi", "--devices", "cpu:2", "--explain", "--repeat", "2")
+    check(out.count("program 'main' on cpu:0..cpu:3 over 2 processes") == 1,
+          "one table: process 0 alone prints, the program spans both processes", out, err)
+    check(out.count("shard.all_reduce") == 1 and out.count("all_reduce of value") == 1,
+          "the explanation shows the all-reduce once", out, err)
+    check(re.search(r"outputs match the 1-device run: max relative error \S+ \(process 0's", out),
+          "the result checked", out, err)
+    # Every process must run the program: a bad input still ends every process.
+    rc, out, err = mpirun(ARG, "run", os.path.join(EXAMPLES, "missing.mlir"), "--distributed",
+                          "mpi")
+    check(rc == 2 and "cannot read" in err, "a missing program is refused", out, err)
+
+
 def case_demo():
     out, err = expect_ok(ARG, "demo", "--distributed", "mpi", "--devices", "cpu:2", "--quick")
     check(out.count("Tessera demo") == 1, "one tour: process 0 alone prints", out, err)
@@ -94,6 +115,6 @@ def case_python():
     check(out.count("python client OK") == 2, "a client in each process", out, err)
 
 
-{"reshard": case_reshard, "demo": case_demo, "c_api": case_c_api,
+{"reshard": case_reshard, "run": case_run, "demo": case_demo, "c_api": case_c_api,
  "python": case_python}[CASE]()
 print("PASS")
