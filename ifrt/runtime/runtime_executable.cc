@@ -266,7 +266,6 @@ absl::Status RuntimeExecutable::RunAllReduce(size_t index, ValueShards& values,
   // Phase 2: each member copies every peer's reduced range from the peer's output into its own.
   const ReceivedMap reduced = PostMessages(
       index, static_cast<int>(StepMessage::Phase::kReducedRange), outputs, exchange, done);
-  exchange.posted = index + 1;
   for (size_t s = 0; s < slots; ++s) {
     if (!IsMine(*program_, s)) continue;
     const CollectiveGroup& group = program_->members[index][s].group;
@@ -354,7 +353,6 @@ absl::Status RuntimeExecutable::RunCollectiveStep(size_t index, ValueShards& val
   }
   const ReceivedMap received = PostMessages(
       index, static_cast<int>(StepMessage::Phase::kWholeInput), staged, exchange, done);
-  exchange.posted = index + 1;
   for (size_t s = 0; s < slots; ++s) {
     if (!IsMine(*program_, s)) continue;
     const CollectiveGroup& group = program_->members[index][s].group;
@@ -388,10 +386,11 @@ absl::Status RuntimeExecutable::RunCollectiveStep(size_t index, ValueShards& val
 
 RuntimeExecutable::ReceivedMap RuntimeExecutable::PostMessages(size_t index, int phase,
                                                                const std::vector<Shard>& sources,
-                                                               const Exchange& exchange,
+                                                               Exchange& exchange,
                                                                std::vector<Future<>>& done) {
   ReceivedMap received;
   if (exchange.tag_base < 0) return received;
+  exchange.posted.insert({index, phase});
   Transport& transport = client_->distributed_->transport();
   const CollectiveStep& step = program_->plan.steps[index].collective;
   const int64_t element_bytes = *program_->plan.values[step.input].dtype.byte_size();
@@ -421,11 +420,12 @@ void RuntimeExecutable::Abandon(const Exchange& exchange, const absl::Status& er
   Transport& transport = client_->distributed_->transport();
   const Future<> failed = MakeReadyFuture(error);
   const std::vector<ProgramStep>& steps = program_->plan.steps;
-  for (size_t i = exchange.posted; i < steps.size(); ++i) {
+  for (size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].kind != ProgramStep::Kind::kCollective) continue;
     const int64_t element_bytes =
         *program_->plan.values[steps[i].collective.input].dtype.byte_size();
     for (const StepMessage& m : StepMessages(*program_, i)) {
+      if (exchange.posted.contains({i, static_cast<int>(m.phase)})) continue;
       const int64_t tag = exchange.tag_base + program_->tag_offsets[i] + m.tag;
       const Index extent = {m.end - m.begin};
       if (m.send) {  // an empty message: the region is not read
@@ -499,7 +499,8 @@ absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteImpl(absl::Span<ArrayRef
   if (program_->spans_processes) {
     TESSERA_ASSIGN_OR_RETURN(exchange.tag_base, AgreeOnExecute(checked, options));
   }
-  absl::StatusOr<ExecuteResult> result = ExecuteChecked(args, checked, options, exchange);
+  absl::StatusOr<ExecuteResult> result = CatchAllocationFailure(
+      "Execute", [&] { return ExecuteChecked(args, checked, options, exchange); });
   // Failed after the agreement (out of memory, a failed reshard of an argument): the other
   // processes' messages of the steps not posted are settled, so that none of them waits.
   if (!result.ok()) Abandon(exchange, result.status());

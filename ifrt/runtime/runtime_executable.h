@@ -32,6 +32,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -113,10 +114,10 @@ class RuntimeExecutable final : public LoadedExecutable {
                                             std::optional<DeviceListRef> devices);
   // Per value, one shard per slot.
   using ValueShards = std::vector<std::vector<Shard>>;
-  // Multi-process: one Execute's messages. Collective steps before `posted` have posted theirs.
+  // Multi-process: one Execute's messages, and the (step, phase) pairs whose messages are posted.
   struct Exchange {
     int64_t tag_base = -1;  // -1: a single-process executable
-    size_t posted = 0;
+    std::set<std::pair<size_t, int>> posted;
   };
   // Data a collective step received from other processes, by (sending slot, reducing slot or -1).
   using ReceivedMap = std::map<std::pair<int, int>, std::shared_ptr<ReceivedBytes>>;
@@ -148,9 +149,9 @@ class RuntimeExecutable final : public LoadedExecutable {
   // sends from the host-addressable `sources` (by slot, after their futures), receives into new
   // host staging. The sends' futures join `done`.
   ReceivedMap PostMessages(size_t index, int phase, const std::vector<Shard>& sources,
-                           const Exchange& exchange, std::vector<Future<>>& done);
-  // This process's messages of the collective steps from `exchange.posted` on, settled without
-  // data: empty sends (their receivers fail with `error`'s message), receives taken and dropped.
+                           Exchange& exchange, std::vector<Future<>>& done);
+  // This process's messages not posted yet (`exchange.posted`), settled without data: empty sends
+  // (their receivers fail rather than wait), receives taken and dropped.
   void Abandon(const Exchange& exchange, const absl::Status& error);
   // The shards of `value` in host-addressable memory: each as it is where its slot memory is
   // host-addressable, else a copy into the slot's host memory.

@@ -347,6 +347,16 @@ TEST(LoopbackProgramTest, FailuresFailEveryProcessAndHangNone) {
     } else {
       EXPECT_THAT(*s, StatusIs(absl::StatusCode::kInternal, HasSubstr("did not arrive")));
     }
+    // The same when the allocation throws std::bad_alloc.
+    s = RunMegatron(p, **exe, data, [&] {
+      if (p.index == 0) p.faulty.FailAllocation(1, /*throw_bad_alloc=*/true);
+    });
+    ASSERT_TRUE(s.has_value()) << "a hang";
+    if (p.index == 0) {
+      EXPECT_THAT(*s, StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("Execute")));
+    } else {
+      EXPECT_THAT(*s, StatusIs(absl::StatusCode::kInternal, HasSubstr("did not arrive")));
+    }
     // Nothing is left over: the next Execute runs clean.
     std::vector<ArrayRef> args = data.Arguments(Putter(p));
     absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
