@@ -321,6 +321,7 @@ absl::StatusOr<std::vector<Shard>> RuntimeExecutable::StageToHost(const std::vec
                                                                   int64_t bytes) {
   std::vector<Shard> staged = shards;
   for (size_t s = 0; s < shards.size(); ++s) {
+    if (!IsMine(*program_, s)) continue;  // another process stages its own
     if (program_->slot_memories[s]->host_addressable() || bytes == 0) continue;
     TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef host, program_->host_memories[s]->Allocate(bytes));
     staged[s].ready =

@@ -9,8 +9,8 @@
 // bit against slices of the same host pattern. A failure on one process fails the job (mpirun's
 // exit status).
 //
-// Programs (MultiProcessProgramTest) run on 2 devices of process 0 and 2 of process 1, compiled and
-// executed by every process.
+// Programs (MultiProcessProgramTest) run on 2 devices of process 0 and 2 of process 1 (with Vulkan:
+// the first CPU device and the Vulkan device of each), compiled and executed by every process.
 
 #include <chrono>
 #include <condition_variable>
@@ -394,11 +394,14 @@ class MultiProcessProgramTest : public MultiProcessTest {
  protected:
   void SetUp() override {
     MultiProcessTest::SetUp();
+    // With a Vulkan device per process: the first CPU device and the Vulkan device of each (the
+    // collectives stage Vulkan device memory through pinned_host before sending).
     std::vector<Device*> devices;
     int taken[2] = {0, 0};
     for (Device* d : client_->devices()) {
       const int p = d->ProcessIndex();
-      if (p < 2 && taken[p] < 2) {
+      const bool wanted = kVulkanDevices == 0 || taken[p] == 0 || d->Kind() == "vulkan";
+      if (p < 2 && taken[p] < 2 && wanted) {
         ++taken[p];
         devices.push_back(d);
       }
