@@ -10,59 +10,74 @@ namespace {
 int ProcessOf(const CompiledProgram& program, int slot) {
   return program.slot_devices[slot]->ProcessIndex();
 }
-bool IsMine(const CompiledProgram& program, int slot) {
-  return program.slot_devices[slot]->IsAddressable();
-}
 
-// The processes other than `slot`'s own that hold a member of its group, ascending.
-std::set<int> OtherProcesses(const CompiledProgram& program, size_t index, int slot) {
+// The messages of one step as process `me` sees them.
+class StepView {
+ public:
+  StepView(const CompiledProgram& program, size_t index, int me)
+      : program_(program), index_(index), me_(me) {}
+
+  void WholeInputMessages(int64_t elements, std::vector<StepMessage>& out) const;
+  void AllReduceMessages(int64_t elements, std::vector<StepMessage>& out) const;
+
+ private:
+  bool IsMine(int slot) const { return ProcessOf(program_, slot) == me_; }
+  const CollectiveGroup& GroupOf(int slot) const { return program_.members[index_][slot].group; }
+  // The processes other than `slot`'s own that hold a member of its group, ascending.
+  std::set<int> OtherProcesses(int slot) const;
+  bool HasLocalMember(int slot) const;
+
+  const CompiledProgram& program_;
+  size_t index_;
+  int me_;
+};
+
+std::set<int> StepView::OtherProcesses(int slot) const {
   std::set<int> out;
-  for (int m : program.members[index][slot].group.members) {
-    if (ProcessOf(program, m) != ProcessOf(program, slot)) out.insert(ProcessOf(program, m));
+  for (int m : GroupOf(slot).members) {
+    if (ProcessOf(program_, m) != ProcessOf(program_, slot)) out.insert(ProcessOf(program_, m));
   }
   return out;
 }
 
-bool HasLocalMember(const CompiledProgram& program, size_t index, int slot) {
-  for (int m : program.members[index][slot].group.members) {
-    if (IsMine(program, m)) return true;
+bool StepView::HasLocalMember(int slot) const {
+  for (int m : GroupOf(slot).members) {
+    if (IsMine(m)) return true;
   }
   return false;
 }
 
-void WholeInputMessages(const CompiledProgram& program, size_t index, int64_t elements,
-                        std::vector<StepMessage>& out) {
-  const int slots = static_cast<int>(program.slot_devices.size());
+void StepView::WholeInputMessages(int64_t elements, std::vector<StepMessage>& out) const {
+  const int slots = static_cast<int>(program_.slot_devices.size());
   for (int r = 0; r < slots && elements > 0; ++r) {
     StepMessage m{.tag = r, .phase = StepMessage::Phase::kWholeInput, .slot = r, .end = elements};
-    if (IsMine(program, r)) {
-      for (int peer : OtherProcesses(program, index, r)) {
+    if (IsMine(r)) {
+      for (int peer : OtherProcesses(r)) {
         m.send = true;
         m.peer = peer;
         out.push_back(m);
       }
-    } else if (HasLocalMember(program, index, r)) {
-      m.peer = ProcessOf(program, r);
+    } else if (HasLocalMember(r)) {
+      m.peer = ProcessOf(program_, r);
       out.push_back(m);
     }
   }
 }
 
-void AllReduceMessages(const CompiledProgram& program, size_t index, int64_t elements,
-                       std::vector<StepMessage>& out) {
-  const int slots = static_cast<int>(program.slot_devices.size());
+void StepView::AllReduceMessages(int64_t elements, std::vector<StepMessage>& out) const {
+  const int slots = static_cast<int>(program_.slot_devices.size());
   // Phase 1: member m's input range of member j, to j's process.
   for (int m = 0; m < slots; ++m) {
-    const CollectiveGroup& group = program.members[index][m].group;
+    const CollectiveGroup& group = GroupOf(m);
     const int size = static_cast<int>(group.members.size());
     for (int p = 0; p < size; ++p) {
       const int j = group.members[p];
-      if (ProcessOf(program, m) == ProcessOf(program, j)) continue;
-      if (!IsMine(program, m) && !IsMine(program, j)) continue;
+      if (ProcessOf(program_, m) == ProcessOf(program_, j)) continue;
+      if (!IsMine(m) && !IsMine(j)) continue;
       const auto [begin, end] = AllReduceRange(elements, size, p);
       if (begin == end) continue;
-      out.push_back(StepMessage{.send = IsMine(program, m),
-                                .peer = ProcessOf(program, IsMine(program, m) ? j : m),
+      out.push_back(StepMessage{.send = IsMine(m),
+                                .peer = ProcessOf(program_, IsMine(m) ? j : m),
                                 .tag = int64_t{m} * slots + j,
                                 .phase = StepMessage::Phase::kReduceRange,
                                 .slot = m,
@@ -73,7 +88,7 @@ void AllReduceMessages(const CompiledProgram& program, size_t index, int64_t ele
   }
   // Phase 2: member m's reduced range, to each other process of its group.
   for (int m = 0; m < slots; ++m) {
-    const CollectiveGroup& group = program.members[index][m].group;
+    const CollectiveGroup& group = GroupOf(m);
     const auto [begin, end] =
         AllReduceRange(elements, static_cast<int>(group.members.size()), group.position);
     if (begin == end) continue;
@@ -82,14 +97,14 @@ void AllReduceMessages(const CompiledProgram& program, size_t index, int64_t ele
                         .slot = m,
                         .begin = begin,
                         .end = end};
-    if (IsMine(program, m)) {
-      for (int peer : OtherProcesses(program, index, m)) {
+    if (IsMine(m)) {
+      for (int peer : OtherProcesses(m)) {
         message.send = true;
         message.peer = peer;
         out.push_back(message);
       }
-    } else if (HasLocalMember(program, index, m)) {
-      message.peer = ProcessOf(program, m);
+    } else if (HasLocalMember(m)) {
+      message.peer = ProcessOf(program_, m);
       out.push_back(message);
     }
   }
@@ -108,16 +123,34 @@ ProgramTags AssignTags(const ProgramPlan& plan, size_t slots) {
   return tags;
 }
 
-std::vector<StepMessage> StepMessages(const CompiledProgram& program, size_t index) {
+std::vector<StepMessage> StepMessages(const CompiledProgram& program, size_t index, int process) {
   const CollectiveStep& step = program.plan.steps[index].collective;
   const int64_t elements = program.plan.values[step.input].local_shape.num_elements();
   std::vector<StepMessage> out;
+  const StepView view(program, index, process);
   if (step.kind == CollectiveKind::kAllReduce) {
-    AllReduceMessages(program, index, elements, out);
+    view.AllReduceMessages(elements, out);
   } else {
-    WholeInputMessages(program, index, elements, out);
+    view.WholeInputMessages(elements, out);
   }
   return out;
+}
+
+int64_t BytesBetweenProcesses(const CompiledProgram& program) {
+  std::set<int> processes;
+  for (RuntimeDevice* d : program.slot_devices) processes.insert(d->ProcessIndex());
+  int64_t bytes = 0;
+  for (size_t i = 0; i < program.plan.steps.size(); ++i) {
+    const ProgramStep& step = program.plan.steps[i];
+    if (step.kind != ProgramStep::Kind::kCollective) continue;
+    const int64_t element_bytes = *program.plan.values[step.collective.input].dtype.byte_size();
+    for (int p : processes) {
+      for (const StepMessage& m : StepMessages(program, i, p)) {
+        if (m.send) bytes += (m.end - m.begin) * element_bytes;
+      }
+    }
+  }
+  return bytes;
 }
 
 }  // namespace tessera::runtime

@@ -42,8 +42,12 @@ struct ProgramTags {
 };
 ProgramTags AssignTags(const ProgramPlan& plan, size_t slots);
 
-// This process's messages (it sends or receives) of collective step `index`, in one fixed order.
-std::vector<StepMessage> StepMessages(const CompiledProgram& program, size_t index);
+// The messages process `process` sends or receives in collective step `index`, in one fixed order
+// (every process computes its own from the same program: a send of one is a receive of another).
+std::vector<StepMessage> StepMessages(const CompiledProgram& program, size_t index, int process);
+
+// The bytes all processes send one another in one run of `program`.
+int64_t BytesBetweenProcesses(const CompiledProgram& program);
 
 }  // namespace tessera::runtime
 

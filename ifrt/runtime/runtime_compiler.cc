@@ -137,6 +137,11 @@ std::string DescribeCommunication(const CompiledProgram& program) {
   }
   if (!any) absl::StrAppend(&out, "  none\n");
   absl::StrAppend(&out, "total per run: ", program.communication_bytes, " bytes\n");
+  if (program.spans_processes) {
+    absl::StrAppend(&out,
+                    "between processes (sent over the transport): ", BytesBetweenProcesses(program),
+                    " bytes per run\n");
+  }
   return out;
 }
 

@@ -395,7 +395,7 @@ RuntimeExecutable::ReceivedMap RuntimeExecutable::PostMessages(size_t index, int
   Transport& transport = client_->distributed_->transport();
   const CollectiveStep& step = program_->plan.steps[index].collective;
   const int64_t element_bytes = *program_->plan.values[step.input].dtype.byte_size();
-  for (const StepMessage& m : StepMessages(*program_, index)) {
+  for (const StepMessage& m : StepMessages(*program_, index, client_->process_index())) {
     if (static_cast<int>(m.phase) != phase) continue;
     const int64_t tag = exchange.tag_base + program_->tag_offsets[index] + m.tag;
     const Index extent = {m.end - m.begin};
@@ -425,7 +425,7 @@ void RuntimeExecutable::Abandon(const Exchange& exchange, const absl::Status& er
     if (steps[i].kind != ProgramStep::Kind::kCollective) continue;
     const int64_t element_bytes =
         *program_->plan.values[steps[i].collective.input].dtype.byte_size();
-    for (const StepMessage& m : StepMessages(*program_, i)) {
+    for (const StepMessage& m : StepMessages(*program_, i, client_->process_index())) {
       if (exchange.posted.contains({i, static_cast<int>(m.phase)})) continue;
       const int64_t tag = exchange.tag_base + program_->tag_offsets[i] + m.tag;
       const Index extent = {m.end - m.begin};

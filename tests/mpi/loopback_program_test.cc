@@ -129,6 +129,10 @@ TEST(LoopbackProgramTest, MegatronExampleAllReducesAcrossProcesses) {
   OnEveryProcess(3, [&](LoopbackHub&, Process& p) {
     absl::StatusOr<LoadedExecutableRef> exe = p.Compile(text);
     ASSERT_TRUE(exe.ok()) << exe.status();
+    // Phase 1: each of 4 members sends its 128-byte range of each of the 2 members on the other
+    // process; phase 2: each its reduced range once to the other process.
+    EXPECT_THAT((*exe)->Explain(),
+                HasSubstr("between processes (sent over the transport): 1536 bytes per run"));
     std::vector<ArrayRef> args = data.Arguments(Putter(p));
     const TransferStats before = p.client.transfer_stats();
     absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
