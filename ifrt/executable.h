@@ -19,6 +19,11 @@
 // Donation (as in IFRT): an argument whose index is in CompileOptions::donated_input_indices and
 // not in ExecuteOptions::non_donatable_input_indices is deleted when Execute succeeds.
 //
+// Devices of several processes (a multi-process client, docs/multi-process.md): every process
+// compiles the same program with the same options and calls Execute with the same arguments, in the
+// same order as its other collective calls (Execute is then collective); each process runs its own
+// devices' part, and the outputs' shards on other processes' devices are not addressable.
+//
 // Thread-safe: Execute may be called from several threads at once. Like its arrays, an executable
 // must not outlive the client that compiled it.
 

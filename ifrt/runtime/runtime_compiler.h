@@ -8,6 +8,10 @@
 // and donated indices; at most 256 programs, then it starts over): compiling the same text with
 // equal options again is a cache hit that runs no compiler.
 //
+// In a multi-process client, the devices may belong to several processes (each process then loads
+// the kernels of its own devices only; runtime_executable.h); devices of one other process alone
+// are INVALID_ARGUMENT.
+//
 // Thread-safe.
 
 #include <cstdint>

@@ -182,6 +182,41 @@ TEST(LoopbackProgramTest, AllToAllAndAllGatherAcrossProcessesAreBitExact) {
   });
 }
 
+TEST(LoopbackProgramTest, AnExecutableOnOneProcessIsThatProcesssAlone) {
+  constexpr char kAdd[] = R"mlir(
+func.func @main(%a: tensor<4x2xf32> {tessera.sharding = "mesh{x=2} P(x,None)"})
+    -> (tensor<4x2xf32> {tessera.sharding = "mesh{x=2} P(x,None)"}) {
+  %z = arith.addf %a, %a : tensor<4x2xf32>
+  return %z : tensor<4x2xf32>
+})mlir";
+  const std::vector<float> a = Random(8, 11);
+  std::vector<uint8_t> twice(32);
+  for (int i = 0; i < 8; ++i) {
+    const float z = a[i] + a[i];
+    std::memcpy(twice.data() + 4 * i, &z, 4);
+  }
+  OnEveryProcess(2, [&](LoopbackHub& hub, Process& p) {
+    // Process 1's two devices.
+    DeviceListRef devices = testing::DevicesAt(p.client, {2, 3});
+    absl::StatusOr<LoadedExecutableRef> exe = p.client.GetDefaultCompiler()->Compile(
+        std::make_unique<MlirProgram>(kAdd), CompileOptions{.devices = devices});
+    if (p.index == 0) {
+      EXPECT_THAT(exe, StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("belongs to process 1; compile it there")));
+      return;
+    }
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    // A local Execute: no agreement, process 0 takes no part.
+    std::vector<ArrayRef> args = {
+        p.Put(a, {4, 2}, testing::Named("mesh{x=2}", "P(x,None)", devices))};
+    absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
+    ExpectShards(result->outputs[0], twice, "a + a");
+    EXPECT_EQ(hub.sends(1), 0);
+  });
+}
+
 TEST(LoopbackProgramTest, AGuardRefusalOnOneProcessFailsEveryProcess) {
   const std::string text = ReadExample("mlp2_megatron.mlir");
   const MegatronCase data;
