@@ -20,6 +20,12 @@
 #include "ifrt/strided_copy.h"
 
 namespace tessera::runtime {
+
+struct ReceivedBytes {
+  std::vector<uint8_t> bytes;
+  Future<> ready;  // set once `bytes` holds the message
+};
+
 namespace {
 
 int64_t ValueBytes(const ProgramValue& value) {
@@ -38,15 +44,6 @@ HostRegion DenseRegion(void* base, const Index& extent, int64_t element_bytes) {
   r.byte_strides = StridedCopy::RowMajorByteStrides(extent, element_bytes);
   return r;
 }
-
-}  // namespace
-
-struct ReceivedBytes {
-  std::vector<uint8_t> bytes;
-  Future<> ready;
-};
-
-namespace {
 
 // A member's data as a collective step reads it: a host-addressable buffer of this process
 // (`offset` bytes in), or the host staging of what another process sent (none: nothing to read).
@@ -266,7 +263,17 @@ absl::Status RuntimeExecutable::RunAllReduce(size_t index, ValueShards& values,
   // Phase 2: each member copies every peer's reduced range from the peer's output into its own.
   const ReceivedMap reduced = PostMessages(
       index, static_cast<int>(StepMessage::Phase::kReducedRange), outputs, exchange, done);
-  for (size_t s = 0; s < slots; ++s) {
+  return GatherReducedRanges(index, outputs, reduced, values, done);
+}
+
+absl::Status RuntimeExecutable::GatherReducedRanges(size_t index, const std::vector<Shard>& outputs,
+                                                    const ReceivedMap& reduced, ValueShards& values,
+                                                    std::vector<Future<>>& done) {
+  const CollectiveStep& step = program_->plan.steps[index].collective;
+  const ProgramValue& in = program_->plan.values[step.input];
+  const int64_t elements = in.local_shape.num_elements();
+  const int64_t element_bytes = *in.dtype.byte_size();
+  for (size_t s = 0; s < program_->slot_devices.size(); ++s) {
     if (!IsMine(*program_, s)) continue;
     const CollectiveGroup& group = program_->members[index][s].group;
     const int size = static_cast<int>(group.members.size());

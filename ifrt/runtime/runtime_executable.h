@@ -143,6 +143,11 @@ class RuntimeExecutable final : public LoadedExecutable {
   // 2 * bytes / group_size from each peer instead of every peer's whole input.
   absl::Status RunAllReduce(size_t index, ValueShards& values, std::vector<Future<>>& done,
                             Exchange& exchange);
+  // Phase 2 of RunAllReduce: each member copies every peer's reduced range (from `outputs` here,
+  // from `reduced` for other processes' members) into its own output.
+  absl::Status GatherReducedRanges(size_t index, const std::vector<Shard>& outputs,
+                                   const ReceivedMap& reduced, ValueShards& values,
+                                   std::vector<Future<>>& done);
   absl::Status RunCollectiveStep(size_t index, ValueShards& values, std::vector<Future<>>& done,
                                  Exchange& exchange);
   // Posts this process's messages of `phase` (a StepMessage::Phase) of collective step `index`:
