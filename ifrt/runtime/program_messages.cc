@@ -130,7 +130,7 @@ std::vector<StepMessage> StepMessages(const CompiledProgram& program, size_t ind
   const StepView view(program, index, process);
   if (step.kind == CollectiveKind::kAllReduce) {
     view.AllReduceMessages(elements, out);
-  } else {
+  } else if (step.kind != CollectiveKind::kAllSlice) {  // all_slice reads its own input only
     view.WholeInputMessages(elements, out);
   }
   return out;

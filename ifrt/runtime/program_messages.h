@@ -6,9 +6,11 @@
 // the same CompiledProgram, so that a message one process sends is the message its peer receives
 // (same tag), and nothing else needs agreeing beyond the Execute's one agreement:
 //
-// - all_gather, all_to_all, all_slice, reduce_scatter: the whole input of a member goes once to
-//   each other process holding a member of its group (tag: the member's slot); the receiving
-//   process computes its members' outputs from local inputs and the received ones.
+// - all_gather, all_to_all, reduce_scatter: the whole input of a member goes once to each other
+//   process holding a member of its group (tag: the member's slot); the receiving process computes
+//   its members' outputs from local inputs and the received ones. (all_to_all and reduce_scatter
+//   read only a 1/G piece of each peer's input: sending just that piece is a refinement left.)
+// - all_slice: none (each member slices its own input).
 // - all_reduce (two phases, as within a process): member m sends the range member j reduces of its
 //   input to j's process (phase 1, tag: the pair m, j); once reduced, member m sends its reduced
 //   range to each other process of its group (phase 2, tag: m).

@@ -102,6 +102,14 @@ TEST(ProgramMessagesTest, EverySendIsReceivedOnceForEveryKindAndLayout) {
   }
 }
 
+TEST(ProgramMessagesTest, AllSliceSendsNothing) {
+  CollectiveStep step = Step(CollectiveKind::kAllSlice, {0});
+  auto fake = MakeProgram({4}, {0, 0, 1, 1}, step, 8);
+  EXPECT_TRUE(StepMessages(fake->program, 0, 0).empty());
+  EXPECT_TRUE(StepMessages(fake->program, 0, 1).empty());
+  EXPECT_EQ(BytesBetweenProcesses(fake->program), 0);
+}
+
 TEST(ProgramMessagesTest, AProcessOutsideEveryGroupTakesNoPart) {
   // Groups over grid axis 1 of a 2x2 grid: {0,1} on processes 0 and 1, {2,3} on process 2.
   auto fake = MakeProgram({2, 2}, {0, 1, 2, 2}, Step(CollectiveKind::kAllReduce, {1}), 8);

@@ -1,7 +1,8 @@
 // tests/mpi/loopback_program_test.cc: executables over the devices of several processes
 // (runtime_executable.h, program_messages.h), with the processes as threads of one test process
 // joined by the loopback transport: the examples' Megatron MLP (one all-reduce across processes)
-// and row-sharded MLP, an all_to_all + all_gather program, guard refusals and mismatched
+// and row-sharded MLP, an all_to_all + all_gather program, an all_slice one (no messages), an
+// executable on one process's devices (local), guard refusals and mismatched
 // arguments on one process failing Execute on every process, concurrent Execute, and failures
 // (a kernel, a receive, an allocation) that fail every process's Execute and hang none.
 //
@@ -179,6 +180,31 @@ TEST(LoopbackProgramTest, AllToAllAndAllGatherAcrossProcessesAreBitExact) {
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
     ExpectShards(result->outputs[0], data.Reference(), "a + b");
+  });
+}
+
+TEST(LoopbackProgramTest, AllSliceAcrossProcessesSendsNothing) {
+  // b replicated, sliced to rows on each device before the addition: no bytes between devices.
+  constexpr char kAllSlice[] = R"mlir(
+func.func @main(%a: tensor<8x12xf32> {tessera.sharding = "mesh{x=4} P(x,None)"},
+                %b: tensor<8x12xf32> {tessera.sharding = "mesh{x=4} P()"})
+    -> (tensor<8x12xf32> {tessera.sharding = "mesh{x=4} P(x,None)"}) {
+  %z = arith.addf %a, %b : tensor<8x12xf32>
+  return %z : tensor<8x12xf32>
+})mlir";
+  const testing::AllToAllGatherCase data;  // z = a + b, the same data
+  OnEveryProcess(2, [&](LoopbackHub& hub, Process& p) {
+    absl::StatusOr<LoadedExecutableRef> exe = p.Compile(kAllSlice);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    EXPECT_THAT((*exe)->Explain(), HasSubstr("all_slice"));
+    std::vector<ArrayRef> args = {p.Put(data.a, {8, 12}, "P(x,None)"),
+                                  p.Put(data.b, {8, 12}, "P()")};
+    const int64_t sends = hub.sends(p.index);
+    absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
+    ExpectShards(result->outputs[0], data.Reference(), "a + b");
+    EXPECT_EQ(hub.sends(p.index), sends);
   });
 }
 
