@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <utility>
 
