@@ -20,6 +20,7 @@
 #include "backends/mpi/transport_factory.h"
 #include "ifrt/status_macros.h"
 #include "ifrt/strided_copy.h"
+#include "oneapi/tbb/task_arena.h"
 
 namespace tessera::mpi {
 namespace {
@@ -75,6 +76,26 @@ void RegionSpan(const HostRegion& r, int64_t* lo, int64_t* hi) {
     const int64_t step = (r.extent[d] - 1) * r.byte_strides[d];
     (step < 0 ? *lo : *hi) += step;
   }
+}
+
+// A copy between two regions of the same extent and element size, at their offsets.
+StridedCopy Between(const HostRegion& src, const HostRegion& dst) {
+  StridedCopy c;
+  c.element_bytes = src.element_bytes;
+  c.extent = src.extent;
+  c.src_offset = src.offset;
+  c.src_byte_strides = src.byte_strides;
+  c.dst_offset = dst.offset;
+  c.dst_byte_strides = dst.byte_strides;
+  return c;
+}
+
+// The parallel memcpy, in an arena of the transports' own: while the communication thread waits
+// for the copy's parts it can only pick up parts of the copy, never other work of the default
+// arena (which might wait for this very thread).
+void CopyInArena(const void* src, void* dst, const StridedCopy& c) {
+  static tbb::task_arena* arena = new tbb::task_arena();
+  arena->execute([&] { backends::StridedMemcpy(src, dst, c); });
 }
 
 absl::Status NotArrived(int peer, int tag, const std::string& why) {
@@ -580,26 +601,18 @@ absl::Status MpiTransport::CopyFromPeer(Operation& op) {
       const char* block,
       mappings_.Map(op.peer, PeerBlock{f.pid, f.fd, f.generation, f.inode, f.block_size}));
   const HostRegion& dst = op.region;
-  StridedCopy c;
   if (src.extent == dst.extent && src.element_bytes == dst.element_bytes) {
-    c = StridedCopy{f.element_bytes,  src.extent, f.offset,
-                    src.byte_strides, dst.offset, dst.byte_strides};
-    backends::StridedMemcpy(block, dst.base, c);
+    CopyInArena(block, dst.base, Between(src, dst));
     return absl::OkStatus();
   }
   // Boxes of other shapes (the same bytes in order, as MPI matches them): through dense bytes.
   std::vector<char> dense(static_cast<size_t>(f.bytes));
-  c = StridedCopy{
-      f.element_bytes,  src.extent, f.offset,
-      src.byte_strides, 0,          StridedCopy::RowMajorByteStrides(src.extent, f.element_bytes)};
-  backends::StridedMemcpy(block, dense.data(), c);
-  c = StridedCopy{dst.element_bytes,
-                  dst.extent,
-                  0,
-                  StridedCopy::RowMajorByteStrides(dst.extent, dst.element_bytes),
-                  dst.offset,
-                  dst.byte_strides};
-  backends::StridedMemcpy(dense.data(), dst.base, c);
+  const HostRegion packed{nullptr, 0, src.element_bytes, src.extent,
+                          StridedCopy::RowMajorByteStrides(src.extent, src.element_bytes)};
+  CopyInArena(block, dense.data(), Between(src, packed));
+  const HostRegion unpacked{nullptr, 0, dst.element_bytes, dst.extent,
+                            StridedCopy::RowMajorByteStrides(dst.extent, dst.element_bytes)};
+  CopyInArena(dense.data(), dst.base, Between(unpacked, dst));
   return absl::OkStatus();
 }
 
