@@ -19,9 +19,10 @@
 // in parallel, once per byte, and acknowledges on a second communicator; the sender's future is
 // set by that acknowledgement, so the source stays valid while it is read. A receiver that
 // cannot map the block (another host, no access to /proc/<pid>/fd) asks for the data instead, and
-// the sender sends it as a message. TESSERA_SHM=0 (on every process) turns framing and shared
-// blocks off; TESSERA_SHM=fallback keeps both but makes every receiver ask for the data (a test of
-// that path). A failed source still sends an empty message in place of the frame.
+// the sender sends it as a message. TESSERA_SHM=0 on any process turns framing and shared blocks
+// off for the whole job (decided at creation, collectively); TESSERA_SHM=fallback keeps both but
+// makes this process's receives ask for the data (a test of that path). A failed source still
+// sends an empty message in place of the frame.
 //
 // Failures: MPI_COMM_WORLD keeps MPI's default handler (MPI_ERRORS_ARE_FATAL), so a dead peer
 // ends the job through mpirun. An operation left waiting for TESSERA_MPI_TIMEOUT_S seconds
@@ -29,7 +30,7 @@
 // call (a program bug) ends the job too, never a silent hang.
 //
 // Ownership: created by CreateMpiTransport; the client owns it. Destruction waits for the
-// operations in flight (up to the timeout), then frees the communicator. Thread-safe.
+// operations in flight (up to the timeout), then frees its communicators. Thread-safe.
 
 #include <mpi.h>
 
