@@ -2,11 +2,20 @@
 
 #include <cstdlib>
 
+#include "backends/common/shared_host_memory.h"
+
 namespace tessera::cpu {
+namespace {
+
+void Release(void* data) {
+  if (!backends::FreeSharedHostMemory(data)) std::free(data);
+}
+
+}  // namespace
 
 HostAllocator::~HostAllocator() {
   for (auto& [size, blocks] : free_) {
-    for (void* p : blocks) std::free(p);
+    for (void* p : blocks) Release(p);
   }
 }
 
@@ -28,6 +37,9 @@ void* HostAllocator::Allocate(int64_t rounded_bytes) {
       return p;
     }
   }
+  if (void* shared = backends::AllocateSharedHostMemory(rounded_bytes); shared != nullptr) {
+    return shared;
+  }
   return std::aligned_alloc(kAlignment, rounded_bytes);
 }
 
@@ -40,7 +52,7 @@ void HostAllocator::Free(void* data, int64_t rounded_bytes) {
       return;
     }
   }
-  std::free(data);
+  Release(data);
 }
 
 }  // namespace tessera::cpu

@@ -6,6 +6,11 @@
 // instead of paying a page fault per 4 KiB on every new buffer. The cache holds at most
 // `max_cached_bytes`; beyond it, blocks go back to the system.
 //
+// Blocks of kSharedHostMemoryMinBytes or more come from shared host memory
+// (backends/common/shared_host_memory.h) when the process enabled it (a multi-process client on a
+// host it shares with another process of its job), so that the other process can read a shard in
+// place; otherwise, and whenever that fails, from aligned_alloc, as before.
+//
 // Thread-safe. Held through shared_ptr by the platform and by every live buffer, so it outlives
 // both.
 

@@ -1,17 +1,26 @@
 #include "backends/mpi/mpi_transport.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <numeric>
+#include <optional>
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "backends/common/parallel_memcpy.h"
+#include "backends/common/shared_host_memory.h"
+#include "backends/mpi/region_type.h"
 #include "backends/mpi/transport_factory.h"
+#include "ifrt/status_macros.h"
+#include "ifrt/strided_copy.h"
+#include "oneapi/tbb/task_arena.h"
 
 namespace tessera::mpi {
 namespace {
@@ -44,41 +53,92 @@ double TimeoutSeconds() {
   return std::atof(env);
 }
 
-// The MPI datatype of `r` relative to its first element: the innermost contiguous run (dims of
-// extent 1 and dims whose stride is the run so far) as bytes, then one hvector per outer dim.
-absl::StatusOr<MPI_Datatype> RegionType(const HostRegion& r) {
-  int64_t run = r.element_bytes;
-  int d = static_cast<int>(r.extent.size()) - 1;
-  while (d >= 0 && (r.extent[d] == 1 || r.byte_strides[d] == run)) {
-    run *= r.extent[d];
-    --d;
+// Maps of other processes' blocks kept per transport.
+constexpr int64_t kMaxMappedBytes = int64_t{8} << 30;
+constexpr int kMaxMappings = 256;
+
+// The process-wide counters (transport_factory.h).
+std::atomic<int64_t> g_bytes_received_mapped{0};
+std::atomic<int64_t> g_bytes_received_by_message{0};
+std::atomic<int64_t> g_peer_map_fallbacks{0};
+
+// TESSERA_SHM: "0" off, "fallback" on but never mapped by receivers, else on.
+std::string ShmSetting() {
+  const char* env = std::getenv("TESSERA_SHM");
+  return env == nullptr ? "" : env;
+}
+
+// The bytes of `r` relative to its first element: [*lo, *hi).
+void RegionSpan(const HostRegion& r, int64_t* lo, int64_t* hi) {
+  *lo = 0;
+  *hi = r.element_bytes;
+  for (size_t d = 0; d < r.extent.size(); ++d) {
+    const int64_t step = (r.extent[d] - 1) * r.byte_strides[d];
+    (step < 0 ? *lo : *hi) += step;
   }
-  constexpr int64_t kMax = std::numeric_limits<int>::max();
-  if (run > kMax) {
-    return absl::UnimplementedError(
-        absl::StrCat("a contiguous run of ", run, " bytes is more than one MPI message carries"));
-  }
-  MPI_Datatype type;
-  MPI_Type_contiguous(static_cast<int>(run), MPI_BYTE, &type);
-  for (; d >= 0; --d) {
-    if (r.extent[d] > kMax) {
-      MPI_Type_free(&type);
-      return absl::UnimplementedError(
-          absl::StrCat("an extent of ", r.extent[d], " is more than one MPI datatype describes"));
-    }
-    MPI_Datatype outer;
-    MPI_Type_create_hvector(static_cast<int>(r.extent[d]), 1, r.byte_strides[d], type, &outer);
-    MPI_Type_free(&type);
-    type = outer;
-  }
-  MPI_Type_commit(&type);
-  return type;
+}
+
+// A copy between two regions of the same extent and element size, at their offsets.
+StridedCopy Between(const HostRegion& src, const HostRegion& dst) {
+  StridedCopy c;
+  c.element_bytes = src.element_bytes;
+  c.extent = src.extent;
+  c.src_offset = src.offset;
+  c.src_byte_strides = src.byte_strides;
+  c.dst_offset = dst.offset;
+  c.dst_byte_strides = dst.byte_strides;
+  return c;
+}
+
+// The parallel memcpy, in an arena of the transports' own: while the communication thread waits
+// for the copy's parts it can only pick up parts of the copy, never other work of the default
+// arena (which might wait for this very thread).
+void CopyInArena(const void* src, void* dst, const StridedCopy& c) {
+  static tbb::task_arena* arena = new tbb::task_arena();
+  arena->execute([&] { backends::StridedMemcpy(src, dst, c); });
+}
+
+absl::Status NotArrived(int peer, int tag, const std::string& why) {
+  return absl::InternalError(
+      absl::StrCat("the part sent by process ", peer, " (tag ", tag, ") did not arrive: ", why));
 }
 
 }  // namespace
 
+// The first message of a framed send (mpi_transport.h).
+struct MpiTransport::Frame {
+  static constexpr uint32_t kMagic = 0x54534846;  // "TSHF"
+  static constexpr int kMaxRank = 16;
+  enum Kind : uint32_t { kData = 1, kShared = 2 };
+  uint32_t magic = kMagic;
+  uint32_t kind = kData;
+  int64_t bytes = 0;  // the region's
+  // kShared: the block (PeerBlock) and the region in it.
+  int64_t pid = 0;
+  int64_t fd = -1;
+  uint64_t generation = 0;
+  uint64_t inode = 0;
+  int64_t block_size = 0;
+  int64_t offset = 0;  // of the region's first element in the block
+  int64_t element_bytes = 1;
+  int64_t rank = 0;
+  int64_t extent[kMaxRank] = {};
+  int64_t byte_strides[kMaxRank] = {};
+};
+
+// Which processes share this one's host.
+struct MpiTransport::Topology {
+  std::vector<bool> same_host;
+  bool map_peers = true;
+};
+
+// Acknowledgements of a kShared frame.
+enum : int64_t { kAckCopied = 0, kAckSendData = 1 };
+
 struct MpiTransport::Operation {
   enum class Kind { kSend, kReceive, kAgree };
+  // Sends and receives: what the posted request is.
+  enum class Stage { kStart, kEmpty, kData, kFrame, kAck, kDiscard };
   Kind kind = Kind::kSend;
   std::string what;  // for errors and timeouts
   MPI_Request request = MPI_REQUEST_NULL;
@@ -92,6 +152,11 @@ struct MpiTransport::Operation {
   std::shared_ptr<void> keep_alive;
   absl::Status after_status;  // a send's source
   MPI_Datatype type = MPI_DATATYPE_NULL;
+  bool framed = false;
+  Stage where = Stage::kStart;
+  Frame frame;
+  int64_t ack = kAckCopied;
+  std::vector<char> discard;  // a data message of another size than the region
   absl::Status status;
   Promise<> done;
 
@@ -104,6 +169,37 @@ struct MpiTransport::Operation {
   char message[kMessageBytes] = {};
   Promise<int64_t> agreed;
 };
+
+// Which ranks of `comm` run on this host (collective). Framing is on only when every process
+// allows it (TESSERA_SHM is not "0" anywhere), so that both sides of a message agree on it.
+MpiTransport::Topology MpiTransport::HostTopology(MPI_Comm comm, int rank, int size) {
+  Topology t;
+  t.same_host.assign(size, false);
+  const std::string setting = ShmSetting();
+  t.map_peers = setting != "fallback";
+  int mine = setting == "0" ? 0 : 1, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+  MPI_Comm node;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  int node_size = 1;
+  MPI_Comm_size(node, &node_size);
+  MPI_Group world_group, node_group;
+  MPI_Comm_group(comm, &world_group);
+  MPI_Comm_group(node, &node_group);
+  std::vector<int> node_ranks(node_size), world_ranks(node_size);
+  std::iota(node_ranks.begin(), node_ranks.end(), 0);
+  MPI_Group_translate_ranks(node_group, node_size, node_ranks.data(), world_group,
+                            world_ranks.data());
+  MPI_Group_free(&world_group);
+  MPI_Group_free(&node_group);
+  MPI_Comm_free(&node);
+  if (all == 0 || node_size < 2) return t;
+  for (int r : world_ranks) {
+    if (r != rank && r >= 0 && r < size) t.same_host[r] = true;
+  }
+  backends::EnableSharedHostMemory();
+  return t;
+}
 
 absl::StatusOr<std::unique_ptr<MpiTransport>> MpiTransport::Create() {
   int finalized = 0;
@@ -130,10 +226,16 @@ absl::StatusOr<std::unique_ptr<MpiTransport>> MpiTransport::Create() {
   if (MPI_Comm_dup(MPI_COMM_WORLD, &comm) != MPI_SUCCESS) {
     return absl::UnavailableError("MPI_Comm_dup(MPI_COMM_WORLD) failed");
   }
+  MPI_Comm ack_comm;
+  if (MPI_Comm_dup(comm, &ack_comm) != MPI_SUCCESS) {
+    return absl::UnavailableError("MPI_Comm_dup failed");
+  }
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  std::unique_ptr<MpiTransport> t(new MpiTransport(comm, rank, size));
+  Topology topology = HostTopology(comm, rank, size);
+  std::unique_ptr<MpiTransport> t(
+      new MpiTransport(comm, ack_comm, rank, size, std::move(topology)));
   std::lock_guard<std::mutex> lock(RegistryMutex());
   Registry().insert(t.get());
   return t;
@@ -148,12 +250,16 @@ int TagUpperBound(MPI_Comm comm) {
 }
 }  // namespace
 
-MpiTransport::MpiTransport(MPI_Comm comm, int rank, int size)
+MpiTransport::MpiTransport(MPI_Comm comm, MPI_Comm ack_comm, int rank, int size, Topology topology)
     : comm_(comm),
+      ack_comm_(ack_comm),
       rank_(rank),
       size_(size),
+      same_host_(std::move(topology.same_host)),
+      map_peers_(topology.map_peers),
       tag_ub_(TagUpperBound(comm)),
-      timeout_s_(TimeoutSeconds()) {}
+      timeout_s_(TimeoutSeconds()),
+      mappings_(kMaxMappedBytes, kMaxMappings) {}
 
 MpiTransport::~MpiTransport() {
   {
@@ -167,10 +273,13 @@ MpiTransport::~MpiTransport() {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   Stop();
-  MPI_Comm comm = comm_;
+  MPI_Comm comm = comm_, ack_comm = ack_comm_;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Comm_free(&comm);
+  if (!finalized) {
+    MPI_Comm_free(&comm);
+    MPI_Comm_free(&ack_comm);
+  }
 }
 
 void MpiTransport::StopAll() {
@@ -239,6 +348,7 @@ Future<> MpiTransport::Send(int peer, int64_t tag, HostRegion region, Future<> a
   o->tag = static_cast<int>(tag % (static_cast<int64_t>(tag_ub_) + 1));
   o->region = std::move(region);
   o->keep_alive = std::move(keep_alive);
+  o->framed = Framed(peer, o->region);
   Future<> done = o->done.future();
   pending_sends_.fetch_add(1);
   after.OnReady([this, o](const absl::Status& s) mutable {
@@ -258,6 +368,7 @@ Future<> MpiTransport::Receive(int peer, int64_t tag, HostRegion region,
   o->tag = static_cast<int>(tag % (static_cast<int64_t>(tag_ub_) + 1));
   o->region = std::move(region);
   o->keep_alive = std::move(keep_alive);
+  o->framed = Framed(peer, o->region);
   Future<> done = o->done.future();
   Submit(std::move(o));
   return done;
@@ -275,36 +386,19 @@ void MpiTransport::Submit(std::shared_ptr<Operation> op) {
   cv_.notify_one();
 }
 
-bool MpiTransport::Post(Operation& op) {
+bool MpiTransport::Framed(int peer, const HostRegion& region) const {
+  return peer >= 0 && peer < size_ && same_host_[peer] && region.bytes() >= kFramedMinBytes;
+}
+
+void MpiTransport::Post(Operation& op) {
   op.posted = Clock::now();
-  char* base = static_cast<char*>(op.region.base) + op.region.offset;
   switch (op.kind) {
     case Operation::Kind::kSend:
-    case Operation::Kind::kReceive: {
-      if (op.kind == Operation::Kind::kSend && !op.after_status.ok()) {
-        // The source failed: an empty message tells the receiver so.
-        MPI_Isend(nullptr, 0, MPI_BYTE, op.peer, op.tag, comm_, &op.request);
-        return true;
-      }
-      absl::StatusOr<MPI_Datatype> type = RegionType(op.region);
-      if (!type.ok()) {
-        // Cannot describe the region: the peer's matching operation fails too (empty message).
-        op.status = type.status();
-        if (op.kind == Operation::Kind::kSend) {
-          MPI_Isend(nullptr, 0, MPI_BYTE, op.peer, op.tag, comm_, &op.request);
-        } else {
-          MPI_Irecv(nullptr, 0, MPI_BYTE, op.peer, op.tag, comm_, &op.request);
-        }
-        return true;
-      }
-      op.type = *type;
-      if (op.kind == Operation::Kind::kSend) {
-        MPI_Isend(base, 1, op.type, op.peer, op.tag, comm_, &op.request);
-      } else {
-        MPI_Irecv(base, 1, op.type, op.peer, op.tag, comm_, &op.request);
-      }
-      return true;
-    }
+      PostSend(op);
+      return;
+    case Operation::Kind::kReceive:
+      PostReceive(op);
+      return;
     case Operation::Kind::kAgree:
       if (op.stage == 0) {
         MPI_Iallreduce(op.in, op.out, 3, MPI_UINT64_T, MPI_MIN, comm_, &op.request);
@@ -312,27 +406,76 @@ bool MpiTransport::Post(Operation& op) {
         MPI_Ibcast(op.message, kMessageBytes, MPI_CHAR, static_cast<int>(op.out[0]), comm_,
                    &op.request);
       }
-      return true;
+      return;
   }
-  return false;
+}
+
+namespace {
+
+// The frame of a send of `r`: kShared when it lies in one of this process's shared blocks and
+// its rank fits, else kData.
+template <typename Frame>
+void DescribeRegion(const HostRegion& r, Frame& f) {
+  f.bytes = r.bytes();
+  int64_t lo = 0, hi = 0;
+  RegionSpan(r, &lo, &hi);
+  const char* first = static_cast<const char*>(r.base) + r.offset;
+  if (r.extent.size() > Frame::kMaxRank) return;
+  std::optional<backends::SharedHostBlock> block =
+      backends::FindSharedHostBlock(first + lo, hi - lo);
+  if (!block.has_value()) return;
+  f.kind = Frame::kShared;
+  f.pid = getpid();
+  f.fd = block->fd;
+  f.generation = block->generation;
+  f.inode = block->inode;
+  f.block_size = block->size;
+  f.offset = first - block->base;
+  f.element_bytes = r.element_bytes;
+  f.rank = static_cast<int64_t>(r.extent.size());
+  for (size_t d = 0; d < r.extent.size(); ++d) {
+    f.extent[d] = r.extent[d];
+    f.byte_strides[d] = r.byte_strides[d];
+  }
+}
+
+}  // namespace
+
+void MpiTransport::PostSend(Operation& op) {
+  char* base = static_cast<char*>(op.region.base) + op.region.offset;
+  if (!op.after_status.ok()) {
+    // The source failed: an empty message (in place of the frame, if framed) tells the receiver.
+    op.where = Operation::Stage::kEmpty;
+    MPI_Isend(nullptr, 0, MPI_BYTE, op.peer, op.tag, comm_, &op.request);
+  } else if (op.framed && op.where == Operation::Stage::kStart) {
+    op.where = Operation::Stage::kFrame;
+    DescribeRegion(op.region, op.frame);
+    MPI_Isend(&op.frame, sizeof(Frame), MPI_BYTE, op.peer, op.tag, comm_, &op.request);
+  } else {
+    op.where = Operation::Stage::kData;
+    op.type = RegionType(op.region);
+    MPI_Isend(base, 1, op.type, op.peer, op.tag, comm_, &op.request);
+  }
+}
+
+void MpiTransport::PostReceive(Operation& op) {
+  if (op.framed && op.where == Operation::Stage::kStart) {
+    op.where = Operation::Stage::kFrame;
+    MPI_Irecv(&op.frame, sizeof(Frame), MPI_BYTE, op.peer, op.tag, comm_, &op.request);
+    return;
+  }
+  op.where = Operation::Stage::kData;
+  op.type = RegionType(op.region);
+  MPI_Irecv(static_cast<char*>(op.region.base) + op.region.offset, 1, op.type, op.peer, op.tag,
+            comm_, &op.request);
 }
 
 bool MpiTransport::Advance(Operation& op, const MPI_Status& status) {
   switch (op.kind) {
     case Operation::Kind::kSend:
-      if (op.status.ok() && !op.after_status.ok()) op.status = op.after_status;
-      return true;
-    case Operation::Kind::kReceive: {
-      if (!op.status.ok()) return true;
-      int count = 0;
-      MPI_Get_count(&status, op.type, &count);
-      if (count != 1) {
-        op.status = absl::InternalError(
-            absl::StrCat("the part sent by process ", op.peer, " (tag ", op.tag,
-                         ") did not arrive: its source shard failed or could not be sent"));
-      }
-      return true;
-    }
+      return AdvanceSend(op);
+    case Operation::Kind::kReceive:
+      return AdvanceReceive(op, status);
     case Operation::Kind::kAgree:
       if (op.stage == 0 && op.out[0] != kNoRefusal) {
         op.stage = 1;  // a refusal: its message comes from the refusing process
@@ -343,6 +486,134 @@ bool MpiTransport::Advance(Operation& op, const MPI_Status& status) {
       return true;
   }
   return true;
+}
+
+bool MpiTransport::AdvanceSend(Operation& op) {
+  switch (op.where) {
+    case Operation::Stage::kEmpty:
+      op.status = op.after_status;
+      return true;
+    case Operation::Stage::kFrame:
+      op.posted = Clock::now();
+      if (op.frame.kind == Frame::kShared) {  // the receiver reads the block, then says so
+        op.where = Operation::Stage::kAck;
+        MPI_Irecv(&op.ack, 1, MPI_INT64_T, op.peer, op.tag, ack_comm_, &op.request);
+        return false;
+      }
+      PostSend(op);  // the data follows its frame
+      return false;
+    case Operation::Stage::kAck:
+      if (op.ack == kAckCopied) return true;
+      op.posted = Clock::now();
+      PostSend(op);  // the receiver could not map the block: the data, as a message
+      return false;
+    default:
+      return true;
+  }
+}
+
+bool MpiTransport::AdvanceReceive(Operation& op, const MPI_Status& status) {
+  switch (op.where) {
+    case Operation::Stage::kFrame: {
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      return OnFrame(op, count);
+    }
+    case Operation::Stage::kAck:
+      if (op.ack == kAckCopied) return true;
+      op.posted = Clock::now();
+      PostReceive(op);
+      return false;
+    case Operation::Stage::kData: {
+      MPI_Count bytes = 0;
+      MPI_Get_elements_x(&status, op.type, &bytes);
+      if (bytes != op.region.bytes()) {
+        op.status = NotArrived(op.peer, op.tag, "its source shard failed or could not be sent");
+      } else {
+        g_bytes_received_by_message.fetch_add(bytes, std::memory_order_relaxed);
+      }
+      return true;
+    }
+    default:
+      return true;
+  }
+}
+
+bool MpiTransport::OnFrame(Operation& op, int received_bytes) {
+  const Frame& f = op.frame;
+  if (received_bytes == 0) {
+    op.status = NotArrived(op.peer, op.tag, "its source shard failed or could not be sent");
+    return true;
+  }
+  if (received_bytes != sizeof(Frame) || f.magic != Frame::kMagic ||
+      (f.kind != Frame::kData && f.kind != Frame::kShared)) {
+    op.status = NotArrived(op.peer, op.tag, "its frame is malformed");
+    return true;
+  }
+  op.posted = Clock::now();
+  if (f.bytes != op.region.bytes()) {
+    op.status = NotArrived(
+        op.peer, op.tag,
+        absl::StrCat("it has ", f.bytes, " bytes where this process expected ", op.region.bytes()));
+    if (f.kind == Frame::kShared) {  // not read: the sender may go on
+      op.ack = kAckCopied;
+      op.where = Operation::Stage::kAck;
+      MPI_Isend(&op.ack, 1, MPI_INT64_T, op.peer, op.tag, ack_comm_, &op.request);
+      return false;
+    }
+    op.where = Operation::Stage::kDiscard;  // taken in and dropped
+    op.discard.resize(static_cast<size_t>(std::max<int64_t>(f.bytes, 0)));
+    op.type = RegionType(HostRegion{op.discard.data(), 0, 1, {f.bytes}, {1}});
+    MPI_Irecv(op.discard.data(), 1, op.type, op.peer, op.tag, comm_, &op.request);
+    return false;
+  }
+  if (f.kind == Frame::kData) {
+    PostReceive(op);
+    return false;
+  }
+  const absl::Status copied = CopyFromPeer(op);
+  if (copied.ok()) {
+    g_bytes_received_mapped.fetch_add(f.bytes, std::memory_order_relaxed);
+  } else {
+    g_peer_map_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  }
+  op.ack = copied.ok() ? kAckCopied : kAckSendData;
+  op.where = Operation::Stage::kAck;
+  MPI_Isend(&op.ack, 1, MPI_INT64_T, op.peer, op.tag, ack_comm_, &op.request);
+  return false;
+}
+
+absl::Status MpiTransport::CopyFromPeer(Operation& op) {
+  const Frame& f = op.frame;
+  if (!map_peers_) return absl::UnavailableError("TESSERA_SHM=fallback");
+  HostRegion src{nullptr, f.offset, f.element_bytes, {}, {}};
+  if (f.rank < 0 || f.rank > Frame::kMaxRank || f.element_bytes < 1) {
+    return absl::InternalError("a malformed shared-block frame");
+  }
+  src.extent.assign(f.extent, f.extent + f.rank);
+  src.byte_strides.assign(f.byte_strides, f.byte_strides + f.rank);
+  int64_t lo = 0, hi = 0;
+  RegionSpan(src, &lo, &hi);
+  if (f.offset + lo < 0 || f.offset + hi > f.block_size) {
+    return absl::InternalError("a shared-block frame names bytes outside its block");
+  }
+  TESSERA_ASSIGN_OR_RETURN(
+      const char* block,
+      mappings_.Map(op.peer, PeerBlock{f.pid, f.fd, f.generation, f.inode, f.block_size}));
+  const HostRegion& dst = op.region;
+  if (src.extent == dst.extent && src.element_bytes == dst.element_bytes) {
+    CopyInArena(block, dst.base, Between(src, dst));
+    return absl::OkStatus();
+  }
+  // Boxes of other shapes (the same bytes in order, as MPI matches them): through dense bytes.
+  std::vector<char> dense(static_cast<size_t>(f.bytes));
+  const HostRegion packed{nullptr, 0, src.element_bytes, src.extent,
+                          StridedCopy::RowMajorByteStrides(src.extent, src.element_bytes)};
+  CopyInArena(block, dense.data(), Between(src, packed));
+  const HostRegion unpacked{nullptr, 0, dst.element_bytes, dst.extent,
+                            StridedCopy::RowMajorByteStrides(dst.extent, dst.element_bytes)};
+  CopyInArena(dense.data(), dst.base, Between(unpacked, dst));
+  return absl::OkStatus();
 }
 
 void MpiTransport::Finish(Operation& op) {
@@ -456,6 +727,13 @@ absl::StatusOr<std::unique_ptr<Transport>> CreateMpiTransport() {
   absl::StatusOr<std::unique_ptr<mpi::MpiTransport>> t = mpi::MpiTransport::Create();
   if (!t.ok()) return t.status();
   return std::unique_ptr<Transport>(*std::move(t));
+}
+
+MpiTransportCounters GetMpiTransportCounters() {
+  return MpiTransportCounters{
+      .bytes_received_mapped = mpi::g_bytes_received_mapped.load(std::memory_order_relaxed),
+      .bytes_received_by_message = mpi::g_bytes_received_by_message.load(std::memory_order_relaxed),
+      .peer_map_fallbacks = mpi::g_peer_map_fallbacks.load(std::memory_order_relaxed)};
 }
 
 }  // namespace tessera

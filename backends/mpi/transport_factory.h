@@ -22,6 +22,18 @@ namespace tessera {
 // finalized it.
 absl::StatusOr<std::unique_ptr<Transport>> CreateMpiTransport();
 
+// What the MPI transports of this process received since it started, by path (for tests and
+// benchmarks; all zero in a build without MPI).
+struct MpiTransportCounters {
+  // Copied by this process straight out of another process's shared block (one copy per byte).
+  int64_t bytes_received_mapped = 0;
+  // Arrived as messages (MPI's copy-in/copy-out between processes of one host).
+  int64_t bytes_received_by_message = 0;
+  // Shared-block frames this process could not map, and asked the data for instead.
+  int64_t peer_map_fallbacks = 0;
+};
+MpiTransportCounters GetMpiTransportCounters();
+
 }  // namespace tessera
 
 #endif  // TESSERA_BACKENDS_MPI_TRANSPORT_FACTORY_H_

@@ -6,6 +6,9 @@
 //   export OMPI_MCA_btl_vader_single_copy_mechanism=none
 //   mpirun -np 2 build/benchmarks/mpi/multi_process_benchmark [MiB]
 //
+// TESSERA_SHM=0 (docs/multi-process.md) makes the reshard's copies between the processes
+// messages instead of reads from mapped shards; process 0 prints which carried its bytes.
+//
 // docs/multi-process.md records the figures of this machine and the transport settings chosen
 // from them.
 #include <algorithm>
@@ -115,7 +118,9 @@ int Main(int argc, char** argv) {
     return 1;
   }
   const int me = (*client)->process_index();
+  const MpiTransportCounters before = GetMpiTransportCounters();
   const double reshard = TimeReshard(**client, side, 5);
+  const MpiTransportCounters after = GetMpiTransportCounters();
   // What crosses between the processes: a quarter of the array each way.
   const int64_t crossing = side * side * 4 / 4;
   absl::StatusOr<std::unique_ptr<Transport>> transport = CreateMpiTransport();
@@ -130,7 +135,13 @@ int Main(int argc, char** argv) {
     const double cross_mib = static_cast<double>(crossing) / (1 << 20);
     std::printf("array %.0f MiB (%lldx%lld f32), 4 devices on 2 processes, %.0f MiB each way\n",
                 total_mib, static_cast<long long>(side), static_cast<long long>(side), cross_mib);
-    std::printf("  reshard rows->columns   %8.2f ms\n", reshard * 1e3);
+    std::printf(
+        "  reshard rows->columns   %8.2f ms  (received %.0f MiB from mapped shards, %.0f MiB "
+        "in messages, over 6 reshards)\n",
+        reshard * 1e3,
+        static_cast<double>(after.bytes_received_mapped - before.bytes_received_mapped) / (1 << 20),
+        static_cast<double>(after.bytes_received_by_message - before.bytes_received_by_message) /
+            (1 << 20));
     std::printf("  MPI ping-pong (floor)   %8.2f ms  (%.2f GB/s one way)  reshard/floor %.2fx\n",
                 ping_pong * 1e3, 2 * crossing / ping_pong / 1e9, reshard / ping_pong);
     std::printf("  MPI exchange, both ways %8.2f ms  reshard/exchange %.2fx\n", exchange * 1e3,

@@ -36,6 +36,7 @@ extern "C" const TSR_Api* TSR_GetApi(void) {
       .TSR_Executable_Execute = tessera::c_api::ExecutableExecute,
       .TSR_Executable_Destroy = tessera::c_api::ExecutableDestroy,
       .TSR_Client_TransferStats = tessera::c_api::ClientTransferStats,
+      .TSR_Client_Processes = tessera::c_api::ClientProcesses,
   };
   return &api;
 }

@@ -39,6 +39,20 @@ absl::StatusOr<ClientOptions> OptionsOf(const TSR_Client_Create_Args& args) {
   if (TSR_ARGS_HAVE(&args, TSR_Client_Create_Args, cpu_threads_per_device)) {
     options.cpu_threads_per_device = args.cpu_threads_per_device;
   }
+  if (TSR_ARGS_HAVE(&args, TSR_Client_Create_Args, distributed)) {
+    switch (args.distributed) {
+      case TSR_DISTRIBUTED_NONE:
+        options.distributed = Distributed::kNone;
+        break;
+      case TSR_DISTRIBUTED_MPI:
+        options.distributed = Distributed::kMpi;
+        break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat(
+            "TSR_Client_Create_Args: unknown distributed mode ", static_cast<int>(args.distributed),
+            " (expected TSR_DISTRIBUTED_NONE or TSR_DISTRIBUTED_MPI)"));
+    }
+  }
   return options;
 }
 
@@ -86,6 +100,14 @@ TSR_Error* ClientTransferStats(TSR_Client_TransferStats_Args* args) {
   args->device_to_host_copies = stats.device_to_host.copies;
   args->local_bytes = stats.local.bytes;
   args->local_copies = stats.local.copies;
+  return nullptr;
+}
+
+TSR_Error* ClientProcesses(TSR_Client_Processes_Args* args) {
+  TSR_CHECK_ARGS(args, TSR_Client_Processes_Args, process_count);
+  if (args->client == nullptr) return MakeError(CheckNotNull(nullptr, "client"));
+  args->process_index = args->client->client->process_index();
+  args->process_count = args->client->client->process_count();
   return nullptr;
 }
 

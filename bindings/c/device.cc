@@ -64,6 +64,10 @@ TSR_Error* DeviceDescribe(TSR_Device_Describe_Args* args) {
   args->debug_string_size = d->debug_string.size();
   args->attributes = d->attributes.data();
   args->num_attributes = d->attributes.size();
+  if (TSR_ARGS_HAVE(args, TSR_Device_Describe_Args, addressable)) {
+    args->process_index = d->device->ProcessIndex();
+    args->addressable = d->device->IsAddressable();
+  }
   return nullptr;
 }
 

@@ -118,6 +118,7 @@ TSR_Error* ExecutableCompile(TSR_Executable_Compile_Args* args);
 TSR_Error* ExecutableExecute(TSR_Executable_Execute_Args* args);
 TSR_Error* ExecutableDestroy(TSR_Executable_Destroy_Args* args);
 TSR_Error* ClientTransferStats(TSR_Client_TransferStats_Args* args);
+TSR_Error* ClientProcesses(TSR_Client_Processes_Args* args);
 
 }  // namespace tessera::c_api
 

@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define TSR_API_MAJOR 1
-#define TSR_API_MINOR 1
+#define TSR_API_MINOR 2
 
 /* The size of `type` up to and including `last_field`: what struct_size is set to. */
 #define TSR_STRUCT_SIZE(type, last_field) \
@@ -185,6 +185,12 @@ typedef struct {
 #define TSR_Error_GetCode_Args_STRUCT_SIZE TSR_STRUCT_SIZE(TSR_Error_GetCode_Args, code)
 
 /* ---- Clients ---------------------------------------------------------------------------- */
+/* Since 1.2: whether a client spans processes (ClientOptions::distributed). */
+typedef enum {
+  TSR_DISTRIBUTED_NONE = 0, /* this process only (the default) */
+  TSR_DISTRIBUTED_MPI = 1   /* every process of MPI_COMM_WORLD; MPI initialized if needed */
+} TSR_Distributed;
+
 typedef struct {
   size_t struct_size;
   int cpu_devices;       /* 0: none (then Vulkan must provide devices) */
@@ -196,9 +202,12 @@ typedef struct {
   TSR_Client* client; /* out */
   /* Since 1.1 (older callers: 0, automatic). Threads of each CPU device. */
   int cpu_threads_per_device;
+  /* Since 1.2 (older callers: TSR_DISTRIBUTED_NONE). With TSR_DISTRIBUTED_MPI the client spans
+   * every process of MPI_COMM_WORLD (docs/multi-process.md): creation, reshards and executes are
+   * collective, cpu_devices and vulkan count each process's own devices. */
+  TSR_Distributed distributed;
 } TSR_Client_Create_Args;
-#define TSR_Client_Create_Args_STRUCT_SIZE \
-  TSR_STRUCT_SIZE(TSR_Client_Create_Args, cpu_threads_per_device)
+#define TSR_Client_Create_Args_STRUCT_SIZE TSR_STRUCT_SIZE(TSR_Client_Create_Args, distributed)
 
 typedef struct {
   size_t struct_size;
@@ -226,6 +235,17 @@ typedef struct {
 #define TSR_Client_TransferStats_Args_STRUCT_SIZE \
   TSR_STRUCT_SIZE(TSR_Client_TransferStats_Args, local_copies)
 
+/* Since 1.2: this process's index and the number of processes the client spans (0 and 1 for a
+ * client created without TSR_DISTRIBUTED_MPI). */
+typedef struct {
+  size_t struct_size;
+  TSR_Client* client;
+  int process_index; /* out */
+  int process_count; /* out */
+} TSR_Client_Processes_Args;
+#define TSR_Client_Processes_Args_STRUCT_SIZE \
+  TSR_STRUCT_SIZE(TSR_Client_Processes_Args, process_count)
+
 /* ---- Devices ---------------------------------------------------------------------------- */
 /* Strings are owned by the device and live as long as the client; NUL-terminated. */
 typedef struct {
@@ -238,9 +258,12 @@ typedef struct {
   size_t debug_string_size;         /* out */
   const TSR_NamedValue* attributes; /* out: name order */
   size_t num_attributes;            /* out */
+  /* Since 1.2: the process that owns the device, and whether it is this process (only this
+   * process's devices hold data here; TSR_Client_Devices lists every process's devices). */
+  int process_index; /* out */
+  bool addressable;  /* out */
 } TSR_Device_Describe_Args;
-#define TSR_Device_Describe_Args_STRUCT_SIZE \
-  TSR_STRUCT_SIZE(TSR_Device_Describe_Args, num_attributes)
+#define TSR_Device_Describe_Args_STRUCT_SIZE TSR_STRUCT_SIZE(TSR_Device_Describe_Args, addressable)
 
 /* ---- Shardings -------------------------------------------------------------------------- */
 /* A sharding from text in either notation — JAX's "mesh{x=2,y=2} P(x,None)" or IFRT's
@@ -485,6 +508,7 @@ typedef TSR_Error* TSR_Executable_Compile_Fn(TSR_Executable_Compile_Args* args);
 typedef TSR_Error* TSR_Executable_Execute_Fn(TSR_Executable_Execute_Args* args);
 typedef TSR_Error* TSR_Executable_Destroy_Fn(TSR_Executable_Destroy_Args* args);
 typedef TSR_Error* TSR_Client_TransferStats_Fn(TSR_Client_TransferStats_Args* args);
+typedef TSR_Error* TSR_Client_Processes_Fn(TSR_Client_Processes_Args* args);
 
 typedef struct {
   size_t struct_size;
@@ -529,8 +553,10 @@ typedef struct {
   TSR_Executable_Destroy_Fn* TSR_Executable_Destroy;
   /* 1.1 */
   TSR_Client_TransferStats_Fn* TSR_Client_TransferStats;
+  /* 1.2 */
+  TSR_Client_Processes_Fn* TSR_Client_Processes;
 } TSR_Api;
-#define TSR_Api_STRUCT_SIZE TSR_STRUCT_SIZE(TSR_Api, TSR_Client_TransferStats)
+#define TSR_Api_STRUCT_SIZE TSR_STRUCT_SIZE(TSR_Api, TSR_Client_Processes)
 
 /* The table of this library; never NULL, lives as long as the process. */
 TSR_EXPORT const TSR_Api* TSR_GetApi(void);

@@ -10,7 +10,13 @@ Usage: under_mpirun_test.py MPIEXEC CASE ARG. CASE:
   demo TESSERA     `tessera demo --distributed mpi --quick`: every section, printed once.
   c_api BINARY     a C API test program (single-process clients, no --distributed) still passes
                    in every process of an mpirun job.
+  c_api_distributed BINARY
+                   tests/bindings/c/distributed_test.c: a TSR_DISTRIBUTED_MPI client over both
+                   processes passes its checks in each.
   python DIR       the Python package (PYTHONPATH=DIR) likewise: a client per process.
+  python_distributed DIR
+                   a Client(distributed="mpi") over both processes: devices, addressable shards,
+                   a reshard chain, the host-copy refusal, a guard refusal on process 1 alone.
 The environment (allow-run-as-root, timeouts, transport settings) comes from ctest.
 Exit 0: pass; 1: fail."""
 
@@ -109,6 +115,63 @@ print("python client OK")
 """
 
 
+def case_c_api_distributed():
+    out, err = expect_ok(ARG)
+    for p in (0, 1):
+        check(out.count(f"distributed OK (process {p})") == 1,
+              f"process {p} passed the multi-process C API checks", out, err)
+
+
+PYTHON_DISTRIBUTED = r"""
+import numpy as np, tessera
+client = tessera.Client(cpu_devices=2, vulkan="off", distributed="mpi")
+p = client.process_index
+assert client.process_count == 2 and len(client.devices) == 4
+assert [d.process_index for d in client.devices] == [0, 0, 1, 1]
+assert [d.id for d in client.addressable_devices] == [2 * p, 2 * p + 1]
+assert all(d.is_addressable == (d.process_index == p) for d in client.devices)
+x = np.arange(96 * 64, dtype=np.float32).reshape(96, 64) * 0.25
+rows = client.put(x, "mesh{x=4} P(x,None)")
+cols = rows.reshard("mesh{x=4} P(None,x)")          # collective: both processes call it
+shards = cols.addressable_shards                     # this process's columns, bit-exact
+assert [s.device.id for s in shards] == [2 * p, 2 * p + 1]
+for s in shards:
+    assert np.array_equal(np.asarray(s.data), x[s.index])
+try:
+    np.asarray(cols)                                 # half of it is on the other process
+    raise SystemExit("FAIL: a host copy of a non-addressable array succeeded")
+except Exception as e:
+    assert "this process cannot read devices" in str(e), str(e)
+for q in (0, 1):  # collective: replicate onto each process's pair of devices in turn
+    pair = [client.devices[2 * q], client.devices[2 * q + 1]]
+    replica = cols.reshard(tessera.NamedSharding(tessera.Mesh(x=2, devices=pair), tessera.P()))
+    if q == p:
+        assert np.array_equal(np.asarray(replica), x)
+if p == 1:
+    with tessera.transfer_guard_device_to_device("disallow_explicit"):  # reshard is explicit
+        try:
+            rows.reshard("mesh{x=4} P(None,x)")
+            raise SystemExit("FAIL: the guard let the reshard through")
+        except tessera.TransferGuardError as e:
+            assert "Disallowed device-to-device transfer" in str(e), str(e)
+else:
+    try:
+        rows.reshard("mesh{x=4} P(None,x)")
+        raise SystemExit("FAIL: process 1's refusal did not fail process 0's call")
+    except tessera.TransferGuardError as e:
+        assert "process 1 refused the call" in str(e), str(e)
+print(f"python distributed OK (process {p})")
+"""
+
+
+def case_python_distributed():
+    out, err = expect_ok(sys.executable, "-c", PYTHON_DISTRIBUTED,
+                         env={"PYTHONPATH": ARG, "TESSERA_TRANSFER_GUARD": ""})
+    for p in (0, 1):
+        check(out.count(f"python distributed OK (process {p})") == 1,
+              f"process {p} passed the multi-process Python checks", out, err)
+
+
 def case_python():
     out, err = expect_ok(sys.executable, "-c", PYTHON_CLIENT,
                          env={"PYTHONPATH": ARG, "TESSERA_TRANSFER_GUARD": ""})
@@ -116,5 +179,6 @@ def case_python():
 
 
 {"reshard": case_reshard, "run": case_run, "demo": case_demo, "c_api": case_c_api,
- "python": case_python}[CASE]()
+ "c_api_distributed": case_c_api_distributed, "python": case_python,
+ "python_distributed": case_python_distributed}[CASE]()
 print("PASS")

@@ -87,17 +87,27 @@ std::vector<PyShard> AddressableShards(const PyArray& a) {
   }
   std::vector<ArrayRef> shards = ValueOrThrow(std::move(parts));
   absl::Span<Device* const> devices = array.sharding().devices()->devices();
+  // The shards are the addressable devices' (this process's), in device-list order.
+  std::vector<size_t> addressable;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (devices[i]->IsAddressable()) addressable.push_back(i);
+  }
+  if (addressable.size() != shards.size()) {
+    throw std::runtime_error(absl::StrCat("addressable_shards: ", shards.size(), " shards for ",
+                                          addressable.size(), " addressable devices"));
+  }
   std::vector<PyShard> out;
-  for (size_t i = 0; i < shards.size(); ++i) {
+  for (size_t k = 0; k < shards.size(); ++k) {
+    const size_t i = addressable[k];
     nb::list index;
     const IndexDomain& d = domains[i];
-    for (size_t k = 0; k < d.origin().size(); ++k) {
+    for (size_t j = 0; j < d.origin().size(); ++j) {
       index.append(
-          nb::steal(PySlice_New(nb::int_(d.origin()[k]).ptr(),
-                                nb::int_(d.origin()[k] + d.shape().dims()[k]).ptr(), nullptr)));
+          nb::steal(PySlice_New(nb::int_(d.origin()[j]).ptr(),
+                                nb::int_(d.origin()[j] + d.shape().dims()[j]).ptr(), nullptr)));
     }
     out.push_back(
-        PyShard{PyDevice{a.client, devices[i]}, nb::tuple(index), PyArray{a.client, shards[i]}});
+        PyShard{PyDevice{a.client, devices[i]}, nb::tuple(index), PyArray{a.client, shards[k]}});
   }
   return out;
 }

@@ -25,12 +25,21 @@ VulkanMode ParseVulkanMode(const std::string& mode) {
       absl::StrCat("vulkan must be 'if_available', 'off' or 'required', not '", mode, "'").c_str());
 }
 
+Distributed ParseDistributed(const std::string& mode) {
+  if (mode == "none") return Distributed::kNone;
+  if (mode == "mpi") return Distributed::kMpi;
+  throw nb::value_error(
+      absl::StrCat("distributed must be 'none' or 'mpi', not '", mode, "'").c_str());
+}
+
 PyClient MakeClient(int cpu_devices, const std::string& vulkan,
-                    std::optional<std::string> transfer_guard, int cpu_threads_per_device) {
+                    std::optional<std::string> transfer_guard, int cpu_threads_per_device,
+                    const std::string& distributed) {
   ClientOptions options;
   options.cpu_devices = cpu_devices;
   options.cpu_threads_per_device = cpu_threads_per_device;
   options.vulkan = ParseVulkanMode(vulkan);
+  options.distributed = ParseDistributed(distributed);
   if (transfer_guard.has_value()) {
     options.transfer_guard = ValueOrThrow(guard::Policy::Parse(*transfer_guard));
   }
@@ -163,18 +172,38 @@ std::vector<PyDevice> Devices(const PyClient& c) {
   return out;
 }
 
+std::vector<PyDevice> AddressableDevices(const PyClient& c) {
+  std::vector<PyDevice> out;
+  for (Device* d : c.client->addressable_devices()) out.push_back(PyDevice{c.client, d});
+  return out;
+}
+
 }  // namespace
 
 void RegisterClient(nb::module_& m) {
   nb::class_<PyClient>(
       m, "Client",
       "A Tessera client: its devices, and arrays sharded over them.\n\n"
-      "Client(cpu_devices=4, vulkan='if_available', transfer_guard=None)\n"
+      "Client(cpu_devices=4, vulkan='if_available', transfer_guard=None,\n"
+      "       cpu_threads_per_device=0, distributed='none')\n"
       "vulkan: 'if_available', 'off' or 'required'. transfer_guard: a policy\n"
-      "such as 'h2d=log,d2d=disallow' (None: $TESSERA_TRANSFER_GUARD, else allow).")
+      "such as 'h2d=log,d2d=disallow' (None: $TESSERA_TRANSFER_GUARD, else allow).\n"
+      "distributed='mpi': one client over every process of an mpirun job (creation and\n"
+      "reshards are collective; cpu_devices and vulkan count this process's devices).")
       .def(nb::new_(&MakeClient), nb::arg("cpu_devices") = 4, nb::arg("vulkan") = "if_available",
-           nb::arg("transfer_guard") = nb::none(), nb::arg("cpu_threads_per_device") = 0)
-      .def_prop_ro("devices", &Devices, "The devices, in id order (CPU devices first).")
+           nb::arg("transfer_guard") = nb::none(), nb::arg("cpu_threads_per_device") = 0,
+           nb::arg("distributed") = "none")
+      .def_prop_ro("devices", &Devices,
+                   "Every process's devices, in id order (process 0's first; on one process,\n"
+                   "CPU devices first).")
+      .def_prop_ro("addressable_devices", &AddressableDevices,
+                   "This process's devices (all of them, for a client of one process).")
+      .def_prop_ro(
+          "process_index", [](const PyClient& c) { return c.client->process_index(); },
+          "This process's index among the client's processes (0 for one process).")
+      .def_prop_ro(
+          "process_count", [](const PyClient& c) { return c.client->process_count(); },
+          "The number of processes the client spans (1 unless distributed='mpi').")
       .def_prop_ro(
           "platforms", [](const PyClient& c) { return c.client->platform_names(); },
           "The platforms this client runs on: 'cpu', 'vulkan'.")

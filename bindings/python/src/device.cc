@@ -41,6 +41,12 @@ void RegisterDevice(nb::module_& m) {
       .def_prop_ro(
           "platform", [](const PyDevice& d) { return std::string(d.device->Kind()); },
           "'cpu' or 'vulkan'.")
+      .def_prop_ro(
+          "process_index", [](const PyDevice& d) { return d.device->ProcessIndex(); },
+          "The process that owns the device (0 for a client of one process).")
+      .def_prop_ro(
+          "is_addressable", [](const PyDevice& d) { return d.device->IsAddressable(); },
+          "Whether this process owns the device (only then do its shards hold data here).")
       .def_prop_ro("attributes", &Attributes,
                    "The platform's attributes (name, vendor, memory sizes, ...) as a dict.")
       .def("__repr__", [](const PyDevice& d) { return d.device->DebugString(); })

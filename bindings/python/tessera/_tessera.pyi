@@ -27,6 +27,14 @@ class Device:
         """'cpu' or 'vulkan'."""
 
     @property
+    def process_index(self) -> int:
+        """The process that owns the device (0 for a client of one process)."""
+
+    @property
+    def is_addressable(self) -> bool:
+        """Whether this process owns the device (only then do its shards hold data here)."""
+
+    @property
     def attributes(self) -> dict:
         """The platform's attributes (name, vendor, memory sizes, ...) as a dict."""
 
@@ -128,16 +136,34 @@ class Client:
     """
     A Tessera client: its devices, and arrays sharded over them.
 
-    Client(cpu_devices=4, vulkan='if_available', transfer_guard=None)
+    Client(cpu_devices=4, vulkan='if_available', transfer_guard=None,
+           cpu_threads_per_device=0, distributed='none')
     vulkan: 'if_available', 'off' or 'required'. transfer_guard: a policy
     such as 'h2d=log,d2d=disallow' (None: $TESSERA_TRANSFER_GUARD, else allow).
+    distributed='mpi': one client over every process of an mpirun job (creation and
+    reshards are collective; cpu_devices and vulkan count this process's devices).
     """
 
-    def __init__(self, cpu_devices: int = 4, vulkan: str = 'if_available', transfer_guard: str | None = None, cpu_threads_per_device: int = 0) -> None: ...
+    def __init__(self, cpu_devices: int = 4, vulkan: str = 'if_available', transfer_guard: str | None = None, cpu_threads_per_device: int = 0, distributed: str = 'none') -> None: ...
 
     @property
     def devices(self) -> list[Device]:
-        """The devices, in id order (CPU devices first)."""
+        """
+        Every process's devices, in id order (process 0's first; on one process,
+        CPU devices first).
+        """
+
+    @property
+    def addressable_devices(self) -> list[Device]:
+        """This process's devices (all of them, for a client of one process)."""
+
+    @property
+    def process_index(self) -> int:
+        """This process's index among the client's processes (0 for one process)."""
+
+    @property
+    def process_count(self) -> int:
+        """The number of processes the client spans (1 unless distributed='mpi')."""
 
     @property
     def platforms(self) -> list[str]:

@@ -85,7 +85,12 @@ static void TestDevices(TSR_Client* client) {
     CHECK(strcmp(a.kind, "cpu") == 0 && a.kind_size == 3);
     CHECK(strstr(a.debug_string, "kind=cpu") != NULL);
     for (size_t j = 0; j < a.num_attributes; ++j) CHECK(a.attributes[j].name_size > 0);
+    CHECK(a.process_index == 0 && a.addressable); /* 1.2: one process, all devices its own */
   }
+  TSR_Client_Processes_Args p = {TSR_Client_Processes_Args_STRUCT_SIZE};
+  p.client = client;
+  CHECK_OK(api, api->TSR_Client_Processes(&p));
+  CHECK(p.process_index == 0 && p.process_count == 1);
 }
 
 /* README.md's example: rows -> columns -> host, bit-exact. */
@@ -244,6 +249,12 @@ static void TestBadInput(TSR_Client* client) {
   c.vulkan = TSR_VULKAN_OFF;
   c.transfer_guard = "h2d=sometimes";
   CHECK_ERROR(api, api->TSR_Client_Create(&c), TSR_ERROR_INVALID_ARGUMENT, "sometimes");
+  c.transfer_guard = NULL;
+  c.distributed = (TSR_Distributed)7;
+  CHECK_ERROR(api, api->TSR_Client_Create(&c), TSR_ERROR_INVALID_ARGUMENT,
+              "unknown distributed mode 7 (expected TSR_DISTRIBUTED_NONE or TSR_DISTRIBUTED_MPI)");
+  TSR_Client_Processes_Args p = {TSR_Client_Processes_Args_STRUCT_SIZE};
+  CHECK_ERROR(api, api->TSR_Client_Processes(&p), TSR_ERROR_INVALID_ARGUMENT, "client is NULL");
 }
 
 /* y = x + x over 4 devices, when this build has the program compiler. */

@@ -16,6 +16,10 @@ def test_devices_and_attributes(client):
     assert isinstance(devices[0].attributes, dict)
     assert devices[1] == client.devices[1] and devices[1] != devices[2]
     assert client.platforms == ["cpu"]
+    # One process: every device is this process's own.
+    assert client.process_index == 0 and client.process_count == 1
+    assert client.addressable_devices == devices
+    assert all(d.process_index == 0 and d.is_addressable for d in devices)
 
 
 def test_readme_round_trip(client):
@@ -108,6 +112,8 @@ def test_bad_input_raises_with_the_runtime_message(client):
         client.put(x, 42)
     with pytest.raises(ValueError, match="vulkan must be"):
         tessera.Client(vulkan="sometimes")
+    with pytest.raises(ValueError, match="distributed must be 'none' or 'mpi', not 'tcp'"):
+        tessera.Client(distributed="tcp")
     with pytest.raises(ValueError, match="INVALID_ARGUMENT"):
         tessera.Client(transfer_guard="h2d=sometimes")
     with pytest.raises(ValueError, match="at least one axis"):
