@@ -18,6 +18,7 @@ class StepView {
       : program_(program), index_(index), me_(me) {}
 
   void WholeInputMessages(int64_t elements, std::vector<StepMessage>& out) const;
+  void PieceMessages(int64_t elements, std::vector<StepMessage>& out) const;
   void AllReduceMessages(int64_t elements, std::vector<StepMessage>& out) const;
 
  private:
@@ -60,6 +61,29 @@ void StepView::WholeInputMessages(int64_t elements, std::vector<StepMessage>& ou
     } else if (HasLocalMember(r)) {
       m.peer = ProcessOf(program_, r);
       out.push_back(m);
+    }
+  }
+}
+
+void StepView::PieceMessages(int64_t elements, std::vector<StepMessage>& out) const {
+  const int slots = static_cast<int>(program_.slot_devices.size());
+  for (int m = 0; m < slots; ++m) {
+    const CollectiveGroup& group = GroupOf(m);
+    const int size = static_cast<int>(group.members.size());
+    if (elements / size == 0) continue;
+    for (int p = 0; p < size; ++p) {
+      const int j = group.members[p];
+      if (ProcessOf(program_, m) == ProcessOf(program_, j)) continue;
+      if (!IsMine(m) && !IsMine(j)) continue;
+      out.push_back(StepMessage{.send = IsMine(m),
+                                .peer = ProcessOf(program_, IsMine(m) ? j : m),
+                                .tag = int64_t{m} * slots + j,
+                                .phase = StepMessage::Phase::kWholeInput,
+                                .slot = m,
+                                .reducer = j,
+                                .end = elements / size,
+                                .piece = p,
+                                .pieces = size});
     }
   }
 }
@@ -118,7 +142,17 @@ ProgramTags AssignTags(const ProgramPlan& plan, size_t slots) {
   for (const ProgramStep& step : plan.steps) {
     tags.offsets.push_back(tags.total);
     if (step.kind != ProgramStep::Kind::kCollective) continue;
-    tags.total += step.collective.kind == CollectiveKind::kAllReduce ? n * n + n : n;
+    switch (step.collective.kind) {
+      case CollectiveKind::kAllReduce:
+        tags.total += n * n + n;
+        break;
+      case CollectiveKind::kAllToAll:
+      case CollectiveKind::kReduceScatter:
+        tags.total += n * n;
+        break;
+      default:
+        tags.total += n;
+    }
   }
   return tags;
 }
@@ -130,7 +164,10 @@ std::vector<StepMessage> StepMessages(const CompiledProgram& program, size_t ind
   const StepView view(program, index, process);
   if (step.kind == CollectiveKind::kAllReduce) {
     view.AllReduceMessages(elements, out);
-  } else if (step.kind != CollectiveKind::kAllSlice) {  // all_slice reads its own input only
+  } else if (step.kind == CollectiveKind::kAllToAll ||
+             step.kind == CollectiveKind::kReduceScatter) {
+    view.PieceMessages(elements, out);
+  } else if (step.kind == CollectiveKind::kAllGather) {  // all_slice reads its own input only
     view.WholeInputMessages(elements, out);
   }
   return out;

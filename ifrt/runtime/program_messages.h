@@ -6,10 +6,12 @@
 // the same CompiledProgram, so that a message one process sends is the message its peer receives
 // (same tag), and nothing else needs agreeing beyond the Execute's one agreement:
 //
-// - all_gather, all_to_all, reduce_scatter: the whole input of a member goes once to each other
-//   process holding a member of its group (tag: the member's slot); the receiving process computes
-//   its members' outputs from local inputs and the received ones. (all_to_all and reduce_scatter
-//   read only a 1/G piece of each peer's input: sending just that piece is a refinement left.)
+// - all_gather: the whole input of a member goes once to each other process holding a member of
+//   its group (tag: the member's slot); the receiving process computes its members' outputs from
+//   local inputs and the received ones.
+// - all_to_all, reduce_scatter: member j reads only piece j (of G along the split axis) of each
+//   peer's input: member m sends that piece to j's process (tag: the pair m, j), a strided box
+//   received into the same box of host staging as large as m's input.
 // - all_slice: none (each member slices its own input).
 // - all_reduce (two phases, as within a process): member m sends the range member j reduces of its
 //   input to j's process (phase 1, tag: the pair m, j); once reduced, member m sends its reduced
@@ -32,8 +34,12 @@ struct StepMessage {
   int64_t tag = 0;    // from the step's first tag (ProgramTags)
   Phase phase = Phase::kWholeInput;
   int slot = 0;                // the member whose buffer the bytes come from
-  int reducer = 0;             // kReduceRange: the member that reduces the range
+  int reducer = 0;             // kReduceRange, or a piece: the member that receives it
   int64_t begin = 0, end = 0;  // the elements of the slot's buffer (dense, row-major)
+  // kWholeInput of all_to_all and reduce_scatter: only piece `piece` of `pieces` equal pieces along
+  // the step's split axis (a strided box of the input; end - begin: its element count).
+  int piece = -1;
+  int pieces = 1;
 };
 
 // The tags of a program's collective steps, from the Execute's tag base: step i's first is

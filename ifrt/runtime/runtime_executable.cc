@@ -45,6 +45,25 @@ HostRegion DenseRegion(void* base, const Index& extent, int64_t element_bytes) {
   return r;
 }
 
+// Where message `m` of a step over `input` lies in a whole buffer of it at `base` (a sender's
+// input, a piece's staging): a dense range of elements, or piece m.piece of m.pieces along
+// `split_axis` (a strided box).
+HostRegion MessageRegion(const StepMessage& m, void* base, const ProgramValue& input,
+                         int64_t split_axis) {
+  const int64_t element_bytes = *input.dtype.byte_size();
+  if (m.piece < 0) {
+    HostRegion r = DenseRegion(base, {m.end - m.begin}, element_bytes);
+    r.offset = m.begin * element_bytes;
+    return r;
+  }
+  const absl::Span<const int64_t> dims = input.local_shape.dims();
+  HostRegion r = DenseRegion(base, Index(dims.begin(), dims.end()), element_bytes);
+  const int64_t piece = dims[split_axis] / m.pieces;
+  r.extent[split_axis] = piece;
+  r.offset = m.piece * piece * r.byte_strides[split_axis];
+  return r;
+}
+
 // A member's data as a collective step reads it: a host-addressable buffer of this process
 // (`offset` bytes in), or the host staging of what another process sent (none: nothing to read).
 struct HostInput {
@@ -401,25 +420,38 @@ RuntimeExecutable::ReceivedMap RuntimeExecutable::PostMessages(size_t index, int
   exchange.posted.insert({index, phase});
   Transport& transport = client_->distributed_->transport();
   const CollectiveStep& step = program_->plan.steps[index].collective;
-  const int64_t element_bytes = *program_->plan.values[step.input].dtype.byte_size();
+  const ProgramValue& input = program_->plan.values[step.input];
+  const int64_t element_bytes = *input.dtype.byte_size();
+  // Pieces of one member's input received into one staging as large as the input.
+  std::map<int, std::vector<Future<>>> pieces;
   for (const StepMessage& m : StepMessages(*program_, index, client_->process_index())) {
     if (static_cast<int>(m.phase) != phase) continue;
     const int64_t tag = exchange.tag_base + program_->tag_offsets[index] + m.tag;
-    const Index extent = {m.end - m.begin};
     if (m.send) {
       const Shard& source = sources[m.slot];
-      HostRegion region = DenseRegion(source.buffer->host_address(), extent, element_bytes);
-      region.offset = m.begin * element_bytes;
+      const HostRegion region =
+          MessageRegion(m, source.buffer->host_address(), input, step.split_axis);
       done.push_back(transport.Send(m.peer, tag, region, source.ready, source.buffer));
       continue;
     }
-    auto data = std::make_shared<ReceivedBytes>();
-    data->bytes.resize((m.end - m.begin) * element_bytes);
-    data->ready = transport.Receive(m.peer, tag,
-                                    DenseRegion(data->bytes.data(), extent, element_bytes), data);
     const int reducer = m.phase == StepMessage::Phase::kReduceRange ? m.reducer : -1;
-    received[{m.slot, reducer}] = std::move(data);
+    std::shared_ptr<ReceivedBytes>& data = received[{m.slot, reducer}];
+    if (data == nullptr) {
+      data = std::make_shared<ReceivedBytes>();
+      data->bytes.resize(m.piece >= 0 ? ValueBytes(input) : (m.end - m.begin) * element_bytes);
+    }
+    // A range arrives dense at the staging's start; a piece into its own box.
+    const HostRegion region =
+        m.piece >= 0 ? MessageRegion(m, data->bytes.data(), input, step.split_axis)
+                     : DenseRegion(data->bytes.data(), {m.end - m.begin}, element_bytes);
+    Future<> arrived = transport.Receive(m.peer, tag, region, data);
+    if (m.piece < 0) {
+      data->ready = std::move(arrived);
+    } else {
+      pieces[m.slot].push_back(std::move(arrived));
+    }
   }
+  for (auto& [slot, futures] : pieces) received[{slot, -1}]->ready = JoinFutures(futures);
   return received;
 }
 

@@ -65,10 +65,17 @@ void ExpectMatched(const CompiledProgram& program, int processes) {
     }
   }
   EXPECT_EQ(sends, receives);
-  // Messages exactly where a group spans processes.
+  // Messages exactly where a group spans processes (and, for all_to_all and reduce_scatter, where
+  // the input has a piece per member).
+  const CollectiveStep& step = program.plan.steps[0].collective;
+  const int64_t elements = program.plan.values[0].local_shape.num_elements();
+  const bool pieces =
+      step.kind == CollectiveKind::kAllToAll || step.kind == CollectiveKind::kReduceScatter;
   bool spans = false;
   for (size_t s = 0; s < program.slot_devices.size(); ++s) {
-    for (int m : program.members[0][s].group.members) {
+    const std::vector<int>& group = program.members[0][s].group.members;
+    if (pieces && elements < static_cast<int64_t>(group.size())) continue;
+    for (int m : group) {
       spans = spans ||
               program.slot_devices[m]->ProcessIndex() != program.slot_devices[s]->ProcessIndex();
     }
@@ -127,6 +134,9 @@ TEST(ProgramMessagesTest, BytesBetweenProcesses) {
   // All-gather: each member's whole input once to the other process.
   auto gather = MakeProgram({4}, {0, 0, 1, 1}, Step(CollectiveKind::kAllGather, {0}), 8);
   EXPECT_EQ(BytesBetweenProcesses(gather->program), 4 * 32);
+  // All-to-all: each member's 8-byte piece of each of the 2 members on the other process.
+  auto to_all = MakeProgram({4}, {0, 0, 1, 1}, Step(CollectiveKind::kAllToAll, {0}), 8);
+  EXPECT_EQ(BytesBetweenProcesses(to_all->program), 4 * 2 * 8);
   // One process: nothing.
   auto local = MakeProgram({4}, {0, 0, 0, 0}, Step(CollectiveKind::kAllReduce, {0}), 8);
   EXPECT_EQ(BytesBetweenProcesses(local->program), 0);

@@ -170,16 +170,29 @@ TEST(LoopbackProgramTest, RowShardedMlpExampleRunsWithoutMessagesAndDonates) {
 
 TEST(LoopbackProgramTest, AllToAllAndAllGatherAcrossProcessesAreBitExact) {
   const testing::AllToAllGatherCase data;
+  // kAllToAllGather moves pieces of rows; with the operands' specs swapped, pieces of columns
+  // (strided boxes of the input) travel between the processes.
+  std::string columns = testing::kAllToAllGather;
+  for (auto [from, to] : {std::pair{"P(x,None)", "P(@)"}, std::pair{"P(None,x)", "P(x,None)"},
+                          std::pair{"P(@)", "P(None,x)"}}) {
+    for (size_t at = columns.find(from); at != std::string::npos; at = columns.find(from, at + 1)) {
+      columns.replace(at, std::string(from).size(), to);
+    }
+  }
   OnEveryProcess(2, [&](LoopbackHub&, Process& p) {
-    absl::StatusOr<LoadedExecutableRef> exe = p.Compile(testing::kAllToAllGather);
-    ASSERT_TRUE(exe.ok()) << exe.status();
-    EXPECT_THAT((*exe)->Explain(), HasSubstr("all_to_all"));
-    EXPECT_THAT((*exe)->Explain(), HasSubstr("all_gather"));
-    std::vector<ArrayRef> args = data.Arguments(Putter(p));
-    absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
-    ASSERT_TRUE(result.ok()) << result.status();
-    EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
-    ExpectShards(result->outputs[0], data.Reference(), "a + b");
+    for (const std::string& text : {std::string(testing::kAllToAllGather), columns}) {
+      const bool rows = text == testing::kAllToAllGather;
+      absl::StatusOr<LoadedExecutableRef> exe = p.Compile(text);
+      ASSERT_TRUE(exe.ok()) << exe.status();
+      EXPECT_THAT((*exe)->Explain(), HasSubstr("all_to_all"));
+      EXPECT_THAT((*exe)->Explain(), HasSubstr("all_gather"));
+      std::vector<ArrayRef> args = {p.Put(data.a, {8, 12}, rows ? "P(x,None)" : "P(None,x)"),
+                                    p.Put(data.b, {8, 12}, rows ? "P(None,x)" : "P(x,None)")};
+      absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
+      ASSERT_TRUE(result.ok()) << result.status();
+      EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
+      ExpectShards(result->outputs[0], data.Reference(), rows ? "a + b (rows)" : "a + b (columns)");
+    }
   });
 }
 
