@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler/internal.h"
 #include "ifrt/status_macros.h"
 #include "llvm/ADT/BitVector.h"
@@ -46,11 +48,13 @@
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/SPIRV/Serialization.h"
 #include "mlir/Transforms/Passes.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace tessera::compiler {
 namespace {
@@ -64,13 +68,25 @@ constexpr int64_t kMaxGroupsPerAxis = 65535;
 // rows hold this many iterations.
 constexpr int64_t kRowIterations = 65536;
 
-// The target every kernel is compiled for: SPIR-V 1.3 (Vulkan 1.1 and later), 64-bit integers
-// and floats where a kernel uses them (spirv-update-vce keeps only the capabilities used), and
-// the work-group limits every device meets.
-constexpr char kTargetEnv[] =
-    "#spirv.target_env<#spirv.vce<v1.3, [Shader, Int64, Float64], "
-    "[SPV_KHR_storage_buffer_storage_class]>, #spirv.resource_limits<"
-    "max_compute_workgroup_invocations = 128, max_compute_workgroup_size = [128, 128, 64]>>";
+// Element indices of a split kernel's chunk stay below 2^30 (SPIR-V indices are 32-bit).
+constexpr int64_t kMaxChunkElements = int64_t{1} << 30;
+
+// The target a kernel is compiled for: SPIR-V 1.3 (Vulkan 1.1 and later), 64-bit integers and
+// floats where the device has them (spirv-update-vce keeps only the capabilities a kernel uses),
+// and the device's work-group limits and subgroup size.
+std::string TargetEnvText(const KernelTarget& target) {
+  std::string capabilities = "Shader";
+  if (target.int64) absl::StrAppend(&capabilities, ", Int64");
+  if (target.float64) absl::StrAppend(&capabilities, ", Float64");
+  std::string limits = absl::StrCat(
+      "max_compute_workgroup_invocations = ", target.max_workgroup_invocations,
+      ", max_compute_workgroup_size = [", absl::StrJoin(target.max_workgroup_size, ", "), "]");
+  if (target.subgroup_size > 0)
+    absl::StrAppend(&limits, ", subgroup_size = ", target.subgroup_size);
+  return absl::StrCat("#spirv.target_env<#spirv.vce<v1.3, [", capabilities,
+                      "], [SPV_KHR_storage_buffer_storage_class]>, #spirv.resource_limits<", limits,
+                      ">>");
+}
 
 absl::Status RunPipelineText(mlir::ModuleOp module, const std::string& pipeline,
                              const std::string& what) {
@@ -317,7 +333,8 @@ absl::Status WrapSerialLoops(mlir::func::FuncOp func, const std::string& name) {
   for (mlir::Operation* op : llvm::reverse(constants)) op->moveBefore(&body.front());
   auto serial = [](mlir::Operation& op) {
     return !mlir::isa<mlir::scf::ParallelOp, mlir::func::ReturnOp, mlir::memref::DeallocOp,
-                      mlir::memref::AllocOp, mlir::arith::ConstantOp, mlir::gpu::LaunchOp>(op);
+                      mlir::memref::AllocOp, mlir::arith::ConstantOp, mlir::gpu::LaunchOp,
+                      mlir::func::CallOp>(op);
   };
   std::vector<std::vector<mlir::Operation*>> runs;
   bool in_run = false;
@@ -435,10 +452,14 @@ absl::Status TileParallelLoops(mlir::func::FuncOp func, const std::string& name)
 
 // The target environment on the module; on every kernel its work-group size as the entry point
 // ABI (from the launch's known block size).
-absl::Status SetSpirvAttributes(mlir::ModuleOp module, const std::string& name) {
+absl::Status SetSpirvAttributes(mlir::ModuleOp module, const std::string& name,
+                                const KernelTarget& target) {
   mlir::MLIRContext* context = module.getContext();
-  mlir::Attribute env = mlir::parseAttribute(kTargetEnv, context);
-  if (!env) return absl::InternalError("the SPIR-V target environment does not parse");
+  const std::string text = TargetEnvText(target);
+  mlir::Attribute env = mlir::parseAttribute(text, context);
+  if (!env)
+    return absl::InternalError(
+        absl::StrCat("the SPIR-V target environment ", text, " does not parse"));
   module->setAttr(mlir::spirv::getTargetEnvAttrName(), env);
   absl::Status status;
   module.walk([&](mlir::gpu::GPUFuncOp kernel) {
@@ -512,9 +533,30 @@ absl::StatusOr<SpirvDispatch> MakeDispatch(mlir::ModuleOp module, mlir::gpu::Lau
   return dispatch;
 }
 
+// The dispatches of each split op (SplitLargeElementwiseOps), by the name of the function its
+// call in the host function calls; their bindings index that call's operands.
+using SplitDispatches = std::map<std::string, std::vector<SpirvDispatch>>;
+
+// A split op's call in the host function -> its dispatches, bound to the call's buffers.
+absl::Status AppendSplitDispatches(mlir::func::CallOp call, mlir::func::FuncOp host,
+                                   const std::vector<mlir::Operation*>& scratch,
+                                   const SplitDispatches& splits, KernelArtifact& artifact) {
+  auto it = splits.find(call.getCallee().str());
+  if (it == splits.end()) {
+    return absl::InternalError(absl::StrCat("a call of @", call.getCallee().str(), " in a kernel"));
+  }
+  for (SpirvDispatch dispatch : it->second) {
+    for (int& binding : dispatch.bindings) {
+      TESSERA_ASSIGN_OR_RETURN(binding, BindingOf(call.getOperand(binding), host, scratch));
+    }
+    artifact.dispatches.push_back(std::move(dispatch));
+  }
+  return absl::OkStatus();
+}
+
 // The host function, after outlining, as the artifact's dispatch list and scratch buffers.
 absl::Status CollectDispatches(mlir::ModuleOp module, mlir::func::FuncOp host,
-                               KernelArtifact& artifact) {
+                               const SplitDispatches& splits, KernelArtifact& artifact) {
   std::vector<mlir::Operation*> scratch;
   for (mlir::Operation& op : host.getBody().front()) {
     if (mlir::isa<mlir::arith::ConstantOp, mlir::func::ReturnOp, mlir::memref::DeallocOp>(op)) {
@@ -531,6 +573,10 @@ absl::Status CollectDispatches(mlir::ModuleOp module, mlir::func::FuncOp host,
     if (auto launch = mlir::dyn_cast<mlir::gpu::LaunchFuncOp>(op)) {
       TESSERA_ASSIGN_OR_RETURN(SpirvDispatch dispatch, MakeDispatch(module, launch, host, scratch));
       artifact.dispatches.push_back(std::move(dispatch));
+      continue;
+    }
+    if (auto call = mlir::dyn_cast<mlir::func::CallOp>(op)) {
+      TESSERA_RETURN_IF_ERROR(AppendSplitDispatches(call, host, scratch, splits, artifact));
       continue;
     }
     return absl::UnimplementedError(
@@ -565,9 +611,262 @@ absl::Status DropPositionArguments(mlir::func::FuncOp func, const std::string& n
 
 namespace {
 
+// UNIMPLEMENTED when the kernel holds f64 / i64 data and `target` lacks the Float64 / Int64
+// capability (the device's shaderFloat64 / shaderInt64): said at compile time, not at load.
+absl::Status CheckCapabilities(mlir::func::FuncOp func, const std::string& name,
+                               const KernelTarget& target) {
+  absl::Status status;
+  auto check = [&](mlir::Type type, mlir::Location loc) {
+    auto shaped = mlir::dyn_cast<mlir::ShapedType>(type);
+    if (!shaped || !status.ok()) return;
+    mlir::Type element = shaped.getElementType();
+    const char* missing = element.isF64() && !target.float64       ? "Float64 (shaderFloat64)"
+                          : element.isInteger(64) && !target.int64 ? "Int64 (shaderInt64)"
+                                                                   : nullptr;
+    if (missing == nullptr) return;
+    std::string printed;
+    llvm::raw_string_ostream os(printed);
+    type.print(os);
+    status = absl::UnimplementedError(
+        absl::StrCat("vulkan code generation: kernel ", name, " computes on ", printed, " at ",
+                     FormatLocation(loc), ", which needs the SPIR-V capability ", missing,
+                     " that the target Vulkan device lacks"));
+  };
+  for (mlir::BlockArgument arg : func.getArguments()) check(arg.getType(), func.getLoc());
+  func.walk([&](mlir::Operation* op) {
+    for (mlir::Value result : op->getResults()) check(result.getType(), op->getLoc());
+  });
+  return status;
+}
+
+int64_t BufferBytes(mlir::MemRefType type) {
+  return type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+}
+
+// Whether `op` (on buffers) indexes every buffer by the same linear element index: every iterator
+// parallel, every memref operand a static identity-layout buffer of the iteration domain's shape
+// read through the identity map, every other operand and captured value a constant, no
+// linalg.index. Such an op runs as well on any contiguous chunk of its buffers.
+bool IsElementwise(mlir::linalg::GenericOp op) {
+  if (op.getNumReductionLoops() != 0 || !op.hasPureBufferSemantics()) return false;
+  const llvm::SmallVector<int64_t> domain = op.getStaticLoopRanges();
+  bool ok = true, any_buffer = false;
+  for (mlir::OpOperand& operand : op->getOpOperands()) {
+    auto type = mlir::dyn_cast<mlir::MemRefType>(operand.get().getType());
+    if (!type) {
+      ok = ok && operand.get().getDefiningOp<mlir::arith::ConstantOp>() != nullptr;
+      continue;
+    }
+    any_buffer = true;
+    ok = ok && type.hasStaticShape() && type.getLayout().isIdentity() &&
+         type.getShape() == llvm::ArrayRef<int64_t>(domain) &&
+         op.getMatchingIndexingMap(&operand).isIdentity();
+  }
+  op.getRegion().walk([&](mlir::linalg::IndexOp) { ok = false; });
+  llvm::SetVector<mlir::Value> above;
+  mlir::getUsedValuesDefinedAbove(op.getRegion(), above);
+  for (mlir::Value v : above) ok = ok && v.getDefiningOp<mlir::arith::ConstantOp>() != nullptr;
+  return ok && any_buffer;
+}
+
+// A module with one function `fn` that runs `op` (IsElementwise) over `count` elements: one 1-D
+// buffer argument per memref operand of `op`, in order; constants cloned.
+mlir::OwningOpRef<mlir::ModuleOp> ChunkModule(mlir::linalg::GenericOp op, int64_t count,
+                                              const std::string& fn) {
+  mlir::MLIRContext* context = op.getContext();
+  mlir::Location loc = op.getLoc();
+  mlir::OpBuilder b(context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(loc);
+  std::vector<mlir::Type> args;
+  for (mlir::Value v : op->getOperands()) {
+    if (auto type = mlir::dyn_cast<mlir::MemRefType>(v.getType())) {
+      args.push_back(mlir::MemRefType::get({count}, type.getElementType()));
+    }
+  }
+  b.setInsertionPointToEnd(module->getBody());
+  auto func = mlir::func::FuncOp::create(b, loc, fn, b.getFunctionType(args, {}));
+  mlir::Block* entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  mlir::IRMapping map;
+  auto clone_constant = [&](mlir::Value v) {
+    if (!map.contains(v)) map.map(v, b.clone(*v.getDefiningOp())->getResult(0));
+  };
+  llvm::SetVector<mlir::Value> above;
+  mlir::getUsedValuesDefinedAbove(op.getRegion(), above);
+  for (mlir::Value v : above) clone_constant(v);
+  llvm::SmallVector<mlir::Value> inputs, outputs;
+  llvm::SmallVector<mlir::AffineMap> maps;
+  unsigned next = 0;
+  for (mlir::OpOperand& operand : op->getOpOperands()) {
+    mlir::Value v = operand.get(), mapped;
+    if (mlir::isa<mlir::MemRefType>(v.getType())) {
+      mapped = entry->getArgument(next++);
+      maps.push_back(mlir::AffineMap::getMultiDimIdentityMap(1, context));
+    } else {
+      clone_constant(v);
+      mapped = map.lookup(v);
+      maps.push_back(mlir::AffineMap::get(1, 0, context));
+    }
+    (op.isDpsInput(&operand) ? inputs : outputs).push_back(mapped);
+  }
+  const llvm::SmallVector<mlir::utils::IteratorType> iterators = {
+      mlir::utils::IteratorType::parallel};
+  auto chunk = mlir::linalg::GenericOp::create(b, loc, mlir::TypeRange{}, mlir::ValueRange(inputs),
+                                               mlir::ValueRange(outputs), maps, iterators);
+  op.getRegion().cloneInto(&chunk.getRegion(), map);
+  mlir::func::ReturnOp::create(b, loc);
+  return module;
+}
+
+absl::StatusOr<KernelArtifact> LowerLoopsToDispatches(mlir::ModuleOp kernel,
+                                                      mlir::func::FuncOp func,
+                                                      const std::string& name,
+                                                      const KernelTarget& target,
+                                                      const SplitDispatches& splits);
+
+// The dispatch running an elementwise `op` over `count` elements (bindings: its memref operands
+// in order), one run per offset in `first_elements`.
+absl::StatusOr<SpirvDispatch> ChunkDispatch(mlir::linalg::GenericOp op, int64_t count,
+                                            const std::vector<int64_t>& first_elements,
+                                            const std::string& fn, const KernelTarget& target) {
+  mlir::OwningOpRef<mlir::ModuleOp> module = ChunkModule(op, count, fn);
+  auto func = module->lookupSymbol<mlir::func::FuncOp>(fn);
+  TESSERA_ASSIGN_OR_RETURN(KernelArtifact artifact,
+                           LowerLoopsToDispatches(*module, func, fn, target, {}));
+  if (artifact.dispatches.size() != 1 || !artifact.scratch_bytes.empty()) {
+    return absl::InternalError(absl::StrCat(fn, ": a chunk is not one dispatch"));
+  }
+  SpirvDispatch dispatch = std::move(artifact.dispatches[0]);
+  for (int64_t first : first_elements) {
+    SpirvBufferRanges ranges;
+    for (mlir::Value v : op->getOperands()) {
+      auto type = mlir::dyn_cast<mlir::MemRefType>(v.getType());
+      if (!type) continue;
+      const int64_t element_bytes = (type.getElementTypeBitWidth() + 7) / 8;
+      ranges.offsets.push_back(first * element_bytes);
+      ranges.sizes.push_back(count * element_bytes);
+    }
+    dispatch.ranges.push_back(std::move(ranges));
+  }
+  return dispatch;
+}
+
+// `op`'s dispatches by ranges: chunks of C elements (each buffer's chunk at most the target's
+// range, C a multiple of its offset alignment so that every chunk's offset is aligned), then the
+// remainder; `op` replaced by a call of `fn` on its buffers (CollectDispatches binds them).
+absl::Status SplitOp(mlir::linalg::GenericOp op, const std::string& fn, int64_t max_element_bytes,
+                     const KernelTarget& target, SplitDispatches& splits) {
+  const int64_t align = std::max<int64_t>(1, target.min_storage_buffer_offset_alignment);
+  const int64_t chunk = std::min(
+      kMaxChunkElements, target.max_storage_buffer_range / max_element_bytes / align * align);
+  int64_t total = 1;
+  for (int64_t d : op.getStaticLoopRanges()) total *= d;
+  std::vector<int64_t> full;
+  for (int64_t first = 0; first + chunk <= total; first += chunk) full.push_back(first);
+  std::vector<SpirvDispatch> dispatches;
+  if (!full.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(SpirvDispatch whole,
+                             ChunkDispatch(op, chunk, full, absl::StrCat(fn, "_chunk"), target));
+    dispatches.push_back(std::move(whole));
+  }
+  if (const int64_t rest = total % chunk; rest > 0) {
+    TESSERA_ASSIGN_OR_RETURN(SpirvDispatch last, ChunkDispatch(op, rest, {total - rest},
+                                                               absl::StrCat(fn, "_rest"), target));
+    dispatches.push_back(std::move(last));
+  }
+  splits[fn] = std::move(dispatches);
+  std::vector<mlir::Value> buffers;
+  std::vector<mlir::Type> types;
+  for (mlir::Value v : op->getOperands()) {
+    if (!mlir::isa<mlir::MemRefType>(v.getType())) continue;
+    buffers.push_back(v);
+    types.push_back(v.getType());
+  }
+  auto module = op->getParentOfType<mlir::ModuleOp>();
+  mlir::OpBuilder b(module.getContext());
+  b.setInsertionPointToEnd(module.getBody());
+  auto decl = mlir::func::FuncOp::create(b, op.getLoc(), fn, b.getFunctionType(types, {}));
+  decl.setPrivate();
+  b.setInsertionPoint(op);
+  mlir::func::CallOp::create(b, op.getLoc(), fn, mlir::TypeRange{}, buffers);
+  op->erase();
+  return absl::OkStatus();
+}
+
+// Every top-level linalg op of the (bufferized) host function binding a buffer above the
+// target's max_storage_buffer_range: split into ranges (SplitOp) when elementwise, else
+// RESOURCE_EXHAUSTED naming the op, the size and the limit.
+absl::Status SplitLargeElementwiseOps(mlir::func::FuncOp func, const std::string& name,
+                                      const KernelTarget& target, SplitDispatches& splits) {
+  std::vector<mlir::linalg::LinalgOp> ops;
+  for (mlir::Operation& op : func.getBody().front()) {
+    if (auto linalg = mlir::dyn_cast<mlir::linalg::LinalgOp>(op)) ops.push_back(linalg);
+  }
+  mlir::IRRewriter rewriter(func.getContext());
+  for (mlir::linalg::LinalgOp op : ops) {
+    int64_t largest = 0, max_element_bytes = 1;
+    for (mlir::Value v : op->getOperands()) {
+      auto type = mlir::dyn_cast<mlir::MemRefType>(v.getType());
+      if (!type || !type.hasStaticShape()) continue;
+      largest = std::max(largest, BufferBytes(type));
+      max_element_bytes =
+          std::max<int64_t>(max_element_bytes, (type.getElementTypeBitWidth() + 7) / 8);
+    }
+    if (largest <= target.max_storage_buffer_range) continue;
+    const std::string what =
+        absl::StrCat(op->getName().getStringRef().str(), " at ", FormatLocation(op->getLoc()));
+    mlir::linalg::GenericOp generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op.getOperation());
+    if (!generic && mlir::isa<mlir::linalg::CopyOp>(op)) {
+      rewriter.setInsertionPoint(op);
+      mlir::FailureOr<mlir::linalg::GenericOp> g = mlir::linalg::generalizeNamedOp(rewriter, op);
+      if (mlir::failed(g))
+        return absl::InternalError(absl::StrCat(name, ": cannot generalize ", what));
+      generic = *g;
+    }
+    if (!generic || !IsElementwise(generic) ||
+        target.max_storage_buffer_range / max_element_bytes <
+            std::max<int64_t>(1, target.min_storage_buffer_offset_alignment)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "vulkan code generation: kernel ", name, ": ", what, " binds a buffer of ", largest,
+          " bytes, above the target device's maxStorageBufferRange (",
+          target.max_storage_buffer_range,
+          " bytes); only elementwise ops (every buffer indexed "
+          "alike) are split into ranges: shard the program further so that each shard fits"));
+    }
+    TESSERA_RETURN_IF_ERROR(SplitOp(generic, absl::StrCat(name, "_split", splits.size()),
+                                    max_element_bytes, target, splits));
+  }
+  return absl::OkStatus();
+}
+
+// Linalg on buffers (and tiled matmul launches) -> parallel loops -> kernels -> SPIR-V -> the
+// dispatches of `func`.
+absl::StatusOr<KernelArtifact> LowerLoopsToDispatches(mlir::ModuleOp kernel,
+                                                      mlir::func::FuncOp func,
+                                                      const std::string& name,
+                                                      const KernelTarget& target,
+                                                      const SplitDispatches& splits) {
+  TESSERA_RETURN_IF_ERROR(
+      RunPipelineText(kernel, "func.func(convert-linalg-to-parallel-loops),canonicalize",
+                      absl::StrCat("lowering ", name, " to parallel loops")));
+  TESSERA_RETURN_IF_ERROR(TileParallelLoops(func, name));
+  TESSERA_RETURN_IF_ERROR(RunPipelineText(kernel, GpuOutliningPipeline(),
+                                          absl::StrCat("outlining the kernels of ", name)));
+  TESSERA_RETURN_IF_ERROR(SetSpirvAttributes(kernel, name, target));
+  TESSERA_RETURN_IF_ERROR(
+      RunPipelineText(kernel, SpirvPipeline(), absl::StrCat("lowering ", name, " to SPIR-V")));
+  KernelArtifact artifact;
+  artifact.format = "spirv";
+  artifact.entry = name;
+  TESSERA_RETURN_IF_ERROR(CollectDispatches(kernel, func, splits, artifact));
+  return artifact;
+}
+
 // A simplified kernel without position arguments -> its dispatches.
 absl::StatusOr<KernelArtifact> LowerSimplifiedKernel(mlir::ModuleOp kernel, mlir::func::FuncOp func,
-                                                     const std::string& name) {
+                                                     const std::string& name,
+                                                     const KernelTarget& target) {
+  TESSERA_RETURN_IF_ERROR(CheckCapabilities(func, name, target));
   MarkInputsReadOnly(func);
   TESSERA_RETURN_IF_ERROR(GeneralizeNamedOps(func, name));
   TESSERA_RETURN_IF_ERROR(RunPipelineText(kernel, VulkanTensorPipeline(),
@@ -578,21 +877,10 @@ absl::StatusOr<KernelArtifact> LowerSimplifiedKernel(mlir::ModuleOp kernel, mlir
   TESSERA_RETURN_IF_ERROR(RunPipeline(bufferize, kernel, absl::StatusCode::kInternal,
                                       absl::StrCat("bufferizing ", name, " for vulkan")));
   CopiesToLinalg(func);
+  SplitDispatches splits;
+  TESSERA_RETURN_IF_ERROR(SplitLargeElementwiseOps(func, name, target, splits));
   EmitTiledMatmuls(func);
-  TESSERA_RETURN_IF_ERROR(
-      RunPipelineText(kernel, "func.func(convert-linalg-to-parallel-loops),canonicalize",
-                      absl::StrCat("lowering ", name, " to parallel loops")));
-  TESSERA_RETURN_IF_ERROR(TileParallelLoops(func, name));
-  TESSERA_RETURN_IF_ERROR(RunPipelineText(kernel, GpuOutliningPipeline(),
-                                          absl::StrCat("outlining the kernels of ", name)));
-  TESSERA_RETURN_IF_ERROR(SetSpirvAttributes(kernel, name));
-  TESSERA_RETURN_IF_ERROR(
-      RunPipelineText(kernel, SpirvPipeline(), absl::StrCat("lowering ", name, " to SPIR-V")));
-  KernelArtifact artifact;
-  artifact.format = "spirv";
-  artifact.entry = name;
-  TESSERA_RETURN_IF_ERROR(CollectDispatches(kernel, func, artifact));
-  return artifact;
+  return LowerLoopsToDispatches(kernel, func, name, target, splits);
 }
 
 bool PositionUsed(mlir::func::FuncOp func) {
@@ -606,7 +894,8 @@ bool PositionUsed(mlir::func::FuncOp func) {
 // the position's coordinates as constants (the partitioner's `scf.if` on the position then folds
 // away), in row-major order over `grid_shape`.
 absl::StatusOr<KernelArtifact> LowerPositionVariants(mlir::ModuleOp kernel, const std::string& name,
-                                                     const std::vector<int64_t>& grid_shape) {
+                                                     const std::vector<int64_t>& grid_shape,
+                                                     const KernelTarget& target) {
   int64_t positions = 1;
   for (int64_t d : grid_shape) positions *= d;
   KernelArtifact artifact;
@@ -633,7 +922,8 @@ absl::StatusOr<KernelArtifact> LowerPositionVariants(mlir::ModuleOp kernel, cons
     TESSERA_RETURN_IF_ERROR(
         RunPipelineText(*copy, "canonicalize,cse", absl::StrCat("specializing ", name)));
     TESSERA_RETURN_IF_ERROR(DropPositionArguments(func, name));
-    TESSERA_ASSIGN_OR_RETURN(KernelArtifact variant, LowerSimplifiedKernel(*copy, func, name));
+    TESSERA_ASSIGN_OR_RETURN(KernelArtifact variant,
+                             LowerSimplifiedKernel(*copy, func, name, target));
     artifact.position_variants.push_back(std::move(variant));
   }
   return artifact;
@@ -643,16 +933,17 @@ absl::StatusOr<KernelArtifact> LowerPositionVariants(mlir::ModuleOp kernel, cons
 
 absl::StatusOr<KernelArtifact> LowerKernelForVulkan(mlir::ModuleOp kernel, const std::string& name,
                                                     bool takes_device_position,
-                                                    const std::vector<int64_t>& grid_shape) {
+                                                    const std::vector<int64_t>& grid_shape,
+                                                    const KernelTarget& target) {
   auto func = kernel.lookupSymbol<mlir::func::FuncOp>(name);
   if (!func) return absl::InternalError(absl::StrCat("kernel module has no @", name));
   TESSERA_RETURN_IF_ERROR(
       RunPipelineText(kernel, "canonicalize,cse", absl::StrCat("simplifying ", name)));
   if (takes_device_position && PositionUsed(func)) {
-    return LowerPositionVariants(kernel, name, grid_shape);
+    return LowerPositionVariants(kernel, name, grid_shape, target);
   }
   if (takes_device_position) TESSERA_RETURN_IF_ERROR(DropPositionArguments(func, name));
-  return LowerSimplifiedKernel(kernel, func, name);
+  return LowerSimplifiedKernel(kernel, func, name, target);
 }
 
 }  // namespace tessera::compiler

@@ -196,6 +196,98 @@ func.func @main(%a: tensor<4x8xf32> {tessera.sharding = "mesh{x=2} P(None,x)"},
   CheckArtifacts(plan, HaveSpirvVal());
 }
 
+// Compiles `text` for 1 Vulkan device of `target`.
+absl::StatusOr<ProgramPlan> CompileForTarget(const std::string& text, const KernelTarget& target) {
+  ProgramCompileRequest request;
+  request.mlir_text = text;
+  request.num_devices = 1;
+  request.platforms = {"vulkan"};
+  request.targets["vulkan"] = target;
+  return CreateMlirProgramCompiler()->Compile(request);
+}
+
+KernelTarget SmallRangeTarget() {
+  KernelTarget target;
+  target.max_storage_buffer_range = 1024;
+  target.min_storage_buffer_offset_alignment = 64;
+  return target;
+}
+
+// An elementwise op over 1000 f32 (4000 bytes) on a target whose range is 1024 bytes: chunks of
+// 256 elements (1024 bytes, a multiple of the 64-byte alignment) run 3 times, then one kernel for
+// the 232 left; every buffer bound by the same ranges.
+TEST(SpirvCodegenTest, ElementwiseOpAboveTheRangeIsSplitIntoAlignedRanges) {
+  const std::string program = R"mlir(
+func.func @main(%a: tensor<1000xf32> {tessera.sharding = "mesh{x=1} P()"},
+                %b: tensor<1000xf32> {tessera.sharding = "mesh{x=1} P()"})
+    -> (tensor<1000xf32> {tessera.sharding = "mesh{x=1} P()"}) {
+  %s = arith.addf %a, %b : tensor<1000xf32>
+  %m = arith.mulf %s, %a : tensor<1000xf32>
+  return %m : tensor<1000xf32>
+})mlir";
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileForTarget(program, SmallRangeTarget()));
+  ASSERT_EQ(plan.steps.size(), 1u);
+  const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("vulkan");
+  ASSERT_EQ(artifact.dispatches.size(), 2u);
+  const SpirvDispatch& chunks = artifact.dispatches[0];
+  EXPECT_THAT(chunks.bindings, ::testing::ElementsAre(0, 1, 2));
+  ASSERT_EQ(chunks.ranges.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(chunks.ranges[i].offsets, ::testing::Each(i * 1024));
+    EXPECT_THAT(chunks.ranges[i].sizes, ::testing::Each(1024));
+  }
+  const SpirvDispatch& rest = artifact.dispatches[1];
+  ASSERT_EQ(rest.ranges.size(), 1u);
+  EXPECT_THAT(rest.ranges[0].offsets, ::testing::Each(3072));
+  EXPECT_THAT(rest.ranges[0].sizes, ::testing::Each(232 * 4));
+  EXPECT_NE(chunks.code, rest.code);
+  CheckArtifacts(plan, HaveSpirvVal());
+}
+
+// A matmul cannot be split: a clear error at compile time naming the op, the size and the limit.
+TEST(SpirvCodegenTest, MatmulAboveTheRangeIsResourceExhausted) {
+  const std::string program = R"mlir(
+func.func @main(%a: tensor<32x32xf32> {tessera.sharding = "mesh{x=1} P()"},
+                %b: tensor<32x32xf32> {tessera.sharding = "mesh{x=1} P()"})
+    -> (tensor<32x32xf32> {tessera.sharding = "mesh{x=1} P()"}) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x32xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<32x32xf32>) -> tensor<32x32xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<32x32xf32>, tensor<32x32xf32>)
+                     outs(%f : tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %c : tensor<32x32xf32>
+})mlir";
+  EXPECT_THAT(CompileForTarget(program, SmallRangeTarget()),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       ::testing::AllOf(HasSubstr("linalg.matmul"), HasSubstr("4096 bytes"),
+                                        HasSubstr("maxStorageBufferRange (1024 bytes)"))));
+}
+
+// f64 / i64 data on a device without shaderFloat64 / shaderInt64: UNIMPLEMENTED at compile time,
+// naming the capability.
+TEST(SpirvCodegenTest, MissingFloat64OrInt64IsUnimplementedAtCompile) {
+  KernelTarget no_float64, no_int64;
+  no_float64.float64 = false;
+  no_int64.int64 = false;
+  const std::string f64 = R"mlir(func.func @main(%a: tensor<7xf64> {tessera.sharding = "mesh{x=1} P()"})
+      -> (tensor<7xf64> {tessera.sharding = "mesh{x=1} P()"}) {
+    %s = arith.addf %a, %a : tensor<7xf64>
+    return %s : tensor<7xf64>
+  })mlir";
+  const std::string i64 = R"mlir(func.func @main(%a: tensor<7xi64> {tessera.sharding = "mesh{x=1} P()"})
+      -> (tensor<7xi64> {tessera.sharding = "mesh{x=1} P()"}) {
+    %s = arith.addi %a, %a : tensor<7xi64>
+    return %s : tensor<7xi64>
+  })mlir";
+  EXPECT_THAT(CompileForTarget(f64, no_float64),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("Float64 (shaderFloat64)")));
+  EXPECT_THAT(CompileForTarget(i64, no_int64),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("Int64 (shaderInt64)")));
+  // The other capability is enough.
+  EXPECT_OK(CompileForTarget(f64, no_int64).status());
+  EXPECT_OK(CompileForTarget(i64, no_float64).status());
+}
+
 TEST(SpirvCodegenTest, UnknownPlatformIsUnimplemented) {
   EXPECT_THAT(CompileText(Example("mlp.mlir"), 4, {}, {}, {"metal"}),
               StatusIs(absl::StatusCode::kUnimplemented,
