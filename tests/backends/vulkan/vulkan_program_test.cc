@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -20,6 +21,8 @@
 #include "backends/vulkan/vulkan_platform.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ifrt/runtime/kernel_targets.h"
+#include "ifrt/runtime/runtime_compiler.h"
 #include "ifrt/status_macros.h"
 #include "tessera.h"
 #include "tests/testing/status_matchers.h"
@@ -378,27 +381,109 @@ TEST_P(VulkanProgramTest, MegatronExampleAllReducesAcrossDevicesAndPlatforms) {
             4 * 3 * (2 * 512 / 4));
 }
 
-// A shard above the device's maxStorageBufferRange cannot be bound whole: the launch fails with
-// RESOURCE_EXHAUSTED naming the sizes (never a silently wrong result), and the CPU devices of a
-// mixed topology are not affected by the limit.
-TEST_P(VulkanProgramTest, ShardAboveMaxStorageBufferRangeIsAClearError) {
-  std::optional<int64_t> range;
+// Each Vulkan device's limits reach the compiler (ProgramCompileRequest::targets) from its
+// attributes; CPU devices report none.
+TEST_P(VulkanProgramTest, KernelTargetsComeFromTheVulkanDevices) {
+  const std::map<std::string, KernelTarget> targets = runtime::KernelTargetsOf(*devices_);
+  EXPECT_FALSE(targets.contains("cpu"));
+  ASSERT_TRUE(targets.contains("vulkan"));
+  const KernelTarget& target = targets.at("vulkan");
   for (Device* d : client_->devices()) {
-    if (d->Kind() == "vulkan") range = d->Attributes().GetInt("max_storage_buffer_range");
+    if (d->Kind() != "vulkan") continue;
+    const AttributeMap& a = d->Attributes();
+    EXPECT_EQ(target.max_storage_buffer_range, a.GetInt("max_storage_buffer_range"));
+    EXPECT_EQ(target.min_storage_buffer_offset_alignment,
+              a.GetInt("min_storage_buffer_offset_alignment"));
+    EXPECT_EQ(target.max_workgroup_invocations, a.GetInt("max_compute_work_group_invocations"));
+    EXPECT_EQ(target.subgroup_size, a.GetInt("subgroup_size"));
   }
-  ASSERT_TRUE(range.has_value());
-  if (*range > (int64_t{1} << 28)) GTEST_SKIP() << "maxStorageBufferRange is " << *range;
-  const int64_t n = *range / 4 + 64;  // f32 elements: just above the range
-  const std::string t = Tensor({n}, "f32");
-  const std::string text = "func.func @main(%a: " + t + Attr("P()") + ") -> (" + t + Attr("P()") +
-                           ") {\n  %s = arith.addf %a, %a : " + t + "\n  return %s : " + t + "\n}";
-  Host a{DType::kF32, {n}, std::vector<double>(n, 1.5)};
-  absl::StatusOr<std::vector<Host>> out = Run(text, {a});
-  EXPECT_THAT(out.status(), testing::StatusIs(absl::StatusCode::kResourceExhausted,
-                                              ::testing::HasSubstr("maxStorageBufferRange")));
+  EXPECT_TRUE(target.float64);  // lavapipe has shaderFloat64 and shaderInt64
+  EXPECT_TRUE(target.int64);
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, VulkanProgramTest,
+                         ::testing::Values(Topology{"vulkan4", 0, 2},
+                                           Topology{"vulkan2_cpu2", 2, 1}),
+                         [](const ::testing::TestParamInfo<Topology>& info) {
+                           return info.param.name;
+                         });
+
+// The same topologies with every Vulkan device's maxStorageBufferRange lowered to 4 KiB
+// (TESSERA_VULKAN_MAX_STORAGE_BUFFER_RANGE, a test knob): shards above it run split into ranges
+// when the op is elementwise, and are a clear error otherwise.
+class VulkanSmallRangeProgramTest : public VulkanProgramTest {
+ protected:
+  static constexpr int64_t kRange = 4096;
+  void SetUp() override {
+    setenv("TESSERA_VULKAN_MAX_STORAGE_BUFFER_RANGE", absl::StrCat(kRange).c_str(), 1);
+    VulkanProgramTest::SetUp();
+    unsetenv("TESSERA_VULKAN_MAX_STORAGE_BUFFER_RANGE");
+  }
+};
+
+// Replicated (each device holds all n elements, about 5 times the range, with a ragged
+// remainder); the result matches the same float arithmetic on the host within 1e-6.
+TEST_P(VulkanSmallRangeProgramTest, ElementwiseShardAboveTheRangeRunsInRanges) {
+  for (Device* d : client_->devices()) {
+    if (d->Kind() != "vulkan") continue;
+    EXPECT_EQ(d->Attributes().GetInt("max_storage_buffer_range"), kRange);
+  }
+  const int64_t n = 5 * kRange / 4 + 37;
+  const std::string t = Tensor({n}, "f32");
+  const std::string text = "func.func @main(%a: " + t + Attr("P()") + ", %b: " + t + Attr("P()") +
+                           ") -> (" + t + Attr("P()") + ") {\n  %s = arith.addf %a, %b : " + t +
+                           "\n  %m = arith.mulf %s, %a : " + t + "\n  return %m : " + t + "\n}";
+  const Host a = Random(DType::kF32, {n}, 21), b = Random(DType::kF32, {n}, 22);
+  ASSERT_OK_AND_ASSIGN(std::vector<Host> out, Run(text, {a, b}));
+  ASSERT_EQ(out[0].values.size(), static_cast<size_t>(n));
+  int mismatches = 0;
+  for (int64_t i = 0; i < n && mismatches < 5; ++i) {
+    const float x = static_cast<float>(a.values[i]), y = static_cast<float>(b.values[i]);
+    const float expected = (x + y) * x;
+    if (!(std::abs(out[0].values[i] - expected) <= 1e-6 * std::max(1.0f, std::abs(expected)))) {
+      ADD_FAILURE() << "element " << i << ": " << out[0].values[i] << " != " << expected;
+      ++mismatches;
+    }
+  }
+}
+
+// A matmul whose operands exceed the range cannot be split: Compile says so, naming the op, the
+// buffer's size and the limit.
+TEST_P(VulkanSmallRangeProgramTest, MatmulAboveTheRangeIsAClearError) {
+  const std::string t = Tensor({64, 64}, "f32");
+  const std::string text = "func.func @main(%a: " + t + Attr("P()") + ", %b: " + t + Attr("P()") +
+                           ") -> (" + t + Attr("P()") +
+                           ") {\n  %z = arith.constant 0.0 : f32\n  %e = tensor.empty() : " + t +
+                           "\n  %f = linalg.fill ins(%z : f32) outs(%e : " + t + ") -> " + t +
+                           "\n  %c = linalg.matmul ins(%a, %b : " + t + ", " + t +
+                           ") outs(%f : " + t + ") -> " + t + "\n  return %c : " + t + "\n}";
+  const Host a = Random(DType::kF32, {64, 64}, 23), b = Random(DType::kF32, {64, 64}, 24);
+  EXPECT_THAT(Run(text, {a, b}).status(),
+              testing::StatusIs(absl::StatusCode::kResourceExhausted,
+                                ::testing::AllOf(::testing::HasSubstr("linalg.matmul"),
+                                                 ::testing::HasSubstr("16384 bytes"),
+                                                 ::testing::HasSubstr("(4096 bytes)"))));
+}
+
+// The compile cache key holds the devices' kernel targets: the same program and device ids on
+// devices of another maxStorageBufferRange are another executable.
+TEST_P(VulkanSmallRangeProgramTest, DevicesWithOtherLimitsCompileOtherKernels) {
+  EXPECT_EQ(runtime::KernelTargetsOf(*devices_).at("vulkan").max_storage_buffer_range, kRange);
+  absl::StatusOr<std::shared_ptr<Client>> other =
+      CreateClient({.cpu_devices = GetParam().cpu_devices,
+                    .cpu_threads_per_device = 1,
+                    .vulkan = VulkanMode::kRequired,
+                    .vulkan_logical_devices_per_gpu = GetParam().vulkan_logical_devices_per_gpu,
+                    .transfer_guard = guard::Policy()});
+  ASSERT_OK(other.status());
+  ASSERT_OK_AND_ASSIGN(DeviceListRef other_devices, (*other)->MakeDeviceList((*other)->devices()));
+  EXPECT_GT(runtime::KernelTargetsOf(*other_devices).at("vulkan").max_storage_buffer_range, kRange);
+  const std::string text = ReadFile(std::string(TESSERA_SOURCE_DIR) + "/examples/mlp.mlir");
+  EXPECT_NE(runtime::ProgramFingerprint(text, CompileOptions{.devices = devices_}),
+            runtime::ProgramFingerprint(text, CompileOptions{.devices = other_devices}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Topologies, VulkanSmallRangeProgramTest,
                          ::testing::Values(Topology{"vulkan4", 0, 2},
                                            Topology{"vulkan2_cpu2", 2, 1}),
                          [](const ::testing::TestParamInfo<Topology>& info) {
