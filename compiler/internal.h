@@ -134,6 +134,12 @@ absl::StatusOr<CutProgram> CutIntoSteps(mlir::ModuleOp module, mlir::func::FuncO
 absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const std::string& name,
                                                  bool takes_device_position);
 
+// Each top-level linalg.generic on buffers of `func` that reduces one long dimension (parallel
+// dimensions first) with addf / maximumf / minimumf / maxnumf / minnumf on floats -> two
+// gpu.launch ops (work-groups reduce slices through workgroup memory, then combine the partials,
+// kept in a scratch allocation); other generics are left alone (vulkan_reduction.cc).
+void EmitTwoPassReductions(mlir::func::FuncOp func, const KernelTarget& target);
+
 // Lowers one kernel module (as CutIntoSteps makes it; modified in place) to SPIR-V: artifact
 // format "spirv", its dispatches and scratch buffers as KernelArtifact documents them; a kernel
 // that computes with the device position gets one variant per position of `grid_shape`. Compiled

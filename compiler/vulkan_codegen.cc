@@ -880,6 +880,7 @@ absl::StatusOr<KernelArtifact> LowerSimplifiedKernel(mlir::ModuleOp kernel, mlir
   SplitDispatches splits;
   TESSERA_RETURN_IF_ERROR(SplitLargeElementwiseOps(func, name, target, splits));
   EmitTiledMatmuls(func);
+  EmitTwoPassReductions(func, target);
   return LowerLoopsToDispatches(kernel, func, name, target, splits);
 }
 

@@ -269,12 +269,14 @@ TEST(SpirvCodegenTest, MissingFloat64OrInt64IsUnimplementedAtCompile) {
   KernelTarget no_float64, no_int64;
   no_float64.float64 = false;
   no_int64.int64 = false;
-  const std::string f64 = R"mlir(func.func @main(%a: tensor<7xf64> {tessera.sharding = "mesh{x=1} P()"})
+  const std::string f64 =
+      R"mlir(func.func @main(%a: tensor<7xf64> {tessera.sharding = "mesh{x=1} P()"})
       -> (tensor<7xf64> {tessera.sharding = "mesh{x=1} P()"}) {
     %s = arith.addf %a, %a : tensor<7xf64>
     return %s : tensor<7xf64>
   })mlir";
-  const std::string i64 = R"mlir(func.func @main(%a: tensor<7xi64> {tessera.sharding = "mesh{x=1} P()"})
+  const std::string i64 =
+      R"mlir(func.func @main(%a: tensor<7xi64> {tessera.sharding = "mesh{x=1} P()"})
       -> (tensor<7xi64> {tessera.sharding = "mesh{x=1} P()"}) {
     %s = arith.addi %a, %a : tensor<7xi64>
     return %s : tensor<7xi64>
@@ -286,6 +288,55 @@ TEST(SpirvCodegenTest, MissingFloat64OrInt64IsUnimplementedAtCompile) {
   // The other capability is enough.
   EXPECT_OK(CompileForTarget(f64, no_int64).status());
   EXPECT_OK(CompileForTarget(i64, no_float64).status());
+}
+
+// A sum over a long extent: two dispatches (slices reduced by work-groups through workgroup
+// memory into a scratch buffer of partials, then the partials combined); a short one stays one.
+TEST(SpirvCodegenTest, LongReductionRunsInTwoPasses) {
+  auto program = [](int64_t n) {
+    const std::string t = absl::StrCat("tensor<3x", n, "xf32>");
+    return absl::StrCat(R"mlir(func.func @main(%a: )mlir", t,
+                        R"mlir( {tessera.sharding = "mesh{x=1} P()"})
+    -> (tensor<3xf32> {tessera.sharding = "mesh{x=1} P()"}) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<3xf32>) -> tensor<3xf32>
+  %r = linalg.reduce ins(%a : )mlir",
+                        t, R"mlir() outs(%f : tensor<3xf32>) dimensions = [1]
+    (%x: f32, %y: f32) { %s = arith.addf %x, %y : f32
+                         linalg.yield %s : f32 }
+  return %r : tensor<3xf32>
+})mlir");
+  };
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileForTarget(program(5000), KernelTarget{}));
+  const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("vulkan");
+  // fill, partials, totals; the partials: 3 outputs x 5 slices (5000 / (64 x 16), rounded up).
+  ASSERT_EQ(artifact.dispatches.size(), 3u);
+  EXPECT_THAT(artifact.scratch_bytes, ::testing::ElementsAre(3 * 5 * 4));
+  EXPECT_THAT(artifact.dispatches[1].workgroup_count, ::testing::ElementsAre(5, 3, 1));
+  EXPECT_THAT(artifact.dispatches[2].workgroup_count, ::testing::ElementsAre(1, 3, 1));
+  EXPECT_THAT(artifact.dispatches[1].workgroup_size, ::testing::ElementsAre(64, 1, 1));
+  CheckArtifacts(plan, HaveSpirvVal());
+  ASSERT_OK_AND_ASSIGN(ProgramPlan short_plan, CompileForTarget(program(100), KernelTarget{}));
+  EXPECT_EQ(short_plan.steps[0].kernel.artifacts.at("vulkan").dispatches.size(), 2u);
+  // A maximum to a scalar: one output, 98 slices (100003 / 1024, rounded up).
+  const std::string scalar = R"mlir(
+func.func @main(%a: tensor<100003xf32> {tessera.sharding = "mesh{x=1} P()"})
+    -> (tensor<f32> {tessera.sharding = "mesh{x=1} P()"}) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %r = linalg.reduce ins(%a : tensor<100003xf32>) outs(%f : tensor<f32>) dimensions = [0]
+    (%x: f32, %y: f32) { %s = arith.maximumf %x, %y : f32
+                         linalg.yield %s : f32 }
+  return %r : tensor<f32>
+})mlir";
+  ASSERT_OK_AND_ASSIGN(ProgramPlan scalar_plan, CompileForTarget(scalar, KernelTarget{}));
+  const KernelArtifact& scalar_artifact = scalar_plan.steps[0].kernel.artifacts.at("vulkan");
+  ASSERT_EQ(scalar_artifact.dispatches.size(), 3u);
+  EXPECT_THAT(scalar_artifact.scratch_bytes, ::testing::ElementsAre(98 * 4));
+  EXPECT_THAT(scalar_artifact.dispatches[1].workgroup_count, ::testing::ElementsAre(98, 1, 1));
+  CheckArtifacts(scalar_plan, HaveSpirvVal());
 }
 
 TEST(SpirvCodegenTest, UnknownPlatformIsUnimplemented) {

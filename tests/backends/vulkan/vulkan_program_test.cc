@@ -352,6 +352,57 @@ func.func @main(%a: tensor<8x3xf32> {tessera.sharding = "mesh{x=4} P(x,None)"},
   ExpectNear(out[2], all);
 }
 
+// A reduction of `dims` of `in` into an output filled with `init` (`op`: arith.addf, maximumf
+// or minimumf), as a program over replicated values.
+std::string ReductionProgram(const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                             int64_t dimension, const std::string& op, const std::string& init) {
+  const std::string ti = Tensor(in, "f32"), to = Tensor(out, "f32");
+  return absl::StrCat("func.func @main(%a: ", ti, Attr("P()"), ") -> (", to, Attr("P()"),
+                      ") {\n  %z = arith.constant ", init, " : f32\n  %e = tensor.empty() : ", to,
+                      "\n  %f = linalg.fill ins(%z : f32) outs(%e : ", to, ") -> ", to,
+                      "\n  %r = linalg.reduce ins(%a : ", ti, ") outs(%f : ", to,
+                      ") dimensions = [", dimension, "]\n    (%x: f32, %y: f32) { %s = ", op,
+                      " %x, %y : f32\n      linalg.yield %s : f32 }\n  return %r : ", to, "\n}");
+}
+
+// Sums, maxima and minima over extents from 1 to a million (the long ones run in two passes:
+// work-groups reduce slices through workgroup memory, then the partials are combined), into
+// initialized outputs, to a scalar and along either dimension of a matrix.
+TEST_P(VulkanProgramTest, ReductionsAtEverySizeMatchReference) {
+  struct Case {
+    std::string op;
+    std::string init;
+    double init_value;
+  };
+  const std::vector<Case> cases = {
+      {"arith.addf", "1.0", 1.0}, {"arith.maximumf", "0.5", 0.5}, {"arith.minimumf", "-0.5", -0.5}};
+  auto combine = [](const std::string& op, double a, double b) {
+    return op == "arith.addf" ? a + b : op == "arith.maximumf" ? std::max(a, b) : std::min(a, b);
+  };
+  for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{257}, int64_t{4099}, int64_t{1000003}}) {
+    const Host a = Random(DType::kF32, {n}, static_cast<uint32_t>(n));
+    for (const Case& c : cases) {
+      SCOPED_TRACE(absl::StrCat(c.op, " over ", n));
+      Host expected{DType::kF32, {}, {c.init_value}};
+      for (double v : a.values) expected.values[0] = combine(c.op, expected.values[0], v);
+      ASSERT_OK_AND_ASSIGN(std::vector<Host> out,
+                           Run(ReductionProgram({n}, {}, 0, c.op, c.init), {a}));
+      ExpectNear(out[0], expected);
+    }
+  }
+  // Rows of 3 x 1031 and columns of 1031 x 5 (a strided input).
+  const Host m = Random(DType::kF32, {3, 1031}, 31), t = Random(DType::kF32, {1031, 5}, 32);
+  Host rows{DType::kF32, {3}, {1, 1, 1}}, columns{DType::kF32, {5}, {1, 1, 1, 1, 1}};
+  for (int64_t i = 0; i < 3 * 1031; ++i) rows.values[i / 1031] += m.values[i];
+  for (int64_t i = 0; i < 1031 * 5; ++i) columns.values[i % 5] += t.values[i];
+  ASSERT_OK_AND_ASSIGN(std::vector<Host> out_rows,
+                       Run(ReductionProgram({3, 1031}, {3}, 1, "arith.addf", "1.0"), {m}));
+  ExpectNear(out_rows[0], rows);
+  ASSERT_OK_AND_ASSIGN(std::vector<Host> out_columns,
+                       Run(ReductionProgram({1031, 5}, {5}, 0, "arith.addf", "1.0"), {t}));
+  ExpectNear(out_columns[0], columns);
+}
+
 TEST_P(VulkanProgramTest, MlpExampleMatchesReference) {
   const std::string text = ReadFile(std::string(TESSERA_SOURCE_DIR) + "/examples/mlp.mlir");
   const Host x = Random(DType::kF32, {16, 32}, 7), w = Random(DType::kF32, {32, 64}, 8),
