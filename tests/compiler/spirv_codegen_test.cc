@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -46,10 +47,11 @@ absl::Status SpirvVal(const std::string& code) {
 
 // Every dispatch of `artifact` (and of its position variants): well-formed (bindings in range,
 // sizes positive) and, where spirv-val exists, valid SPIR-V.
-void CheckArtifact(const KernelStep& step, const KernelArtifact& artifact, bool validate) {
+void CheckArtifact(const KernelStep& step, const KernelArtifact& artifact, bool validate,
+                   int64_t max_invocations) {
   EXPECT_EQ(artifact.format, "spirv");
   for (const KernelArtifact& variant : artifact.position_variants) {
-    CheckArtifact(step, variant, validate);
+    CheckArtifact(step, variant, validate, max_invocations);
   }
   {
     const int args = static_cast<int>(step.inputs.size() + step.outputs.size());
@@ -57,7 +59,7 @@ void CheckArtifact(const KernelStep& step, const KernelArtifact& artifact, bool 
       SCOPED_TRACE(absl::StrCat(step.name, " / ", d.entry));
       ASSERT_EQ(d.workgroup_size.size(), 3u);
       ASSERT_EQ(d.workgroup_count.size(), 3u);
-      EXPECT_LE(d.workgroup_size[0] * d.workgroup_size[1] * d.workgroup_size[2], 128);
+      EXPECT_LE(d.workgroup_size[0] * d.workgroup_size[1] * d.workgroup_size[2], max_invocations);
       for (int64_t c : d.workgroup_count) EXPECT_LE(c, 65535);
       for (int b : d.bindings) {
         EXPECT_GE(b, 0);
@@ -73,12 +75,13 @@ void CheckArtifact(const KernelStep& step, const KernelArtifact& artifact, bool 
   }
 }
 
-void CheckArtifacts(const ProgramPlan& plan, bool validate) {
+// `max_invocations`: the target's maxComputeWorkGroupInvocations (128 by default).
+void CheckArtifacts(const ProgramPlan& plan, bool validate, int64_t max_invocations = 128) {
   int kernels = 0;
   for (const ProgramStep& step : plan.steps) {
     if (step.kind != ProgramStep::Kind::kKernel) continue;
     ++kernels;
-    CheckArtifact(step.kernel, step.kernel.artifacts.at("vulkan"), validate);
+    CheckArtifact(step.kernel, step.kernel.artifacts.at("vulkan"), validate, max_invocations);
   }
   EXPECT_GT(kernels, 0);
 }
@@ -337,6 +340,37 @@ func.func @main(%a: tensor<100003xf32> {tessera.sharding = "mesh{x=1} P()"})
   EXPECT_THAT(scalar_artifact.scratch_bytes, ::testing::ElementsAre(98 * 4));
   EXPECT_THAT(scalar_artifact.dispatches[1].workgroup_count, ::testing::ElementsAre(98, 1, 1));
   CheckArtifacts(scalar_plan, HaveSpirvVal());
+}
+
+// The matmul's tile follows the device: 16x16 on 16x8 invocations where only 128 are allowed,
+// 32x32 on 32x8 where 256 are and a subgroup of 32 holds a row of the work-group.
+TEST(SpirvCodegenTest, MatmulTileFollowsTheDeviceLimits) {
+  const std::string program = R"mlir(
+func.func @main(%a: tensor<40x24xf32> {tessera.sharding = "mesh{x=1} P()"},
+                %b: tensor<24x72xf32> {tessera.sharding = "mesh{x=1} P()"})
+    -> (tensor<40x72xf32> {tessera.sharding = "mesh{x=1} P()"}) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<40x72xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<40x72xf32>) -> tensor<40x72xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<40x24xf32>, tensor<24x72xf32>)
+                     outs(%f : tensor<40x72xf32>) -> tensor<40x72xf32>
+  return %c : tensor<40x72xf32>
+})mlir";
+  KernelTarget gpu;
+  gpu.max_workgroup_invocations = 1024;
+  gpu.max_workgroup_size = {1024, 1024, 64};
+  gpu.subgroup_size = 32;
+  for (const auto& [target, tile, rows] :
+       {std::tuple{KernelTarget{}, 16, 8}, std::tuple{gpu, 32, 8}}) {
+    SCOPED_TRACE(tile);
+    ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileForTarget(program, target));
+    const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("vulkan");
+    ASSERT_EQ(artifact.dispatches.size(), 2u);  // fill, matmul
+    EXPECT_THAT(artifact.dispatches[1].workgroup_size, ::testing::ElementsAre(tile, rows, 1));
+    EXPECT_THAT(artifact.dispatches[1].workgroup_count,
+                ::testing::ElementsAre((72 + tile - 1) / tile, (40 + tile - 1) / tile, 1));
+    CheckArtifacts(plan, HaveSpirvVal(), target.max_workgroup_invocations);
+  }
 }
 
 TEST(SpirvCodegenTest, UnknownPlatformIsUnimplemented) {
