@@ -46,7 +46,9 @@ class SpirvKernel final : public PlatformKernel {
   // INVALID_ARGUMENT: not a "spirv" artifact, an empty or misaligned module, bad sizes or
   // bindings; UNIMPLEMENTED without VK_KHR_push_descriptor, a work-group size above the device's
   // limits, or a module declaring the Float64 / Int64 capability on a device without
-  // shaderFloat64 / shaderInt64; Vulkan failures (vkCreateShaderModule, vkCreateComputePipelines)
+  // shaderFloat64 / shaderInt64 (the compiler refuses those at Compile already, from the device's
+  // kernel target; this is the loader's own check); binding ranges of the wrong count, size or
+  // alignment (INVALID_ARGUMENT); Vulkan failures (vkCreateShaderModule, vkCreateComputePipelines)
   // as VkStatus.
   static absl::StatusOr<std::shared_ptr<const SpirvKernel>> Load(
       std::shared_ptr<VulkanDevice> device, PFN_vkCmdPushDescriptorSetKHR push_descriptor,
