@@ -134,14 +134,25 @@ absl::StatusOr<CutProgram> CutIntoSteps(mlir::ModuleOp module, mlir::func::FuncO
 absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const std::string& name,
                                                  bool takes_device_position);
 
+// Each top-level linalg.generic on buffers of `func` that reduces one long dimension (parallel
+// dimensions first) with addf / maximumf / minimumf / maxnumf / minnumf on floats -> two
+// gpu.launch ops (work-groups reduce slices through workgroup memory, then combine the partials,
+// kept in a scratch allocation); other generics are left alone (vulkan_reduction.cc).
+void EmitTwoPassReductions(mlir::func::FuncOp func, const KernelTarget& target);
+
 // Lowers one kernel module (as CutIntoSteps makes it; modified in place) to SPIR-V: artifact
 // format "spirv", its dispatches and scratch buffers as KernelArtifact documents them; a kernel
-// that computes with the device position gets one variant per position of `grid_shape`.
-// UNIMPLEMENTED: host code left outside every kernel (named); INTERNAL when a pass fails (with
-// its diagnostics).
+// that computes with the device position gets one variant per position of `grid_shape`. Compiled
+// for `target` (its SPIR-V target environment; elementwise ops whose buffers exceed its
+// max_storage_buffer_range split into ranges, SpirvDispatch::ranges).
+// UNIMPLEMENTED: host code left outside every kernel (named), f64 / i64 data on a target without
+// Float64 / Int64 (naming the capability); RESOURCE_EXHAUSTED: an op that cannot be split binding
+// a buffer above the range (naming the op, the size and the limit); INTERNAL when a pass fails
+// (with its diagnostics).
 absl::StatusOr<KernelArtifact> LowerKernelForVulkan(mlir::ModuleOp kernel, const std::string& name,
                                                     bool takes_device_position,
-                                                    const std::vector<int64_t>& grid_shape);
+                                                    const std::vector<int64_t>& grid_shape,
+                                                    const KernelTarget& target);
 
 }  // namespace tessera::compiler
 

@@ -193,6 +193,11 @@ void RestoreUnusedParameters(const std::vector<bool>& unused, const ProgramPlan&
   plan.parameters = std::move(parameters);
 }
 
+KernelTarget TargetOf(const ProgramCompileRequest& request, const std::string& platform) {
+  auto it = request.targets.find(platform);
+  return it == request.targets.end() ? KernelTarget{} : it->second;
+}
+
 // Each platform's artifact of one kernel step ("cpu" when the request names none). Code generators
 // modify the module they lower: each but the last gets a copy.
 absl::Status GenerateCode(const ProgramCompileRequest& request, mlir::ModuleOp kernel,
@@ -208,7 +213,8 @@ absl::Status GenerateCode(const ProgramCompileRequest& request, mlir::ModuleOp k
     }
     absl::StatusOr<KernelArtifact> artifact =
         platforms[p] == "vulkan"
-            ? LowerKernelForVulkan(module, step.name, step.takes_device_position, grid_shape)
+            ? LowerKernelForVulkan(module, step.name, step.takes_device_position, grid_shape,
+                                   TargetOf(request, platforms[p]))
             : LowerKernelForCpu(module, step.name, step.takes_device_position);
     if (!artifact.ok()) return artifact.status();
     step.artifacts[platforms[p]] = *std::move(artifact);

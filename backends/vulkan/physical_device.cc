@@ -135,7 +135,7 @@ void SetDeviceAttributes(const PhysicalDeviceDescription& d, const LogicalDevice
   a.Set("device_memory_bytes", facts.device_memory_bytes);
   a.Set("pinned_host_memory_bytes", facts.pinned_host_memory_bytes);
   a.Set("subgroup_size", int64_t{d.subgroup.subgroupSize});
-  a.Set("max_storage_buffer_range", int64_t{props.limits.maxStorageBufferRange});
+  a.Set("max_storage_buffer_range", facts.max_storage_buffer_range);
   a.Set("max_memory_allocation_size", static_cast<int64_t>(d.maintenance3.maxMemoryAllocationSize));
   a.Set("max_buffer_bytes", facts.max_buffer_bytes);
   a.Set("min_storage_buffer_offset_alignment",
@@ -157,6 +157,8 @@ void SetDeviceAttributes(const PhysicalDeviceDescription& d, const LogicalDevice
   a.Set("staging_chunk_bytes", facts.staging_chunk_bytes);
   a.Set("staging_chunks", int64_t{facts.staging_chunks});
   a.Set("peer_memory_import", facts.peer_memory_import);
+  a.Set("shader_float64", facts.shader_float64);
+  a.Set("shader_int64", facts.shader_int64);
 }
 
 }  // namespace tessera::vulkan

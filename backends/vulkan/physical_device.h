@@ -54,6 +54,10 @@ struct LogicalDeviceFacts {
   int64_t staging_chunk_bytes = 0;
   int staging_chunks = 0;
   bool peer_memory_import = false;
+  bool shader_float64 = false;
+  bool shader_int64 = false;
+  // The maxStorageBufferRange the platform uses (VulkanPlatformOptions can lower the device's).
+  int64_t max_storage_buffer_range = 0;
 };
 
 // Sets the device's attributes: the physical device's identity, driver, limits and heaps, then

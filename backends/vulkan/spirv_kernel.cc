@@ -1,5 +1,6 @@
 #include "backends/vulkan/spirv_kernel.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -7,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/vulkan/vulkan_buffer.h"
 #include "backends/vulkan/vulkan_device.h"
+#include "ifrt/status_macros.h"
 
 namespace tessera::vulkan {
 namespace {
@@ -39,6 +41,17 @@ absl::Status CheckDispatch(const SpirvDispatch& d, const VkPhysicalDeviceLimits&
   }
   for (int b : d.bindings) {
     if (b < 0) return absl::InvalidArgumentError(absl::StrCat("dispatch ", d.entry, ": binding"));
+  }
+  for (const SpirvBufferRanges& r : d.ranges) {
+    bool ok = r.offsets.size() == d.bindings.size() && r.sizes.size() == d.bindings.size();
+    for (size_t i = 0; ok && i < r.offsets.size(); ++i) {
+      ok = r.offsets[i] >= 0 && r.sizes[i] > 0 &&
+           r.offsets[i] % std::max<int64_t>(1, limits.minStorageBufferOffsetAlignment) == 0;
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dispatch ", d.entry, ": a binding range of the wrong count, size or alignment"));
+    }
   }
   return absl::OkStatus();
 }
@@ -114,6 +127,7 @@ absl::StatusOr<std::shared_ptr<const SpirvKernel>> SpirvKernel::Load(
 
 absl::Status SpirvKernel::CreatePipeline(const SpirvDispatch& d, Pipeline& p) {
   p.bindings = d.bindings;
+  p.ranges = d.ranges;
   for (int i = 0; i < 3; ++i) p.groups[i] = static_cast<uint32_t>(d.workgroup_count[i]);
   std::vector<uint32_t> words(d.code.size() / 4);
   std::memcpy(words.data(), d.code.data(), d.code.size());
@@ -143,6 +157,27 @@ SpirvKernel::~SpirvKernel() {
   for (Pipeline& p : pipelines_) p.objects.Destroy(device_->vk_device());
 }
 
+absl::Status SpirvKernel::ValidateRanges(const Pipeline& p,
+                                         absl::Span<VulkanBuffer* const> buffers) const {
+  for (const SpirvBufferRanges& r : p.ranges) {
+    for (size_t i = 0; i < p.bindings.size(); ++i) {
+      const VulkanBuffer* b = buffers[p.bindings[i]];
+      if (r.offsets[i] + r.sizes[i] > b->size_bytes()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("a kernel binds bytes [", r.offsets[i], ", ", r.offsets[i] + r.sizes[i],
+                         ") of a buffer of ", b->size_bytes(), " bytes"));
+      }
+      if (r.sizes[i] > max_storage_range_) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("a kernel binding range of ", r.sizes[i],
+                         " bytes exceeds the device's maxStorageBufferRange (", max_storage_range_,
+                         " bytes): the kernel was compiled for a device with a larger range"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SpirvKernel::Validate(absl::Span<VulkanBuffer* const> buffers) const {
   for (const Pipeline& p : pipelines_) {
     for (int b : p.bindings) {
@@ -150,6 +185,12 @@ absl::Status SpirvKernel::Validate(absl::Span<VulkanBuffer* const> buffers) cons
         return absl::InvalidArgumentError(
             absl::StrCat("kernel binding ", b, " but the launch has ", buffers.size(), " buffers"));
       }
+    }
+    if (!p.ranges.empty()) {
+      TESSERA_RETURN_IF_ERROR(ValidateRanges(p, buffers));
+      continue;
+    }
+    for (int b : p.bindings) {
       if (buffers[b]->allocated_size() > max_storage_range_) {
         return absl::ResourceExhaustedError(
             absl::StrCat("a kernel buffer of ", buffers[b]->size_bytes(),
@@ -161,29 +202,40 @@ absl::Status SpirvKernel::Validate(absl::Span<VulkanBuffer* const> buffers) cons
   return absl::OkStatus();
 }
 
+void SpirvKernel::RecordRun(VkCommandBuffer cb, const Pipeline& p,
+                            absl::Span<VulkanBuffer* const> buffers,
+                            const VulkanBuffer* placeholder,
+                            const SpirvBufferRanges* ranges) const {
+  std::vector<VkDescriptorBufferInfo> infos(p.bindings.size());
+  std::vector<VkWriteDescriptorSet> writes(p.bindings.size());
+  for (size_t i = 0; i < p.bindings.size(); ++i) {
+    const VulkanBuffer* b = buffers[p.bindings[i]];
+    if (b->size_bytes() == 0) b = placeholder;
+    infos[i] = {b->vk_buffer(), static_cast<VkDeviceSize>(b->offset()),
+                static_cast<VkDeviceSize>(b->allocated_size())};
+    if (ranges != nullptr) {
+      infos[i].offset += static_cast<VkDeviceSize>(ranges->offsets[i]);
+      infos[i].range = static_cast<VkDeviceSize>(ranges->sizes[i]);
+    }
+    writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+    writes[i].dstBinding = static_cast<uint32_t>(i);
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  push_descriptor_(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.objects.layout, 0,
+                   static_cast<uint32_t>(writes.size()), writes.data());
+  vkCmdDispatch(cb, p.groups[0], p.groups[1], p.groups[2]);
+}
+
 void SpirvKernel::Record(VkCommandBuffer cb, absl::Span<VulkanBuffer* const> buffers,
                          const VulkanBuffer* placeholder) const {
-  std::vector<VkDescriptorBufferInfo> infos;
-  std::vector<VkWriteDescriptorSet> writes;
   for (const Pipeline& p : pipelines_) {
     if (p.groups[0] == 0 || p.groups[1] == 0 || p.groups[2] == 0) continue;
-    infos.assign(p.bindings.size(), VkDescriptorBufferInfo{});
-    writes.assign(p.bindings.size(), VkWriteDescriptorSet{});
-    for (size_t i = 0; i < p.bindings.size(); ++i) {
-      const VulkanBuffer* b = buffers[p.bindings[i]];
-      if (b->size_bytes() == 0) b = placeholder;
-      infos[i] = {b->vk_buffer(), static_cast<VkDeviceSize>(b->offset()),
-                  static_cast<VkDeviceSize>(b->allocated_size())};
-      writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-      writes[i].dstBinding = static_cast<uint32_t>(i);
-      writes[i].descriptorCount = 1;
-      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-      writes[i].pBufferInfo = &infos[i];
-    }
     vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.objects.pipeline);
-    push_descriptor_(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.objects.layout, 0,
-                     static_cast<uint32_t>(writes.size()), writes.data());
-    vkCmdDispatch(cb, p.groups[0], p.groups[1], p.groups[2]);
+    if (p.ranges.empty()) RecordRun(cb, p, buffers, placeholder, nullptr);
+    // The runs of a split kernel touch disjoint elements: no barrier between them.
+    for (const SpirvBufferRanges& r : p.ranges) RecordRun(cb, p, buffers, placeholder, &r);
     // The next dispatch (and the copies after the launch) read what this one wrote.
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;

@@ -11,8 +11,10 @@
 // SpirvKernel per position; ForPosition picks the launching device's.
 //
 // Buffers are bound whole (offset and size of the VulkanBuffer's range), so each must fit the
-// device's maxStorageBufferRange: Validate says which does not (RESOURCE_EXHAUSTED naming it)
-// before anything is recorded. Zero-size buffers are bound as a small placeholder the caller
+// device's maxStorageBufferRange, except by a dispatch with ranges (SpirvDispatch::ranges: an
+// elementwise kernel split by the compiler), dispatched once per entry, each binding the byte
+// ranges it names. Validate says which buffer or range does not fit (RESOURCE_EXHAUSTED naming
+// it) before anything is recorded. Zero-size buffers are bound as a small placeholder the caller
 // provides (no dispatch reads a zero-size buffer: its loops are empty).
 //
 // Ownership: the PlatformKernel the runtime holds (through PlatformKernelRef) and each launch in
@@ -44,7 +46,9 @@ class SpirvKernel final : public PlatformKernel {
   // INVALID_ARGUMENT: not a "spirv" artifact, an empty or misaligned module, bad sizes or
   // bindings; UNIMPLEMENTED without VK_KHR_push_descriptor, a work-group size above the device's
   // limits, or a module declaring the Float64 / Int64 capability on a device without
-  // shaderFloat64 / shaderInt64; Vulkan failures (vkCreateShaderModule, vkCreateComputePipelines)
+  // shaderFloat64 / shaderInt64 (the compiler refuses those at Compile already, from the device's
+  // kernel target; this is the loader's own check); binding ranges of the wrong count, size or
+  // alignment (INVALID_ARGUMENT); Vulkan failures (vkCreateShaderModule, vkCreateComputePipelines)
   // as VkStatus.
   static absl::StatusOr<std::shared_ptr<const SpirvKernel>> Load(
       std::shared_ptr<VulkanDevice> device, PFN_vkCmdPushDescriptorSetKHR push_descriptor,
@@ -60,8 +64,9 @@ class SpirvKernel final : public PlatformKernel {
   // position (an artifact with position_variants). INVALID_ARGUMENT: a position outside the grid.
   absl::StatusOr<const SpirvKernel*> ForPosition(absl::Span<const int64_t> position) const;
 
-  // OK when every bound buffer fits maxStorageBufferRange (RESOURCE_EXHAUSTED otherwise) and
-  // `buffers` covers the bindings (INVALID_ARGUMENT otherwise). `buffers`: the launch's
+  // OK when every bound buffer (or range) fits maxStorageBufferRange (RESOURCE_EXHAUSTED
+  // otherwise), `buffers` covers the bindings and every range lies in its buffer
+  // (INVALID_ARGUMENT otherwise). `buffers`: the launch's
   // arguments, then its scratch buffers.
   absl::Status Validate(absl::Span<VulkanBuffer* const> buffers) const;
   // Records every dispatch. `placeholder` is bound in place of zero-size buffers (may be null when
@@ -73,6 +78,7 @@ class SpirvKernel final : public PlatformKernel {
   struct Pipeline {
     ComputePipeline objects;
     std::vector<int> bindings;
+    std::vector<SpirvBufferRanges> ranges;  // empty: bound whole, one run
     uint32_t groups[3] = {0, 0, 0};
   };
 
@@ -82,6 +88,10 @@ class SpirvKernel final : public PlatformKernel {
         push_descriptor_(push_descriptor),
         max_storage_range_(max_storage_range) {}
   absl::Status CreatePipeline(const SpirvDispatch& dispatch, Pipeline& p);
+  absl::Status ValidateRanges(const Pipeline& p, absl::Span<VulkanBuffer* const> buffers) const;
+  // One run of `p`: its descriptors (whole buffers, or `ranges` when not null), then the dispatch.
+  void RecordRun(VkCommandBuffer cb, const Pipeline& p, absl::Span<VulkanBuffer* const> buffers,
+                 const VulkanBuffer* placeholder, const SpirvBufferRanges* ranges) const;
 
   std::shared_ptr<VulkanDevice> device_;
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_;

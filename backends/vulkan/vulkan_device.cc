@@ -88,6 +88,10 @@ absl::Status VulkanDevice::Init(int physical_index, int logical_index, bool same
 
 void VulkanDevice::ReadLimits(const PhysicalDeviceDescription& pd) {
   limits_ = pd.properties.limits;
+  if (options_.max_storage_buffer_range_override > 0) {
+    limits_.maxStorageBufferRange = static_cast<uint32_t>(std::min<int64_t>(
+        limits_.maxStorageBufferRange, options_.max_storage_buffer_range_override));
+  }
   max_buffer_bytes_ = static_cast<int64_t>(std::min<uint64_t>(
       {pd.maintenance3.maxMemoryAllocationSize, pd.max_buffer_size, uint64_t{INT64_MAX}}));
   compute_min_runs_ = options_.compute_copy_min_runs;
@@ -221,7 +225,7 @@ absl::Status VulkanDevice::CreateComputePipeline(const PhysicalDeviceDescription
   const VkPhysicalDeviceLimits& limits = pd.properties.limits;
   TESSERA_ASSIGN_OR_RETURN(compute_,
                            ComputeCopyPipeline::Create(device_, push_descriptor, compute_min_runs_,
-                                                       limits.maxStorageBufferRange,
+                                                       limits_.maxStorageBufferRange,
                                                        limits.maxComputeWorkGroupCount[0]));
   return absl::OkStatus();
 }
@@ -241,6 +245,9 @@ void VulkanDevice::PublishInfo(const PhysicalDeviceDescription& pd, int physical
   facts.staging_chunk_bytes = options_.staging_chunk_bytes;
   facts.staging_chunks = staging_chunks();
   facts.peer_memory_import = exporter_ != nullptr;
+  facts.shader_float64 = shader_float64_;
+  facts.shader_int64 = shader_int64_;
+  facts.max_storage_buffer_range = limits_.maxStorageBufferRange;
   SetDeviceAttributes(pd, facts, &info_.attributes);
   info_.memories.push_back(PlatformMemoryInfo{"device", false, heap_bytes_[kDeviceMemory]});
   info_.memories.push_back(PlatformMemoryInfo{"pinned_host", true, heap_bytes_[kPinnedHostMemory]});

@@ -39,7 +39,8 @@
 // device's VkDevice); LaunchKernel runs one on the device's stream after `after`, allocating its
 // scratch buffers in device memory (backends/vulkan/spirv_kernel.h). Needs
 // VK_KHR_push_descriptor (else LoadKernel is UNIMPLEMENTED); every buffer a kernel binds must fit
-// maxStorageBufferRange (else the launch's future is RESOURCE_EXHAUSTED).
+// maxStorageBufferRange, or be bound by ranges the artifact gives (SpirvDispatch::ranges: split
+// elementwise kernels), else the launch's future is RESOURCE_EXHAUSTED.
 //
 // Thread-safety: everything here is thread-safe. No Vulkan header is included by this file.
 
@@ -88,6 +89,12 @@ struct VulkanPlatformOptions {
   // staging ring (backends/vulkan/host_transfer.h); smaller ones, and any whose import fails, are
   // staged. Negative: always staged.
   int64_t direct_host_copy_min_bytes = int64_t{1} << 20;
+  // Testing / debugging: when positive, the platform acts as if each device's
+  // maxStorageBufferRange were at most this many bytes (the "max_storage_buffer_range" attribute,
+  // the kernels' binding check, the compute copies), so that the split binding of large kernel
+  // buffers (spirv_kernel.h) runs with small ones. registration.cc reads it from the environment
+  // variable TESSERA_VULKAN_MAX_STORAGE_BUFFER_RANGE.
+  int64_t max_storage_buffer_range_override = 0;
 };
 
 // Counters of what the platform did, for tests and benchmarks.

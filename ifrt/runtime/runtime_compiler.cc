@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "ifrt/runtime/collectives.h"
+#include "ifrt/runtime/kernel_targets.h"
 #include "ifrt/runtime/plan_executor.h"
 #include "ifrt/runtime/program_messages.h"
 #include "ifrt/runtime/runtime_client.h"
@@ -34,6 +35,7 @@ std::string CompileKey(const std::string& text, const CompileOptions& options) {
     for (const ShardingRef& s : *list) absl::StrAppend(&key, " ", s->DebugString(), ";");
   }
   absl::StrAppend(&key, "\n--donated: ", absl::StrJoin(options.donated_input_indices, ","));
+  absl::StrAppend(&key, "\n--targets: ", KernelTargetsKey(KernelTargetsOf(*options.devices)));
   return key;
 }
 
@@ -191,6 +193,7 @@ absl::StatusOr<ProgramCompileRequest> RuntimeCompiler::MakeRequest(
   ProgramCompileRequest request;
   request.mlir_text = program.text();
   request.num_devices = options.devices->size();
+  request.targets = KernelTargetsOf(*options.devices);
   for (Device* d : options.devices->devices()) {
     std::string platform(d->Kind());
     if (std::find(request.platforms.begin(), request.platforms.end(), platform) ==

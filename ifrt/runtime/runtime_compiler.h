@@ -5,8 +5,8 @@
 // hands the program to the client's ProgramCompiler (ifrt/spi/program_compiler.h; compiler/ in this
 // repository), binds the plan to devices (loads each kernel on each device's platform, resolves
 // shardings and memories) and caches the result by its compile key (the text, devices, shardings
-// and donated indices; at most 256 programs, then it starts over): compiling the same text with
-// equal options again is a cache hit that runs no compiler.
+// and donated indices, the devices' kernel targets; at most 256 programs, then it starts over):
+// compiling the same text with equal options again is a cache hit that runs no compiler.
 //
 // In a multi-process client, the devices may belong to several processes (each process then loads
 // the kernels of its own devices only; runtime_executable.h); devices of one other process alone

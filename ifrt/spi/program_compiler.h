@@ -8,6 +8,8 @@
 //
 // Thread-safe: Compile may be called from several threads at once.
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,26 @@
 #include "ifrt/spi/program_plan.h"
 
 namespace tessera {
+
+// What the devices of one platform can run, for the code generators that specialize on it (Vulkan:
+// the SPIR-V target environment, how buffers bind). The runtime fills it from the devices'
+// attributes (ifrt/attribute_map.h: "max_compute_work_group_invocations",
+// "max_compute_work_group_size", "subgroup_size", "shader_float64", "shader_int64",
+// "max_storage_buffer_range", "min_storage_buffer_offset_alignment"), as the most every device of
+// the platform in the executable allows; a field no device reports keeps its default, what every
+// Vulkan 1.1 device meets.
+struct KernelTarget {
+  int64_t max_workgroup_invocations = 128;
+  std::vector<int64_t> max_workgroup_size = {128, 128, 64};
+  int64_t subgroup_size = 0;  // 0: unknown
+  bool float64 = true;        // kernels may use f64 (shaderFloat64)
+  bool int64 = true;          // kernels may use i64 (shaderInt64)
+  // The most bytes one buffer binding may span, and the alignment of a binding's offset.
+  int64_t max_storage_buffer_range = int64_t{1} << 27;
+  int64_t min_storage_buffer_offset_alignment = 256;
+
+  friend bool operator==(const KernelTarget&, const KernelTarget&) = default;
+};
 
 struct ProgramCompileRequest {
   std::string mlir_text;
@@ -27,6 +49,8 @@ struct ProgramCompileRequest {
   int64_t num_devices = 0;
   // The platforms among those devices ("cpu", "vulkan"): each kernel is compiled for each.
   std::vector<std::string> platforms;
+  // Per platform name: what its devices can run; a platform without an entry gets the defaults.
+  std::map<std::string, KernelTarget> targets;
 };
 
 class ProgramCompiler {
@@ -35,7 +59,10 @@ class ProgramCompiler {
   // INVALID_ARGUMENT: parse or verifier errors (with line:column), shardings that do not fit the
   // program (count, rank, mesh size != num_devices, uneven division); UNIMPLEMENTED: an op, dtype
   // or sharding this compiler cannot partition or lower (naming the op, its location and the
-  // sharding), or a platform it has no code generator for.
+  // sharding), or a platform it has no code generator for, or a kernel needing a capability its
+  // target lacks (naming it: Float64, Int64); RESOURCE_EXHAUSTED: a kernel whose buffer exceeds
+  // its target's max_storage_buffer_range and that cannot be split (naming the op, the size and
+  // the limit).
   virtual absl::StatusOr<ProgramPlan> Compile(const ProgramCompileRequest& request) = 0;
 };
 

@@ -27,12 +27,26 @@ namespace tessera {
 // set 0 binding i = the artifact's buffer `bindings[i]`: an index below the kernel's argument
 // count is that argument (inputs, then outputs), an index n at or above it is the scratch buffer
 // n - arguments (KernelArtifact::scratch_bytes).
+//
+// `ranges` empty: one run, each binding its whole buffer. Otherwise the dispatch runs once per
+// entry (in any order, without barriers between runs: they touch disjoint elements), binding i
+// then being bytes [offsets[i], offsets[i] + sizes[i]) of its buffer. The Vulkan code generator
+// splits this way an elementwise kernel (every buffer indexed by the same linear element index)
+// whose buffers exceed the target's max_storage_buffer_range: a module compiled for chunks of C
+// elements run over each whole chunk, then one compiled for the remainder; offsets are multiples
+// of the target's min_storage_buffer_offset_alignment, sizes at most its range.
+struct SpirvBufferRanges {
+  std::vector<int64_t> offsets;
+  std::vector<int64_t> sizes;
+};
+
 struct SpirvDispatch {
   std::string code;  // SPIR-V words, little-endian bytes
   std::string entry;
   std::vector<int64_t> workgroup_size;
   std::vector<int64_t> workgroup_count;
   std::vector<int> bindings;
+  std::vector<SpirvBufferRanges> ranges;
 };
 
 // A compiled kernel for one platform. `format` says how it reads:

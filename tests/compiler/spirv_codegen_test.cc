@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -46,10 +47,11 @@ absl::Status SpirvVal(const std::string& code) {
 
 // Every dispatch of `artifact` (and of its position variants): well-formed (bindings in range,
 // sizes positive) and, where spirv-val exists, valid SPIR-V.
-void CheckArtifact(const KernelStep& step, const KernelArtifact& artifact, bool validate) {
+void CheckArtifact(const KernelStep& step, const KernelArtifact& artifact, bool validate,
+                   int64_t max_invocations) {
   EXPECT_EQ(artifact.format, "spirv");
   for (const KernelArtifact& variant : artifact.position_variants) {
-    CheckArtifact(step, variant, validate);
+    CheckArtifact(step, variant, validate, max_invocations);
   }
   {
     const int args = static_cast<int>(step.inputs.size() + step.outputs.size());
@@ -57,7 +59,7 @@ void CheckArtifact(const KernelStep& step, const KernelArtifact& artifact, bool 
       SCOPED_TRACE(absl::StrCat(step.name, " / ", d.entry));
       ASSERT_EQ(d.workgroup_size.size(), 3u);
       ASSERT_EQ(d.workgroup_count.size(), 3u);
-      EXPECT_LE(d.workgroup_size[0] * d.workgroup_size[1] * d.workgroup_size[2], 128);
+      EXPECT_LE(d.workgroup_size[0] * d.workgroup_size[1] * d.workgroup_size[2], max_invocations);
       for (int64_t c : d.workgroup_count) EXPECT_LE(c, 65535);
       for (int b : d.bindings) {
         EXPECT_GE(b, 0);
@@ -73,12 +75,13 @@ void CheckArtifact(const KernelStep& step, const KernelArtifact& artifact, bool 
   }
 }
 
-void CheckArtifacts(const ProgramPlan& plan, bool validate) {
+// `max_invocations`: the target's maxComputeWorkGroupInvocations (128 by default).
+void CheckArtifacts(const ProgramPlan& plan, bool validate, int64_t max_invocations = 128) {
   int kernels = 0;
   for (const ProgramStep& step : plan.steps) {
     if (step.kind != ProgramStep::Kind::kKernel) continue;
     ++kernels;
-    CheckArtifact(step.kernel, step.kernel.artifacts.at("vulkan"), validate);
+    CheckArtifact(step.kernel, step.kernel.artifacts.at("vulkan"), validate, max_invocations);
   }
   EXPECT_GT(kernels, 0);
 }
@@ -194,6 +197,180 @@ func.func @main(%a: tensor<4x8xf32> {tessera.sharding = "mesh{x=2} P(None,x)"},
   EXPECT_NE(artifact.position_variants[0].dispatches[0].code,
             artifact.position_variants[1].dispatches[0].code);
   CheckArtifacts(plan, HaveSpirvVal());
+}
+
+// Compiles `text` for 1 Vulkan device of `target`.
+absl::StatusOr<ProgramPlan> CompileForTarget(const std::string& text, const KernelTarget& target) {
+  ProgramCompileRequest request;
+  request.mlir_text = text;
+  request.num_devices = 1;
+  request.platforms = {"vulkan"};
+  request.targets["vulkan"] = target;
+  return CreateMlirProgramCompiler()->Compile(request);
+}
+
+KernelTarget SmallRangeTarget() {
+  KernelTarget target;
+  target.max_storage_buffer_range = 1024;
+  target.min_storage_buffer_offset_alignment = 64;
+  return target;
+}
+
+// An elementwise op over 1000 f32 (4000 bytes) on a target whose range is 1024 bytes: chunks of
+// 256 elements (1024 bytes, a multiple of the 64-byte alignment) run 3 times, then one kernel for
+// the 232 left; every buffer bound by the same ranges.
+TEST(SpirvCodegenTest, ElementwiseOpAboveTheRangeIsSplitIntoAlignedRanges) {
+  const std::string program = R"mlir(
+func.func @main(%a: tensor<1000xf32> {tessera.sharding = "mesh{x=1} P()"},
+                %b: tensor<1000xf32> {tessera.sharding = "mesh{x=1} P()"})
+    -> (tensor<1000xf32> {tessera.sharding = "mesh{x=1} P()"}) {
+  %s = arith.addf %a, %b : tensor<1000xf32>
+  %m = arith.mulf %s, %a : tensor<1000xf32>
+  return %m : tensor<1000xf32>
+})mlir";
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileForTarget(program, SmallRangeTarget()));
+  ASSERT_EQ(plan.steps.size(), 1u);
+  const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("vulkan");
+  ASSERT_EQ(artifact.dispatches.size(), 2u);
+  const SpirvDispatch& chunks = artifact.dispatches[0];
+  EXPECT_THAT(chunks.bindings, ::testing::ElementsAre(0, 1, 2));
+  ASSERT_EQ(chunks.ranges.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(chunks.ranges[i].offsets, ::testing::Each(i * 1024));
+    EXPECT_THAT(chunks.ranges[i].sizes, ::testing::Each(1024));
+  }
+  const SpirvDispatch& rest = artifact.dispatches[1];
+  ASSERT_EQ(rest.ranges.size(), 1u);
+  EXPECT_THAT(rest.ranges[0].offsets, ::testing::Each(3072));
+  EXPECT_THAT(rest.ranges[0].sizes, ::testing::Each(232 * 4));
+  EXPECT_NE(chunks.code, rest.code);
+  CheckArtifacts(plan, HaveSpirvVal());
+}
+
+// A matmul cannot be split: a clear error at compile time naming the op, the size and the limit.
+TEST(SpirvCodegenTest, MatmulAboveTheRangeIsResourceExhausted) {
+  const std::string program = R"mlir(
+func.func @main(%a: tensor<32x32xf32> {tessera.sharding = "mesh{x=1} P()"},
+                %b: tensor<32x32xf32> {tessera.sharding = "mesh{x=1} P()"})
+    -> (tensor<32x32xf32> {tessera.sharding = "mesh{x=1} P()"}) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x32xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<32x32xf32>) -> tensor<32x32xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<32x32xf32>, tensor<32x32xf32>)
+                     outs(%f : tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %c : tensor<32x32xf32>
+})mlir";
+  EXPECT_THAT(CompileForTarget(program, SmallRangeTarget()),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       ::testing::AllOf(HasSubstr("linalg.matmul"), HasSubstr("4096 bytes"),
+                                        HasSubstr("maxStorageBufferRange (1024 bytes)"))));
+}
+
+// f64 / i64 data on a device without shaderFloat64 / shaderInt64: UNIMPLEMENTED at compile time,
+// naming the capability.
+TEST(SpirvCodegenTest, MissingFloat64OrInt64IsUnimplementedAtCompile) {
+  KernelTarget no_float64, no_int64;
+  no_float64.float64 = false;
+  no_int64.int64 = false;
+  const std::string f64 =
+      R"mlir(func.func @main(%a: tensor<7xf64> {tessera.sharding = "mesh{x=1} P()"})
+      -> (tensor<7xf64> {tessera.sharding = "mesh{x=1} P()"}) {
+    %s = arith.addf %a, %a : tensor<7xf64>
+    return %s : tensor<7xf64>
+  })mlir";
+  const std::string i64 =
+      R"mlir(func.func @main(%a: tensor<7xi64> {tessera.sharding = "mesh{x=1} P()"})
+      -> (tensor<7xi64> {tessera.sharding = "mesh{x=1} P()"}) {
+    %s = arith.addi %a, %a : tensor<7xi64>
+    return %s : tensor<7xi64>
+  })mlir";
+  EXPECT_THAT(CompileForTarget(f64, no_float64),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("Float64 (shaderFloat64)")));
+  EXPECT_THAT(CompileForTarget(i64, no_int64),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("Int64 (shaderInt64)")));
+  // The other capability is enough.
+  EXPECT_OK(CompileForTarget(f64, no_int64).status());
+  EXPECT_OK(CompileForTarget(i64, no_float64).status());
+}
+
+// A sum over a long extent: two dispatches (slices reduced by work-groups through workgroup
+// memory into a scratch buffer of partials, then the partials combined); a short one stays one.
+TEST(SpirvCodegenTest, LongReductionRunsInTwoPasses) {
+  auto program = [](int64_t n) {
+    const std::string t = absl::StrCat("tensor<3x", n, "xf32>");
+    return absl::StrCat(R"mlir(func.func @main(%a: )mlir", t,
+                        R"mlir( {tessera.sharding = "mesh{x=1} P()"})
+    -> (tensor<3xf32> {tessera.sharding = "mesh{x=1} P()"}) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<3xf32>) -> tensor<3xf32>
+  %r = linalg.reduce ins(%a : )mlir",
+                        t, R"mlir() outs(%f : tensor<3xf32>) dimensions = [1]
+    (%x: f32, %y: f32) { %s = arith.addf %x, %y : f32
+                         linalg.yield %s : f32 }
+  return %r : tensor<3xf32>
+})mlir");
+  };
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileForTarget(program(5000), KernelTarget{}));
+  const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("vulkan");
+  // fill, partials, totals; the partials: 3 outputs x 5 slices (5000 / (64 x 16), rounded up).
+  ASSERT_EQ(artifact.dispatches.size(), 3u);
+  EXPECT_THAT(artifact.scratch_bytes, ::testing::ElementsAre(3 * 5 * 4));
+  EXPECT_THAT(artifact.dispatches[1].workgroup_count, ::testing::ElementsAre(5, 3, 1));
+  EXPECT_THAT(artifact.dispatches[2].workgroup_count, ::testing::ElementsAre(1, 3, 1));
+  EXPECT_THAT(artifact.dispatches[1].workgroup_size, ::testing::ElementsAre(64, 1, 1));
+  CheckArtifacts(plan, HaveSpirvVal());
+  ASSERT_OK_AND_ASSIGN(ProgramPlan short_plan, CompileForTarget(program(100), KernelTarget{}));
+  EXPECT_EQ(short_plan.steps[0].kernel.artifacts.at("vulkan").dispatches.size(), 2u);
+  // A maximum to a scalar: one output, 98 slices (100003 / 1024, rounded up).
+  const std::string scalar = R"mlir(
+func.func @main(%a: tensor<100003xf32> {tessera.sharding = "mesh{x=1} P()"})
+    -> (tensor<f32> {tessera.sharding = "mesh{x=1} P()"}) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %r = linalg.reduce ins(%a : tensor<100003xf32>) outs(%f : tensor<f32>) dimensions = [0]
+    (%x: f32, %y: f32) { %s = arith.maximumf %x, %y : f32
+                         linalg.yield %s : f32 }
+  return %r : tensor<f32>
+})mlir";
+  ASSERT_OK_AND_ASSIGN(ProgramPlan scalar_plan, CompileForTarget(scalar, KernelTarget{}));
+  const KernelArtifact& scalar_artifact = scalar_plan.steps[0].kernel.artifacts.at("vulkan");
+  ASSERT_EQ(scalar_artifact.dispatches.size(), 3u);
+  EXPECT_THAT(scalar_artifact.scratch_bytes, ::testing::ElementsAre(98 * 4));
+  EXPECT_THAT(scalar_artifact.dispatches[1].workgroup_count, ::testing::ElementsAre(98, 1, 1));
+  CheckArtifacts(scalar_plan, HaveSpirvVal());
+}
+
+// The matmul's tile follows the device: 16x16 on 16x8 invocations where only 128 are allowed,
+// 32x32 on 32x8 where 256 are and a subgroup of 32 holds a row of the work-group.
+TEST(SpirvCodegenTest, MatmulTileFollowsTheDeviceLimits) {
+  const std::string program = R"mlir(
+func.func @main(%a: tensor<40x24xf32> {tessera.sharding = "mesh{x=1} P()"},
+                %b: tensor<24x72xf32> {tessera.sharding = "mesh{x=1} P()"})
+    -> (tensor<40x72xf32> {tessera.sharding = "mesh{x=1} P()"}) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<40x72xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<40x72xf32>) -> tensor<40x72xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<40x24xf32>, tensor<24x72xf32>)
+                     outs(%f : tensor<40x72xf32>) -> tensor<40x72xf32>
+  return %c : tensor<40x72xf32>
+})mlir";
+  KernelTarget gpu;
+  gpu.max_workgroup_invocations = 1024;
+  gpu.max_workgroup_size = {1024, 1024, 64};
+  gpu.subgroup_size = 32;
+  for (const auto& [target, tile, rows] :
+       {std::tuple{KernelTarget{}, 16, 8}, std::tuple{gpu, 32, 8}}) {
+    SCOPED_TRACE(tile);
+    ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileForTarget(program, target));
+    const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("vulkan");
+    ASSERT_EQ(artifact.dispatches.size(), 2u);  // fill, matmul
+    EXPECT_THAT(artifact.dispatches[1].workgroup_size, ::testing::ElementsAre(tile, rows, 1));
+    EXPECT_THAT(artifact.dispatches[1].workgroup_count,
+                ::testing::ElementsAre((72 + tile - 1) / tile, (40 + tile - 1) / tile, 1));
+    CheckArtifacts(plan, HaveSpirvVal(), target.max_workgroup_invocations);
+  }
 }
 
 TEST(SpirvCodegenTest, UnknownPlatformIsUnimplemented) {

@@ -16,6 +16,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -187,6 +188,10 @@ TEST_F(VulkanPlatformTest, AttributesAndMemories) {
     EXPECT_TRUE(info.attributes.GetInt(name).has_value()) << name;
   }
   EXPECT_NE(info.attributes.Get("heap_sizes"), nullptr);
+  for (const char* name : {"shader_float64", "shader_int64"}) {
+    const AttributeMap::Value* v = info.attributes.Get(name);
+    EXPECT_TRUE(v != nullptr && std::holds_alternative<bool>(*v)) << name;
+  }
   EXPECT_GT(*info.attributes.GetInt("subgroup_size"), 0);
   ASSERT_EQ(info.memories.size(), 2u);
   EXPECT_EQ(info.memories[0].kind, "device");
@@ -195,6 +200,19 @@ TEST_F(VulkanPlatformTest, AttributesAndMemories) {
   EXPECT_TRUE(info.memories[1].host_addressable);
   EXPECT_EQ(info.default_memory, 0);
   EXPECT_GT(info.memories[0].capacity_bytes, 0);
+}
+
+// The test knob lowers the range the platform reports (and binds by): never raises it.
+TEST_F(VulkanPlatformTest, MaxStorageBufferRangeOverrideLowersTheRange) {
+  VulkanPlatformOptions o = TestOptions();
+  o.max_storage_buffer_range_override = 4096;
+  MAKE_OR_SKIP(p, Make(1, o));
+  EXPECT_EQ(p->device_info(0).attributes.GetInt("max_storage_buffer_range"), 4096);
+  MAKE_OR_SKIP(plain, Make(1));
+  const int64_t range = *plain->device_info(0).attributes.GetInt("max_storage_buffer_range");
+  o.max_storage_buffer_range_override = range * 2;
+  MAKE_OR_SKIP(higher, Make(1, o));
+  EXPECT_EQ(higher->device_info(0).attributes.GetInt("max_storage_buffer_range"), range);
 }
 
 TEST_F(VulkanPlatformTest, AllocationSizesUsageAndLimits) {

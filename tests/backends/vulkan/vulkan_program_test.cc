@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -20,6 +21,8 @@
 #include "backends/vulkan/vulkan_platform.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ifrt/runtime/kernel_targets.h"
+#include "ifrt/runtime/runtime_compiler.h"
 #include "ifrt/status_macros.h"
 #include "tessera.h"
 #include "tests/testing/status_matchers.h"
@@ -349,6 +352,57 @@ func.func @main(%a: tensor<8x3xf32> {tessera.sharding = "mesh{x=4} P(x,None)"},
   ExpectNear(out[2], all);
 }
 
+// A reduction of `dims` of `in` into an output filled with `init` (`op`: arith.addf, maximumf
+// or minimumf), as a program over replicated values.
+std::string ReductionProgram(const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                             int64_t dimension, const std::string& op, const std::string& init) {
+  const std::string ti = Tensor(in, "f32"), to = Tensor(out, "f32");
+  return absl::StrCat("func.func @main(%a: ", ti, Attr("P()"), ") -> (", to, Attr("P()"),
+                      ") {\n  %z = arith.constant ", init, " : f32\n  %e = tensor.empty() : ", to,
+                      "\n  %f = linalg.fill ins(%z : f32) outs(%e : ", to, ") -> ", to,
+                      "\n  %r = linalg.reduce ins(%a : ", ti, ") outs(%f : ", to,
+                      ") dimensions = [", dimension, "]\n    (%x: f32, %y: f32) { %s = ", op,
+                      " %x, %y : f32\n      linalg.yield %s : f32 }\n  return %r : ", to, "\n}");
+}
+
+// Sums, maxima and minima over extents from 1 to a million (the long ones run in two passes:
+// work-groups reduce slices through workgroup memory, then the partials are combined), into
+// initialized outputs, to a scalar and along either dimension of a matrix.
+TEST_P(VulkanProgramTest, ReductionsAtEverySizeMatchReference) {
+  struct Case {
+    std::string op;
+    std::string init;
+    double init_value;
+  };
+  const std::vector<Case> cases = {
+      {"arith.addf", "1.0", 1.0}, {"arith.maximumf", "0.5", 0.5}, {"arith.minimumf", "-0.5", -0.5}};
+  auto combine = [](const std::string& op, double a, double b) {
+    return op == "arith.addf" ? a + b : op == "arith.maximumf" ? std::max(a, b) : std::min(a, b);
+  };
+  for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{257}, int64_t{4099}, int64_t{1000003}}) {
+    const Host a = Random(DType::kF32, {n}, static_cast<uint32_t>(n));
+    for (const Case& c : cases) {
+      SCOPED_TRACE(absl::StrCat(c.op, " over ", n));
+      Host expected{DType::kF32, {}, {c.init_value}};
+      for (double v : a.values) expected.values[0] = combine(c.op, expected.values[0], v);
+      ASSERT_OK_AND_ASSIGN(std::vector<Host> out,
+                           Run(ReductionProgram({n}, {}, 0, c.op, c.init), {a}));
+      ExpectNear(out[0], expected);
+    }
+  }
+  // Rows of 3 x 1031 and columns of 1031 x 5 (a strided input).
+  const Host m = Random(DType::kF32, {3, 1031}, 31), t = Random(DType::kF32, {1031, 5}, 32);
+  Host rows{DType::kF32, {3}, {1, 1, 1}}, columns{DType::kF32, {5}, {1, 1, 1, 1, 1}};
+  for (int64_t i = 0; i < 3 * 1031; ++i) rows.values[i / 1031] += m.values[i];
+  for (int64_t i = 0; i < 1031 * 5; ++i) columns.values[i % 5] += t.values[i];
+  ASSERT_OK_AND_ASSIGN(std::vector<Host> out_rows,
+                       Run(ReductionProgram({3, 1031}, {3}, 1, "arith.addf", "1.0"), {m}));
+  ExpectNear(out_rows[0], rows);
+  ASSERT_OK_AND_ASSIGN(std::vector<Host> out_columns,
+                       Run(ReductionProgram({1031, 5}, {5}, 0, "arith.addf", "1.0"), {t}));
+  ExpectNear(out_columns[0], columns);
+}
+
 TEST_P(VulkanProgramTest, MlpExampleMatchesReference) {
   const std::string text = ReadFile(std::string(TESSERA_SOURCE_DIR) + "/examples/mlp.mlir");
   const Host x = Random(DType::kF32, {16, 32}, 7), w = Random(DType::kF32, {32, 64}, 8),
@@ -378,27 +432,109 @@ TEST_P(VulkanProgramTest, MegatronExampleAllReducesAcrossDevicesAndPlatforms) {
             4 * 3 * (2 * 512 / 4));
 }
 
-// A shard above the device's maxStorageBufferRange cannot be bound whole: the launch fails with
-// RESOURCE_EXHAUSTED naming the sizes (never a silently wrong result), and the CPU devices of a
-// mixed topology are not affected by the limit.
-TEST_P(VulkanProgramTest, ShardAboveMaxStorageBufferRangeIsAClearError) {
-  std::optional<int64_t> range;
+// Each Vulkan device's limits reach the compiler (ProgramCompileRequest::targets) from its
+// attributes; CPU devices report none.
+TEST_P(VulkanProgramTest, KernelTargetsComeFromTheVulkanDevices) {
+  const std::map<std::string, KernelTarget> targets = runtime::KernelTargetsOf(*devices_);
+  EXPECT_FALSE(targets.contains("cpu"));
+  ASSERT_TRUE(targets.contains("vulkan"));
+  const KernelTarget& target = targets.at("vulkan");
   for (Device* d : client_->devices()) {
-    if (d->Kind() == "vulkan") range = d->Attributes().GetInt("max_storage_buffer_range");
+    if (d->Kind() != "vulkan") continue;
+    const AttributeMap& a = d->Attributes();
+    EXPECT_EQ(target.max_storage_buffer_range, a.GetInt("max_storage_buffer_range"));
+    EXPECT_EQ(target.min_storage_buffer_offset_alignment,
+              a.GetInt("min_storage_buffer_offset_alignment"));
+    EXPECT_EQ(target.max_workgroup_invocations, a.GetInt("max_compute_work_group_invocations"));
+    EXPECT_EQ(target.subgroup_size, a.GetInt("subgroup_size"));
   }
-  ASSERT_TRUE(range.has_value());
-  if (*range > (int64_t{1} << 28)) GTEST_SKIP() << "maxStorageBufferRange is " << *range;
-  const int64_t n = *range / 4 + 64;  // f32 elements: just above the range
-  const std::string t = Tensor({n}, "f32");
-  const std::string text = "func.func @main(%a: " + t + Attr("P()") + ") -> (" + t + Attr("P()") +
-                           ") {\n  %s = arith.addf %a, %a : " + t + "\n  return %s : " + t + "\n}";
-  Host a{DType::kF32, {n}, std::vector<double>(n, 1.5)};
-  absl::StatusOr<std::vector<Host>> out = Run(text, {a});
-  EXPECT_THAT(out.status(), testing::StatusIs(absl::StatusCode::kResourceExhausted,
-                                              ::testing::HasSubstr("maxStorageBufferRange")));
+  EXPECT_TRUE(target.float64);  // lavapipe has shaderFloat64 and shaderInt64
+  EXPECT_TRUE(target.int64);
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, VulkanProgramTest,
+                         ::testing::Values(Topology{"vulkan4", 0, 2},
+                                           Topology{"vulkan2_cpu2", 2, 1}),
+                         [](const ::testing::TestParamInfo<Topology>& info) {
+                           return info.param.name;
+                         });
+
+// The same topologies with every Vulkan device's maxStorageBufferRange lowered to 4 KiB
+// (TESSERA_VULKAN_MAX_STORAGE_BUFFER_RANGE, a test knob): shards above it run split into ranges
+// when the op is elementwise, and are a clear error otherwise.
+class VulkanSmallRangeProgramTest : public VulkanProgramTest {
+ protected:
+  static constexpr int64_t kRange = 4096;
+  void SetUp() override {
+    setenv("TESSERA_VULKAN_MAX_STORAGE_BUFFER_RANGE", absl::StrCat(kRange).c_str(), 1);
+    VulkanProgramTest::SetUp();
+    unsetenv("TESSERA_VULKAN_MAX_STORAGE_BUFFER_RANGE");
+  }
+};
+
+// Replicated (each device holds all n elements, about 5 times the range, with a ragged
+// remainder); the result matches the same float arithmetic on the host within 1e-6.
+TEST_P(VulkanSmallRangeProgramTest, ElementwiseShardAboveTheRangeRunsInRanges) {
+  for (Device* d : client_->devices()) {
+    if (d->Kind() != "vulkan") continue;
+    EXPECT_EQ(d->Attributes().GetInt("max_storage_buffer_range"), kRange);
+  }
+  const int64_t n = 5 * kRange / 4 + 37;
+  const std::string t = Tensor({n}, "f32");
+  const std::string text = "func.func @main(%a: " + t + Attr("P()") + ", %b: " + t + Attr("P()") +
+                           ") -> (" + t + Attr("P()") + ") {\n  %s = arith.addf %a, %b : " + t +
+                           "\n  %m = arith.mulf %s, %a : " + t + "\n  return %m : " + t + "\n}";
+  const Host a = Random(DType::kF32, {n}, 21), b = Random(DType::kF32, {n}, 22);
+  ASSERT_OK_AND_ASSIGN(std::vector<Host> out, Run(text, {a, b}));
+  ASSERT_EQ(out[0].values.size(), static_cast<size_t>(n));
+  int mismatches = 0;
+  for (int64_t i = 0; i < n && mismatches < 5; ++i) {
+    const float x = static_cast<float>(a.values[i]), y = static_cast<float>(b.values[i]);
+    const float expected = (x + y) * x;
+    if (!(std::abs(out[0].values[i] - expected) <= 1e-6 * std::max(1.0f, std::abs(expected)))) {
+      ADD_FAILURE() << "element " << i << ": " << out[0].values[i] << " != " << expected;
+      ++mismatches;
+    }
+  }
+}
+
+// A matmul whose operands exceed the range cannot be split: Compile says so, naming the op, the
+// buffer's size and the limit.
+TEST_P(VulkanSmallRangeProgramTest, MatmulAboveTheRangeIsAClearError) {
+  const std::string t = Tensor({64, 64}, "f32");
+  const std::string text = "func.func @main(%a: " + t + Attr("P()") + ", %b: " + t + Attr("P()") +
+                           ") -> (" + t + Attr("P()") +
+                           ") {\n  %z = arith.constant 0.0 : f32\n  %e = tensor.empty() : " + t +
+                           "\n  %f = linalg.fill ins(%z : f32) outs(%e : " + t + ") -> " + t +
+                           "\n  %c = linalg.matmul ins(%a, %b : " + t + ", " + t +
+                           ") outs(%f : " + t + ") -> " + t + "\n  return %c : " + t + "\n}";
+  const Host a = Random(DType::kF32, {64, 64}, 23), b = Random(DType::kF32, {64, 64}, 24);
+  EXPECT_THAT(Run(text, {a, b}).status(),
+              testing::StatusIs(absl::StatusCode::kResourceExhausted,
+                                ::testing::AllOf(::testing::HasSubstr("linalg.matmul"),
+                                                 ::testing::HasSubstr("16384 bytes"),
+                                                 ::testing::HasSubstr("(4096 bytes)"))));
+}
+
+// The compile cache key holds the devices' kernel targets: the same program and device ids on
+// devices of another maxStorageBufferRange are another executable.
+TEST_P(VulkanSmallRangeProgramTest, DevicesWithOtherLimitsCompileOtherKernels) {
+  EXPECT_EQ(runtime::KernelTargetsOf(*devices_).at("vulkan").max_storage_buffer_range, kRange);
+  absl::StatusOr<std::shared_ptr<Client>> other =
+      CreateClient({.cpu_devices = GetParam().cpu_devices,
+                    .cpu_threads_per_device = 1,
+                    .vulkan = VulkanMode::kRequired,
+                    .vulkan_logical_devices_per_gpu = GetParam().vulkan_logical_devices_per_gpu,
+                    .transfer_guard = guard::Policy()});
+  ASSERT_OK(other.status());
+  ASSERT_OK_AND_ASSIGN(DeviceListRef other_devices, (*other)->MakeDeviceList((*other)->devices()));
+  EXPECT_GT(runtime::KernelTargetsOf(*other_devices).at("vulkan").max_storage_buffer_range, kRange);
+  const std::string text = ReadFile(std::string(TESSERA_SOURCE_DIR) + "/examples/mlp.mlir");
+  EXPECT_NE(runtime::ProgramFingerprint(text, CompileOptions{.devices = devices_}),
+            runtime::ProgramFingerprint(text, CompileOptions{.devices = other_devices}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Topologies, VulkanSmallRangeProgramTest,
                          ::testing::Values(Topology{"vulkan4", 0, 2},
                                            Topology{"vulkan2_cpu2", 2, 1}),
                          [](const ::testing::TestParamInfo<Topology>& info) {

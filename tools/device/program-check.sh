@@ -10,7 +10,7 @@
 #                         build (Release) the `tessera` target; copy build/tools/tessera into
 #                         .devrun/bin and the shared libraries it needs that the GPU machine lacks
 #                         (ldd: libMLIR, libLLVM, libtbb, libabsl_*, ...) into .devrun/lib
-#   on the GPU machine:   bash build_tools/device/program-check.sh [build-dir] [repeats]
+#   on the GPU machine:   bash tools/device/program-check.sh [build-dir] [repeats]
 # The run tool: carry [".gl", ".devrun"], timeout_s ~300. libMLIR and libLLVM are large: if they do
 # not fit what the run tool carries, build with -DTESSERA_ENABLE_COMPILER=ON and link them statically,
 # or copy them in parts.

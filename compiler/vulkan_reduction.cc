@@ -1,0 +1,309 @@
+// Reductions over a long extent for Vulkan, in two passes (EmitTwoPassReductions, internal.h).
+// Lowered as other generics, a reduction is one invocation per output walking the whole reduced
+// extent (a reduction to a scalar: one invocation in all). Here a linalg.generic on buffers with
+// its parallel dimensions first and one reduction dimension of at least kMinExtent, whose body
+// combines a value computed from its inputs into the output with addf / maximumf / minimumf /
+// maxnumf / minnumf, becomes two gpu.launch ops:
+//   pass 1  grid (G, P): work-group g of output p reduces its slice of the extent (each of the
+//           kThreads invocations a strided part, then a tree through workgroup memory between
+//           barriers) into partials[p * G + g], a scratch buffer;
+//   pass 2  grid (1, P): one work-group per output combines its G partials the same way, then
+//           with the output's initial value.
+// The order of the floating-point operations differs from the sequential loop (a tree: usually
+// closer to the exact sum).
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "compiler/internal.h"
+#include "llvm/ADT/APFloat.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace tessera::compiler {
+namespace {
+
+constexpr int64_t kThreads = 64;        // invocations per work-group, a power of two
+constexpr int64_t kMinExtent = 256;     // shorter reductions keep one pass
+constexpr int64_t kPerInvocation = 16;  // elements each invocation of pass 1 walks at least
+constexpr int64_t kMaxGroups = 4096;    // slices per output (pass 2 walks them)
+constexpr int64_t kMaxOutputs = 65535;  // grid y
+
+// A reduction generic this file lowers: its combining op (operands: the value and the output's
+// block argument) and the static loop ranges (parallel dimensions, then the reduced one).
+struct Reduction {
+  mlir::linalg::GenericOp op;
+  mlir::Operation* combiner = nullptr;
+  mlir::Value value;  // the combiner's operand that is not the output
+  std::vector<int64_t> parallel;
+  int64_t extent = 0;
+};
+
+bool IsCombiner(mlir::Operation* op) {
+  return mlir::isa<mlir::arith::AddFOp, mlir::arith::MaximumFOp, mlir::arith::MinimumFOp,
+                   mlir::arith::MaxNumFOp, mlir::arith::MinNumFOp>(op);
+}
+
+bool BuffersFit(mlir::linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInits() != 1) return false;
+  for (mlir::OpOperand& operand : op->getOpOperands()) {
+    auto type = mlir::dyn_cast<mlir::MemRefType>(operand.get().getType());
+    if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity()) return false;
+    if (!op.getMatchingIndexingMap(&operand).isProjectedPermutation()) return false;
+  }
+  return mlir::isa<mlir::FloatType>(
+      mlir::cast<mlir::MemRefType>(op.getDpsInits()[0].getType()).getElementType());
+}
+
+std::optional<Reduction> MatchReduction(mlir::linalg::GenericOp op) {
+  if (!BuffersFit(op) || op.getNumReductionLoops() != 1) return std::nullopt;
+  llvm::SmallVector<mlir::utils::IteratorType> iterators = op.getIteratorTypesArray();
+  if (iterators.back() != mlir::utils::IteratorType::reduction) return std::nullopt;
+  mlir::Block& body = op.getRegion().front();
+  bool has_index = false;  // or a captured value that is not a constant
+  op.getRegion().walk([&](mlir::linalg::IndexOp) { has_index = true; });
+  mlir::BlockArgument out = body.getArguments().back();
+  auto yield = mlir::cast<mlir::linalg::YieldOp>(body.getTerminator());
+  mlir::Operation* combiner =
+      yield.getNumOperands() == 1 ? yield.getOperand(0).getDefiningOp() : nullptr;
+  llvm::SetVector<mlir::Value> above;
+  mlir::getUsedValuesDefinedAbove(op.getRegion(), above);
+  for (mlir::Value v : above) has_index = has_index || !v.getDefiningOp<mlir::arith::ConstantOp>();
+  if (has_index || combiner == nullptr || !IsCombiner(combiner) || !out.hasOneUse() ||
+      combiner->getBlock() != &body) {
+    return std::nullopt;
+  }
+  Reduction r{op, combiner};
+  if (combiner->getOperand(0) == out) r.value = combiner->getOperand(1);
+  if (combiner->getOperand(1) == out) r.value = combiner->getOperand(0);
+  if (!r.value || r.value == out) return std::nullopt;
+  llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  r.extent = ranges.back();
+  r.parallel.assign(ranges.begin(), ranges.end() - 1);
+  int64_t outputs = 1;
+  for (int64_t d : r.parallel) outputs *= d;
+  if (r.extent < kMinExtent || outputs < 1 || outputs > kMaxOutputs) return std::nullopt;
+  return r;
+}
+
+// The builders of one launch body: index constants and arithmetic, the combiner, the tree.
+class Emitter {
+ public:
+  Emitter(mlir::OpBuilder& b, mlir::Location loc, Reduction& r) : b_(b), loc_(loc), r_(r) {}
+
+  mlir::Value Index(int64_t v) { return mlir::arith::ConstantIndexOp::create(b_, loc_, v); }
+  mlir::Value Add(mlir::Value x, mlir::Value y) {
+    return mlir::arith::AddIOp::create(b_, loc_, x, y);
+  }
+  mlir::Value Mul(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MulIOp::create(b_, loc_, x, y);
+  }
+  mlir::Value Less(mlir::Value x, mlir::Value y) {
+    return mlir::arith::CmpIOp::create(b_, loc_, mlir::arith::CmpIPredicate::ult, x, y);
+  }
+  // The combiner on (acc, x): a clone with the output argument mapped to acc.
+  mlir::Value Combine(mlir::Value acc, mlir::Value x) {
+    mlir::IRMapping map;
+    map.map(r_.value, x);
+    map.map(r_.op.getRegion().front().getArguments().back(), acc);
+    return b_.clone(*r_.combiner, map)->getResult(0);
+  }
+  // The combiner's identity: 0 for addf, -inf for a max, +inf for a min.
+  mlir::Value Identity(mlir::Type element) {
+    auto type = mlir::cast<mlir::FloatType>(element);
+    llvm::APFloat value = llvm::APFloat::getZero(type.getFloatSemantics());
+    if (mlir::isa<mlir::arith::MaximumFOp, mlir::arith::MaxNumFOp>(r_.combiner)) {
+      value = llvm::APFloat::getInf(type.getFloatSemantics(), /*Negative=*/true);
+    } else if (mlir::isa<mlir::arith::MinimumFOp, mlir::arith::MinNumFOp>(r_.combiner)) {
+      value = llvm::APFloat::getInf(type.getFloatSemantics(), /*Negative=*/false);
+    }
+    return mlir::arith::ConstantOp::create(b_, loc_, mlir::FloatAttr::get(type, value));
+  }
+  // The parallel coordinates of output `p` (row-major over the parallel dimensions).
+  std::vector<mlir::Value> Delinearize(mlir::Value p) {
+    std::vector<mlir::Value> dims(r_.parallel.size());
+    for (int64_t d = static_cast<int64_t>(dims.size()) - 1; d >= 0; --d) {
+      dims[d] = mlir::arith::RemUIOp::create(b_, loc_, p, Index(r_.parallel[d]));
+      p = mlir::arith::DivUIOp::create(b_, loc_, p, Index(r_.parallel[d]));
+    }
+    return dims;
+  }
+  // `operand` loaded at the loop coordinates `dims` through its indexing map.
+  mlir::Value Load(mlir::OpOperand& operand, const std::vector<mlir::Value>& dims) {
+    mlir::AffineMap map = r_.op.getMatchingIndexingMap(&operand);
+    llvm::SmallVector<mlir::Value> indices;
+    for (unsigned i = 0; i < map.getNumResults(); ++i)
+      indices.push_back(dims[map.getDimPosition(i)]);
+    return mlir::memref::LoadOp::create(b_, loc_, operand.get(), indices);
+  }
+  // shared[t] = acc for every invocation, then a tree over the work-group; shared[0] holds the
+  // combination of all (every invocation reaches every barrier).
+  void Tree(mlir::Value shared, mlir::Value t, mlir::Value acc) {
+    mlir::memref::StoreOp::create(b_, loc_, acc, shared, mlir::ValueRange{t});
+    mlir::gpu::BarrierOp::create(b_, loc_);
+    for (int64_t s = kThreads / 2; s > 0; s /= 2) {
+      auto guard = mlir::scf::IfOp::create(b_, loc_, Less(t, Index(s)), /*withElseRegion=*/false);
+      b_.setInsertionPointToStart(guard.thenBlock());
+      mlir::Value a = mlir::memref::LoadOp::create(b_, loc_, shared, mlir::ValueRange{t});
+      mlir::Value c =
+          mlir::memref::LoadOp::create(b_, loc_, shared, mlir::ValueRange{Add(t, Index(s))});
+      mlir::memref::StoreOp::create(b_, loc_, Combine(a, c), shared, mlir::ValueRange{t});
+      b_.setInsertionPointAfter(guard);
+      mlir::gpu::BarrierOp::create(b_, loc_);
+    }
+  }
+  // scf.if t == 0 { body }, the builder left after it.
+  template <typename F>
+  void IfFirst(mlir::Value t, F body) {
+    mlir::Value first =
+        mlir::arith::CmpIOp::create(b_, loc_, mlir::arith::CmpIPredicate::eq, t, Index(0));
+    auto guard = mlir::scf::IfOp::create(b_, loc_, first, /*withElseRegion=*/false);
+    b_.setInsertionPointToStart(guard.thenBlock());
+    body();
+    b_.setInsertionPointAfter(guard);
+  }
+
+ private:
+  mlir::OpBuilder& b_;
+  mlir::Location loc_;
+  Reduction& r_;
+};
+
+// A gpu.launch of grid (gx, gy) x kThreads invocations; the builder at the start of its body.
+mlir::gpu::LaunchOp Launch(mlir::OpBuilder& b, mlir::Location loc, int64_t gx, int64_t gy) {
+  auto index = [&](int64_t v) -> mlir::Value {
+    return mlir::arith::ConstantIndexOp::create(b, loc, v);
+  };
+  auto launch = mlir::gpu::LaunchOp::create(b, loc, index(gx), index(gy), index(1), index(kThreads),
+                                            index(1), index(1));
+  b.setInsertionPointToStart(&launch.getBody().front());
+  return launch;
+}
+
+mlir::Value SharedTile(mlir::OpBuilder& b, mlir::Location loc, mlir::Type element) {
+  // Workgroup memory (memory space 3), as the tiled matmul's tiles.
+  auto type = mlir::MemRefType::get({kThreads}, element, mlir::MemRefLayoutAttrInterface{},
+                                    b.getI64IntegerAttr(3));
+  return mlir::memref::AllocOp::create(b, loc, type);
+}
+
+// Pass 1: partials[p * groups + g] = the combination of slice g (`slice` elements) of output p.
+void EmitPartials(mlir::OpBuilder& b, Reduction& r, mlir::Value partials, int64_t groups,
+                  int64_t slice, int64_t outputs, mlir::Type element) {
+  mlir::Location loc = r.op.getLoc();
+  auto launch = Launch(b, loc, groups, outputs);
+  Emitter e(b, loc, r);
+  mlir::Value shared = SharedTile(b, loc, element);
+  mlir::Value t = launch.getThreadIds().x, g = launch.getBlockIds().x, p = launch.getBlockIds().y;
+  std::vector<mlir::Value> dims = e.Delinearize(p);
+  mlir::Value begin = e.Mul(g, e.Index(slice));
+  mlir::Value end =
+      mlir::arith::MinUIOp::create(b, loc, e.Add(begin, e.Index(slice)), e.Index(r.extent));
+  auto loop = mlir::scf::ForOp::create(b, loc, e.Add(begin, t), end, e.Index(kThreads),
+                                       mlir::ValueRange{e.Identity(element)});
+  b.setInsertionPointToStart(loop.getBody());
+  dims.push_back(loop.getInductionVar());
+  mlir::IRMapping map;
+  mlir::Block& body = r.op.getRegion().front();
+  for (mlir::OpOperand* input : r.op.getDpsInputOperands()) {
+    map.map(body.getArgument(input->getOperandNumber()), e.Load(*input, dims));
+  }
+  for (mlir::Operation& op : body.without_terminator()) {
+    if (&op != r.combiner) b.clone(op, map);
+  }
+  mlir::Value acc = loop.getRegionIterArgs()[0];
+  mlir::scf::YieldOp::create(b, loc, e.Combine(acc, map.lookupOrDefault(r.value)));
+  b.setInsertionPointAfter(loop);
+  e.Tree(shared, t, loop.getResult(0));
+  e.IfFirst(t, [&] {
+    mlir::Value at = e.Add(e.Mul(p, e.Index(groups)), g);
+    mlir::Value total = mlir::memref::LoadOp::create(b, loc, shared, mlir::ValueRange{e.Index(0)});
+    mlir::memref::StoreOp::create(b, loc, total, partials, mlir::ValueRange{at});
+  });
+  mlir::gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointAfter(launch);
+}
+
+// Pass 2: output[p] = combine(output[p], the combination of its `groups` partials).
+void EmitTotals(mlir::OpBuilder& b, Reduction& r, mlir::Value partials, int64_t groups,
+                int64_t outputs, mlir::Type element) {
+  mlir::Location loc = r.op.getLoc();
+  auto launch = Launch(b, loc, 1, outputs);
+  Emitter e(b, loc, r);
+  mlir::Value shared = SharedTile(b, loc, element);
+  mlir::Value t = launch.getThreadIds().x, p = launch.getBlockIds().y;
+  auto loop = mlir::scf::ForOp::create(b, loc, t, e.Index(groups), e.Index(kThreads),
+                                       mlir::ValueRange{e.Identity(element)});
+  b.setInsertionPointToStart(loop.getBody());
+  mlir::Value at = e.Add(e.Mul(p, e.Index(groups)), loop.getInductionVar());
+  mlir::Value partial = mlir::memref::LoadOp::create(b, loc, partials, mlir::ValueRange{at});
+  mlir::scf::YieldOp::create(b, loc, e.Combine(loop.getRegionIterArgs()[0], partial));
+  b.setInsertionPointAfter(loop);
+  e.Tree(shared, t, loop.getResult(0));
+  e.IfFirst(t, [&] {
+    std::vector<mlir::Value> dims = e.Delinearize(p);
+    dims.push_back(e.Index(0));  // the reduced dimension: not among the output's
+    mlir::OpOperand* out = r.op.getDpsInitOperand(0);
+    mlir::Value old = e.Load(*out, dims);
+    mlir::Value total = mlir::memref::LoadOp::create(b, loc, shared, mlir::ValueRange{e.Index(0)});
+    mlir::AffineMap map = r.op.getMatchingIndexingMap(out);
+    llvm::SmallVector<mlir::Value> indices;
+    for (unsigned i = 0; i < map.getNumResults(); ++i)
+      indices.push_back(dims[map.getDimPosition(i)]);
+    mlir::memref::StoreOp::create(b, loc, e.Combine(old, total), out->get(), indices);
+  });
+  mlir::gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointAfter(launch);
+}
+
+void EmitTwoPassReduction(Reduction& r) {
+  mlir::OpBuilder b(r.op);
+  mlir::Location loc = r.op.getLoc();
+  mlir::Type element =
+      mlir::cast<mlir::MemRefType>(r.op.getDpsInits()[0].getType()).getElementType();
+  int64_t outputs = 1;
+  for (int64_t d : r.parallel) outputs *= d;
+  const int64_t groups = std::clamp<int64_t>(
+      (r.extent + kThreads * kPerInvocation - 1) / (kThreads * kPerInvocation), 1, kMaxGroups);
+  const int64_t slice = (r.extent + groups - 1) / groups;
+  auto partials_type = mlir::MemRefType::get({outputs * groups}, element);
+  mlir::Value partials = mlir::memref::AllocOp::create(b, loc, partials_type);
+  EmitPartials(b, r, partials, groups, slice, outputs, element);
+  EmitTotals(b, r, partials, groups, outputs, element);
+  r.op->erase();
+}
+
+}  // namespace
+
+void EmitTwoPassReductions(mlir::func::FuncOp func, const KernelTarget& target) {
+  func.getContext()
+      ->loadDialect<mlir::gpu::GPUDialect, mlir::scf::SCFDialect, mlir::memref::MemRefDialect,
+                    mlir::arith::ArithDialect>();
+  std::vector<Reduction> reductions;
+  for (mlir::Operation& op : func.getBody().front()) {
+    auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
+    if (!generic) continue;
+    std::optional<Reduction> r = MatchReduction(generic);
+    if (!r) continue;
+    int64_t outputs = 1;
+    for (int64_t d : r->parallel) outputs *= d;
+    const int64_t element_bytes =
+        (mlir::cast<mlir::MemRefType>(generic.getDpsInits()[0].getType()).getElementTypeBitWidth() +
+         7) /
+        8;
+    // The partials buffer binds whole: it must fit the range.
+    if (outputs * kMaxGroups * element_bytes > target.max_storage_buffer_range) continue;
+    reductions.push_back(*r);
+  }
+  for (Reduction& r : reductions) EmitTwoPassReduction(r);
+}
+
+}  // namespace tessera::compiler
