@@ -21,6 +21,7 @@
 #include "compiler/internal.h"
 #include "ifrt/status_macros.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/SetVector.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -106,7 +107,7 @@ constexpr char kOverwriteAttr[] = "tessera.overwrite";
 // the matmul is marked, so that the kernel neither zeroes C in a pass of its own nor reads it in
 // the matmul (the gemm starts from +0.0 in registers: the same bits as the fill).
 void DropZeroFillsOfBlasMatmuls(mlir::ModuleOp kernel) {
-  std::vector<mlir::linalg::FillOp> fills;
+  llvm::SetVector<mlir::Operation*> fills;  // each once, though several matmuls may share one
   kernel.walk([&](mlir::linalg::MatmulOp matmul) {
     if (!IsBlasMatmul(matmul) || !matmul.hasPureTensorSemantics()) return;
     mlir::OpOperand& init = matmul.getDpsInitsMutable()[0];
@@ -126,12 +127,12 @@ void DropZeroFillsOfBlasMatmuls(mlir::ModuleOp kernel) {
     init.set(mlir::tensor::EmptyOp::create(builder, matmul.getLoc(), type.getShape(),
                                            type.getElementType(), type.getEncoding()));
     matmul->setAttr(kOverwriteAttr, builder.getUnitAttr());
-    fills.push_back(fill);
+    fills.insert(fill);
   });
   // The fills nothing else reads (bufferization would keep them: they write a buffer).
-  for (mlir::linalg::FillOp fill : fills) {
+  for (mlir::Operation* fill : fills) {
     if (!fill->use_empty()) continue;
-    mlir::Operation* init = fill.getOutputs()[0].getDefiningOp();
+    mlir::Operation* init = mlir::cast<mlir::linalg::FillOp>(fill).getOutputs()[0].getDefiningOp();
     fill->erase();
     if (init != nullptr && mlir::isa<mlir::tensor::EmptyOp>(init) && init->use_empty()) {
       init->erase();

@@ -227,6 +227,27 @@ TEST(MatmulTest, IntoANonZeroFillAccumulates) {
   }
 }
 
+// Two matmuls into one zero fill: both overwrite their C (the fill is dropped once).
+TEST(MatmulTest, TwoMatmulsIntoOneZeroFill) {
+  const std::string program = R"mlir(
+func.func @main(%a: tensor<8x12xf32>, %b: tensor<12x5xf32>, %b2: tensor<12x5xf32>)
+    -> (tensor<8x5xf32>, tensor<8x5xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x5xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<8x5xf32>) -> tensor<8x5xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<8x12xf32>, tensor<12x5xf32>)
+                     outs(%f : tensor<8x5xf32>) -> tensor<8x5xf32>
+  %c2 = linalg.matmul ins(%a, %b2 : tensor<8x12xf32>, tensor<12x5xf32>)
+                      outs(%f : tensor<8x5xf32>) -> tensor<8x5xf32>
+  return %c, %c2 : tensor<8x5xf32>, tensor<8x5xf32>
+})mlir";
+  HostArray a = Random(DType(DType::kF32), {8, 12}, 32);
+  HostArray b = Random(DType(DType::kF32), {12, 5}, 33);
+  HostArray b2 = Random(DType(DType::kF32), {12, 5}, 34);
+  CompileRunAndCompare(program, {a, b, b2},
+                       {ReferenceMatmul(a, b, 0, 8, 12, 5), ReferenceMatmul(a, b2, 0, 8, 12, 5)});
+}
+
 TEST(BatchMatmulTest, BatchShardedAndReplicated) {
   for (auto [batch, m, k, n, spec] :
        std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, std::string>>{
