@@ -106,6 +106,18 @@ func.func @main(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>) -> tensor<8x4xf32> {
   EXPECT_FALSE(absl::StrContains(negative_zero, "tessera_blas_sgemm_overwrite")) << negative_zero;
 }
 
+// relu(x @ w + b) on the CPU: the bias broadcast, the add and the max are one loop nest (fused)
+// from the matmul's output into the result, materializing neither the broadcast bias nor the
+// ReLU's zeros: the matmul's output is the kernel's one temporary.
+TEST(CompilerStructureTest, BiasAndReluFuseIntoOnePassWithoutTemporaries) {
+  ASSERT_OK_AND_ASSIGN(
+      ProgramPlan mlp,
+      CompileText(testing::ReadFile(std::string(TESSERA_SOURCE_DIR) + "/examples/mlp.mlir")));
+  ASSERT_THAT(StepKinds(mlp), ElementsAre("kernel"));
+  const std::string& code = mlp.steps[0].kernel.artifacts.at("cpu").code;
+  EXPECT_EQ(CountOf(code, "llvm.call @_mlir_memref_to_llvm_aligned_alloc("), 1) << code;
+}
+
 TEST(CompilerStructureTest, RowShardedMlpNeedsNoCommunication) {
   ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(Mlp("P(x,None)", "P()", "P()", "P(x,None)")));
   EXPECT_THAT(StepKinds(plan), ElementsAre("kernel"));
