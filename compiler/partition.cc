@@ -1,4 +1,5 @@
-// Steps c: annotate @main with its shardings (shard dialect) and partition it for SPMD.
+// Steps c: annotate @main with its shardings (shard dialect) and partition it for SPMD; then
+// collectives of constant fills become local fills (FoldCollectivesOfConstantFills).
 
 #include <cstdint>
 #include <string>
@@ -6,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "compiler/internal.h"
+#include "ifrt/status_macros.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -127,9 +129,8 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
 absl::Status PartitionProgram(mlir::ModuleOp module) {
   mlir::PassManager partition(module.getContext());
   BuildPartitionPipeline(partition);
-  absl::Status status =
-      RunPipeline(partition, module, absl::StatusCode::kUnimplemented, "partitioning");
-  if (!status.ok()) return status;
+  TESSERA_RETURN_IF_ERROR(
+      RunPipeline(partition, module, absl::StatusCode::kUnimplemented, "partitioning"));
   FoldCollectivesOfConstantFills(module);
   mlir::PassManager cleanup(module.getContext());
   BuildCleanupPipeline(cleanup);
