@@ -4,10 +4,14 @@
 //   BuildMatmulTilingPipeline      tile + vectorize matmuls (transform dialect), on tensors
 //   BuildBufferizationPipeline     tensors -> memrefs, results -> out-params, no leaked buffers
 //   BuildLlvmLoweringPipeline      memrefs, loops, vectors -> the LLVM dialect
+// Before bufferization, FuseElementwiseOps makes chains of elementwise ops one loop nest.
 // In a build with OpenBLAS (TESSERA_CPU_BLAS), f32 / f64 matmuls are not tiled: after
 // bufferization each becomes a call to tessera_blas_sgemm / tessera_blas_dgemm (C interface:
-// `_mlir_ciface_*` taking three 2-D strided memref descriptors, C += A @ B), which the CPU kernel
-// loader resolves to OpenBLAS, one thread per call (the devices already run in parallel).
+// `_mlir_ciface_*` taking three 2-D strided memref descriptors, C += A @ B), or, for a matmul into
+// a fill of +0.0, to tessera_blas_{s,d}gemm_overwrite (C = A @ B; the fill is dropped), which the
+// CPU kernel loader resolves to its streaming kernel or OpenBLAS, one thread per call (the
+// devices already run in parallel). A kernel's temporary buffers come from the loader's
+// per-thread scratch cache (MLIR's generic allocation functions), not from malloc.
 
 #include <string>
 #include <vector>
@@ -18,18 +22,25 @@
 #include "compiler/internal.h"
 #include "ifrt/status_macros.h"
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/SetVector.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Transform/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace tessera::compiler {
@@ -92,9 +103,75 @@ bool IsBlasMatmul(mlir::linalg::MatmulOp matmul) {
   return true;
 }
 
-// Every f32 / f64 matmul on memrefs -> a call to tessera_blas_{s,d}gemm(A, B, C), its operands
+// Elementwise ops fused into one loop nest: each linalg.broadcast becomes a linalg.generic, then
+// MLIR's elementwise fusion folds every single-use elementwise producer (and fills of a scalar)
+// into its consumer. `relu(x @ w + b)` then makes one pass over the matmul's output (bias add and
+// max together, the bias read in place) instead of three passes and a materialized broadcast.
+// Element by element the same operations in the same order: results are unchanged.
+absl::Status FuseElementwiseOps(mlir::ModuleOp kernel, const std::string& name) {
+  mlir::IRRewriter rewriter(kernel.getContext());
+  std::vector<mlir::linalg::BroadcastOp> broadcasts;
+  kernel.walk([&](mlir::linalg::BroadcastOp op) { broadcasts.push_back(op); });
+  for (mlir::linalg::BroadcastOp op : broadcasts) {
+    rewriter.setInsertionPoint(op);
+    if (mlir::failed(mlir::linalg::generalizeNamedOp(rewriter, op))) {
+      return absl::InternalError(absl::StrCat("generalizing a broadcast of ", name));
+    }
+  }
+  mlir::RewritePatternSet patterns(kernel.getContext());
+  mlir::linalg::populateElementwiseOpsFusionPatterns(
+      patterns, [](mlir::OpOperand* fused) { return fused->get().hasOneUse(); });
+  if (mlir::failed(mlir::applyPatternsGreedily(kernel, std::move(patterns)))) {
+    return absl::InternalError(absl::StrCat("fusing the elementwise ops of ", name));
+  }
+  return absl::OkStatus();
+}
+
+// Marks a BLAS matmul that overwrites its init (C = A @ B): DropZeroFillsOfBlasMatmuls replaced
+// its zero fill by an uninitialized tensor.
+constexpr char kOverwriteAttr[] = "tessera.overwrite";
+
+// A BLAS matmul (on tensors) into a fill of +0.0 is C = A @ B: its init becomes a tensor.empty and
+// the matmul is marked, so that the kernel neither zeroes C in a pass of its own nor reads it in
+// the matmul (the gemm starts from +0.0 in registers: the same bits as the fill).
+void DropZeroFillsOfBlasMatmuls(mlir::ModuleOp kernel) {
+  llvm::SetVector<mlir::Operation*> fills;  // each once, though several matmuls may share one
+  kernel.walk([&](mlir::linalg::MatmulOp matmul) {
+    if (!IsBlasMatmul(matmul) || !matmul.hasPureTensorSemantics()) return;
+    mlir::OpOperand& init = matmul.getDpsInitsMutable()[0];
+    auto fill = init.get().getDefiningOp<mlir::linalg::FillOp>();
+    auto type = mlir::dyn_cast<mlir::RankedTensorType>(init.get().getType());
+    // A matmul with an empty operand is its init (folded so), which must stay the fill.
+    for (mlir::Value operand : matmul->getOperands()) {
+      auto shaped = mlir::cast<mlir::ShapedType>(operand.getType());
+      if (!shaped.hasStaticShape() || shaped.getNumElements() == 0) return;
+    }
+    mlir::FloatAttr value;
+    if (!fill || !type || !mlir::matchPattern(fill.getInputs()[0], mlir::m_Constant(&value)) ||
+        !value.getValue().isPosZero()) {
+      return;
+    }
+    mlir::OpBuilder builder(matmul);
+    init.set(mlir::tensor::EmptyOp::create(builder, matmul.getLoc(), type.getShape(),
+                                           type.getElementType(), type.getEncoding()));
+    matmul->setAttr(kOverwriteAttr, builder.getUnitAttr());
+    fills.insert(fill);
+  });
+  // The fills nothing else reads (bufferization would keep them: they write a buffer).
+  for (mlir::Operation* fill : fills) {
+    if (!fill->use_empty()) continue;
+    mlir::Operation* init = mlir::cast<mlir::linalg::FillOp>(fill).getOutputs()[0].getDefiningOp();
+    fill->erase();
+    if (init != nullptr && mlir::isa<mlir::tensor::EmptyOp>(init) && init->use_empty()) {
+      init->erase();
+    }
+  }
+}
+
+// Every f32 / f64 matmul on memrefs -> a call to tessera_blas_{s,d}gemm(A, B, C) (C += A @ B), or
+// for one marked kOverwriteAttr to tessera_blas_{s,d}gemm_overwrite (C = A @ B), its operands
 // cast to memref<?x?xT, strided<[?, 1], offset: ?>>. An operand whose inner stride is not 1 keeps
-// its matmul (lowered to loops).
+// its matmul (lowered to loops; a marked one gets its zero fill back).
 void CallBlasForMatmuls(mlir::ModuleOp kernel) {
   std::vector<mlir::linalg::MatmulOp> matmuls;
   kernel.walk([&](mlir::linalg::MatmulOp matmul) {
@@ -111,9 +188,21 @@ void CallBlasForMatmuls(mlir::ModuleOp kernel) {
     for (mlir::Value operand : matmul->getOperands()) {
       castable &= mlir::memref::CastOp::areCastCompatible(operand.getType(), generic);
     }
-    if (!castable) continue;
-    const std::string callee = element.isF32() ? "tessera_blas_sgemm" : "tessera_blas_dgemm";
+    const bool overwrite = matmul->hasAttr(kOverwriteAttr);
     mlir::OpBuilder builder(context);
+    if (!castable) {
+      if (overwrite) {
+        builder.setInsertionPoint(matmul);
+        mlir::Value zero =
+            mlir::arith::ConstantOp::create(builder, matmul.getLoc(), builder.getZeroAttr(element));
+        mlir::linalg::FillOp::create(builder, matmul.getLoc(), zero, matmul.getOutputs()[0]);
+        matmul->removeAttr(kOverwriteAttr);
+      }
+      continue;
+    }
+    const std::string callee =
+        absl::StrCat(element.isF32() ? "tessera_blas_sgemm" : "tessera_blas_dgemm",
+                     overwrite ? "_overwrite" : "");
     auto function = kernel.lookupSymbol<mlir::func::FuncOp>(callee);
     if (!function) {
       builder.setInsertionPointToEnd(kernel.getBody());
@@ -212,8 +301,14 @@ void BuildLlvmLoweringPipeline(mlir::OpPassManager& pm) {
   pm.addPass(mlir::memref::createExpandStridedMetadataPass());
   // affine.apply / min / max from tiling and the expansion above -> arith.
   pm.addPass(mlir::createLowerAffinePass());
-  // memref descriptors, loads, stores, alloc / dealloc -> LLVM (malloc / free).
-  pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
+  // memref descriptors, loads, stores -> LLVM; alloc / dealloc -> calls of MLIR's generic
+  // allocation functions, which the kernel loader binds to a per-thread cache of freed blocks
+  // (backends/cpu/kernel_scratch.h): the next run reuses mapped pages instead of faulting in new
+  // ones.
+  mlir::FinalizeMemRefToLLVMConversionPassOptions memref_options;
+  memref_options.useAlignedAlloc = true;
+  memref_options.useGenericFunctions = true;
+  pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass(memref_options));
   // vector ops -> LLVM vector types and intrinsics (first: it leaves arith and ub ops behind).
   pm.addPass(mlir::createConvertVectorToLLVMPass());
   // math ops LLVM has intrinsics for -> llvm.intr.*.
@@ -268,6 +363,8 @@ absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const st
   if (!takes_device_position) num_position = 0;
   MarkInputsReadOnly(func);
   TESSERA_RETURN_IF_ERROR(TileMatmuls(kernel, name));
+  TESSERA_RETURN_IF_ERROR(FuseElementwiseOps(kernel, name));
+  DropZeroFillsOfBlasMatmuls(kernel);
 
   mlir::PassManager bufferize(kernel.getContext());
   BuildBufferizationPipeline(bufferize);

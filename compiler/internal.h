@@ -11,7 +11,8 @@
 //                         (shardings.cc)
 //   AnnotateShardings     shard.grid, shard.sharding and shard.shard ops around @main
 //                         (partition.cc)
-//   PartitionProgram      sharding propagation + SPMD partitioning (partition.cc)
+//   PartitionProgram      sharding propagation + SPMD partitioning, collectives of constant
+//                         fills folded into local fills (partition.cc)
 //   CutIntoSteps          partitioned @main -> plan skeleton + one kernel module per kernel step
 //                         (cut.cc)
 //   LowerKernelForCpu     a kernel module (tensors) -> "mlir-llvm" artifact (cpu_codegen.cc)
@@ -110,7 +111,9 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
                        const ProgramShardings& shardings);
 
 // Propagates the shardings and partitions @main into the program one device runs (local shapes,
-// shard collectives). INVALID_ARGUMENT / UNIMPLEMENTED with the partitioner's diagnostics.
+// shard collectives); an all_gather / all_slice / all_to_all of a fill of a constant becomes a
+// local fill. INVALID_ARGUMENT / UNIMPLEMENTED with the partitioner's diagnostics; INTERNAL when
+// the clean-up after the fold fails.
 absl::Status PartitionProgram(mlir::ModuleOp module);
 
 // A plan without artifacts, and one module per kernel step (steps[kernel_step_indices[i]]),

@@ -1,4 +1,5 @@
-// Steps c: annotate @main with its shardings (shard dialect) and partition it for SPMD.
+// Steps c: annotate @main with its shardings (shard dialect) and partition it for SPMD; then
+// collectives of constant fills become local fills (FoldCollectivesOfConstantFills).
 
 #include <cstdint>
 #include <string>
@@ -6,11 +7,15 @@
 
 #include "absl/status/status.h"
 #include "compiler/internal.h"
+#include "ifrt/status_macros.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Transforms/Passes.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -38,7 +43,7 @@ mlir::Value MakeSharding(mlir::OpBuilder& builder, mlir::Location loc, const sha
   return mlir::shard::ShardingOp::create(builder, loc, grid, split_axes).getResult();
 }
 
-// The partitioning pipeline, on @main.
+// Propagation, then the rewrite to the per-device program, on @main.
 void BuildPartitionPipeline(mlir::OpPassManager& pm) {
   mlir::OpPassManager& func = pm.nest<mlir::func::FuncOp>();
   // Elementwise arith / math on tensors -> linalg.generic: the partitioner only knows ops that
@@ -50,10 +55,45 @@ void BuildPartitionPipeline(mlir::OpPassManager& pm) {
   func.addPass(mlir::createCSEPass());
   // Rewrite to the per-device program: local shapes, collectives where shardings change.
   func.addPass(mlir::shard::createPartition());
+}
+
+// The clean-up after FoldCollectivesOfConstantFills, on @main.
+void BuildCleanupPipeline(mlir::OpPassManager& pm) {
+  mlir::OpPassManager& func = pm.nest<mlir::func::FuncOp>();
   // Fold what partitioning leaves (identity scf.if, redundant casts and resharding chains).
   func.addPass(mlir::createCanonicalizerPass());
-  // Merge duplicate constants and grid queries the canonicalizer exposes.
+  // Merge duplicate constants, fills and grid queries the canonicalizer exposes ...
   func.addPass(mlir::createCSEPass());
+  // ... and fold the scf.if whose branches now yield the same fill.
+  func.addPass(mlir::createCanonicalizerPass());
+}
+
+// A collective that only moves elements (all_gather, all_slice, all_to_all) of a fill with a
+// constant holds that constant everywhere on every device: it becomes a local fill of its result
+// shape, and the communication disappears. (The partitioner makes these when one zero fill
+// initializes matmuls of different shardings, as in `relu(x @ w1 + b1) @ w2` with one %acc.)
+void FoldCollectivesOfConstantFills(mlir::ModuleOp module) {
+  std::vector<mlir::Operation*> collectives;
+  module.walk([&](mlir::Operation* op) {
+    if (mlir::isa<mlir::shard::AllGatherOp, mlir::shard::AllSliceOp, mlir::shard::AllToAllOp>(op)) {
+      collectives.push_back(op);
+    }
+  });
+  for (mlir::Operation* op : collectives) {
+    auto fill = op->getOperand(0).getDefiningOp<mlir::linalg::FillOp>();
+    auto type = mlir::dyn_cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    if (!fill || !fill.hasPureTensorSemantics() || !type || !type.hasStaticShape() ||
+        !mlir::matchPattern(fill.getInputs()[0], mlir::m_Constant())) {
+      continue;
+    }
+    mlir::OpBuilder builder(op);
+    auto empty = mlir::tensor::EmptyOp::create(builder, op->getLoc(), type.getShape(),
+                                               type.getElementType(), type.getEncoding());
+    auto local =
+        mlir::linalg::FillOp::create(builder, op->getLoc(), fill.getInputs()[0], empty.getResult());
+    op->getResult(0).replaceAllUsesWith(local.getResult(0));
+    op->erase();
+  }
 }
 
 }  // namespace
@@ -87,9 +127,14 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
 }
 
 absl::Status PartitionProgram(mlir::ModuleOp module) {
-  mlir::PassManager pm(module.getContext());
-  BuildPartitionPipeline(pm);
-  return RunPipeline(pm, module, absl::StatusCode::kUnimplemented, "partitioning");
+  mlir::PassManager partition(module.getContext());
+  BuildPartitionPipeline(partition);
+  TESSERA_RETURN_IF_ERROR(
+      RunPipeline(partition, module, absl::StatusCode::kUnimplemented, "partitioning"));
+  FoldCollectivesOfConstantFills(module);
+  mlir::PassManager cleanup(module.getContext());
+  BuildCleanupPipeline(cleanup);
+  return RunPipeline(cleanup, module, absl::StatusCode::kInternal, "cleaning up the partitioning");
 }
 
 }  // namespace tessera::compiler

@@ -1,5 +1,6 @@
 #include "backends/cpu/kernel_loader.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "backends/cpu/kernel_scratch.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/TargetSelect.h"
@@ -47,11 +49,11 @@ struct Memref2D {
   int64_t strides[2];
 };
 
-// C += A @ B for the compiler's tessera_blas_{s,d}gemm calls (compiler/cpu_codegen.cc): inner
-// strides are 1 (the compiler casts to strided<[?, 1]>). Sizes BLAS cannot take (over INT_MAX)
-// or cannot describe (an empty dimension) run as plain loops.
+// C = beta * C + A @ B (beta 0 or 1) for the compiler's tessera_blas_{s,d}gemm{,_overwrite} calls
+// (compiler/cpu_codegen.cc): inner strides are 1 (the compiler casts to strided<[?, 1]>). Sizes
+// BLAS cannot take (over INT_MAX) or cannot describe (an empty dimension) run as plain loops.
 template <typename T, typename Gemm>
-void Gemm2D(Memref2D<T>* a, Memref2D<T>* b, Memref2D<T>* c, Gemm gemm) {
+void Gemm2D(Memref2D<T>* a, Memref2D<T>* b, Memref2D<T>* c, T beta, Gemm gemm) {
   const int64_t m = c->sizes[0], n = c->sizes[1], k = a->sizes[1];
   T* pa = a->aligned + a->offset;
   T* pb = b->aligned + b->offset;
@@ -59,44 +61,78 @@ void Gemm2D(Memref2D<T>* a, Memref2D<T>* b, Memref2D<T>* c, Gemm gemm) {
   const int64_t lda = a->strides[0], ldb = b->strides[0], ldc = c->strides[0];
   auto fits = [](int64_t v) { return v > 0 && v <= INT_MAX; };
   if (fits(m) && fits(n) && fits(k) && fits(lda) && fits(ldb) && fits(ldc)) {
-    gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, T(1), pa, lda, pb, ldb, T(1), pc, ldc);
+    gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, T(1), pa, lda, pb, ldb, beta, pc, ldc);
     return;
   }
   for (int64_t i = 0; i < m; ++i) {
+    if (beta == T(0)) std::fill(pc + i * ldc, pc + i * ldc + n, T(0));
     for (int64_t p = 0; p < k; ++p) {
       for (int64_t j = 0; j < n; ++j) pc[i * ldc + j] += pa[i * lda + p] * pb[p * ldb + j];
     }
   }
 }
 
-// f32 with few rows (a row-sharded batch) streams B instead of letting OpenBLAS pack it (see
+// f32 with few rows (a sharded batch) streams B instead of letting OpenBLAS pack it (see
 // streaming_sgemm.h); the rest goes to OpenBLAS.
-extern "C" void TesseraBlasSgemm(Memref2D<float>* a, Memref2D<float>* b, Memref2D<float>* c) {
+void Sgemm(Memref2D<float>* a, Memref2D<float>* b, Memref2D<float>* c, bool accumulate) {
   const int64_t m = c->sizes[0], n = c->sizes[1], k = a->sizes[1];
   if (cpu::StreamingSgemmUsable(m, n, k)) {
-    cpu::StreamingSgemm(m, n, k, a->aligned + a->offset, a->strides[0], b->aligned + b->offset,
-                        b->strides[0], c->aligned + c->offset, c->strides[0]);
+    (accumulate ? cpu::StreamingSgemm : cpu::StreamingSgemmOverwrite)(
+        m, n, k, a->aligned + a->offset, a->strides[0], b->aligned + b->offset, b->strides[0],
+        c->aligned + c->offset, c->strides[0]);
     return;
   }
-  Gemm2D(a, b, c, cblas_sgemm);
-}
-extern "C" void TesseraBlasDgemm(Memref2D<double>* a, Memref2D<double>* b, Memref2D<double>* c) {
-  Gemm2D(a, b, c, cblas_dgemm);
+  Gemm2D(a, b, c, accumulate ? 1.0f : 0.0f, cblas_sgemm);
 }
 
-// The symbols the compiler's BLAS calls resolve to; OpenBLAS runs each call on its caller's
-// thread (each device's kernel already has one).
-llvm::orc::SymbolMap BlasSymbols(llvm::orc::MangleAndInterner interner) {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-  llvm::orc::SymbolMap symbols;
-  symbols[interner("_mlir_ciface_tessera_blas_sgemm")] = {
-      llvm::orc::ExecutorAddr::fromPtr(&TesseraBlasSgemm), llvm::JITSymbolFlags::Exported};
-  symbols[interner("_mlir_ciface_tessera_blas_dgemm")] = {
-      llvm::orc::ExecutorAddr::fromPtr(&TesseraBlasDgemm), llvm::JITSymbolFlags::Exported};
-  return symbols;
+// C += A @ B.
+extern "C" void TesseraBlasSgemm(Memref2D<float>* a, Memref2D<float>* b, Memref2D<float>* c) {
+  Sgemm(a, b, c, /*accumulate=*/true);
+}
+extern "C" void TesseraBlasDgemm(Memref2D<double>* a, Memref2D<double>* b, Memref2D<double>* c) {
+  Gemm2D(a, b, c, 1.0, cblas_dgemm);
+}
+// C = A @ B: a matmul whose init was a fill of +0.0 (the compiler dropped the fill).
+extern "C" void TesseraBlasSgemmOverwrite(Memref2D<float>* a, Memref2D<float>* b,
+                                          Memref2D<float>* c) {
+  Sgemm(a, b, c, /*accumulate=*/false);
+}
+extern "C" void TesseraBlasDgemmOverwrite(Memref2D<double>* a, Memref2D<double>* b,
+                                          Memref2D<double>* c) {
+  Gemm2D(a, b, c, 0.0, cblas_dgemm);
 }
 #endif
+
+// The allocation functions of the kernels' temporaries (MLIR's generic allocation functions,
+// compiler/cpu_codegen.cc): the per-thread cache of kernel_scratch.h.
+extern "C" void* TesseraScratchAlloc(size_t bytes) { return cpu::ScratchAllocate(64, bytes); }
+extern "C" void* TesseraScratchAlignedAlloc(size_t alignment, size_t bytes) {
+  return cpu::ScratchAllocate(alignment, bytes);
+}
+extern "C" void TesseraScratchFree(void* block) { cpu::ScratchFree(block); }
+
+// The symbols every kernel may call besides libc and libm: the allocation functions of its
+// temporaries and, with OpenBLAS, the matmuls. OpenBLAS runs each call on its caller's thread
+// (each device's kernel already has one).
+llvm::orc::SymbolMap KernelSymbols(llvm::orc::MangleAndInterner interner) {
+  llvm::orc::SymbolMap symbols;
+  auto bind = [&](const char* name, auto* function) {
+    symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(function),
+                               llvm::JITSymbolFlags::Exported};
+  };
+  bind("_mlir_memref_to_llvm_alloc", &TesseraScratchAlloc);
+  bind("_mlir_memref_to_llvm_aligned_alloc", &TesseraScratchAlignedAlloc);
+  bind("_mlir_memref_to_llvm_free", &TesseraScratchFree);
+#ifdef TESSERA_CPU_BLAS
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+  bind("_mlir_ciface_tessera_blas_sgemm", &TesseraBlasSgemm);
+  bind("_mlir_ciface_tessera_blas_dgemm", &TesseraBlasDgemm);
+  bind("_mlir_ciface_tessera_blas_sgemm_overwrite", &TesseraBlasSgemmOverwrite);
+  bind("_mlir_ciface_tessera_blas_dgemm_overwrite", &TesseraBlasDgemmOverwrite);
+#endif
+  return symbols;
+}
 
 class JitCpuKernel final : public CpuKernel {
  public:
@@ -231,9 +267,7 @@ absl::StatusOr<std::shared_ptr<CpuKernel>> LoadCpuKernel(const KernelArtifact& a
     return absl::InternalError(absl::StrCat("JIT compiling ", artifact.entry, ": ",
                                             ErrorText(engine.takeError()), " ", diagnostics));
   }
-#ifdef TESSERA_CPU_BLAS
-  (*engine)->registerSymbols(BlasSymbols);
-#endif
+  (*engine)->registerSymbols(KernelSymbols);
   auto function = (*engine)->lookupPacked(artifact.entry);
   if (!function) {
     return absl::InternalError(absl::StrCat("no packed entry for ", artifact.entry, ": ",

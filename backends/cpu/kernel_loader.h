@@ -10,7 +10,9 @@
 // position. Each buffer is a contiguous row-major array of its local shape, passed as an MLIR
 // memref descriptor expanded into scalars (allocated pointer, aligned pointer, offset 0, the
 // sizes, the row-major strides); the kernel writes its outputs in place and allocates nothing
-// that outlives the call. The call goes through the packed wrapper `_mlir_<entry>(void**)`.
+// that outlives the call (its temporaries come from the scratch cache of kernel_scratch.h, bound
+// to MLIR's generic allocation functions). The call goes through the packed wrapper
+// `_mlir_<entry>(void**)`.
 //
 // Ownership: LoadCpuKernel returns a shared CpuKernel that owns its JIT-compiled code. Thread-safe:
 // Run may be called from several threads at once (the code keeps no state between calls).

@@ -41,16 +41,20 @@ TESSERA_AVX512 inline void Step(__m512 (&acc)[MR][NV], int64_t p, const float* a
   }
 }
 
-// C[MR x 16*NV] += A[MR x kc] @ B[kc x 16*NV]; the last vector of each row holds the lanes in
-// `mask`. The first `prefetched` steps of the K loop also prefetch B `kPrefetchRows` rows ahead.
+// C[MR x 16*NV] += A[MR x kc] @ B[kc x 16*NV] (with `load_c` false: C = A @ B, C not read); the
+// last vector of each row holds the lanes in `mask`. The first `prefetched` steps of the K loop
+// also prefetch B `kPrefetchRows` rows ahead.
 template <int MR, int NV>
 TESSERA_AVX512 void Tile(int64_t kc, int64_t prefetched, const float* a, int64_t lda,
-                         const float* b, int64_t ldb, float* c, int64_t ldc, __mmask16 mask) {
+                         const float* b, int64_t ldb, float* c, int64_t ldc, __mmask16 mask,
+                         bool load_c) {
   __m512 acc[MR][NV];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[i][v] = Load(c + i * ldc + 16 * v, mask, v == NV - 1);
+    for (int v = 0; v < NV; ++v) {
+      acc[i][v] = load_c ? Load(c + i * ldc + 16 * v, mask, v == NV - 1) : _mm512_setzero_ps();
+    }
   }
   int64_t p = 0;
   for (; p < prefetched; ++p) {
@@ -79,10 +83,12 @@ TESSERA_AVX512 void Tile(int64_t kc, int64_t prefetched, const float* a, int64_t
 template <int MR, int NV>
 TESSERA_AVX512 void TailTile(int64_t rows, int64_t kc, int64_t prefetched, const float* a,
                              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-                             __mmask16 mask) {
+                             __mmask16 mask, bool load_c) {
   if constexpr (MR > 1) {
-    if (rows == MR - 1) return Tile<MR - 1, NV>(kc, prefetched, a, lda, b, ldb, c, ldc, mask);
-    return TailTile<MR - 1, NV>(rows, kc, prefetched, a, lda, b, ldb, c, ldc, mask);
+    if (rows == MR - 1) {
+      return Tile<MR - 1, NV>(kc, prefetched, a, lda, b, ldb, c, ldc, mask, load_c);
+    }
+    return TailTile<MR - 1, NV>(rows, kc, prefetched, a, lda, b, ldb, c, ldc, mask, load_c);
   }
 }
 
@@ -90,35 +96,39 @@ TESSERA_AVX512 void TailTile(int64_t rows, int64_t kc, int64_t prefetched, const
 // prefetches the panel's next rows of B (`rows_after` rows of B follow this block's first).
 template <int MR, int NV>
 TESSERA_AVX512 void Panel(int64_t m, int64_t kc, int64_t rows_after, const float* a, int64_t lda,
-                          const float* b, int64_t ldb, float* c, int64_t ldc, __mmask16 mask) {
+                          const float* b, int64_t ldb, float* c, int64_t ldc, __mmask16 mask,
+                          bool load_c) {
   const int64_t prefetched = std::clamp<int64_t>(rows_after - kPrefetchRows, 0, kc);
   int64_t i = 0;
   for (; i + MR <= m; i += MR) {
-    Tile<MR, NV>(kc, i == 0 ? prefetched : 0, a + i * lda, lda, b, ldb, c + i * ldc, ldc, mask);
+    Tile<MR, NV>(kc, i == 0 ? prefetched : 0, a + i * lda, lda, b, ldb, c + i * ldc, ldc, mask,
+                 load_c);
   }
   if (i < m) {
     TailTile<MR, NV>(m - i, kc, i == 0 ? prefetched : 0, a + i * lda, lda, b, ldb, c + i * ldc, ldc,
-                     mask);
+                     mask, load_c);
   }
 }
 
+// C += A @ B, or with `accumulate` false C = A @ B (the first K block does not read C).
 TESSERA_AVX512 void StreamingSgemmAvx512(int64_t m, int64_t n, int64_t k, const float* a,
                                          int64_t lda, const float* b, int64_t ldb, float* c,
-                                         int64_t ldc) {
+                                         int64_t ldc, bool accumulate) {
   for (int64_t k0 = 0; k0 < k; k0 += kBlockK) {
     const int64_t kc = std::min(kBlockK, k - k0);
     const float* a_block = a + k0;
     const float* b_block = b + k0 * ldb;
+    const bool load_c = accumulate || k0 > 0;
     int64_t j = 0;
     // Panels of 64 columns: 6x64 tiles, 24 accumulators.
     for (; j + 64 <= n; j += 64) {
-      Panel<6, 4>(m, kc, k - k0, a_block, lda, b_block + j, ldb, c + j, ldc, 0xFFFF);
+      Panel<6, 4>(m, kc, k - k0, a_block, lda, b_block + j, ldb, c + j, ldc, 0xFFFF, load_c);
     }
     // The remaining columns, 16 at a time (the last masked): 8x16 tiles.
     for (; j < n; j += 16) {
       const int64_t width = std::min<int64_t>(16, n - j);
       const auto mask = static_cast<__mmask16>((1u << width) - 1);
-      Panel<8, 1>(m, kc, k - k0, a_block, lda, b_block + j, ldb, c + j, ldc, mask);
+      Panel<8, 1>(m, kc, k - k0, a_block, lda, b_block + j, ldb, c + j, ldc, mask, load_c);
     }
   }
 }
@@ -134,7 +144,12 @@ bool StreamingSgemmSupported() {
 
 void StreamingSgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                     int64_t ldb, float* c, int64_t ldc) {
-  StreamingSgemmAvx512(m, n, k, a, lda, b, ldb, c, ldc);
+  StreamingSgemmAvx512(m, n, k, a, lda, b, ldb, c, ldc, /*accumulate=*/true);
+}
+
+void StreamingSgemmOverwrite(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                             const float* b, int64_t ldb, float* c, int64_t ldc) {
+  StreamingSgemmAvx512(m, n, k, a, lda, b, ldb, c, ldc, /*accumulate=*/false);
 }
 
 #else  // not x86-64
@@ -143,6 +158,9 @@ bool StreamingSgemmSupported() { return false; }
 
 void StreamingSgemm(int64_t, int64_t, int64_t, const float*, int64_t, const float*, int64_t, float*,
                     int64_t) {}
+
+void StreamingSgemmOverwrite(int64_t, int64_t, int64_t, const float*, int64_t, const float*,
+                             int64_t, float*, int64_t) {}
 
 #endif
 

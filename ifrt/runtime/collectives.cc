@@ -46,22 +46,35 @@ void PlacePiece(const char* piece, const AxisView& out_view, int64_t groups, int
   }
 }
 
+// r[i] = r[i] (op) a[i] for i < n; `a` and `r` do not overlap. Runs of kLanes elements have a
+// trip count the compiler knows, so it vectorizes them at -O2 (element by element the same
+// operations in the same order: bit-identical to the scalar loop).
+template <typename T, typename Op>
+void AccumulateWith(const T* __restrict a, T* __restrict r, int64_t n, Op op) {
+  constexpr int64_t kLanes = 16;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) r[i + l] = op(r[i + l], a[i + l]);
+  }
+  for (; i < n; ++i) r[i] = op(r[i], a[i]);
+}
+
 template <typename T>
 void Accumulate(ReductionKind kind, const void* in, void* acc, int64_t n) {
   const T* a = static_cast<const T*>(in);
   T* r = static_cast<T*>(acc);
   switch (kind) {
     case ReductionKind::kSum:
-      for (int64_t i = 0; i < n; ++i) r[i] += a[i];
+      AccumulateWith(a, r, n, [](T x, T y) { return x + y; });
       break;
     case ReductionKind::kProduct:
-      for (int64_t i = 0; i < n; ++i) r[i] *= a[i];
+      AccumulateWith(a, r, n, [](T x, T y) { return x * y; });
       break;
     case ReductionKind::kMin:
-      for (int64_t i = 0; i < n; ++i) r[i] = std::min(r[i], a[i]);
+      AccumulateWith(a, r, n, [](T x, T y) { return std::min(x, y); });
       break;
     case ReductionKind::kMax:
-      for (int64_t i = 0; i < n; ++i) r[i] = std::max(r[i], a[i]);
+      AccumulateWith(a, r, n, [](T x, T y) { return std::max(x, y); });
       break;
   }
 }
@@ -160,10 +173,17 @@ absl::Status ReduceElements(ReductionKind reduction, DType dtype,
   auto accumulate = AccumulatorFor(dtype);
   if (!accumulate.ok()) return accumulate.status();
   const int64_t size = *dtype.byte_size();
-  char* out = static_cast<char*>(output) + begin * size;
-  std::memcpy(out, static_cast<const char*>(inputs[0]) + begin * size, (end - begin) * size);
-  for (size_t j = 1; j < inputs.size(); ++j) {
-    (*accumulate)(reduction, static_cast<const char*>(inputs[j]) + begin * size, out, end - begin);
+  // Block by block, so that the block of `output` stays in L1 while every input adds to it (one
+  // pass over the output instead of one per input).
+  constexpr int64_t kBlockBytes = 16 << 10;
+  const int64_t block = std::max<int64_t>(1, kBlockBytes / size);
+  for (int64_t b = begin; b < end; b += block) {
+    const int64_t n = std::min(block, end - b);
+    char* out = static_cast<char*>(output) + b * size;
+    std::memcpy(out, static_cast<const char*>(inputs[0]) + b * size, n * size);
+    for (size_t j = 1; j < inputs.size(); ++j) {
+      (*accumulate)(reduction, static_cast<const char*>(inputs[j]) + b * size, out, n);
+    }
   }
   return absl::OkStatus();
 }

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -67,6 +68,54 @@ TEST(CompilerStructureTest, MegatronMlpHasOneAllReduceAfterTheSecondMatmul) {
   EXPECT_EQ(plan.parameter_shardings[1].spec, "P(None,x)");
   EXPECT_EQ(plan.result_shardings[0].spec, "P()");
   EXPECT_THAT(plan.global_results[0].local_shape.dims(), ElementsAre(8, 16));
+}
+
+TEST(CompilerStructureTest, ASharedZeroFillIsNotCommunicated) {
+  // The fill initializes the column-sharded first matmul and the second (replicated init): the
+  // partitioner would all_gather the fill's column shards; the compiler fills locally instead.
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(testing::MegatronWithSharedFill(8, 16)));
+  EXPECT_THAT(StepKinds(plan), ElementsAre("kernel", "all_reduce"));
+  EXPECT_EQ(CountOf(plan.partitioned_text, "shard.all_gather"), 0);
+  EXPECT_EQ(CountOf(plan.partitioned_text, "shard.all_reduce"), 1);
+  EXPECT_EQ(CountOf(plan.partitioned_text, "linalg.fill"), 2);  // f32[8,4] and f32[8,16]
+}
+
+// With OpenBLAS, a matmul into a zero fill overwrites C (the fill is dropped); into any other fill
+// it accumulates.
+TEST(CompilerStructureTest, MatmulIntoAZeroFillOverwrites) {
+  auto code_for = [](const std::string& init) -> std::string {
+    absl::StatusOr<ProgramPlan> plan = CompileText(R"mlir(
+func.func @main(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>) -> tensor<8x4xf32> {
+  %init = arith.constant )mlir" + init + R"mlir( : f32
+  %e = tensor.empty() : tensor<8x4xf32>
+  %f = linalg.fill ins(%init : f32) outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x4xf32>)
+                     outs(%f : tensor<8x4xf32>) -> tensor<8x4xf32>
+  return %c : tensor<8x4xf32>
+})mlir",
+                                                   1);
+    return plan.ok() ? plan->steps[0].kernel.artifacts.at("cpu").code : plan.status().ToString();
+  };
+  const std::string zero = code_for("0.0"), other = code_for("1.5"),
+                    negative_zero = code_for("-0.0");
+  if (!absl::StrContains(zero, "tessera_blas_sgemm")) GTEST_SKIP() << "a build without OpenBLAS";
+  EXPECT_TRUE(absl::StrContains(zero, "tessera_blas_sgemm_overwrite")) << zero;
+  EXPECT_FALSE(absl::StrContains(other, "tessera_blas_sgemm_overwrite")) << other;
+  EXPECT_TRUE(absl::StrContains(other, "tessera_blas_sgemm")) << other;
+  // A fill of -0.0 stays: when every product is -0.0 the sum is -0.0, from +0.0 it would be +0.0.
+  EXPECT_FALSE(absl::StrContains(negative_zero, "tessera_blas_sgemm_overwrite")) << negative_zero;
+}
+
+// relu(x @ w + b) on the CPU: the bias broadcast, the add and the max are one loop nest (fused)
+// from the matmul's output into the result, materializing neither the broadcast bias nor the
+// ReLU's zeros: the matmul's output is the kernel's one temporary.
+TEST(CompilerStructureTest, BiasAndReluFuseIntoOnePassWithoutTemporaries) {
+  ASSERT_OK_AND_ASSIGN(
+      ProgramPlan mlp,
+      CompileText(testing::ReadFile(std::string(TESSERA_SOURCE_DIR) + "/examples/mlp.mlir")));
+  ASSERT_THAT(StepKinds(mlp), ElementsAre("kernel"));
+  const std::string& code = mlp.steps[0].kernel.artifacts.at("cpu").code;
+  EXPECT_EQ(CountOf(code, "llvm.call @_mlir_memref_to_llvm_aligned_alloc("), 1) << code;
 }
 
 TEST(CompilerStructureTest, RowShardedMlpNeedsNoCommunication) {

@@ -54,6 +54,28 @@ inline std::vector<std::string> StepKinds(const ProgramPlan& plan) {
   return kinds;
 }
 
+// y = relu(x @ w1 + b1) @ w2 over mesh{x=4}, x f32[b, n] and y replicated, w1 column-sharded, b1
+// and w2 row-sharded, with one zero fill %acc for both matmuls' inits and the ReLU (as
+// benchmarks/ifrt/program_benchmark.cc writes the Megatron MLP).
+inline std::string MegatronWithSharedFill(int64_t b, int64_t n) {
+  const std::string bn = "tensor<" + std::to_string(b) + "x" + std::to_string(n) + "xf32>";
+  const std::string nn = "tensor<" + std::to_string(n) + "x" + std::to_string(n) + "xf32>";
+  const std::string vn = "tensor<" + std::to_string(n) + "xf32>";
+  auto attr = [](const std::string& spec) {
+    return " {tessera.sharding = \"mesh{x=4} " + spec + "\"}";
+  };
+  return "func.func @main(%x: " + bn + attr("P()") + ", %w1: " + nn + attr("P(None,x)") +
+         ", %b1: " + vn + attr("P(x)") + ", %w2: " + nn + attr("P(x,None)") + ") -> (" + bn +
+         attr("P()") + ") {\n  %zero = arith.constant 0.0 : f32\n  %e = tensor.empty() : " + bn +
+         "\n  %acc = linalg.fill ins(%zero : f32) outs(%e : " + bn + ") -> " + bn +
+         "\n  %mm1 = linalg.matmul ins(%x, %w1 : " + bn + ", " + nn + ") outs(%acc : " + bn +
+         ") -> " + bn + "\n  %bias = linalg.broadcast ins(%b1 : " + vn + ") outs(%e : " + bn +
+         ") dimensions = [0]\n  %pre = arith.addf %mm1, %bias : " + bn +
+         "\n  %h = arith.maximumf %pre, %acc : " + bn +
+         "\n  %y = linalg.matmul ins(%h, %w2 : " + bn + ", " + nn + ") outs(%acc : " + bn +
+         ") -> " + bn + "\n  return %y : " + bn + "\n}";
+}
+
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;

@@ -1,10 +1,12 @@
 // StreamingSgemm (backends/cpu/streaming_sgemm.h): C += A @ B bit-identical to one fused
-// multiply-add per k in k order, over the tile shapes' edges (rows around the 6- and 8-row tiles,
-// columns around the 64- and 16-wide panels, K around the 512-row block), with padded leading
-// dimensions; and which sizes take the streaming path.
+// multiply-add per k in k order (StreamingSgemmOverwrite: the same from +0.0, C never read), over
+// the tile shapes' edges (rows around the 6- and 8-row tiles, columns around the 64- and 16-wide
+// panels, K around the 512-row block), with padded leading dimensions; and which sizes take the
+// streaming path.
 
 #include "backends/cpu/streaming_sgemm.h"
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -56,12 +58,41 @@ TEST_P(StreamingSgemmTest, BitIdenticalToSequentialFma) {
   }
 }
 
+TEST_P(StreamingSgemmTest, OverwriteIsBitIdenticalToAZeroFillThenSequentialFma) {
+  if (!StreamingSgemmSupported()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  const auto [m, n, k, pad] = GetParam();
+  const int64_t lda = k + pad, ldb = n + pad, ldc = n + pad;
+  const std::vector<float> a = Random(m * lda, 4), b = Random(k * ldb, 5);
+  // C's previous contents (NaN inside, seed-6 values in the padding) must not be read.
+  std::vector<float> c = Random(m * ldc, 6);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = std::nanf("");
+  }
+  std::vector<float> want = Random(m * ldc, 6);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float sum = 0.0f;
+      for (int64_t p = 0; p < k; ++p) sum = std::fma(a[i * lda + p], b[p * ldb + j], sum);
+      want[i * ldc + j] = sum;
+    }
+  }
+  ASSERT_TRUE(StreamingSgemmUsable(m, n, k));
+  StreamingSgemmOverwrite(m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(c[i * ldc + j]), std::bit_cast<uint32_t>(want[i * ldc + j]))
+          << "C[" << i << "][" << j << "]";
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, StreamingSgemmTest,
                          ::testing::Values(GemmCase{1, 1, 1, 0}, GemmCase{1, 64, 1, 0},
                                            GemmCase{5, 17, 7, 0}, GemmCase{6, 64, 24, 0},
                                            GemmCase{7, 65, 25, 3}, GemmCase{8, 16, 512, 0},
                                            GemmCase{13, 130, 513, 1}, GemmCase{32, 192, 1100, 0},
-                                           GemmCase{3, 15, 40, 16}, GemmCase{128, 80, 33, 0}),
+                                           GemmCase{3, 15, 40, 16}, GemmCase{128, 80, 33, 0},
+                                           GemmCase{256, 70, 1030, 2}),
                          [](const ::testing::TestParamInfo<GemmCase>& info) {
                            const GemmCase& c = info.param;
                            return absl::StrCat("m", c.m, "n", c.n, "k", c.k, "pad", c.pad);
