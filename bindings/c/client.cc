@@ -1,5 +1,6 @@
 // TSR_Client: create (CreateClient), destroy, devices, transfer stats.
 
+#include <cstring>
 #include <memory>
 #include <utility>
 
@@ -9,10 +10,20 @@
 namespace tessera::c_api {
 namespace {
 
+// A C enum field read as the int the caller stored: a value outside the enumerators is not a
+// valid value of the enum type in C++, so it must not be loaded as one.
+template <typename Enum>
+int RawEnum(const Enum& field) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int value = 0;
+  std::memcpy(&value, &field, sizeof(value));
+  return value;
+}
+
 absl::StatusOr<ClientOptions> OptionsOf(const TSR_Client_Create_Args& args) {
   ClientOptions options;
   options.cpu_devices = args.cpu_devices;
-  switch (args.vulkan) {
+  switch (RawEnum(args.vulkan)) {
     case TSR_VULKAN_IF_AVAILABLE:
       options.vulkan = VulkanMode::kIfAvailable;
       break;
@@ -24,7 +35,7 @@ absl::StatusOr<ClientOptions> OptionsOf(const TSR_Client_Create_Args& args) {
       break;
     default:
       return absl::InvalidArgumentError(absl::StrCat(
-          "TSR_Client_Create_Args: unknown vulkan mode ", static_cast<int>(args.vulkan),
+          "TSR_Client_Create_Args: unknown vulkan mode ", RawEnum(args.vulkan),
           " (expected TSR_VULKAN_IF_AVAILABLE, TSR_VULKAN_OFF or TSR_VULKAN_REQUIRED)"));
   }
   if (args.transfer_guard != nullptr) {
@@ -40,7 +51,8 @@ absl::StatusOr<ClientOptions> OptionsOf(const TSR_Client_Create_Args& args) {
     options.cpu_threads_per_device = args.cpu_threads_per_device;
   }
   if (TSR_ARGS_HAVE(&args, TSR_Client_Create_Args, distributed)) {
-    switch (args.distributed) {
+    const int mode = RawEnum(args.distributed);
+    switch (mode) {
       case TSR_DISTRIBUTED_NONE:
         options.distributed = Distributed::kNone;
         break;
@@ -48,9 +60,9 @@ absl::StatusOr<ClientOptions> OptionsOf(const TSR_Client_Create_Args& args) {
         options.distributed = Distributed::kMpi;
         break;
       default:
-        return absl::InvalidArgumentError(absl::StrCat(
-            "TSR_Client_Create_Args: unknown distributed mode ", static_cast<int>(args.distributed),
-            " (expected TSR_DISTRIBUTED_NONE or TSR_DISTRIBUTED_MPI)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("TSR_Client_Create_Args: unknown distributed mode ", mode,
+                         " (expected TSR_DISTRIBUTED_NONE or TSR_DISTRIBUTED_MPI)"));
     }
   }
   return options;

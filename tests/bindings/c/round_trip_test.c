@@ -250,6 +250,9 @@ static void TestBadInput(TSR_Client* client) {
   c.transfer_guard = "h2d=sometimes";
   CHECK_ERROR(api, api->TSR_Client_Create(&c), TSR_ERROR_INVALID_ARGUMENT, "sometimes");
   c.transfer_guard = NULL;
+  c.vulkan = (TSR_VulkanMode)9;
+  CHECK_ERROR(api, api->TSR_Client_Create(&c), TSR_ERROR_INVALID_ARGUMENT, "unknown vulkan mode 9");
+  c.vulkan = TSR_VULKAN_OFF;
   c.distributed = (TSR_Distributed)7;
   CHECK_ERROR(api, api->TSR_Client_Create(&c), TSR_ERROR_INVALID_ARGUMENT,
               "unknown distributed mode 7 (expected TSR_DISTRIBUTED_NONE or TSR_DISTRIBUTED_MPI)");
