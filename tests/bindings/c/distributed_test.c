@@ -9,35 +9,9 @@
 
 #include "bindings/c/tessera_c.h"
 #include "tests/bindings/c/check.h"
-
-static const TSR_Api* api;
+#include "tests/bindings/c/helpers.h"
 
 enum { kRows = 96, kCols = 64 };
-
-/* `text` over `device_ids` (NULL: devices 0..n-1). */
-static TSR_Sharding* MakeShardingOn(TSR_Client* client, const char* text, const int32_t* device_ids,
-                                    size_t num_device_ids) {
-  TSR_Sharding_Create_Args s = {TSR_Sharding_Create_Args_STRUCT_SIZE};
-  s.client = client;
-  s.text = text;
-  s.device_ids = device_ids;
-  s.num_device_ids = num_device_ids;
-  CHECK_OK(api, api->TSR_Sharding_Create(&s));
-  return s.sharding;
-}
-
-static TSR_Sharding* MakeSharding(TSR_Client* client, const char* text) {
-  return MakeShardingOn(client, text, NULL, 0);
-}
-
-static void Await(TSR_Event* event) {
-  TSR_Event_Await_Args a = {TSR_Event_Await_Args_STRUCT_SIZE};
-  a.event = event;
-  CHECK_OK(api, api->TSR_Event_Await(&a));
-  TSR_Event_Destroy_Args d = {TSR_Event_Destroy_Args_STRUCT_SIZE};
-  d.event = event;
-  CHECK_OK(api, api->TSR_Event_Destroy(&d));
-}
 
 /* The event must carry an error of `code` whose message contains `substring`. */
 static void AwaitError(TSR_Event* event, TSR_ErrorCode code, const char* substring) {
@@ -47,18 +21,6 @@ static void AwaitError(TSR_Event* event, TSR_ErrorCode code, const char* substri
   TSR_Event_Destroy_Args d = {TSR_Event_Destroy_Args_STRUCT_SIZE};
   d.event = event;
   CHECK_OK(api, api->TSR_Event_Destroy(&d));
-}
-
-static void DestroyArray(TSR_Array* array) {
-  TSR_Array_Destroy_Args d = {TSR_Array_Destroy_Args_STRUCT_SIZE};
-  d.array = array;
-  CHECK_OK(api, api->TSR_Array_Destroy(&d));
-}
-
-static void DestroySharding(TSR_Sharding* sharding) {
-  TSR_Sharding_Destroy_Args d = {TSR_Sharding_Destroy_Args_STRUCT_SIZE};
-  d.sharding = sharding;
-  CHECK_OK(api, api->TSR_Sharding_Destroy(&d));
 }
 
 /* Collective: every process calls it with the same arguments. */
@@ -104,20 +66,10 @@ static void TestReshardChain(TSR_Client* client, int process_index) {
   for (int i = 0; i < kRows * kCols; ++i) data[i] = (float)i * 0.5f - 7.0f;
   TSR_Sharding* rows = MakeSharding(client, "mesh{x=4} P(x,None)");
   TSR_Sharding* cols = MakeSharding(client, "mesh{x=4} P(None,x)");
-  int64_t dims[2] = {kRows, kCols};
-  TSR_Array_FromHostBuffer_Args put = {TSR_Array_FromHostBuffer_Args_STRUCT_SIZE};
-  put.client = client;
-  put.data = data;
-  put.dtype = TSR_DTYPE_F32;
-  put.dims = dims;
-  put.num_dims = 2;
-  put.sharding = rows;
-  put.is_explicit = true;
-  CHECK_OK(api, api->TSR_Array_FromHostBuffer(&put));
-  Await(put.done_with_host_buffer);
+  TSR_Array* in = Put(client, data, kRows, kCols, rows);
 
   TSR_Array* by_cols = NULL;
-  CHECK_OK(api, Reshard(client, put.array, cols, &by_cols));
+  CHECK_OK(api, Reshard(client, in, cols, &by_cols));
   TSR_Array_ToHostBuffer_Args h = {TSR_Array_ToHostBuffer_Args_STRUCT_SIZE};
   h.array = by_cols;
   h.dst = back;
@@ -133,16 +85,14 @@ static void TestReshardChain(TSR_Client* client, int process_index) {
     CHECK_OK(api, Reshard(client, by_cols, on_q, &replica));
     if (q == process_index) {
       memset(back, 0, sizeof(back));
-      h.array = replica;
-      CHECK_OK(api, api->TSR_Array_ToHostBuffer(&h));
-      Await(h.event);
+      Fetch(replica, back, sizeof(back));
       CHECK(memcmp(back, data, sizeof(data)) == 0);
     }
     DestroyArray(replica);
     DestroySharding(on_q);
   }
   DestroyArray(by_cols);
-  DestroyArray(put.array);
+  DestroyArray(in);
   DestroySharding(cols);
   DestroySharding(rows);
 }
@@ -154,17 +104,7 @@ static void TestGuardOnOneProcess(TSR_Client* client, int process_index) {
   for (int i = 0; i < kRows * kCols; ++i) data[i] = (float)i;
   TSR_Sharding* rows = MakeSharding(client, "mesh{x=4} P(x,None)");
   TSR_Sharding* cols = MakeSharding(client, "mesh{x=4} P(None,x)");
-  int64_t dims[2] = {kRows, kCols};
-  TSR_Array_FromHostBuffer_Args put = {TSR_Array_FromHostBuffer_Args_STRUCT_SIZE};
-  put.client = client;
-  put.data = data;
-  put.dtype = TSR_DTYPE_F32;
-  put.dims = dims;
-  put.num_dims = 2;
-  put.sharding = rows;
-  put.is_explicit = true;
-  CHECK_OK(api, api->TSR_Array_FromHostBuffer(&put));
-  Await(put.done_with_host_buffer);
+  TSR_Array* in = Put(client, data, kRows, kCols, rows);
 
   if (process_index == 1) {
     TSR_Guard_PushScope_Args push = {TSR_Guard_PushScope_Args_STRUCT_SIZE};
@@ -174,20 +114,20 @@ static void TestGuardOnOneProcess(TSR_Client* client, int process_index) {
     CHECK_OK(api, api->TSR_Guard_PushScope(&push));
   }
   TSR_Array* out = NULL;
-  CHECK_ERROR(api, Reshard(client, put.array, cols, &out), TSR_ERROR_INVALID_ARGUMENT,
+  CHECK_ERROR(api, Reshard(client, in, cols, &out), TSR_ERROR_INVALID_ARGUMENT,
               "Disallowed device-to-device transfer");
   CHECK(out == NULL);
   if (process_index == 1) {
     TSR_Guard_PopScope_Args pop = {TSR_Guard_PopScope_Args_STRUCT_SIZE};
     CHECK_OK(api, api->TSR_Guard_PopScope(&pop));
   }
-  CHECK_OK(api, Reshard(client, put.array, cols, &out));
+  CHECK_OK(api, Reshard(client, in, cols, &out));
   TSR_Array_ReadyEvent_Args ready = {TSR_Array_ReadyEvent_Args_STRUCT_SIZE};
   ready.array = out;
   CHECK_OK(api, api->TSR_Array_ReadyEvent(&ready));
   Await(ready.event);
   DestroyArray(out);
-  DestroyArray(put.array);
+  DestroyArray(in);
   DestroySharding(cols);
   DestroySharding(rows);
 }

@@ -9,63 +9,7 @@
 
 #include "bindings/c/tessera_c.h"
 #include "tests/bindings/c/check.h"
-
-static const TSR_Api* api;
-
-static TSR_Sharding* MakeSharding(TSR_Client* client, const char* text) {
-  TSR_Sharding_Create_Args s = {TSR_Sharding_Create_Args_STRUCT_SIZE};
-  s.client = client;
-  s.text = text;
-  CHECK_OK(api, api->TSR_Sharding_Create(&s));
-  return s.sharding;
-}
-
-static void Await(TSR_Event* event) {
-  TSR_Event_Await_Args a = {TSR_Event_Await_Args_STRUCT_SIZE};
-  a.event = event;
-  CHECK_OK(api, api->TSR_Event_Await(&a));
-  TSR_Event_Destroy_Args d = {TSR_Event_Destroy_Args_STRUCT_SIZE};
-  d.event = event;
-  CHECK_OK(api, api->TSR_Event_Destroy(&d));
-}
-
-static TSR_Array* Put(TSR_Client* client, const float* data, int64_t rows, int64_t cols,
-                      TSR_Sharding* sharding) {
-  int64_t dims[2] = {rows, cols};
-  TSR_Array_FromHostBuffer_Args p = {TSR_Array_FromHostBuffer_Args_STRUCT_SIZE};
-  p.client = client;
-  p.data = data;
-  p.dtype = TSR_DTYPE_F32;
-  p.dims = dims;
-  p.num_dims = 2;
-  p.sharding = sharding;
-  p.is_explicit = true;
-  CHECK_OK(api, api->TSR_Array_FromHostBuffer(&p));
-  Await(p.done_with_host_buffer);
-  return p.array;
-}
-
-static void Fetch(TSR_Array* array, float* out, size_t bytes) {
-  TSR_Array_ToHostBuffer_Args h = {TSR_Array_ToHostBuffer_Args_STRUCT_SIZE};
-  h.array = array;
-  h.dst = out;
-  h.dst_size = bytes;
-  h.is_explicit = true;
-  CHECK_OK(api, api->TSR_Array_ToHostBuffer(&h));
-  Await(h.event);
-}
-
-static void DestroyArray(TSR_Array* array) {
-  TSR_Array_Destroy_Args d = {TSR_Array_Destroy_Args_STRUCT_SIZE};
-  d.array = array;
-  CHECK_OK(api, api->TSR_Array_Destroy(&d));
-}
-
-static void DestroySharding(TSR_Sharding* sharding) {
-  TSR_Sharding_Destroy_Args d = {TSR_Sharding_Destroy_Args_STRUCT_SIZE};
-  d.sharding = sharding;
-  CHECK_OK(api, api->TSR_Sharding_Destroy(&d));
-}
+#include "tests/bindings/c/helpers.h"
 
 static void OnReady(TSR_Error* error, void* user_arg) {
   CHECK(error == NULL);
