@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Times the same reshards and programs in JAX (8 CPU devices) and in Tessera, in one run.
 
-    python3 benchmarks/jax_compare.py [--size 4096] [--devices 8] [--repeat 7] \
+    python3 benchmarks/jax_compare.py [--size 4096] [--devices 8] [--repeat 7] [--rounds 3] \
         [--tessera build/benchmarks/ifrt/reshard_benchmark] \
         [--tessera-programs build/benchmarks/ifrt/program_benchmark] [--batch 256] [--width 2048]
 
@@ -12,6 +12,11 @@ out_shardings against Tessera's compiler and LoadedExecutable::Execute, for
   elementwise  x * 2 + 1 over f32[size, size] rows-sharded (Tessera's row adds a memcpy floor)
   latency      x * 2 + 1 over f32[8, 8]: the fixed cost of one call
 An empty --tessera or --tessera-programs skips that part.
+
+The two runtimes take turns: each of --rounds rounds times every case in Tessera (a fresh benchmark
+process, median of --repeat) and then in JAX (median of --repeat, compiled once). A table shows the
+median over rounds of each runtime's time, and of the per-round ratio with its range: on a shared
+machine a burst of load then lands on both sides of a ratio rather than on one runtime.
 
 JAX is only a point of comparison (`pip install jax`); nothing in Tessera's build or tests needs it.
 """
@@ -24,7 +29,8 @@ import sys
 import time
 
 
-def time_jax(size, devices, repeat):
+def jax_reshard_cases(size, devices, repeat):
+    """The reshard cases as {name: fn() -> seconds}, each timing one median of `repeat`."""
     os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import jax
@@ -51,33 +57,38 @@ def time_jax(size, devices, repeat):
 
     def reshard(src_sharding, dst_sharding):
         x = jax.device_put(host, src_sharding).block_until_ready()
-        return median_time(lambda: jax.device_put(x, dst_sharding).block_until_ready())
+        return lambda: median_time(lambda: jax.device_put(x, dst_sharding).block_until_ready())
+
+    def read_to_host():
+        # A fresh array each time: JAX caches an array's host copy after the first read.
+        reads = []
+        for _ in range(repeat + 1):
+            fresh = jax.device_put(host, rows).block_until_ready()
+            t = time.perf_counter()
+            np.asarray(fresh)
+            reads.append(time.perf_counter() - t)
+        return statistics.median(reads[1:])
 
     rows = NamedSharding(mesh1, P("x", None))
-    results = {
-        "rows -> columns": reshard(rows, NamedSharding(mesh1, P(None, "x"))),
+    cols = NamedSharding(mesh1, P(None, "x"))
+    small = jax.device_put(np.zeros((8, 8), np.float32), rows).block_until_ready()
+    cases = {
+        "rows -> columns": reshard(rows, cols),
         "rows -> replicated": reshard(rows, NamedSharding(mesh1, P())),
         "2D transpose P(x,y)->P(y,x)": reshard(NamedSharding(mesh2, P("x", "y")),
                                                NamedSharding(mesh2, P("y", "x"))),
         "rows, reversed device order": reshard(rows, NamedSharding(mesh1_rev, P("x", None))),
-        "host -> row shards": median_time(lambda: jax.device_put(host, rows).block_until_ready()),
+        "host -> row shards": lambda: median_time(
+            lambda: jax.device_put(host, rows).block_until_ready()),
+        "row shards -> host": read_to_host,
+        "8x8 rows -> columns (latency)": lambda: median_time(
+            lambda: jax.device_put(small, cols).block_until_ready()),
     }
-    # A fresh array each time: JAX caches an array's host copy after the first read.
-    reads = []
-    for _ in range(repeat + 1):
-        fresh = jax.device_put(host, rows).block_until_ready()
-        t = time.perf_counter()
-        np.asarray(fresh)
-        reads.append(time.perf_counter() - t)
-    results["row shards -> host"] = statistics.median(reads[1:])
-    small = jax.device_put(np.zeros((8, 8), np.float32), rows).block_until_ready()
-    cols = NamedSharding(mesh1, P(None, "x"))
-    results["8x8 rows -> columns (latency)"] = median_time(
-        lambda: jax.device_put(small, cols).block_until_ready())
-    return jax.__version__, results
+    return jax.__version__, cases
 
 
-def time_jax_programs(batch, width, size, devices, repeat):
+def jax_program_cases(batch, width, size, devices, repeat):
+    """The programs as {name: (fn() -> seconds, compile seconds)}; fn times one median of `repeat`."""
     os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import jax
@@ -96,12 +107,16 @@ def time_jax_programs(batch, width, size, devices, repeat):
         f.lower(*args).compile()
         compile_s = time.perf_counter() - t
         f(*args).block_until_ready()
-        times = []
-        for _ in range(repeat):
-            t = time.perf_counter()
-            f(*args).block_until_ready()
-            times.append(time.perf_counter() - t)
-        return statistics.median(times), compile_s
+
+        def median_time():
+            times = []
+            for _ in range(repeat):
+                t = time.perf_counter()
+                f(*args).block_until_ready()
+                times.append(time.perf_counter() - t)
+            return statistics.median(times)
+
+        return median_time, compile_s
 
     b, n = batch, width
     rows, repl = sh("x", None), sh()
@@ -130,24 +145,73 @@ def time_tessera_programs(binary, batch, width, size, devices, repeat):
     return results
 
 
+def take_turns(rounds, run_tessera, jax_cases):
+    """{case: [(tessera result, JAX seconds), ...]}, one pair a round, Tessera first in each round."""
+    pairs = {}
+    for _ in range(rounds):
+        tessera = run_tessera()
+        for case, time_jax in jax_cases.items():
+            t = tessera.get(case)
+            pairs.setdefault(case, []).append((t, time_jax()))
+    return pairs
+
+
+def ratio_text(ratios, width):
+    """The median ratio with the rounds' range, e.g. "0.82x (0.79-0.90)"."""
+    if len(ratios) == 1:
+        return f"{ratios[0]:.2f}x".rjust(width)
+    return f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})".rjust(width)
+
+
 def print_programs(args):
-    tessera = time_tessera_programs(args.tessera_programs, args.batch, args.width, args.size,
-                                    args.devices, args.repeat)
-    version, jax_results = time_jax_programs(args.batch, args.width, args.size, args.devices,
-                                             args.repeat)
+    version, cases = jax_program_cases(args.batch, args.width, args.size, args.devices,
+                                       args.repeat)
+    jax_compile = {case: compile_s for case, (_, compile_s) in cases.items()}
+    pairs = take_turns(
+        args.rounds, lambda: time_tessera_programs(args.tessera_programs, args.batch, args.width,
+                                                   args.size, args.devices, args.repeat),
+        {case: fn for case, (fn, _) in cases.items()})
     print(f"programs: batch {args.batch}, width {args.width} f32, elementwise f32[{args.size},"
-          f"{args.size}]; {args.devices} CPU devices, median of {args.repeat}; JAX {version} jit; "
-          f"{os.cpu_count()} cores")
-    print(f"{'program':14} {'JAX ms':>9} {'Tessera ms':>11} {'Tessera/JAX':>12} "
+          f"{args.size}]; {args.devices} CPU devices; median of {args.repeat} calls a round, "
+          f"{args.rounds} rounds taking turns; JAX {version} jit; {os.cpu_count()} cores")
+    print(f"{'program':14} {'JAX ms':>9} {'Tessera ms':>11} {'Tessera/JAX (range)':>22} "
           f"{'memcpy floor ms':>16} {'Tessera/floor':>14} {'compile ms JAX/Tessera':>23}")
-    for case, (jax_s, jax_compile_s) in jax_results.items():
-        t = tessera.get(case)
-        if t is None:
+    for case, rounds in pairs.items():
+        jax_s = statistics.median(j for _, j in rounds)
+        if any(t is None for t, _ in rounds):
             print(f"{case:14} {jax_s * 1e3:9.3f} {'-':>11}")
             continue
-        floor = f"{t[2] * 1e3:16.3f} {t[0] / t[2]:13.2f}x" if t[2] else f"{'-':>16} {'-':>14}"
-        print(f"{case:14} {jax_s * 1e3:9.3f} {t[0] * 1e3:11.3f} {t[0] / jax_s:11.2f}x {floor} "
-              f"{jax_compile_s * 1e3:11.0f} / {t[1] * 1e3:.0f}")
+        tessera_s = statistics.median(t[0] for t, _ in rounds)
+        floors = [t[2] for t, _ in rounds if t[2]]
+        floor = (f"{statistics.median(floors) * 1e3:16.3f} "
+                 f"{statistics.median(t[0] / t[2] for t, _ in rounds):13.2f}x"
+                 if len(floors) == len(rounds) else f"{'-':>16} {'-':>14}")
+        compile_tessera = statistics.median(t[1] for t, _ in rounds)
+        print(f"{case:14} {jax_s * 1e3:9.3f} {tessera_s * 1e3:11.3f} "
+              f"{ratio_text([t[0] / j for t, j in rounds], 22)} {floor} "
+              f"{jax_compile[case] * 1e3:11.0f} / {compile_tessera * 1e3:.0f}")
+
+
+def print_reshards(args):
+    version, cases = jax_reshard_cases(args.size, args.devices, args.repeat)
+    pairs = take_turns(args.rounds,
+                       lambda: time_tessera(args.tessera, args.size, args.devices, args.repeat),
+                       cases)
+    mib = args.size * args.size * 4 / 2**20
+    print(f"f32[{args.size},{args.size}] ({mib:.0f} MiB), {args.devices} CPU devices; median of "
+          f"{args.repeat} a round, {args.rounds} rounds taking turns; JAX {version}; "
+          f"{os.cpu_count()} cores")
+    print(f"{'case':32} {'JAX ms':>10} {'Tessera ms':>11} {'speed-up (range)':>20} "
+          f"{'memcpy floor ms':>16}")
+    for case, rounds in pairs.items():
+        jax_s = statistics.median(j for _, j in rounds)
+        if any(t is None for t, _ in rounds):
+            print(f"{case:32} {jax_s * 1e3:10.3f} {'-':>11}")
+            continue
+        tessera_s = statistics.median(t[0] for t, _ in rounds)
+        floor_s = statistics.median(t[1] for t, _ in rounds)
+        print(f"{case:32} {jax_s * 1e3:10.3f} {tessera_s * 1e3:11.3f} "
+              f"{ratio_text([j / t[0] for t, j in rounds], 20)} {floor_s * 1e3:16.3f}")
 
 
 def time_tessera(binary, size, devices, repeat):
@@ -166,29 +230,21 @@ def main():
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--devices", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--tessera", default="build/benchmarks/ifrt/reshard_benchmark")
     ap.add_argument("--tessera-programs", default="build/benchmarks/ifrt/program_benchmark")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--width", type=int, default=2048)
     args = ap.parse_args()
+    if args.rounds < 1 or args.repeat < 1:
+        ap.error("--rounds and --repeat must be at least 1")
     if args.tessera_programs:
         print_programs(args)
-    if not args.tessera:
-        return 0
-    print()
-    tessera = time_tessera(args.tessera, args.size, args.devices, args.repeat)
-    version, jax_results = time_jax(args.size, args.devices, args.repeat)
-    mib = args.size * args.size * 4 / 2**20
-    print(f"f32[{args.size},{args.size}] ({mib:.0f} MiB), {args.devices} CPU devices, "
-          f"median of {args.repeat}; JAX {version}; {os.cpu_count()} cores")
-    print(f"{'case':32} {'JAX ms':>10} {'Tessera ms':>11} {'speed-up':>9} {'memcpy floor ms':>16}")
-    for case, jax_s in jax_results.items():
-        t = tessera.get(case)
-        if t is None:
-            print(f"{case:32} {jax_s * 1e3:10.3f} {'-':>11}")
-            continue
-        print(f"{case:32} {jax_s * 1e3:10.3f} {t[0] * 1e3:11.3f} {jax_s / t[0]:8.1f}x "
-              f"{t[1] * 1e3:16.3f}")
+    if args.tessera:
+        if args.tessera_programs:
+            print()
+        print_reshards(args)
+    return 0
 
 
 if __name__ == "__main__":
