@@ -146,14 +146,20 @@ def time_tessera_programs(binary, batch, width, size, devices, repeat):
 
 
 def take_turns(rounds, run_tessera, jax_cases):
-    """{case: [(tessera result, JAX seconds), ...]}, one pair a round, Tessera first in each round."""
-    pairs = {}
+    """{case: (JAX seconds per round, Tessera's results per round or None where it lacks the case)},
+    Tessera first in each round."""
+    jax_times, tessera_results = {}, {}
     for _ in range(rounds):
         tessera = run_tessera()
         for case, time_jax in jax_cases.items():
-            t = tessera.get(case)
-            pairs.setdefault(case, []).append((t, time_jax()))
-    return pairs
+            tessera_results.setdefault(case, []).append(tessera.get(case))
+            jax_times.setdefault(case, []).append(time_jax())
+    return {case: (times, None if None in tessera_results[case] else tessera_results[case])
+            for case, times in jax_times.items()}
+
+
+def median_ms(values):
+    return statistics.median(values) * 1e3
 
 
 def ratio_text(ratios, width):
@@ -166,8 +172,7 @@ def ratio_text(ratios, width):
 def print_programs(args):
     version, cases = jax_program_cases(args.batch, args.width, args.size, args.devices,
                                        args.repeat)
-    jax_compile = {case: compile_s for case, (_, compile_s) in cases.items()}
-    pairs = take_turns(
+    turns = take_turns(
         args.rounds, lambda: time_tessera_programs(args.tessera_programs, args.batch, args.width,
                                                    args.size, args.devices, args.repeat),
         {case: fn for case, (fn, _) in cases.items()})
@@ -176,25 +181,23 @@ def print_programs(args):
           f"{args.rounds} rounds taking turns; JAX {version} jit; {os.cpu_count()} cores")
     print(f"{'program':14} {'JAX ms':>9} {'Tessera ms':>11} {'Tessera/JAX (range)':>22} "
           f"{'memcpy floor ms':>16} {'Tessera/floor':>14} {'compile ms JAX/Tessera':>23}")
-    for case, rounds in pairs.items():
-        jax_s = statistics.median(j for _, j in rounds)
-        if any(t is None for t, _ in rounds):
-            print(f"{case:14} {jax_s * 1e3:9.3f} {'-':>11}")
+    for case, (jax_times, tessera) in turns.items():
+        row = f"{case:14} {median_ms(jax_times):9.3f}"
+        if tessera is None:
+            print(f"{row} {'-':>11}")
             continue
-        tessera_s = statistics.median(t[0] for t, _ in rounds)
-        floors = [t[2] for t, _ in rounds if t[2]]
-        floor = (f"{statistics.median(floors) * 1e3:16.3f} "
-                 f"{statistics.median(t[0] / t[2] for t, _ in rounds):13.2f}x"
-                 if len(floors) == len(rounds) else f"{'-':>16} {'-':>14}")
-        compile_tessera = statistics.median(t[1] for t, _ in rounds)
-        print(f"{case:14} {jax_s * 1e3:9.3f} {tessera_s * 1e3:11.3f} "
-              f"{ratio_text([t[0] / j for t, j in rounds], 22)} {floor} "
-              f"{jax_compile[case] * 1e3:11.0f} / {compile_tessera * 1e3:.0f}")
+        # Tessera's results: (seconds, compile seconds, memcpy floor seconds or None).
+        floor = (f"{median_ms(t[2] for t in tessera):16.3f} "
+                 f"{statistics.median(t[0] / t[2] for t in tessera):13.2f}x"
+                 if all(t[2] for t in tessera) else f"{'-':>16} {'-':>14}")
+        ratios = [t[0] / j for t, j in zip(tessera, jax_times)]
+        print(f"{row} {median_ms(t[0] for t in tessera):11.3f} {ratio_text(ratios, 22)} {floor} "
+              f"{cases[case][1] * 1e3:11.0f} / {median_ms(t[1] for t in tessera):.0f}")
 
 
 def print_reshards(args):
     version, cases = jax_reshard_cases(args.size, args.devices, args.repeat)
-    pairs = take_turns(args.rounds,
+    turns = take_turns(args.rounds,
                        lambda: time_tessera(args.tessera, args.size, args.devices, args.repeat),
                        cases)
     mib = args.size * args.size * 4 / 2**20
@@ -203,15 +206,15 @@ def print_reshards(args):
           f"{os.cpu_count()} cores")
     print(f"{'case':32} {'JAX ms':>10} {'Tessera ms':>11} {'speed-up (range)':>20} "
           f"{'memcpy floor ms':>16}")
-    for case, rounds in pairs.items():
-        jax_s = statistics.median(j for _, j in rounds)
-        if any(t is None for t, _ in rounds):
-            print(f"{case:32} {jax_s * 1e3:10.3f} {'-':>11}")
+    for case, (jax_times, tessera) in turns.items():
+        row = f"{case:32} {median_ms(jax_times):10.3f}"
+        if tessera is None:
+            print(f"{row} {'-':>11}")
             continue
-        tessera_s = statistics.median(t[0] for t, _ in rounds)
-        floor_s = statistics.median(t[1] for t, _ in rounds)
-        print(f"{case:32} {jax_s * 1e3:10.3f} {tessera_s * 1e3:11.3f} "
-              f"{ratio_text([j / t[0] for t, j in rounds], 20)} {floor_s * 1e3:16.3f}")
+        # Tessera's results: (seconds, memcpy floor seconds).
+        ratios = [j / t[0] for t, j in zip(tessera, jax_times)]
+        print(f"{row} {median_ms(t[0] for t in tessera):11.3f} {ratio_text(ratios, 20)} "
+              f"{median_ms(t[1] for t in tessera):16.3f}")
 
 
 def time_tessera(binary, size, devices, repeat):
