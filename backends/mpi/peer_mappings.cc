@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -17,13 +19,32 @@ PeerMappings::~PeerMappings() {
   for (auto& [key, m] : maps_) munmap(const_cast<char*>(m.base), static_cast<size_t>(m.size));
 }
 
+namespace {
+
+std::string DescriptorPath(const PeerBlock& block) {
+  return absl::StrCat("/proc/", block.pid, "/fd/", block.fd);
+}
+
+// True when the sender's descriptor of `block` is closed or names another file now (stat follows
+// the link). Any failure counts: a live block is only mapped again at its next receive.
+bool SenderFreed(const PeerBlock& block) {
+  struct stat st;
+  return stat(DescriptorPath(block).c_str(), &st) != 0 ||
+         static_cast<uint64_t>(st.st_ino) != block.inode;
+}
+
+}  // namespace
+
 absl::StatusOr<const char*> PeerMappings::Map(int rank, const PeerBlock& block) {
-  const std::pair<int, uint64_t> key(rank, block.generation);
+  const Key key(rank, block.generation);
+  ++calls_since_sweep_;
   if (auto it = maps_.find(key); it != maps_.end() && it->second.size >= block.size) {
     it->second.last_use = ++uses_;
+    if (calls_since_sweep_ >= kSweepInterval) DropFreed(key);
     return it->second.base;
   }
-  const std::string path = absl::StrCat("/proc/", block.pid, "/fd/", block.fd);
+  if (calls_since_sweep_ >= std::min<uint64_t>(kSweepInterval, maps_.size())) DropFreed(key);
+  const std::string path = DescriptorPath(block);
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return absl::UnavailableError(
@@ -44,18 +65,29 @@ absl::StatusOr<const char*> PeerMappings::Map(int rank, const PeerBlock& block) 
     return absl::UnavailableError(
         absl::StrCat("cannot map ", block.size, " bytes of ", path, ": ", std::strerror(errno)));
   }
-  if (auto it = maps_.find(key); it != maps_.end()) {  // a smaller old map of the same block
-    munmap(const_cast<char*>(it->second.base), static_cast<size_t>(it->second.size));
-    mapped_bytes_ -= it->second.size;
-    maps_.erase(it);
-  }
-  maps_[key] = Mapping{static_cast<const char*>(base), block.size, ++uses_};
+  if (auto it = maps_.find(key); it != maps_.end()) Unmap(it);  // a smaller old map of the block
+  maps_[key] = Mapping{static_cast<const char*>(base), block.size, ++uses_, block};
   mapped_bytes_ += block.size;
   Evict(key);
   return static_cast<const char*>(base);
 }
 
-void PeerMappings::Evict(std::pair<int, uint64_t> keep) {
+void PeerMappings::Unmap(std::map<Key, Mapping>::iterator it) {
+  munmap(const_cast<char*>(it->second.base), static_cast<size_t>(it->second.size));
+  mapped_bytes_ -= it->second.size;
+  maps_.erase(it);
+}
+
+void PeerMappings::DropFreed(Key keep) {
+  calls_since_sweep_ = 0;
+  for (auto it = maps_.begin(); it != maps_.end();) {
+    const auto next = std::next(it);
+    if (it->first != keep && SenderFreed(it->second.block)) Unmap(it);
+    it = next;
+  }
+}
+
+void PeerMappings::Evict(Key keep) {
   while (mapped_bytes_ > max_bytes_ || static_cast<int>(maps_.size()) > max_mappings_) {
     auto oldest = maps_.end();
     for (auto it = maps_.begin(); it != maps_.end(); ++it) {
@@ -65,9 +97,7 @@ void PeerMappings::Evict(std::pair<int, uint64_t> keep) {
       }
     }
     if (oldest == maps_.end()) return;
-    munmap(const_cast<char*>(oldest->second.base), static_cast<size_t>(oldest->second.size));
-    mapped_bytes_ -= oldest->second.size;
-    maps_.erase(oldest);
+    Unmap(oldest);
   }
 }
 

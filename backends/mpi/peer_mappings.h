@@ -8,8 +8,15 @@
 // with MAP_POPULATE, and kept mapped for later receives from the same block, keyed by (process,
 // generation): generations are never reused within a process, so a cached map never shows
 // another block's bytes. At most `max_bytes` and `max_mappings` stay mapped; beyond them the
-// least recently used maps go (a block the sender freed stays in memory while this process maps
-// it).
+// least recently used maps go.
+//
+// A block its sender freed stays in memory while this process maps it, so maps of freed blocks
+// are dropped: every map's /proc/<pid>/fd/<fd> is checked, and a map whose descriptor is closed,
+// or names another file now, is unmapped. The check runs once kSweepInterval calls have passed
+// since the last one, or at a miss (a block not mapped yet: the sender has allocated, and may have
+// freed) once as many calls have passed as there are maps, so that it costs at most about one
+// stat a call. A sender's freed memory is thus held here for at most kSweepInterval more receives
+// from its shared blocks.
 //
 // Ownership: owned by its MpiTransport; unmaps everything when destroyed. Not thread-safe: the
 // transport's communication thread alone uses it.
@@ -47,20 +54,30 @@ class PeerMappings {
   int64_t mapped_bytes() const { return mapped_bytes_; }
   int mapping_count() const { return static_cast<int>(maps_.size()); }
 
+  // The most calls between two checks for freed blocks.
+  static constexpr uint64_t kSweepInterval = 256;
+
  private:
   struct Mapping {
     const char* base;
     int64_t size;
     uint64_t last_use;
+    PeerBlock block;  // what the sender said of it
   };
+  using Key = std::pair<int, uint64_t>;  // (rank, generation)
+
   // Unmaps least recently used maps, never `keep`, until the bounds hold.
-  void Evict(std::pair<int, uint64_t> keep);
+  void Evict(Key keep);
+  // Unmaps the maps, never `keep`, whose block its sender has freed (see above).
+  void DropFreed(Key keep);
+  void Unmap(std::map<Key, Mapping>::iterator it);
 
   const int64_t max_bytes_;
   const int max_mappings_;
-  std::map<std::pair<int, uint64_t>, Mapping> maps_;
+  std::map<Key, Mapping> maps_;
   int64_t mapped_bytes_ = 0;
   uint64_t uses_ = 0;
+  uint64_t calls_since_sweep_ = 0;
 };
 
 }  // namespace tessera::mpi

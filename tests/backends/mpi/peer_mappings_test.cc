@@ -101,5 +101,45 @@ TEST_F(PeerMappingsTest, TheLeastRecentlyUsedMapsGoFirst) {
   EXPECT_EQ(tiny.mapped_bytes(), 2 * kMiB);
 }
 
+// The number of calls of maps.Map(1, block), at most PeerMappings::kSweepInterval, after which
+// `maps` holds `count` maps; kSweepInterval + 1 if it never does.
+uint64_t CallsUntilCount(PeerMappings& maps, const PeerBlock& block, int count) {
+  for (uint64_t calls = 1; calls <= PeerMappings::kSweepInterval; ++calls) {
+    if (!maps.Map(1, block).ok()) break;
+    if (maps.mapping_count() == count) return calls;
+  }
+  return PeerMappings::kSweepInterval + 1;
+}
+
+// A block the sender freed is not kept in memory by this process's map of it: the map goes within
+// kSweepInterval calls, at once at a miss where there are few maps; a live block keeps its map.
+TEST_F(PeerMappingsTest, MapsOfFreedBlocksAreDropped) {
+  PeerMappings maps(int64_t{1} << 30, 8);
+  const PeerBlock a = NewBlock(kMiB, 1), b = NewBlock(2 * kMiB, 2);
+  ASSERT_TRUE(maps.Map(1, a).ok());
+  ASSERT_TRUE(maps.Map(1, b).ok());
+  absl::StatusOr<const char*> mapped_b = maps.Map(1, b);
+  ASSERT_TRUE(mapped_b.ok());
+  EXPECT_EQ(maps.mapping_count(), 2);
+  ASSERT_TRUE(backends::FreeSharedHostMemory(blocks_[0]));  // the sender frees a
+  blocks_.erase(blocks_.begin());
+  const PeerBlock c = NewBlock(kMiB, 3);  // may take a's descriptor number: another inode
+  absl::StatusOr<const char*> mapped_c = maps.Map(1, c);  // a miss, 2 calls after the last check
+  ASSERT_TRUE(mapped_c.ok()) << mapped_c.status();
+  EXPECT_EQ((*mapped_c)[0], 3);
+  EXPECT_EQ(maps.mapping_count(), 2);  // b and c
+  EXPECT_EQ(maps.mapped_bytes(), 3 * kMiB);
+
+  // Hits alone: the sender frees b, this process reads c again and again.
+  ASSERT_TRUE(backends::FreeSharedHostMemory(blocks_[0]));
+  blocks_.erase(blocks_.begin());
+  EXPECT_LE(CallsUntilCount(maps, c, 1), PeerMappings::kSweepInterval);
+  EXPECT_EQ(maps.mapped_bytes(), kMiB);
+  absl::StatusOr<const char*> again = maps.Map(1, c);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *mapped_c);  // the same map
+  EXPECT_EQ((*again)[kMiB - 1], 3);
+}
+
 }  // namespace
 }  // namespace tessera::mpi
