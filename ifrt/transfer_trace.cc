@@ -28,6 +28,19 @@ std::string BoxArgs(const TransferTraceEvent& e) {
   return out;
 }
 
+// "ReshardArrays device 0 -> device 2", and for a part exchanged with another process
+// " (sent to process 1)" or " (received from process 1)" after it.
+std::string EventName(const TransferTraceEvent& e) {
+  std::string name =
+      absl::StrCat(e.operation, " ", DeviceName(e.src_device), " -> ", DeviceName(e.dst_device));
+  if (e.peer_process >= 0) {
+    absl::StrAppend(&name,
+                    e.device == e.dst_device ? " (received from process " : " (sent to process ",
+                    e.peer_process, ")");
+  }
+  return name;
+}
+
 }  // namespace
 
 TransferTrace::TransferTrace() : origin_ns_(SteadyNs()) {}
@@ -59,15 +72,17 @@ std::string TransferTrace::ToChromeTraceJson() const {
     // no escaping needed beyond what they contain, which is none.
     absl::StrAppend(
         &out, first ? "" : ",\n",
-        absl::StrFormat("{\"name\":\"%s %s -> %s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":0,"
+        absl::StrFormat("{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":0,"
                         "\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"operation\":\"%s\","
                         "\"bytes\":%d,\"copies\":%d,\"direction\":\"%s\",\"src_device\":%d,"
-                        "\"dst_device\":%d,%s\"guard_action\":\"%s\",\"ok\":%s}}",
-                        e.operation, DeviceName(e.src_device), DeviceName(e.dst_device),
-                        e.direction, e.device, e.start_ns / 1000.0,
-                        (e.end_ns - e.start_ns) / 1000.0, e.operation, e.bytes, e.copies,
-                        e.direction, e.src_device, e.dst_device, BoxArgs(e), e.guard_action,
-                        e.ok ? "true" : "false"));
+                        "\"dst_device\":%d,%s%s\"guard_action\":\"%s\",\"ok\":%s}}",
+                        EventName(e), e.direction,
+                        e.peer_process >= 0 ? kPeerProcessRow + e.peer_process : e.device,
+                        e.start_ns / 1000.0, (e.end_ns - e.start_ns) / 1000.0, e.operation, e.bytes,
+                        e.copies, e.direction, e.src_device, e.dst_device, BoxArgs(e),
+                        e.peer_process >= 0 ? absl::StrCat("\"peer_process\":", e.peer_process, ",")
+                                            : std::string(),
+                        e.guard_action, e.ok ? "true" : "false"));
     first = false;
   }
   absl::StrAppend(&out, "\n],\"displayTimeUnit\":\"ns\"}\n");

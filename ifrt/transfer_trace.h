@@ -49,10 +49,20 @@ struct TransferTraceEvent {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   bool ok = true;
+  // A part of a copy between processes (a multi-process client, ifrt/client_options.h): the
+  // process at the other end, whose device is src_device (a part received) or dst_device (a part
+  // sent); `device` is this process's end. Such an event is this process's side of one message:
+  // from when it was posted to when it was sent or received (the wait for the peer and for the
+  // source's readiness included), and it appears on a row of its own per peer process. -1: a
+  // copy this process ran on a device stream.
+  int32_t peer_process = -1;
 };
 
 class TransferTrace {
  public:
+  // The first Chrome trace row of the parts exchanged with other processes (see above).
+  static constexpr int32_t kPeerProcessRow = 1 << 20;
+
   TransferTrace();
   // Nanoseconds since the trace was created.
   int64_t NowNs() const;
@@ -63,6 +73,9 @@ class TransferTrace {
   //   {"traceEvents":[{"name":..., "ph":"X", "pid":0, "tid":<device>, "ts":<us>, "dur":<us>,
   //                    "args":{...}}, ...],
   //    "displayTimeUnit":"ns"}
+  //
+  // Parts exchanged with another process p are on row kPeerProcessRow + p, named
+  // "<operation> <src> -> <dst> (sent to process p)" or "(received from process p)".
   std::string ToChromeTraceJson() const;
 
   // For the runtime: records `copy` as the latest traced copy enqueued on `device`'s stream and

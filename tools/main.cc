@@ -5,8 +5,8 @@
 //                   [--explain] [--run --repeat N] [--guard d2d=disallow] [--implicit]
 //   tessera trace --out trace.json <reshard options>
 //   tessera demo [--quick]
-//   mpirun -np 2 tessera reshard --distributed mpi ...   (info, reshard, run, demo; process 0
-//   prints)
+//   mpirun -np 2 tessera reshard --distributed mpi ...   (info, reshard, trace, run, demo;
+//   process 0 prints; trace: each process writes its own file)
 //
 // Exit codes: 0 success, 1 a runtime failure (a refused transfer, a failed verification),
 // 2 bad input.
@@ -90,6 +90,7 @@ int Main(int argc, char** argv) {
   AddReshardOptions(trace_cmd, trace);
   trace_cmd->add_option("--out", trace.trace_out, "Trace file to write (JSON)")->required();
   trace_cmd->add_option("--repeat", trace.repeat, "Reshards to record (default 1)");
+  AddDistributed(trace_cmd, trace.distributed);
 
   RunOptions run;
   CLI::App* run_cmd = app.add_subcommand(

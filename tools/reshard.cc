@@ -264,7 +264,10 @@ void PrintTraceSummary(const std::vector<TransferTraceEvent>& events) {
   };
   std::map<std::pair<std::string, std::string>, Group> groups;
   for (const TransferTraceEvent& e : events) {
-    Group& g = groups[{e.operation, e.direction}];
+    const std::string kind = e.peer_process < 0         ? e.direction
+                             : e.device == e.src_device ? "sent to another process"
+                                                        : "received from another process";
+    Group& g = groups[{e.operation, kind}];
     g.copies += e.copies;
     g.bytes += e.bytes;
     g.busy_ns += e.end_ns - e.start_ns;
@@ -276,6 +279,17 @@ void PrintTraceSummary(const std::vector<TransferTraceEvent>& events) {
                   FormatDuration(g.busy_ns * 1e-9)});
   }
   table.Print(std::cout);
+}
+
+// Where process `process` of `processes` writes its trace: `out` itself for a single process,
+// else "trace.process1.json" for "trace.json" (the process's number before the extension).
+std::string TracePath(const std::string& out, int process, int processes) {
+  if (processes <= 1) return out;
+  const size_t slash = out.find_last_of('/');
+  const size_t dot = out.find_last_of('.');
+  const size_t cut =
+      dot == std::string::npos || (slash != std::string::npos && dot < slash) ? out.size() : dot;
+  return absl::StrCat(out.substr(0, cut), ".process", process, out.substr(cut));
 }
 
 }  // namespace
@@ -298,6 +312,9 @@ int RunReshard(const ReshardOptions& options) {
 int RunTrace(const ReshardOptions& options) {
   Session session;
   if (int code = Prepare(options, session); code != kExitOk) return code;
+  const Client& client = *session.setup.client;
+  const std::string path =
+      TracePath(options.trace_out, client.process_index(), client.process_count());
   auto trace = std::make_shared<TransferTrace>();
   session.runtime->SetTransferTrace(trace);
   PrintHeader(session);
@@ -307,15 +324,18 @@ int RunTrace(const ReshardOptions& options) {
   }
   session.runtime->SetTransferTrace(nullptr);
 
-  std::ofstream file(options.trace_out, std::ios::binary | std::ios::trunc);
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
   file << trace->ToChromeTraceJson();
   file.close();
-  if (!file) {
-    return Fail(kExitFailure, absl::StrCat("cannot write the trace to '", options.trace_out, "'"));
-  }
+  if (!file) return Fail(kExitFailure, absl::StrCat("cannot write the trace to '", path, "'"));
   const std::vector<TransferTraceEvent> events = trace->events();
-  std::cout << "\nTrace: " << events.size() << " events written to " << options.trace_out
+  std::cout << "\nTrace: " << events.size() << " events written to " << path
             << " (open it in https://ui.perfetto.dev or chrome://tracing)\n";
+  if (client.process_count() > 1) {
+    std::cout << "Each process wrote its own: "
+              << TracePath(options.trace_out, client.process_count() - 1, client.process_count())
+              << " is the last; parts exchanged between processes are on rows of their own.\n";
+  }
   PrintTraceSummary(events);
   return code;
 }

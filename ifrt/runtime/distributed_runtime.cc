@@ -332,13 +332,12 @@ PlanExecution DistributedRuntime::Execute(const sharding::ReshardPlan& plan, int
     }
     const int peer = (src_local ? d : s).memory->device()->ProcessIndex();
     const int64_t tag = tag_base + numbers.Next(peer, src_local);
-    if (src_local) {
-      moved.push_back(SendPart(c, s, d, element_bytes, tag));
-    } else {
-      Future<> f = ReceivePart(c, s, d, element_bytes, tag, context);
-      received[c.dst_slot].push_back(f);
-      moved.push_back(std::move(f));
-    }
+    const int64_t posted_ns = context.trace != nullptr ? context.trace->NowNs() : 0;
+    Future<> f = src_local ? SendPart(c, s, d, element_bytes, tag)
+                           : ReceivePart(c, s, d, element_bytes, tag, context);
+    if (context.trace != nullptr) TraceMessagePart(context, c, s, d, peer, src_local, posted_ns, f);
+    if (!src_local) received[c.dst_slot].push_back(f);
+    moved.push_back(std::move(f));
   }
   if (all_local) return ExecutePlan(plan, element_bytes, sources, destinations, context);
   PlanExecution exec = ExecutePlan(local, element_bytes, sources, destinations, context);
@@ -380,6 +379,33 @@ void DistributedRuntime::Abandon(const sharding::ReshardPlan& plan, int64_t elem
       transport_->Receive(peer, tag, DenseRegion(staging->data(), extent, element_bytes), staging);
     }
   }
+}
+
+void DistributedRuntime::TraceMessagePart(const PlanContext& context, const sharding::BoxCopy& c,
+                                          const PlanEndpoint& s, const PlanEndpoint& d, int peer,
+                                          bool sent, int64_t posted_ns, const Future<>& done) {
+  TransferTraceEvent e;
+  e.operation = context.operation;
+  e.src_device = s.memory->device()->Id().value;
+  e.dst_device = d.memory->device()->Id().value;
+  e.device = sent ? e.src_device : e.dst_device;
+  e.bytes = c.bytes;
+  e.copies = 1;
+  e.src_box = c.src_box.ToString();
+  e.dst_box = c.dst_box.ToString();
+  e.direction = "device_to_device";
+  e.guard_action = context.guard_action;
+  e.start_ns = posted_ns;
+  e.peer_process = peer;
+  done.OnReady([trace = context.trace, e = std::move(e)](const absl::Status& st) mutable {
+    // A trace that cannot grow loses the event; the part's own future is unaffected.
+    CatchAllocationFailure("tracing a message part", [&] {
+      e.end_ns = trace->NowNs();
+      e.ok = st.ok();
+      trace->Add(std::move(e));
+      return absl::OkStatus();
+    }).IgnoreError();
+  });
 }
 
 Future<> DistributedRuntime::SendPart(const sharding::BoxCopy& c, const PlanEndpoint& s,

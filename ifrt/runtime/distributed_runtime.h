@@ -181,6 +181,11 @@ class DistributedRuntime {
   // The agreement of a call that failed (or moved nothing) before reaching AgreeOnCall.
   absl::Status AgreeLate(std::string_view op, const absl::Status& status);
 
+  // Adds this process's side of one part exchanged with process `peer` (`sent`: this process
+  // sends it) to context.trace once `done`: from `posted_ns` to then.
+  static void TraceMessagePart(const PlanContext& context, const sharding::BoxCopy& c,
+                               const PlanEndpoint& s, const PlanEndpoint& d, int peer, bool sent,
+                               int64_t posted_ns, const Future<>& done);
   Future<> SendPart(const sharding::BoxCopy& c, const PlanEndpoint& s, const PlanEndpoint& d,
                     int64_t element_bytes, int64_t tag);
   Future<> ReceivePart(const sharding::BoxCopy& c, const PlanEndpoint& s, const PlanEndpoint& d,

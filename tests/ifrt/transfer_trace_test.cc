@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ifrt/introspection.h"
@@ -120,6 +121,54 @@ TEST_F(TransferTraceTest, RecordsEveryCopyOfThePlanInStreamOrder) {
   ASSERT_THAT(again, IsOk());
   ASSERT_THAT((*again)[0]->GetReadyFuture().Await(), IsOk());
   EXPECT_EQ(trace->events().size(), events.size());
+}
+
+// This process's side of the parts a multi-process client exchanges with another process: each
+// on the row of that process, named for which way it went.
+TEST(TransferTraceJsonTest, PartsExchangedWithAnotherProcessAreOnItsRow) {
+  TransferTrace trace;
+  TransferTraceEvent received{.operation = "ReshardArrays",
+                              .device = 1,
+                              .src_device = 3,
+                              .dst_device = 1,
+                              .bytes = 1536,
+                              .copies = 1,
+                              .direction = "device_to_device",
+                              .guard_action = "allow",
+                              .start_ns = 1000,
+                              .end_ns = 5000,
+                              .peer_process = 1};
+  TransferTraceEvent sent = received;
+  sent.device = sent.src_device = 0;
+  sent.dst_device = 2;
+  TransferTraceEvent local = received;
+  local.src_device = 0;
+  local.peer_process = -1;
+  trace.Add(received);
+  trace.Add(sent);
+  trace.Add(local);
+  const std::string json = trace.ToChromeTraceJson();
+  const std::string row = absl::StrCat("\"tid\":", TransferTrace::kPeerProcessRow + 1, ",");
+  EXPECT_THAT(json,
+              ::testing::HasSubstr(absl::StrCat(
+                  "{\"name\":\"ReshardArrays device 3 -> device 1 (received from process 1)\","
+                  "\"cat\":\"device_to_device\",\"ph\":\"X\",\"pid\":0,",
+                  row)));
+  EXPECT_THAT(json, ::testing::HasSubstr(absl::StrCat(
+                        "{\"name\":\"ReshardArrays device 0 -> device 2 (sent to process 1)\","
+                        "\"cat\":\"device_to_device\",\"ph\":\"X\",\"pid\":0,",
+                        row)));
+  EXPECT_THAT(json, ::testing::HasSubstr("\"dst_device\":1,\"peer_process\":1,"));
+  // A copy this process ran: on its device's row, no peer.
+  EXPECT_THAT(json, ::testing::HasSubstr("{\"name\":\"ReshardArrays device 0 -> device 1\","
+                                         "\"cat\":\"device_to_device\",\"ph\":\"X\",\"pid\":0,"
+                                         "\"tid\":1,"));
+  size_t peers = 0;
+  for (size_t at = json.find("peer_process"); at != std::string::npos;
+       at = json.find("peer_process", at + 1)) {
+    ++peers;
+  }
+  EXPECT_EQ(peers, 2u);
 }
 
 }  // namespace

@@ -7,6 +7,8 @@ Usage: under_mpirun_test.py MPIEXEC CASE ARG. CASE:
   run TESSERA      `tessera run examples/mlp2_megatron.mlir --distributed mpi`: the Megatron MLP
                    over 2 CPU devices of each process (its all-reduce crosses processes); process
                    0 alone prints; each process checks its shards against a 1-device run.
+  trace TESSERA    `tessera trace --distributed mpi`: each process writes its own trace file, with
+                   the parts it sent to and received from the other process on rows of their own.
   demo TESSERA     `tessera demo --distributed mpi --quick`: every section, printed once.
   c_api BINARY     a C API test program (single-process clients, no --distributed) still passes
                    in every process of an mpirun job.
@@ -66,6 +68,39 @@ def case_reshard():
                           "--to", COLS)
     check(rc != 0 and 'invalid --distributed "mpc": expected none or mpi' in err,
           "a bad --distributed is refused", out, err)
+
+
+def case_trace():
+    import json
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        out_path = os.path.join(tmp, "trace.json")
+        out, err = expect_ok(ARG, "trace", "--distributed", "mpi", "--devices", "cpu:2",
+                             "--shape", "96x64", "--from", ROWS, "--to", COLS, "--out", out_path)
+        check(out.count("Reshard f32[96,64]") == 1, "one header: process 0 alone prints", out, err)
+        check(not os.path.exists(out_path), "no process writes the shared name", out, err)
+        for p in (0, 1):
+            path = os.path.join(tmp, f"trace.process{p}.json")
+            check(os.path.exists(path), f"process {p} wrote {path}", out, err)
+            with open(path) as f:
+                events = json.load(f)["traceEvents"]
+            mine = {2 * p, 2 * p + 1}
+            parts = [e for e in events if "peer_process" in e["args"]]
+            for e in parts:
+                a = e["args"]
+                check(a["peer_process"] == 1 - p and a["ok"] and e["tid"] == (1 << 20) + 1 - p
+                      and f"process {1 - p})" in e["name"], f"a part on its own row: {e}", out, err)
+            # Rows -> columns: each of this process's devices gets a 24x16 f32 block (1536 bytes)
+            # from each of the other process's 2 devices, and sends it 2: 4 parts each way.
+            blocks = [e["args"] for e in parts if e["args"]["bytes"] == 1536]
+            received = [a for a in blocks if a["dst_device"] in mine]
+            sent = [a for a in blocks if a["src_device"] in mine]
+            check(len(received) == 4 and len(sent) == 4 and
+                  all(a["operation"] == "ReshardArrays" for a in blocks),
+                  f"process {p} traced its 4 parts each way ({len(received)}, {len(sent)})",
+                  out, err)
+        check("received from another process" in out and "sent to another process" in out,
+              "the summary counts the parts", out, err)
 
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
@@ -180,7 +215,7 @@ def case_python():
     check(out.count("python client OK") == 2, "a client in each process", out, err)
 
 
-{"reshard": case_reshard, "run": case_run, "demo": case_demo, "c_api": case_c_api,
+{"reshard": case_reshard, "trace": case_trace, "run": case_run, "demo": case_demo, "c_api": case_c_api,
  "c_api_distributed": case_c_api_distributed, "python": case_python,
  "python_distributed": case_python_distributed}[CASE]()
 print("PASS")
