@@ -295,9 +295,7 @@ absl::Status DistributedRuntime::CheckFullyAddressable(const std::vector<Runtime
   }
   if (names.empty()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
-      std::string(op),
-      ": the array is not fully addressable, and its shards on this process's devices do not "
-      "cover it: this process cannot read devices ",
+      std::string(op), ": the array is not fully addressable: this process cannot read devices ",
       absl::StrJoin(names, ", "),
       "; reshard it onto this process's devices first, or read its addressable shards"));
 }

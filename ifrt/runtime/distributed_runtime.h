@@ -161,8 +161,7 @@ class DistributedRuntime {
       const sharding::ReshardPlan& plan, const std::vector<RuntimeMemory*>* src_memories,
       const std::vector<RuntimeMemory*>& dst_memories);
 
-  // FAILED_PRECONDITION naming the devices of `memories` this process cannot read, for `op` (a
-  // host copy of an array whose addressable shards do not cover it).
+  // FAILED_PRECONDITION naming the devices of `memories` this process cannot read, for `op`.
   static absl::Status CheckFullyAddressable(const std::vector<RuntimeMemory*>& memories,
                                             std::string_view op);
   static bool AllAddressable(const std::vector<RuntimeMemory*>& memories);

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -130,66 +129,18 @@ absl::Status CheckHostData(const void* data, DType dtype, const Shape& shape, st
   return absl::OkStatus();
 }
 
-// The endpoints of shards (slot i of `layout` in memories[i], shards[i]), as a plan's sources.
-std::vector<PlanEndpoint> SourceEndpoints(const sharding::ShardLayout& layout,
-                                          const std::vector<RuntimeMemory*>& memories,
-                                          const std::vector<Shard>& shards) {
-  const int n = layout.num_slots();
-  std::vector<PlanEndpoint> src(n);
-  for (int i = 0; i < n; ++i) {
-    src[i].memory = memories[i];
-    src[i].buffer = shards[i].buffer;
-    src[i].ready = shards[i].ready;
-    src[i].shard_shape = layout.shard_shape(i);
-  }
-  return src;
-}
-
-// The endpoints of all of an array's shards.
+// The endpoints of an array's shards, as a plan's sources.
 std::vector<PlanEndpoint> SourceEndpoints(const RuntimeArray& array,
                                           const std::vector<Shard>& shards) {
-  return SourceEndpoints(array.layout(), array.memories(), shards);
-}
-
-// The shards a host copy of an array reads. All of them where the array is fully addressable
-// (`layout` and `memories` then point at the array's own); otherwise the addressable ones, as a
-// layout of their own, where their boxes cover the array: a replicated array, or one replicated
-// over processes and sharded within each, is read from this process's replicas. Filled in place
-// (its pointers may point into it): never moved.
-struct ReadableShards {
-  const sharding::ShardLayout* layout = nullptr;
-  const std::vector<RuntimeMemory*>* memories = nullptr;
-  std::vector<Shard> shards;
-  std::optional<sharding::ShardLayout> addressable_layout;
-  std::vector<RuntimeMemory*> addressable_memories;
-};
-
-// Fills `out` for `array` (whose shards are `shards`), or FAILED_PRECONDITION naming the devices
-// this process cannot read where its addressable shards do not cover the array.
-absl::Status FindReadableShards(const RuntimeArray& array, std::vector<Shard> shards,
-                                std::string_view op, ReadableShards& out) {
-  if (DistributedRuntime::AllAddressable(array.memories())) {
-    out.layout = &array.layout();
-    out.memories = &array.memories();
-    out.shards = std::move(shards);
-    return absl::OkStatus();
+  const int n = array.layout().num_slots();
+  std::vector<PlanEndpoint> src(n);
+  for (int i = 0; i < n; ++i) {
+    src[i].memory = array.memories()[i];
+    src[i].buffer = shards[i].buffer;
+    src[i].ready = shards[i].ready;
+    src[i].shard_shape = array.layout().shard_shape(i);
   }
-  std::vector<sharding::Box> boxes;
-  for (size_t i = 0; i < shards.size(); ++i) {
-    if (!array.memories()[i]->device()->IsAddressable()) continue;
-    boxes.push_back(array.layout().slot_box(static_cast<int>(i)));
-    out.addressable_memories.push_back(array.memories()[i]);
-    out.shards.push_back(std::move(shards[i]));
-  }
-  absl::StatusOr<sharding::ShardLayout> covering =
-      boxes.empty()
-          ? absl::StatusOr<sharding::ShardLayout>(absl::NotFoundError("no shards"))
-          : sharding::ShardLayout::FromBoxes(array.layout().global_shape(), std::move(boxes));
-  if (!covering.ok()) return DistributedRuntime::CheckFullyAddressable(array.memories(), op);
-  out.addressable_layout = *std::move(covering);
-  out.layout = &*out.addressable_layout;
-  out.memories = &out.addressable_memories;
-  return absl::OkStatus();
+  return src;
 }
 
 // Completes the destination endpoints of `layout` in `memories`: each slot's memory and shape, and
@@ -244,14 +195,11 @@ guard::TransferEvent UploadEvent(std::string_view op, const sharding::ReshardPla
 }
 
 // The device-to-host movement of a download.
-// `memories`: the plan's source slots' (the array's, or the part of them it reads).
 guard::TransferEvent DownloadEvent(std::string_view op, const sharding::ReshardPlan& plan,
-                                   const RuntimeArray& array,
-                                   const std::vector<RuntimeMemory*>& memories,
-                                   TransferOptions options) {
+                                   const RuntimeArray& array, TransferOptions options) {
   std::set<int32_t> src_ids;
   for (const sharding::BoxCopy& c : plan.copies) {
-    if (c.bytes > 0) src_ids.insert(memories[c.src_slot]->device()->Id().value);
+    if (c.bytes > 0) src_ids.insert(array.memories()[c.src_slot]->device()->Id().value);
   }
   return guard::TransferEvent{.direction = guard::Direction::kDeviceToHost,
                               .is_explicit = options.is_explicit,
@@ -261,7 +209,7 @@ guard::TransferEvent DownloadEvent(std::string_view op, const sharding::ReshardP
                               .bytes = plan.cross_location_bytes,
                               .src_devices = DeviceIds(src_ids),
                               .dst_devices = {},
-                              .src_memory_kind = MemoryKindOf(memories),
+                              .src_memory_kind = MemoryKindOf(array.memories()),
                               .dst_memory_kind = ""};
 }
 
@@ -783,8 +731,7 @@ absl::StatusOr<Future<>> RuntimeClient::EnqueueCopyToHost(
     TransferOptions options) {
   constexpr std::string_view kOp = "CopyToHostBuffer";
   TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards, array.shards());
-  ReadableShards readable;
-  TESSERA_RETURN_IF_ERROR(FindReadableShards(array, std::move(shards), kOp, readable));
+  TESSERA_RETURN_IF_ERROR(DistributedRuntime::CheckFullyAddressable(array.memories(), kOp));
   const Shape& shape = array.shape();
   const int64_t element_bytes = array.element_bytes();
   TESSERA_ASSIGN_OR_RETURN(Index strides,
@@ -792,19 +739,17 @@ absl::StatusOr<Future<>> RuntimeClient::EnqueueCopyToHost(
   TESSERA_RETURN_IF_ERROR(CheckHostData(data, array.dtype(), shape, kOp));
   // Each region is read from one replica, spreading the reads over the replicas.
   TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<const sharding::ReshardPlan> plan,
-                           GetPlan(*readable.layout, Locations(*readable.memories),
+                           GetPlan(array.layout(), Locations(array.memories()),
                                    sharding::ShardLayout::Replicated(shape.dims(), 1),
                                    {TransferStats::kHost}, element_bytes, /*fan_out=*/false));
-  TESSERA_ASSIGN_OR_RETURN(
-      std::string action,
-      GuardTransfer(DownloadEvent(kOp, *plan, array, *readable.memories, options)));
+  TESSERA_ASSIGN_OR_RETURN(std::string action,
+                           GuardTransfer(DownloadEvent(kOp, *plan, array, options)));
 
   PlanEndpoint dst;
   dst.host = data;
   dst.host_byte_strides = std::move(strides);
-  PlanExecution exec = ExecuteLocked(
-      *plan, element_bytes, SourceEndpoints(*readable.layout, *readable.memories, readable.shards),
-      {dst}, kOp, std::move(action));
+  PlanExecution exec = ExecuteLocked(*plan, element_bytes, SourceEndpoints(array, shards), {dst},
+                                     kOp, std::move(action));
   // An allocation failure part way: all_done carries it, once the copies into `data` are over.
   if (!exec.status.ok()) return exec.all_done;
   // Report the array's own error (a poisoned input) even where no copy read the failing shard.
