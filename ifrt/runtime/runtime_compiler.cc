@@ -147,6 +147,37 @@ std::string DescribeCommunication(const CompiledProgram& program) {
   return out;
 }
 
+// True when `devices` (which may be null or hold null entries: the call then fails in
+// CheckOptions) belong to more than one process.
+bool SpansSeveralProcesses(const DeviceListRef& devices) {
+  if (devices == nullptr) return false;
+  std::set<int> processes;
+  for (Device* d : devices->devices()) {
+    if (d != nullptr) processes.insert(d->ProcessIndex());
+  }
+  return processes.size() > 1;
+}
+
+// The same on every process that compiles the same program with the same options.
+uint64_t CompileFingerprint(const Program* program, const CompileOptions& options) {
+  CallFingerprint f;
+  f.Add(std::string_view("Compile"));
+  const auto* mlir = dynamic_cast<const MlirProgram*>(program);
+  f.Add(std::string_view(mlir != nullptr ? mlir->text() : std::string("(not an MlirProgram)")));
+  for (Device* d : options.devices->devices()) {
+    f.Add(static_cast<uint64_t>(d == nullptr ? -1 : d->Id().value));
+  }
+  for (const std::vector<ShardingRef>* shardings :
+       {&options.input_shardings, &options.output_shardings}) {
+    f.Add(static_cast<uint64_t>(shardings->size()));
+    for (const ShardingRef& s : *shardings) {
+      f.Add(std::string_view(s == nullptr ? std::string("null") : s->DebugString()));
+    }
+  }
+  for (int i : options.donated_input_indices) f.Add(static_cast<uint64_t>(i));
+  return f.value();
+}
+
 }  // namespace
 
 std::string ProgramFingerprint(const std::string& text, const CompileOptions& options) {
@@ -385,8 +416,16 @@ absl::StatusOr<std::shared_ptr<const CompiledProgram>> RuntimeCompiler::Bind(
 
 absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::Compile(std::unique_ptr<Program> program,
                                                              CompileOptions options) {
-  return CatchAllocationFailure(
+  const bool collective =
+      client_->distributed_ != nullptr && SpansSeveralProcesses(options.devices);
+  const uint64_t fingerprint = collective ? CompileFingerprint(program.get(), options) : 0;
+  absl::StatusOr<LoadedExecutableRef> result = CatchAllocationFailure(
       "Compile", [&] { return CompileImpl(std::move(program), std::move(options)); });
+  if (!collective) return result;
+  absl::StatusOr<int64_t> agreed = client_->distributed_->transport().Agree(
+      "Compile", fingerprint, /*messages=*/0, result.status());
+  if (!agreed.ok()) return agreed.status();
+  return result;
 }
 
 absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::CompileImpl(std::unique_ptr<Program> program,

@@ -10,7 +10,13 @@
 //
 // In a multi-process client, the devices may belong to several processes (each process then loads
 // the kernels of its own devices only; runtime_executable.h); devices of one other process alone
-// are INVALID_ARGUMENT.
+// are INVALID_ARGUMENT. A Compile over the devices of several processes is collective, like the
+// Execute it prepares: every process calls it (in the same order as its other collective calls),
+// and after compiling they agree (distributed_runtime.h) on the outcome and on a fingerprint of
+// the program and options, so that a compile that fails on one process (a kernel one platform
+// cannot build, an argument error there) fails on every process with that process's message, and
+// different programs or options are INVALID_ARGUMENT everywhere: never a process left waiting in
+// Execute for one whose Compile failed.
 //
 // Thread-safe.
 

@@ -2,8 +2,9 @@
 // (runtime_executable.h, program_messages.h), with the processes as threads of one test process
 // joined by the loopback transport: the examples' Megatron MLP (one all-reduce across processes)
 // and row-sharded MLP, an all_to_all + all_gather program, an all_slice one (no messages), an
-// executable on one process's devices (local), guard refusals and mismatched
-// arguments on one process failing Execute on every process, concurrent Execute, and failures
+// executable on one process's devices (local: compiled and run by that process alone), guard
+// refusals and mismatched arguments on one process failing Execute on every process, a Compile
+// failing on one process failing it on every process, concurrent Execute, and failures
 // (a kernel, a receive, an allocation) that fail every process's Execute and hang none.
 //
 // Each process has 2 CPU devices; the executables run on the first 4 devices (processes 0 and
@@ -23,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "backends/default_program_compiler.h"
 #include "backends/registry.h"
 #include "gmock/gmock.h"
@@ -323,6 +325,33 @@ TEST(LoopbackProgramTest, MismatchedArgumentsAreInvalidOnEveryProcess) {
     }
     // The same call everywhere still runs.
     result = (*exe)->Execute(absl::MakeSpan(args));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
+  });
+}
+
+// Compile over the devices of several processes is collective: a compile that fails on one
+// process fails on every process with its message (the others never wait for it in Execute), a
+// different program on one process is INVALID_ARGUMENT everywhere, and the third process, which
+// holds none of the devices, takes part in both.
+TEST(LoopbackProgramTest, CompileFailsOnEveryProcessWhenItFailsOnOne) {
+  const std::string text = ReadExample("mlp2_megatron.mlir");
+  OnEveryProcess(3, [&](LoopbackHub&, Process& p) {
+    absl::StatusOr<LoadedExecutableRef> broken =
+        p.Compile(p.index == 1 ? std::string("func.func @main(%x: tensor<4xf32>") : text);
+    EXPECT_THAT(broken, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("invalid program")));
+    if (p.index != 1) {
+      EXPECT_THAT(broken.status().message(), HasSubstr("process 1 refused the call"));
+    }
+    const std::string other = absl::StrCat(text, "\n// process ", p.index, "\n");
+    EXPECT_THAT(p.Compile(p.index == 2 ? other : text),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("different arguments")));
+    // The same program everywhere compiles and runs.
+    const MegatronCase data;
+    absl::StatusOr<LoadedExecutableRef> exe = p.Compile(text);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    std::vector<ArrayRef> args = data.Arguments(Putter(p));
+    absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
   });
