@@ -21,8 +21,9 @@
 //
 // Devices of several processes (a multi-process client, docs/multi-process.md): every process
 // compiles the same program with the same options and calls Execute with the same arguments, in the
-// same order as its other collective calls (Execute is then collective); each process runs its own
-// devices' part, and the outputs' shards on other processes' devices are not addressable.
+// same order as its other collective calls (Compile and Execute are then collective: a failure on
+// one process fails the call on every process); each process runs its own devices' part, and the
+// outputs' shards on other processes' devices are not addressable.
 //
 // Thread-safe: Execute may be called from several threads at once. Like its arrays, an executable
 // must not outlive the client that compiled it.
