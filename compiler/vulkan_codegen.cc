@@ -509,6 +509,52 @@ absl::Status TileParallelLoops(mlir::func::FuncOp func, const std::string& name)
   return absl::OkStatus();
 }
 
+// `loop`'s iterations, or 1 where its bounds are not constants.
+int64_t TripCountOrOne(mlir::scf::ForOp loop) {
+  std::optional<int64_t> lb = mlir::getConstantIntValue(loop.getLowerBound());
+  std::optional<int64_t> ub = mlir::getConstantIntValue(loop.getUpperBound());
+  std::optional<int64_t> step = mlir::getConstantIntValue(loop.getStep());
+  if (!lb || !ub || !step || *step <= 0) return 1;
+  return *ub <= *lb ? 0 : (*ub - *lb + *step - 1) / *step;
+}
+
+// Where the device's driver ends a shader's loops after target.max_loop_iterations iterations in
+// all (Mesa's llvmpipe, lavapipe: 65535, counted over every loop of one invocation), a kernel one
+// of whose invocations would run more is UNIMPLEMENTED at Compile, naming the kernel and both
+// counts, instead of stopping short on the device and computing a wrong result. An invocation's
+// count: each scf.for of its launch once per iteration of the loops around it (a loop of unknown
+// bounds, which the code generators make only over short extents such as tiles and work-group
+// slices, as one).
+absl::Status CheckLoopIterations(mlir::func::FuncOp func, const std::string& name,
+                                 const KernelTarget& target) {
+  if (target.max_loop_iterations <= 0) return absl::OkStatus();
+  for (mlir::Operation& launch : func.getBody().front()) {
+    if (!mlir::isa<mlir::scf::ParallelOp, mlir::gpu::LaunchOp>(launch)) continue;
+    int64_t total = 0;
+    launch.walk([&](mlir::scf::ForOp loop) {
+      int64_t runs = TripCountOrOne(loop);
+      for (auto outer = loop->getParentOfType<mlir::scf::ForOp>();
+           outer && launch.isProperAncestor(outer);
+           outer = outer->getParentOfType<mlir::scf::ForOp>()) {
+        runs =
+            runs > (int64_t{1} << 40) ? runs : runs * std::max<int64_t>(TripCountOrOne(outer), 1);
+      }
+      total = std::min<int64_t>(total + runs, int64_t{1} << 50);
+    });
+    if (total > target.max_loop_iterations) {
+      return absl::UnimplementedError(absl::StrCat(
+          name, ": an invocation of this kernel runs ", total,
+          " loop iterations, and this device's driver (Mesa's llvmpipe) ends a shader's loops "
+          "after ",
+          target.max_loop_iterations,
+          " in all, which would cut the result short; shard the program further, or run it on "
+          "CPU devices or a GPU (a float sum, maximum or minimum over one dimension is split "
+          "over work-groups and has no such limit)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The target environment on the module; on every kernel its work-group size as the entry point
 // ABI (from the launch's known block size).
 absl::Status SetSpirvAttributes(mlir::ModuleOp module, const std::string& name,
@@ -909,6 +955,7 @@ absl::StatusOr<KernelArtifact> LowerLoopsToDispatches(mlir::ModuleOp kernel,
       RunPipelineText(kernel, "func.func(convert-linalg-to-parallel-loops),canonicalize",
                       absl::StrCat("lowering ", name, " to parallel loops")));
   TESSERA_RETURN_IF_ERROR(TileParallelLoops(func, name));
+  TESSERA_RETURN_IF_ERROR(CheckLoopIterations(func, name, target));
   TESSERA_RETURN_IF_ERROR(RunPipelineText(kernel, GpuOutliningPipeline(),
                                           absl::StrCat("outlining the kernels of ", name)));
   TESSERA_RETURN_IF_ERROR(SetSpirvAttributes(kernel, name, target));

@@ -159,6 +159,11 @@ void SetDeviceAttributes(const PhysicalDeviceDescription& d, const LogicalDevice
   a.Set("peer_memory_import", facts.peer_memory_import);
   a.Set("shader_float64", facts.shader_float64);
   a.Set("shader_int64", facts.shader_int64);
+  // llvmpipe's loop limiter (LP_MAX_TGSI_LOOP_ITERATIONS): every loop of one shader invocation
+  // together ends after this many iterations.
+  if (d.driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) {
+    a.Set("max_shader_loop_iterations", int64_t{65535});
+  }
 }
 
 }  // namespace tessera::vulkan

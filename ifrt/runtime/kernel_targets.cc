@@ -30,6 +30,12 @@ void Meet(const AttributeMap& attrs, bool first, KernelTarget& target) {
   narrow("max_compute_work_group_invocations", target.max_workgroup_invocations);
   narrow("subgroup_size", target.subgroup_size);
   narrow("max_storage_buffer_range", target.max_storage_buffer_range);
+  // Reported only where there is a limit (0 in the target: none yet).
+  if (std::optional<int64_t> loops = attrs.GetInt("max_shader_loop_iterations");
+      loops && *loops > 0) {
+    target.max_loop_iterations =
+        target.max_loop_iterations == 0 ? *loops : std::min(target.max_loop_iterations, *loops);
+  }
   // An offset aligned for the strictest device is aligned for every one (powers of two).
   narrow("min_storage_buffer_offset_alignment", target.min_storage_buffer_offset_alignment,
          /*take_max=*/true);
@@ -71,7 +77,8 @@ std::string KernelTargetsKey(const std::map<std::string, KernelTarget>& targets)
     absl::StrAppend(&key, platform, "{inv=", t.max_workgroup_invocations, ",size=[",
                     absl::StrJoin(t.max_workgroup_size, ","), "],sg=", t.subgroup_size,
                     ",f64=", t.float64, ",i64=", t.int64, ",range=", t.max_storage_buffer_range,
-                    ",align=", t.min_storage_buffer_offset_alignment, "}");
+                    ",align=", t.min_storage_buffer_offset_alignment,
+                    ",loops=", t.max_loop_iterations, "}");
   }
   return key;
 }

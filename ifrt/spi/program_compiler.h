@@ -22,7 +22,8 @@ namespace tessera {
 // the SPIR-V target environment, how buffers bind). The runtime fills it from the devices'
 // attributes (ifrt/attribute_map.h: "max_compute_work_group_invocations",
 // "max_compute_work_group_size", "subgroup_size", "shader_float64", "shader_int64",
-// "max_storage_buffer_range", "min_storage_buffer_offset_alignment"), as the most every device of
+// "max_storage_buffer_range", "min_storage_buffer_offset_alignment",
+// "max_shader_loop_iterations"), as the most every device of
 // the platform in the executable allows; a field no device reports keeps its default, what every
 // Vulkan 1.1 device meets.
 struct KernelTarget {
@@ -34,6 +35,10 @@ struct KernelTarget {
   // The most bytes one buffer binding may span, and the alignment of a binding's offset.
   int64_t max_storage_buffer_range = int64_t{1} << 27;
   int64_t min_storage_buffer_offset_alignment = 256;
+  // The most loop iterations one invocation of a kernel may run in all, where the driver stops a
+  // shader's loops after that many (attribute "max_shader_loop_iterations": Mesa's llvmpipe,
+  // lavapipe, 65535); 0: no such limit.
+  int64_t max_loop_iterations = 0;
 
   friend bool operator==(const KernelTarget&, const KernelTarget&) = default;
 };

@@ -403,6 +403,43 @@ TEST_P(VulkanProgramTest, ReductionsAtEverySizeMatchReference) {
   ExpectNear(out_columns[0], columns);
 }
 
+// lavapipe's driver ends a shader invocation's loops after 65535 iterations in all: an integer
+// sum (one invocation walking the extent) of 65535 elements is exact, one of 65536 is refused at
+// Compile with the reason, never cut short on the device.
+TEST_P(VulkanProgramTest, LoopsLongerThanLavapipeRunsAreRefused) {
+  for (Device* d : client_->devices()) {
+    if (d->Kind() == "vulkan") {
+      EXPECT_EQ(d->Attributes().GetInt("max_shader_loop_iterations"), 65535) << d->DebugString();
+    }
+  }
+  EXPECT_EQ(runtime::KernelTargetsOf(*devices_).at("vulkan").max_loop_iterations, 65535);
+  for (int64_t n : {int64_t{65535}, int64_t{65536}}) {
+    SCOPED_TRACE(n);
+    const std::string t = Tensor({n}, "i32");
+    const std::string text = absl::StrCat(
+        "func.func @main(%a: ", t, Attr("P()"), ") -> (tensor<i32>", Attr("P()"),
+        ") {\n  %z = arith.constant 0 : i32\n  %e = tensor.empty() : tensor<i32>\n  %f = "
+        "linalg.fill ins(%z : i32) outs(%e : tensor<i32>) -> tensor<i32>\n  %r = linalg.reduce "
+        "ins(%a : ",
+        t,
+        ") outs(%f : tensor<i32>) dimensions = [0]\n    (%x: i32, %y: i32) { %s = arith.addi %x, "
+        "%y : i32\n      linalg.yield %s : i32 }\n  return %r : tensor<i32>\n}");
+    Host a{DType::kS32, {n}, std::vector<double>(n)};
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) total += a.values[i] = static_cast<double>(i % 7);
+    absl::StatusOr<std::vector<Host>> out = Run(text, {a});
+    if (n == 65535) {
+      ASSERT_OK(out.status());
+      EXPECT_EQ(out->at(0).values, std::vector<double>{total});
+    } else {
+      EXPECT_THAT(out.status(),
+                  testing::StatusIs(absl::StatusCode::kUnimplemented,
+                                    ::testing::AllOf(::testing::HasSubstr("runs 65536 loop"),
+                                                     ::testing::HasSubstr("llvmpipe"))));
+    }
+  }
+}
+
 TEST_P(VulkanProgramTest, MlpExampleMatchesReference) {
   const std::string text = ReadFile(std::string(TESSERA_SOURCE_DIR) + "/examples/mlp.mlir");
   const Host x = Random(DType::kF32, {16, 32}, 7), w = Random(DType::kF32, {32, 64}, 8),
