@@ -138,7 +138,8 @@ absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const st
                                                  bool takes_device_position);
 
 // Each top-level linalg.generic on buffers of `func` that reduces one long dimension (parallel
-// dimensions first) with addf / maximumf / minimumf / maxnumf / minnumf on floats -> two
+// dimensions first) with addf / maximumf / minimumf / maxnumf / minnumf on floats, or addi /
+// maxsi / minsi / maxui / minui on integers -> two
 // gpu.launch ops (work-groups reduce slices through workgroup memory, then combine the partials,
 // kept in a scratch allocation); other generics are left alone (vulkan_reduction.cc).
 void EmitTwoPassReductions(mlir::func::FuncOp func, const KernelTarget& target);

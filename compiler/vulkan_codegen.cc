@@ -5,7 +5,7 @@
 //   (bufferization)               tensors -> memrefs, results -> out-params, copies -> linalg.copy
 //   EmitTiledMatmuls              each matmul -> a gpu.launch tiled through workgroup memory (tile
 //                                 from the device's limits and subgroup size)
-//   EmitTwoPassReductions         long float reductions -> two gpu.launch (vulkan_reduction.cc)
+//   EmitTwoPassReductions         long reductions -> two gpu.launch (vulkan_reduction.cc)
 //   (parallel loops)              linalg -> scf.parallel; each nest collapsed to one dimension and
 //                                 tiled by kThreadsPerGroup (a 2-D grid where it is long)
 //   BuildGpuOutliningPipeline     scf.parallel -> gpu.launch -> outlined gpu.func kernels
@@ -548,8 +548,8 @@ absl::Status CheckLoopIterations(mlir::func::FuncOp func, const std::string& nam
           "after ",
           target.max_loop_iterations,
           " in all, which would cut the result short; shard the program further, or run it on "
-          "CPU devices or a GPU (a float sum, maximum or minimum over one dimension is split "
-          "over work-groups and has no such limit)"));
+          "CPU devices or a GPU (a sum, maximum or minimum over one dimension is split over "
+          "work-groups and has no such limit)"));
     }
   }
   return absl::OkStatus();

@@ -3,14 +3,17 @@
 // extent (a reduction to a scalar: one invocation in all). Here a linalg.generic on buffers with
 // its parallel dimensions first and one reduction dimension of at least kMinExtent, whose body
 // combines a value computed from its inputs into the output with addf / maximumf / minimumf /
-// maxnumf / minnumf, becomes two gpu.launch ops:
+// maxnumf / minnumf on floats, or addi / maxsi / minsi / maxui / minui on integers of 8 to 64
+// bits, becomes two gpu.launch ops:
 //   pass 1  grid (G, P): work-group g of output p reduces its slice of the extent (each of the
 //           kThreads invocations a strided part, then a tree through workgroup memory between
 //           barriers) into partials[p * G + g], a scratch buffer;
 //   pass 2  grid (1, P): one work-group per output combines its G partials the same way, then
 //           with the output's initial value.
 // The order of the floating-point operations differs from the sequential loop (a tree: usually
-// closer to the exact sum).
+// closer to the exact sum); integer results are the same (wrapping addition is associative).
+// Besides speed on GPUs, this keeps every invocation's loops short, which lavapipe needs: its
+// driver ends an invocation's loops after 65535 iterations in all (vulkan_codegen.cc).
 
 #include <algorithm>
 #include <cstdint>
@@ -49,7 +52,9 @@ struct Reduction {
 
 bool IsCombiner(mlir::Operation* op) {
   return mlir::isa<mlir::arith::AddFOp, mlir::arith::MaximumFOp, mlir::arith::MinimumFOp,
-                   mlir::arith::MaxNumFOp, mlir::arith::MinNumFOp>(op);
+                   mlir::arith::MaxNumFOp, mlir::arith::MinNumFOp, mlir::arith::AddIOp,
+                   mlir::arith::MaxSIOp, mlir::arith::MinSIOp, mlir::arith::MaxUIOp,
+                   mlir::arith::MinUIOp>(op);
 }
 
 bool BuffersFit(mlir::linalg::GenericOp op) {
@@ -59,8 +64,11 @@ bool BuffersFit(mlir::linalg::GenericOp op) {
     if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity()) return false;
     if (!op.getMatchingIndexingMap(&operand).isProjectedPermutation()) return false;
   }
-  return mlir::isa<mlir::FloatType>(
-      mlir::cast<mlir::MemRefType>(op.getDpsInits()[0].getType()).getElementType());
+  mlir::Type element = mlir::cast<mlir::MemRefType>(op.getDpsInits()[0].getType()).getElementType();
+  if (auto integer = mlir::dyn_cast<mlir::IntegerType>(element)) {
+    return integer.getWidth() >= 8 && integer.getWidth() <= 64;
+  }
+  return mlir::isa<mlir::FloatType>(element);
 }
 
 std::optional<Reduction> MatchReduction(mlir::linalg::GenericOp op) {
@@ -116,8 +124,19 @@ class Emitter {
     map.map(r_.op.getRegion().front().getArguments().back(), acc);
     return b_.clone(*r_.combiner, map)->getResult(0);
   }
-  // The combiner's identity: 0 for addf, -inf for a max, +inf for a min.
+  // The combiner's identity: 0 for an addition, -inf / the least integer for a max, +inf / the
+  // greatest integer for a min.
   mlir::Value Identity(mlir::Type element) {
+    if (auto integer = mlir::dyn_cast<mlir::IntegerType>(element)) {
+      const unsigned bits = integer.getWidth();
+      llvm::APInt value = llvm::APInt::getZero(bits);  // addi, maxui
+      if (mlir::isa<mlir::arith::MaxSIOp>(r_.combiner))
+        value = llvm::APInt::getSignedMinValue(bits);
+      if (mlir::isa<mlir::arith::MinSIOp>(r_.combiner))
+        value = llvm::APInt::getSignedMaxValue(bits);
+      if (mlir::isa<mlir::arith::MinUIOp>(r_.combiner)) value = llvm::APInt::getMaxValue(bits);
+      return mlir::arith::ConstantOp::create(b_, loc_, mlir::IntegerAttr::get(integer, value));
+    }
     auto type = mlir::cast<mlir::FloatType>(element);
     llvm::APFloat value = llvm::APFloat::getZero(type.getFloatSemantics());
     if (mlir::isa<mlir::arith::MaximumFOp, mlir::arith::MaxNumFOp>(r_.combiner)) {

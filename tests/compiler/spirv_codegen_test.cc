@@ -294,9 +294,8 @@ TEST(SpirvCodegenTest, MissingFloat64OrInt64IsUnimplementedAtCompile) {
   EXPECT_OK(CompileForTarget(i64, no_float64).status());
 }
 
-// An i32 sum of `dims` (reduced over every dimension: one invocation walks them all, as integer
-// reductions are not split over work-groups).
-std::string IntegerSumProgram(const std::vector<int64_t>& dims) {
+// An i32 reduction of all of `dims` with `op` (arith.addi, arith.muli, ...) into 0.
+std::string IntegerReductionProgram(const std::vector<int64_t>& dims, const std::string& op) {
   const std::string t = absl::StrCat("tensor<", absl::StrJoin(dims, "x"), "xi32>");
   std::vector<int64_t> all(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) all[i] = static_cast<int64_t>(i);
@@ -307,42 +306,38 @@ std::string IntegerSumProgram(const std::vector<int64_t>& dims) {
   %f = linalg.fill ins(%z : i32) outs(%e : tensor<i32>) -> tensor<i32>
   %r = linalg.reduce ins(%a : )mlir",
                       t, ") outs(%f : tensor<i32>) dimensions = [", absl::StrJoin(all, ", "),
-                      R"mlir(]
-    (%x: i32, %y: i32) { %s = arith.addi %x, %y : i32
+                      "]\n    (%x: i32, %y: i32) { %s = ", op,
+                      R"mlir( %x, %y : i32
                          linalg.yield %s : i32 }
   return %r : tensor<i32>
 })mlir");
 }
 
 // Where the driver ends a shader's loops after max_loop_iterations in all (lavapipe: 65535), a
-// kernel whose one invocation would loop longer is UNIMPLEMENTED at Compile, naming both counts;
-// nested loops count once per iteration of the loops around them. Without a limit it compiles.
+// kernel whose one invocation would loop longer (one invocation walking a product, or a reduction
+// of two dimensions) is UNIMPLEMENTED at Compile, naming both counts; nested loops count once per
+// iteration of the loops around them. Without a limit it compiles; sums (float or integer) of
+// one dimension are split over work-groups and loop briefly.
 TEST(SpirvCodegenTest, LoopsLongerThanTheDriverRunsAreRefused) {
   KernelTarget lavapipe;
   lavapipe.max_loop_iterations = 65535;
-  EXPECT_OK(CompileForTarget(IntegerSumProgram({65535}), lavapipe).status());
-  EXPECT_THAT(CompileForTarget(IntegerSumProgram({65536}), lavapipe),
+  EXPECT_OK(CompileForTarget(IntegerReductionProgram({65535}, "arith.muli"), lavapipe).status());
+  EXPECT_THAT(CompileForTarget(IntegerReductionProgram({65536}, "arith.muli"), lavapipe),
               StatusIs(absl::StatusCode::kUnimplemented,
                        ::testing::AllOf(HasSubstr("runs 65536 loop iterations"),
                                         HasSubstr("after 65535 in all"))));
-  EXPECT_THAT(CompileForTarget(IntegerSumProgram({300, 300}), lavapipe),
+  EXPECT_THAT(CompileForTarget(IntegerReductionProgram({300, 300}, "arith.addi"), lavapipe),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("runs 90300 loop iterations")));
-  ASSERT_OK_AND_ASSIGN(ProgramPlan plan,
-                       CompileForTarget(IntegerSumProgram({300, 300}), KernelTarget{}));
+  ASSERT_OK_AND_ASSIGN(
+      ProgramPlan plan,
+      CompileForTarget(IntegerReductionProgram({300, 300}, "arith.addi"), KernelTarget{}));
   CheckArtifacts(plan, HaveSpirvVal());
-  // A float sum is split over work-groups: no invocation loops long.
-  const std::string float_sum = R"mlir(
-func.func @main(%a: tensor<1000003xf32> {tessera.sharding = "mesh{x=1} P()"})
-    -> (tensor<f32> {tessera.sharding = "mesh{x=1} P()"}) {
-  %z = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<f32>
-  %f = linalg.fill ins(%z : f32) outs(%e : tensor<f32>) -> tensor<f32>
-  %r = linalg.reduce ins(%a : tensor<1000003xf32>) outs(%f : tensor<f32>) dimensions = [0]
-    (%x: f32, %y: f32) { %s = arith.addf %x, %y : f32
-                         linalg.yield %s : f32 }
-  return %r : tensor<f32>
-})mlir";
-  EXPECT_OK(CompileForTarget(float_sum, lavapipe).status());
+  // An i32 sum of one dimension: fill, partials, totals.
+  ASSERT_OK_AND_ASSIGN(
+      ProgramPlan sum,
+      CompileForTarget(IntegerReductionProgram({1000003}, "arith.addi"), lavapipe));
+  EXPECT_EQ(sum.steps[0].kernel.artifacts.at("vulkan").dispatches.size(), 3u);
+  CheckArtifacts(sum, HaveSpirvVal());
 }
 
 // A sum over a long extent: two dispatches (slices reduced by work-groups through workgroup

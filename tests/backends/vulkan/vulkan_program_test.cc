@@ -353,16 +353,18 @@ func.func @main(%a: tensor<8x3xf32> {tessera.sharding = "mesh{x=4} P(x,None)"},
 }
 
 // A reduction of `dims` of `in` into an output filled with `init` (`op`: arith.addf, maximumf
-// or minimumf), as a program over replicated values.
+// or minimumf; arith.addi, muli, ... with `element` "i32"), as a program over replicated values.
 std::string ReductionProgram(const std::vector<int64_t>& in, const std::vector<int64_t>& out,
-                             int64_t dimension, const std::string& op, const std::string& init) {
-  const std::string ti = Tensor(in, "f32"), to = Tensor(out, "f32");
+                             int64_t dimension, const std::string& op, const std::string& init,
+                             const std::string& element = "f32") {
+  const std::string ti = Tensor(in, element), to = Tensor(out, element);
   return absl::StrCat("func.func @main(%a: ", ti, Attr("P()"), ") -> (", to, Attr("P()"),
-                      ") {\n  %z = arith.constant ", init, " : f32\n  %e = tensor.empty() : ", to,
-                      "\n  %f = linalg.fill ins(%z : f32) outs(%e : ", to, ") -> ", to,
-                      "\n  %r = linalg.reduce ins(%a : ", ti, ") outs(%f : ", to,
-                      ") dimensions = [", dimension, "]\n    (%x: f32, %y: f32) { %s = ", op,
-                      " %x, %y : f32\n      linalg.yield %s : f32 }\n  return %r : ", to, "\n}");
+                      ") {\n  %z = arith.constant ", init, " : ", element,
+                      "\n  %e = tensor.empty() : ", to, "\n  %f = linalg.fill ins(%z : ", element,
+                      ") outs(%e : ", to, ") -> ", to, "\n  %r = linalg.reduce ins(%a : ", ti,
+                      ") outs(%f : ", to, ") dimensions = [", dimension, "]\n    (%x: ", element,
+                      ", %y: ", element, ") { %s = ", op, " %x, %y : ", element,
+                      "\n      linalg.yield %s : ", element, " }\n  return %r : ", to, "\n}");
 }
 
 // Sums, maxima and minima over extents from 1 to a million (the long ones run in two passes:
@@ -403,9 +405,10 @@ TEST_P(VulkanProgramTest, ReductionsAtEverySizeMatchReference) {
   ExpectNear(out_columns[0], columns);
 }
 
-// lavapipe's driver ends a shader invocation's loops after 65535 iterations in all: an integer
-// sum (one invocation walking the extent) of 65535 elements is exact, one of 65536 is refused at
-// Compile with the reason, never cut short on the device.
+// lavapipe's driver ends a shader invocation's loops after 65535 iterations in all. An i32 sum is
+// split over work-groups and exact at every size; a product (one invocation walking the extent) of
+// 65535 elements is exact, one of 65536 is refused at Compile with the reason, never cut short on
+// the device.
 TEST_P(VulkanProgramTest, LoopsLongerThanLavapipeRunsAreRefused) {
   for (Device* d : client_->devices()) {
     if (d->Kind() == "vulkan") {
@@ -413,29 +416,32 @@ TEST_P(VulkanProgramTest, LoopsLongerThanLavapipeRunsAreRefused) {
     }
   }
   EXPECT_EQ(runtime::KernelTargetsOf(*devices_).at("vulkan").max_loop_iterations, 65535);
-  for (int64_t n : {int64_t{65535}, int64_t{65536}}) {
-    SCOPED_TRACE(n);
-    const std::string t = Tensor({n}, "i32");
-    const std::string text = absl::StrCat(
-        "func.func @main(%a: ", t, Attr("P()"), ") -> (tensor<i32>", Attr("P()"),
-        ") {\n  %z = arith.constant 0 : i32\n  %e = tensor.empty() : tensor<i32>\n  %f = "
-        "linalg.fill ins(%z : i32) outs(%e : tensor<i32>) -> tensor<i32>\n  %r = linalg.reduce "
-        "ins(%a : ",
-        t,
-        ") outs(%f : tensor<i32>) dimensions = [0]\n    (%x: i32, %y: i32) { %s = arith.addi %x, "
-        "%y : i32\n      linalg.yield %s : i32 }\n  return %r : tensor<i32>\n}");
-    Host a{DType::kS32, {n}, std::vector<double>(n)};
-    double total = 0;
-    for (int64_t i = 0; i < n; ++i) total += a.values[i] = static_cast<double>(i % 7);
-    absl::StatusOr<std::vector<Host>> out = Run(text, {a});
-    if (n == 65535) {
-      ASSERT_OK(out.status());
-      EXPECT_EQ(out->at(0).values, std::vector<double>{total});
-    } else {
+  struct Case {
+    std::string op;
+    int64_t n;
+    bool refused;
+  };
+  for (const Case& c : {Case{"arith.addi", 65536, false}, Case{"arith.addi", 1000003, false},
+                        Case{"arith.muli", 65535, false}, Case{"arith.muli", 65536, true}}) {
+    SCOPED_TRACE(absl::StrCat(c.op, " over ", c.n));
+    const bool sum = c.op == "arith.addi";
+    Host a{DType::kS32, {c.n}, std::vector<double>(c.n)};
+    int32_t expected = sum ? 0 : 1;
+    for (int64_t i = 0; i < c.n; ++i) {
+      const int32_t v = sum ? static_cast<int32_t>(i % 7) : (i % 1000 == 999 ? -1 : 1);
+      a.values[i] = v;
+      expected = sum ? expected + v : expected * v;
+    }
+    absl::StatusOr<std::vector<Host>> out =
+        Run(ReductionProgram({c.n}, {}, 0, c.op, sum ? "0" : "1", "i32"), {a});
+    if (c.refused) {
       EXPECT_THAT(out.status(),
                   testing::StatusIs(absl::StatusCode::kUnimplemented,
                                     ::testing::AllOf(::testing::HasSubstr("runs 65536 loop"),
                                                      ::testing::HasSubstr("llvmpipe"))));
+    } else {
+      ASSERT_OK(out.status());
+      EXPECT_EQ(out->at(0).values, std::vector<double>{static_cast<double>(expected)});
     }
   }
 }
