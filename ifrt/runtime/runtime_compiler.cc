@@ -1,6 +1,7 @@
 #include "ifrt/runtime/runtime_compiler.h"
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -148,14 +149,17 @@ std::string DescribeCommunication(const CompiledProgram& program) {
 }
 
 // True when `devices` (which may be null or hold null entries: the call then fails in
-// CheckOptions) belong to more than one process.
+// CheckOptions) belong to more than one process. Allocates nothing (it decides, outside any
+// allocation-failure handling, whether the call is collective).
 bool SpansSeveralProcesses(const DeviceListRef& devices) {
   if (devices == nullptr) return false;
-  std::set<int> processes;
+  std::optional<int> first;
   for (Device* d : devices->devices()) {
-    if (d != nullptr) processes.insert(d->ProcessIndex());
+    if (d == nullptr) continue;
+    if (!first) first = d->ProcessIndex();
+    if (d->ProcessIndex() != *first) return true;
   }
-  return processes.size() > 1;
+  return false;
 }
 
 // The same on every process that compiles the same program with the same options.
@@ -163,7 +167,8 @@ uint64_t CompileFingerprint(const Program* program, const CompileOptions& option
   CallFingerprint f;
   f.Add(std::string_view("Compile"));
   const auto* mlir = dynamic_cast<const MlirProgram*>(program);
-  f.Add(std::string_view(mlir != nullptr ? mlir->text() : std::string("(not an MlirProgram)")));
+  f.Add(mlir != nullptr ? std::string_view(mlir->text())
+                        : std::string_view("(not an MlirProgram)"));
   for (Device* d : options.devices->devices()) {
     f.Add(static_cast<uint64_t>(d == nullptr ? -1 : d->Id().value));
   }
@@ -418,9 +423,12 @@ absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::Compile(std::unique_ptr<Pro
                                                              CompileOptions options) {
   const bool collective =
       client_->distributed_ != nullptr && SpansSeveralProcesses(options.devices);
-  const uint64_t fingerprint = collective ? CompileFingerprint(program.get(), options) : 0;
-  absl::StatusOr<LoadedExecutableRef> result = CatchAllocationFailure(
-      "Compile", [&] { return CompileImpl(std::move(program), std::move(options)); });
+  uint64_t fingerprint = 0;
+  absl::StatusOr<LoadedExecutableRef> result =
+      CatchAllocationFailure("Compile", [&]() -> absl::StatusOr<LoadedExecutableRef> {
+        if (collective) fingerprint = CompileFingerprint(program.get(), options);
+        return CompileImpl(std::move(program), std::move(options));
+      });
   if (!collective) return result;
   absl::StatusOr<int64_t> agreed = client_->distributed_->transport().Agree(
       "Compile", fingerprint, /*messages=*/0, result.status());
