@@ -158,6 +158,17 @@ def take_turns(rounds, run_tessera, jax_cases):
             for case, times in jax_times.items()}
 
 
+def table_rows(turns, case_width, jax_width):
+    """(case, row start, JAX seconds per round, Tessera's results per round) for each case
+    Tessera has; a case it lacks is printed as a row of its own with a dash."""
+    for case, (jax_times, tessera) in turns.items():
+        row = f"{case:{case_width}} {median_ms(jax_times):{jax_width}.3f}"
+        if tessera is None:
+            print(f"{row} {'-':>11}")
+        else:
+            yield case, row, jax_times, tessera
+
+
 def median_ms(values):
     return statistics.median(values) * 1e3
 
@@ -181,11 +192,7 @@ def print_programs(args):
           f"{args.rounds} rounds taking turns; JAX {version} jit; {os.cpu_count()} cores")
     print(f"{'program':14} {'JAX ms':>9} {'Tessera ms':>11} {'Tessera/JAX (range)':>22} "
           f"{'memcpy floor ms':>16} {'Tessera/floor':>14} {'compile ms JAX/Tessera':>23}")
-    for case, (jax_times, tessera) in turns.items():
-        row = f"{case:14} {median_ms(jax_times):9.3f}"
-        if tessera is None:
-            print(f"{row} {'-':>11}")
-            continue
+    for case, row, jax_times, tessera in table_rows(turns, 14, 9):
         # Tessera's results: (seconds, compile seconds, memcpy floor seconds or None).
         floor = (f"{median_ms(t[2] for t in tessera):16.3f} "
                  f"{statistics.median(t[0] / t[2] for t in tessera):13.2f}x"
@@ -206,11 +213,7 @@ def print_reshards(args):
           f"{os.cpu_count()} cores")
     print(f"{'case':32} {'JAX ms':>10} {'Tessera ms':>11} {'speed-up (range)':>20} "
           f"{'memcpy floor ms':>16}")
-    for case, (jax_times, tessera) in turns.items():
-        row = f"{case:32} {median_ms(jax_times):10.3f}"
-        if tessera is None:
-            print(f"{row} {'-':>11}")
-            continue
+    for _, row, jax_times, tessera in table_rows(turns, 32, 10):
         # Tessera's results: (seconds, memcpy floor seconds).
         ratios = [j / t[0] for t, j in zip(tessera, jax_times)]
         print(f"{row} {median_ms(t[0] for t in tessera):11.3f} {ratio_text(ratios, 20)} "
