@@ -509,13 +509,24 @@ absl::Status TileParallelLoops(mlir::func::FuncOp func, const std::string& name)
   return absl::OkStatus();
 }
 
-// `loop`'s iterations, or 1 where its bounds are not constants.
+// Loop counts saturate here: far above any driver's limit, and never an overflow however large the
+// program's (caller-given) shapes.
+constexpr int64_t kIterationCap = int64_t{1} << 50;
+
+int64_t SaturatingProduct(int64_t a, int64_t b) {
+  return b != 0 && a > kIterationCap / b ? kIterationCap : a * b;
+}
+
+// `loop`'s iterations (saturated at kIterationCap), or 1 where its bounds are not constants.
 int64_t TripCountOrOne(mlir::scf::ForOp loop) {
   std::optional<int64_t> lb = mlir::getConstantIntValue(loop.getLowerBound());
   std::optional<int64_t> ub = mlir::getConstantIntValue(loop.getUpperBound());
   std::optional<int64_t> step = mlir::getConstantIntValue(loop.getStep());
   if (!lb || !ub || !step || *step <= 0) return 1;
-  return *ub <= *lb ? 0 : (*ub - *lb + *step - 1) / *step;
+  if (*ub <= *lb) return 0;
+  const uint64_t span = static_cast<uint64_t>(*ub) - static_cast<uint64_t>(*lb);
+  return static_cast<int64_t>(
+      std::min<uint64_t>(span / static_cast<uint64_t>(*step) + (span % *step != 0), kIterationCap));
 }
 
 // Where the device's driver ends a shader's loops after target.max_loop_iterations iterations in
@@ -536,10 +547,9 @@ absl::Status CheckLoopIterations(mlir::func::FuncOp func, const std::string& nam
       for (auto outer = loop->getParentOfType<mlir::scf::ForOp>();
            outer && launch.isProperAncestor(outer);
            outer = outer->getParentOfType<mlir::scf::ForOp>()) {
-        runs =
-            runs > (int64_t{1} << 40) ? runs : runs * std::max<int64_t>(TripCountOrOne(outer), 1);
+        runs = SaturatingProduct(runs, std::max<int64_t>(TripCountOrOne(outer), 1));
       }
-      total = std::min<int64_t>(total + runs, int64_t{1} << 50);
+      total = std::min(total + runs, kIterationCap);
     });
     if (total > target.max_loop_iterations) {
       return absl::UnimplementedError(absl::StrCat(
