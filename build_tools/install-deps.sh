@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   cmake ninja-build g++ make pkg-config git
+  ccache                 # rebuilds and other clones of the repository reuse compiled objects
   libabsl-dev            # Status, StatusOr, Span, containers, Mutex, logging
   libtbb-dev             # oneTBB: task arenas of the CPU platform
   libmlir-22-dev llvm-22-dev mlir-22-tools  # MLIR: the program compiler (compiler/), CPU kernel JIT

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler/internal.h"
 #include "ifrt/status_macros.h"
 #include "llvm/ADT/DenseMap.h"
@@ -298,7 +299,14 @@ absl::Status Cutter::EmitKernel(Segment& segment, CutProgram& cut) {
                       .getResult());
     }
   }
-  for (mlir::Operation* op : segment.ops) builder.clone(*op, mapping);
+  std::vector<std::string> op_names;
+  for (mlir::Operation* op : segment.ops) {
+    builder.clone(*op, mapping);
+    if (!mlir::isa<mlir::arith::ConstantOp, mlir::tensor::EmptyOp>(op)) {
+      op_names.push_back(op->getName().getStringRef().str());
+    }
+  }
+  step.ops = absl::StrJoin(op_names, ", ");
   std::vector<mlir::Value> returned;
   for (mlir::Value output : segment.outputs) {
     returned.push_back(mapping.lookup(output));

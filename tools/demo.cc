@@ -7,19 +7,21 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tools/cli.h"
+#include "tools/demo_sections.h"
 
 namespace tessera::tools {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-
-void Heading(int number, std::string_view title, std::string_view explanation) {
+void PrintHeading(int number, std::string_view title, std::string_view explanation) {
   const std::string text = absl::StrCat(number, ". ", Str(title));
   std::cout << "\n"
             << text << "\n"
             << std::string(text.size(), '-') << "\n"
             << Str(explanation) << "\n\n";
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // Uploads `data` as an array of `sharding`, waits for it.
 absl::StatusOr<ArrayRef> Upload(Client& client, const std::vector<uint8_t>& data, DType dtype,
@@ -72,6 +74,10 @@ class Demo {
     if (int code = ShardedArray(); code != kExitOk) return code;
     if (int code = Reshards(); code != kExitOk) return code;
     int section = 5;
+    if (int code = RunComputationSection(*client_, cpu_, vulkan_, quick_, section++);
+        code != kExitOk) {
+      return code;
+    }
     if (!vulkan_.empty() && cpu_.front()->Kind() == "cpu") {
       if (int code = Mixed(section++); code != kExitOk) return code;
     }
@@ -82,8 +88,8 @@ class Demo {
 
  private:
   void Devices() {
-    Heading(1, "Devices and memories",
-            "Each device holds array shards in its memories; 'default' is where arrays land.");
+    PrintHeading(1, "Devices and memories",
+                 "Each device holds array shards in its memories; 'default' is where arrays land.");
     Table table({"device", "kind", "memories", "description"});
     table.set_left(1);
     table.set_left(2);
@@ -102,9 +108,10 @@ class Demo {
   }
 
   int RoundTrips() {
-    Heading(2, "Round trips",
-            "Arrays of several dtypes and shapes go host -> memory -> host on every device and\n"
-            "memory, and must come back bit-exact (zero-sized arrays and scalars included).");
+    PrintHeading(
+        2, "Round trips",
+        "Arrays of several dtypes and shapes go host -> memory -> host on every device and\n"
+        "memory, and must come back bit-exact (zero-sized arrays and scalars included).");
     struct Case {
       DType dtype;
       Shape shape;
@@ -171,9 +178,10 @@ class Demo {
   int ShardedArray() {
     const Shape shape({1024, 1024});
     const std::string mesh = Mesh1D();
-    Heading(3, "A sharded array",
-            absl::StrCat("f32[1024,1024] split by rows over ", DeviceRange(cpu_), " with ", mesh,
-                         " P(x,None):\neach device holds one block of rows (its shard)."));
+    PrintHeading(
+        3, "A sharded array",
+        absl::StrCat("f32[1024,1024] split by rows over ", DeviceRange(cpu_), " with ", mesh,
+                     " P(x,None):\neach device holds one block of rows (its shard)."));
     absl::StatusOr<ShardingRef> rows = Named(mesh, "P(x,None)", cpu_);
     if (!rows.ok()) return Fail(kExitFailure, rows.status().ToString());
     absl::StatusOr<std::vector<IndexDomain>> boxes = (*rows)->IndexDomains(shape);
@@ -245,13 +253,14 @@ class Demo {
     const int64_t side = quick_ ? 1024 : 4096;  // 4 MiB or 64 MiB of f32
     const Shape shape({side, side});
     const std::string mesh = Mesh1D();
-    Heading(4, "Reshards",
-            absl::StrCat("f32[", side, ",", side, "] (", FormatBytes(side * side * 4), ") on ",
-                         DeviceRange(cpu_),
-                         ", resharded three ways. The plan copies each byte\n"
-                         "once; 'lower bound' is the least any plan must move between devices. "
-                         "Times are\n"
-                         "medians of 3 runs; every result is read back and checked."));
+    PrintHeading(
+        4, "Reshards",
+        absl::StrCat("f32[", side, ",", side, "] (", FormatBytes(side * side * 4), ") on ",
+                     DeviceRange(cpu_),
+                     ", resharded three ways. The plan copies each byte\n"
+                     "once; 'lower bound' is the least any plan must move between devices. "
+                     "Times are\n"
+                     "medians of 3 runs; every result is read back and checked."));
     absl::StatusOr<ShardingRef> rows = Named(mesh, "P(x,None)", cpu_);
     absl::StatusOr<ShardingRef> cols = Named(mesh, "P(None,x)", cpu_);
     absl::StatusOr<ShardingRef> repl = Named(mesh, "P()", cpu_);
@@ -294,11 +303,11 @@ class Demo {
     const int64_t side = 512;  // 1 MiB of f32: small enough for lavapipe
     const Shape shape({side, side});
     const std::string vmesh = absl::StrCat("mesh{x=", vulkan_.size(), "}");
-    Heading(number, "CPU devices to Vulkan devices",
-            absl::StrCat("f32[512,512] moves from ", DeviceRange(cpu_), " (", Mesh1D(),
-                         " P(x,None)) to ", DeviceRange(vulkan_), " (", vmesh,
-                         " P(None,x)):\none array, two platforms; the runtime stages the "
-                         "copies through host memory."));
+    PrintHeading(number, "CPU devices to Vulkan devices",
+                 absl::StrCat("f32[512,512] moves from ", DeviceRange(cpu_), " (", Mesh1D(),
+                              " P(x,None)) to ", DeviceRange(vulkan_), " (", vmesh,
+                              " P(None,x)):\none array, two platforms; the runtime stages the "
+                              "copies through host memory."));
     absl::StatusOr<ShardingRef> from = Named(Mesh1D(), "P(x,None)", cpu_);
     absl::StatusOr<ShardingRef> to = Named(vmesh, "P(None,x)", vulkan_);
     if (!from.ok() || !to.ok()) return Fail(kExitFailure, "cannot build the shardings");
@@ -318,7 +327,7 @@ class Demo {
     // upload instead.
     const bool d2d = cpu_.size() >= 2;
     const std::string what = d2d ? "reshard" : "upload";
-    Heading(
+    PrintHeading(
         number, "The transfer guard",
         absl::StrCat("With the policy ",
                      d2d ? "d2d=disallow, a device-to-device" : "h2d=disallow, a host-to-device",
@@ -361,9 +370,10 @@ class Demo {
   }
 
   void Summary(int number) {
-    Heading(number, "Timing summary",
-            "Every reshard measured above, beside a parallel memcpy of the reshard array with one\n"
-            "thread per CPU device: the floor a reshard within host memory can approach.");
+    PrintHeading(
+        number, "Timing summary",
+        "Every reshard measured above, beside a parallel memcpy of the reshard array with one\n"
+        "thread per CPU device: the floor a reshard within host memory can approach.");
     Table table({"operation", "bytes copied", "median", "min", "GiB/s"});
     for (const Timed& t : timed_) {
       table.AddRow({t.name, FormatBytes(t.bytes), FormatDuration(t.median), FormatDuration(t.min),

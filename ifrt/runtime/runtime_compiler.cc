@@ -117,6 +117,36 @@ absl::Status BindCollectives(CompiledProgram& program) {
   return absl::OkStatus();
 }
 
+// "dtype[local shape]" of each value id, comma-separated.
+std::string DescribeValues(const ProgramPlan& plan, const std::vector<int>& ids) {
+  std::vector<std::string> parts;
+  for (int id : ids) {
+    const ProgramValue& v = plan.values[id];
+    parts.push_back(absl::StrCat("%", id, " ", v.dtype.DebugString(), v.local_shape.DebugString()));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+// One line per step, in the order every device runs them.
+std::string DescribeSteps(const CompiledProgram& program) {
+  const ProgramPlan& plan = program.plan;
+  std::string out = absl::StrCat("steps (each device runs them in order; local shapes):\n");
+  for (const ProgramStep& step : plan.steps) {
+    if (step.kind == ProgramStep::Kind::kKernel) {
+      const KernelStep& k = step.kernel;
+      absl::StrAppend(&out, "  ", k.name, ": ", k.ops.empty() ? "(no ops)" : k.ops, "  (",
+                      DescribeValues(plan, k.inputs), " -> ", DescribeValues(plan, k.outputs),
+                      ")\n");
+      continue;
+    }
+    const CollectiveStep& c = step.collective;
+    absl::StrAppend(&out, "  ", kCollectiveNames[static_cast<int>(c.kind)], ": ",
+                    DescribeValues(plan, {c.input}), " -> ", DescribeValues(plan, {c.output}),
+                    " over grid axes [", absl::StrJoin(c.grid_axes, ","), "]\n");
+  }
+  return out;
+}
+
 std::string DescribeCommunication(const CompiledProgram& program) {
   const ProgramPlan& plan = program.plan;
   std::string out = "communication (done by the runtime, guarded as explicit device-to-device):\n";
@@ -414,8 +444,8 @@ absl::StatusOr<std::shared_ptr<const CompiledProgram>> RuntimeCompiler::Bind(
   program->tag_offsets = std::move(tags.offsets);
   program->tag_count = tags.total;
   TESSERA_RETURN_IF_ERROR(LoadKernels(*program));
-  program->explain =
-      absl::StrCat(program->plan.partitioned_text, "\n", DescribeCommunication(*program));
+  program->explain = absl::StrCat(program->plan.partitioned_text, "\n", DescribeSteps(*program),
+                                  DescribeCommunication(*program));
   return std::shared_ptr<const CompiledProgram>(std::move(program));
 }
 

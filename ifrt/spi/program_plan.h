@@ -77,6 +77,9 @@ struct ProgramValue {
 
 struct KernelStep {
   std::string name;
+  // The ops it runs, in program order, for Explain(): "linalg.matmul, arith.addf" (constants and
+  // tensor.empty left out).
+  std::string ops;
   std::vector<int> inputs;   // value ids
   std::vector<int> outputs;  // value ids, each defined here
   bool takes_device_position = false;

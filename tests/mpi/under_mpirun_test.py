@@ -126,8 +126,9 @@ def case_demo():
     check(out.count("Tessera demo") == 1, "one tour: process 0 alone prints", out, err)
     check("cpu:2 on each of 2 processes" in out, "the description names the processes", out, err)
     for text in ("1. Devices and memories", "2. Round trips", "3. A sharded array", "4. Reshards",
-                 "5. The transfer guard", "6. Timing summary", "all bit-exact",
-                 "implicit reshard: refused", "explicit reshard: allowed"):
+                 "5. A sharded computation", "6. The transfer guard", "7. Timing summary",
+                 "all bit-exact", "implicit reshard: refused", "explicit reshard: allowed",
+                 "y matches the one-device run", "the same Execute is refused"):
         check(out.count(text) == 1, f"demo shows {text!r} once", out, err)
     for text in ("rows -> columns, f32[1024,1024]", "rows -> replicated, f32[1024,1024]",
                  "rows -> rows, devices reversed, f32[1024,1024]", "cpu:3   cpu   host (default)"):

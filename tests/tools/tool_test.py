@@ -153,7 +153,7 @@ def case_trace():
 def case_demo():
     out, err = expect_ok("demo", "--devices", "cpu:4")
     headings = ["1. Devices and memories", "2. Round trips", "3. A sharded array", "4. Reshards",
-                "5. The transfer guard", "6. Timing summary"]
+                "5. A sharded computation", "6. The transfer guard", "7. Timing summary"]
     pos = 0
     for h in headings:
         i = out.find("\n" + h + "\n" + "-" * len(h) + "\n", pos)
@@ -161,13 +161,24 @@ def case_demo():
         pos = i
     for text in ("all bit-exact", "rows -> columns", "rows -> replicated", "devices reversed",
                  "implicit reshard: refused", "Disallowed device-to-device transfer",
-                 "explicit reshard: allowed", "memcpy floor", "u64[64,0]"):
+                 "explicit reshard: allowed", "memcpy floor", "u64[64,0]",
+                 # The computation: compiled once, one line per kernel, the all-reduce and its
+                 # bytes, the guard refusing it, the time beside one device's.
+                 "compiled once in", "kernel_0: linalg.fill, linalg.matmul", "all_reduce: %",
+                 "d2d=disallow_explicit the same Execute is refused",
+                 "Disallowed device-to-device transfer: Execute of 'main'", "one device",
+                 "y matches the one-device run"):
         check(text in out, f"demo shows {text!r}", out, err)
+    # The all-reduce of y's partial sums (f32[256,1024], 1 MiB per device, over 4 devices) runs in
+    # two phases, each device reading 3 peers' quarters in each: 4 x 2 x 3/4 MiB per run.
+    check(re.search(r"sharded\s+4\s+\S+ \S+\s+6\.0 MiB", out) is not None,
+          "the sharded run moves 6.0 MiB between devices", out, err)
     check("FAILED" not in out, "no failed round trip", out, err)
     # One device: no device-to-device movement exists, so the guard is shown on an upload.
     out, err = expect_ok("demo", "--devices", "cpu:1", "--quick")
     for text in ("implicit upload: refused", "Disallowed host-to-device transfer",
-                 "explicit upload: allowed", "f32[1024,1024] (4.0 MiB)"):
+                 "explicit upload: allowed", "f32[1024,1024] (4.0 MiB)",
+                 "one device: nothing to partition"):
         check(text in out, f"one-device demo shows {text!r}", out, err)
 
 
@@ -178,6 +189,8 @@ def case_demo_vulkan():
         sys.exit(77)
     out, err = expect_ok("demo", "--quick")
     check("CPU devices to Vulkan devices" in out and "cpu -> vulkan" in out, "mixed section", out, err)
+    check(re.search(r"One executable over \[cpu:0, .*vulkan:\d+\] \(CPU and Vulkan kernels", out)
+          is not None, "the MLP as one executable over CPU and Vulkan devices", out, err)
     out, err = expect_ok("reshard", "--shape", "64x32", "--devices", "vulkan:1,cpu:3", "--from",
                          ROWS, "--to", "mesh{x=1} P()", "--explain", "--run", "--repeat", "1")
     check("verified bit-exact" in out, "cpu+vulkan -> vulkan reshard", out, err)
