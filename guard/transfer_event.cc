@@ -27,8 +27,11 @@ void AppendSide(std::string& out, const std::vector<int>& devices, const std::st
 std::string TransferEvent::Description() const {
   description_calls.fetch_add(1, std::memory_order_relaxed);
   std::string out = operation.empty() ? std::string("transfer") : operation;
-  absl::StrAppend(&out, " of ", dtype, "[", absl::StrJoin(shape, ","), "] (", bytes, " bytes, ",
-                  is_explicit ? "explicit" : "implicit", ") from ");
+  // A movement of no one array (a program's communication) names no dtype and shape.
+  if (!dtype.empty() || !shape.empty()) {
+    absl::StrAppend(&out, " of ", dtype, "[", absl::StrJoin(shape, ","), "]");
+  }
+  absl::StrAppend(&out, " (", bytes, " bytes, ", is_explicit ? "explicit" : "implicit", ") from ");
   AppendSide(out, src_devices, src_memory_kind);
   out += " to ";
   AppendSide(out, dst_devices, dst_memory_kind);

@@ -53,7 +53,8 @@ struct TransferEvent {
   // The description, in the form
   //   "<operation> of <dtype>[<shape>] (<bytes> bytes, explicit|implicit) from <src> to <dst>"
   // where a side is "host" or "devices [0,1]", followed by " (memory kind <kind>)" when one is
-  // set; an empty operation reads "transfer". For example, on one line:
+  // set; an empty operation reads "transfer"; " of <dtype>[<shape>]" is left out when both are
+  // empty (a program's communication moves no one array). For example, on one line:
   //   "ReshardArrays of f32[8192,8192] (268435456 bytes, explicit) from devices [0,1]
   //    (memory kind host) to devices [2,3] (memory kind device)"
   std::string Description() const;

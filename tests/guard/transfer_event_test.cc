@@ -46,7 +46,9 @@ TEST(TransferEventTest, DescriptionOfHostSides) {
 }
 
 TEST(TransferEventTest, DescriptionOfEmptyEvent) {
-  EXPECT_EQ(TransferEvent{}.Description(), "transfer of [] (0 bytes, explicit) from host to host");
+  EXPECT_EQ(TransferEvent{}.Description(), "transfer (0 bytes, explicit) from host to host");
+  EXPECT_EQ((TransferEvent{.dtype = "f32"}).Description(),
+            "transfer of f32[] (0 bytes, explicit) from host to host");  // a scalar
 }
 
 TEST(TransferEventTest, DescriptionCountsItsCalls) {
