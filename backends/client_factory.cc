@@ -148,6 +148,7 @@ absl::StatusOr<std::shared_ptr<Client>> CreateClientFromRegistry(
     const PlatformRegistry& registry, const ClientOptions& options,
     const TransportFactory& make_transport) {
   if (options.distributed == Distributed::kMpi) {
+    if (!make_transport) return absl::InvalidArgumentError("no transport factory given");
     return CreateDistributedClient(registry, options, make_transport);
   }
   TESSERA_ASSIGN_OR_RETURN(LocalParts parts, PrepareLocalParts(registry, options));
