@@ -53,7 +53,10 @@ struct ClientOptions {
 // with kRequired, the Vulkan platform's error (NOT_FOUND when there is no usable driver or device),
 // or UNAVAILABLE when this build has no Vulkan platform; with Distributed::kMpi, UNAVAILABLE
 // when this build has no MPI or MPI fails, FAILED_PRECONDITION when the caller initialized MPI
-// below MPI_THREAD_SERIALIZED.
+// below MPI_THREAD_SERIALIZED, INVALID_ARGUMENT for a malformed TESSERA_MPI_TIMEOUT_S. With
+// Distributed::kMpi the processes join MPI first and then agree on their checks above: one that
+// fails on any process fails the call on every process, the others with its code and
+// "CreateClient: process P refused the call: <its message>", within TESSERA_MPI_TIMEOUT_S.
 absl::StatusOr<std::shared_ptr<Client>> CreateClient(const ClientOptions& options = {});
 
 }  // namespace tessera

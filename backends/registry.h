@@ -39,6 +39,7 @@
 #include "backends/client_factory.h"
 #include "ifrt/client.h"
 #include "ifrt/spi/platform.h"
+#include "ifrt/spi/transport.h"
 
 namespace tessera {
 
@@ -94,6 +95,18 @@ absl::Status RegisterBuiltPlatforms(PlatformRegistry& registry);
 // Errors as CreateClient's; UNAVAILABLE when `options` require a platform that is not registered.
 absl::StatusOr<std::shared_ptr<Client>> CreateClientFromRegistry(const PlatformRegistry& registry,
                                                                  const ClientOptions& options);
+
+// Makes the transport of a client with Distributed::kMpi, given the wait bound `timeout_s` of
+// TESSERA_MPI_TIMEOUT_S (the default where the variable is malformed: CreateClient then fails on
+// every process, after the transport is up). Called once per client, before any local check.
+using TransportFactory =
+    std::function<absl::StatusOr<std::unique_ptr<Transport>>(double timeout_s)>;
+
+// The same over the transport `make_transport` makes instead of CreateMpiTransport's (tests join
+// threads with tests/mpi/loopback_transport.h). Ignored unless options.distributed is kMpi.
+absl::StatusOr<std::shared_ptr<Client>> CreateClientFromRegistry(
+    const PlatformRegistry& registry, const ClientOptions& options,
+    const TransportFactory& make_transport);
 
 }  // namespace tessera
 

@@ -42,8 +42,9 @@ class Compiler {
   // line:column), shardings that do not fit (count, rank, devices, uneven division), neither
   // shardings in the options nor attributes in the program, a donated index out of range.
   // UNIMPLEMENTED: a program other than MlirProgram; an op, dtype or sharding the compiler cannot
-  // partition or lower (naming the op, its location and the sharding asked for); a device whose
-  // platform has no code generator.
+  // partition or lower (naming the op, its location and the sharding asked for; a
+  // ShardingParamSharding that is no mesh + PartitionSpec on the program's mesh, with the
+  // reason: sharding::ToPartitionSpec); a device whose platform has no code generator.
   virtual absl::StatusOr<LoadedExecutableRef> Compile(std::unique_ptr<Program> program,
                                                       CompileOptions options) = 0;
 };

@@ -17,7 +17,9 @@
 // a refusal fails Execute and leaves every argument intact.
 //
 // Donation (as in IFRT): an argument whose index is in CompileOptions::donated_input_indices and
-// not in ExecuteOptions::non_donatable_input_indices is deleted when Execute succeeds.
+// not in ExecuteOptions::non_donatable_input_indices is deleted when Execute succeeds. Such an
+// argument may not be passed again as another argument of the same call (INVALID_ARGUMENT, as in
+// PjRt and IFRT).
 //
 // Devices of several processes (a multi-process client, docs/multi-process.md): every process
 // compiles the same program with the same options and calls Execute with the same arguments, in the
@@ -62,9 +64,10 @@ class LoadedExecutable {
   virtual ~LoadedExecutable() = default;
 
   // Runs the program on `args` (one array per parameter, of its dtype and global shape, on this
-  // client). `devices`, when given, must equal devices(). Errors returned here mean nothing ran:
-  // INVALID_ARGUMENT (count, dtype, shape, foreign array, other devices, a transfer the guard
-  // refuses), FAILED_PRECONDITION (a deleted argument or executable). Errors while running arrive
+  // client). `devices`, when given, must equal devices(). Errors returned here mean nothing ran
+  // and nothing was deleted: INVALID_ARGUMENT (count, dtype, shape, foreign array, other devices,
+  // a donated argument passed twice, a transfer the guard refuses), FAILED_PRECONDITION (a deleted
+  // argument or executable). Errors while running arrive
   // on ExecuteResult::status and on the outputs' ready futures.
   virtual absl::StatusOr<ExecuteResult> Execute(
       absl::Span<ArrayRef> args, const ExecuteOptions& options = {},

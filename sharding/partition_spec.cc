@@ -1,6 +1,9 @@
 #include "sharding/partition_spec.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -137,6 +140,158 @@ absl::StatusOr<ShardingParam> ToShardingParam(const Mesh& mesh, const PartitionS
     m2m.permutation.push_back(m - 1 - *it);
   }
   return ShardingParam::Create(std::move(dim_shards), std::move(m2m));
+}
+
+namespace {
+
+// A run of device slots one group of a ShardingParam (the tiles of one dimension, or the
+// replicas) steps over: `size` steps of `stride` slots, inside one axis of the param's mesh.
+struct SlotRun {
+  int64_t stride = 1;
+  int64_t size = 1;
+  int group = 0;  // the dimension, or rank for the replicas
+};
+
+// The runs of `param` (verified), in the order the logical device order walks them, major first:
+// for each dimension, then the replicas, the pieces of the param's axes (taken major to minor,
+// the last of the permutation first) whose sizes multiply to the group's. UNIMPLEMENTED when a
+// group's size does not fall on whole pieces of the axes.
+absl::StatusOr<std::vector<SlotRun>> SlotRuns(const ShardingParam& param) {
+  const std::vector<int>& sizes = param.minor_to_major().axis_sizes;
+  const std::vector<int>& permutation = param.minor_to_major().permutation;
+  struct Axis {
+    int64_t stride;     // of the axis's slots: column-major over axis_sizes
+    int64_t remaining;  // size left to take, from its major end
+  };
+  std::vector<Axis> axes;  // major to minor
+  for (auto it = permutation.rbegin(); it != permutation.rend(); ++it) {
+    int64_t stride = 1;
+    for (int a = 0; a < *it; ++a) stride *= sizes[a];
+    if (sizes[*it] > 1) axes.push_back({stride, sizes[*it]});
+  }
+  std::vector<int64_t> groups = param.dim_shards();
+  groups.push_back(param.replication());
+  std::vector<SlotRun> runs;
+  size_t next = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (int64_t need = groups[g]; need > 1;) {
+      Axis& axis = axes[next];  // Verify(): the groups multiply to the axes' product
+      const int64_t take = std::min(need, axis.remaining);
+      if (need % take != 0 || axis.remaining % take != 0) {
+        return absl::UnimplementedError(absl::StrCat(
+            "ShardingParam ", param.ToString(), " is no mesh + PartitionSpec: the ", groups[g],
+            g + 1 < groups.size() ? absl::StrCat(" tiles of dimension ", g) : " replicas",
+            " do not fall on whole axes of a mesh over its device order"));
+      }
+      axis.remaining /= take;
+      need /= take;
+      runs.push_back({axis.stride * axis.remaining, take, static_cast<int>(g)});
+      if (axis.remaining == 1) ++next;
+    }
+  }
+  return runs;
+}
+
+// The slot strides that start a mesh axis (`mesh` row-major: the last axis has stride 1), and
+// the number of slots.
+std::vector<int64_t> MeshBoundaries(const Mesh& mesh) {
+  std::vector<int64_t> out = {1};
+  for (int a = mesh.num_axes() - 1; a >= 0; --a) out.push_back(out.back() * mesh.axes()[a].size);
+  return out;
+}
+
+absl::Status CheckParams(absl::Span<const ShardingParam> params) {
+  if (params.empty()) return absl::InvalidArgumentError("no ShardingParam given");
+  for (const ShardingParam& p : params) {
+    if (absl::Status s = p.Verify(); !s.ok()) return s;
+    if (p.NumDevices() != params[0].NumDevices()) {
+      return absl::InvalidArgumentError(absl::StrCat("ShardingParams ", params[0].ToString(),
+                                                     " and ", p.ToString(),
+                                                     " span different numbers of devices"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string AxisName(int axis, int num_axes) {
+  return num_axes == 1 ? std::string("x") : absl::StrCat("x", axis);
+}
+
+}  // namespace
+
+absl::StatusOr<Mesh> MeshOfShardingParams(absl::Span<const ShardingParam> params) {
+  if (absl::Status s = CheckParams(params); !s.ok()) return s;
+  const int64_t slots = params[0].NumDevices();
+  std::vector<int64_t> bounds = {1, slots};
+  std::vector<std::string> texts;
+  for (const ShardingParam& p : params) {
+    absl::StatusOr<std::vector<SlotRun>> runs = SlotRuns(p);
+    if (!runs.ok()) return runs.status();
+    for (const SlotRun& r : *runs) {
+      bounds.push_back(r.stride);
+      bounds.push_back(r.stride * r.size);
+    }
+    texts.push_back(p.ToString());
+  }
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  for (size_t i = 1; i < bounds.size(); ++i) {
+    if (bounds[i] % bounds[i - 1] != 0) {
+      return absl::UnimplementedError(absl::StrCat(
+          "ShardingParams ", absl::StrJoin(texts, ", "), " need different meshes: one steps over ",
+          bounds[i - 1], " device slots at a time, another over ", bounds[i],
+          ", and no mesh has axes of both"));
+    }
+  }
+  std::vector<Mesh::Axis> axes;  // major first
+  const int num_axes = std::max<int>(1, static_cast<int>(bounds.size()) - 1);
+  for (size_t i = bounds.size() - 1; i >= 1; --i) {
+    axes.push_back({AxisName(static_cast<int>(axes.size()), num_axes), bounds[i] / bounds[i - 1]});
+  }
+  if (axes.empty()) axes.push_back({"x", 1});
+  return Mesh::Create(std::move(axes));
+}
+
+absl::StatusOr<PartitionSpec> ToPartitionSpec(const ShardingParam& param, const Mesh& mesh) {
+  if (absl::Status s = param.Verify(); !s.ok()) return s;
+  if (param.NumDevices() != mesh.num_devices()) {
+    return absl::InvalidArgumentError(absl::StrCat("ShardingParam ", param.ToString(), " spans ",
+                                                   param.NumDevices(), " devices, ",
+                                                   mesh.ToString(), " ", mesh.num_devices()));
+  }
+  absl::StatusOr<std::vector<SlotRun>> runs = SlotRuns(param);
+  if (!runs.ok()) return runs.status();
+  const std::vector<int64_t> bounds = MeshBoundaries(mesh);  // bounds[k]: stride of axis m-1-k
+  const int m = mesh.num_axes();
+  std::vector<PartitionSpec::Dim> dims(param.dim_shards().size());
+  for (const SlotRun& r : *runs) {
+    auto lo = std::find(bounds.begin(), bounds.end(), r.stride);
+    auto hi = std::find(bounds.begin(), bounds.end(), r.stride * r.size);
+    if (lo == bounds.end() || hi == bounds.end()) {
+      const std::string what = r.group < static_cast<int>(dims.size())
+                                   ? absl::StrCat("tiles of dimension ", r.group)
+                                   : std::string("replicas");
+      return absl::UnimplementedError(absl::StrCat(
+          "ShardingParam ", param.ToString(), " is no PartitionSpec over ", mesh.ToString(),
+          ": its ", what, " step over the device slots ", r.stride, " at a time, ", r.size,
+          " times, which is no run of whole axes of the mesh"));
+    }
+    if (r.group == static_cast<int>(dims.size())) continue;  // the replicas: axes left unnamed
+    // Mesh axes from the run's major end: bounds index k is the stride of mesh axis m-1-k.
+    for (auto k = hi - bounds.begin() - 1; k >= lo - bounds.begin(); --k) {
+      if (mesh.axes()[m - 1 - k].size > 1) dims[r.group].push_back(mesh.axes()[m - 1 - k].name);
+    }
+  }
+  absl::StatusOr<PartitionSpec> spec = PartitionSpec::Create(std::move(dims));
+  if (!spec.ok()) return spec.status();
+  // The mapping's own check: both put every slot's tile in the same place.
+  absl::StatusOr<ShardingParam> back =
+      ToShardingParam(mesh, *spec, static_cast<int>(param.dim_shards().size()));
+  if (!back.ok() || back->DeviceTileIndices() != param.DeviceTileIndices()) {
+    return absl::UnimplementedError(absl::StrCat("ShardingParam ", param.ToString(),
+                                                 " is no PartitionSpec over ", mesh.ToString()));
+  }
+  return spec;
 }
 
 }  // namespace tessera::sharding

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "sharding/mesh.h"
 #include "sharding/sharding_param.h"
 
@@ -64,6 +65,37 @@ class PartitionSpec {
 // twice ("repeated axis"), spec longer than rank, rank < 0.
 absl::StatusOr<ShardingParam> ToShardingParam(const Mesh& mesh, const PartitionSpec& spec,
                                               int rank);
+
+// ---- ShardingParam -> Mesh + PartitionSpec (the IFRT -> NamedSharding mapping) ----
+//
+// A ShardingParam is a NamedSharding exactly when the slots of each dimension's tiles and of the
+// replicas are whole axes of some mesh (slot i of the param being slot i of the mesh):
+//
+//   "2x1 to [0] on 2"        mesh{x=2}        P(x,None)
+//   "1x2 to [0] on 2"        mesh{x=2}        P(None,x)
+//   "4x1 to [0,1] on 2x2"    mesh{x0=2,x1=2}  P((x0,x1),None)
+//   "4x1 to [1,0] on 2x2"    mesh{x0=2,x1=2}  P((x1,x0),None)   (another device order)
+//   "2x1 to [0] on 4"        mesh{x0=2,x1=2}  P(x0,None)        (x1 replicates)
+//
+// and not, for instance, "3 to [1,0] on 2x3" (its 3 tiles hold 2 slots each, 0 and 1, 2 and 3,
+// 4 and 5, which straddle the axes of every mesh of its device order).
+
+// The coarsest mesh over which every one of `params` is a PartitionSpec (ToPartitionSpec): each
+// mesh axis the smallest run of slots some param's tiles or replicas step over, major first,
+// named "x" when there is one axis (also for a single device, mesh{x=1}), else x0, x1, ...
+// INVALID_ARGUMENT when `params` is empty, a param is invalid or spans another number of devices
+// than the first; UNIMPLEMENTED, naming the params, when there is no such mesh: a param that is
+// no NamedSharding at all (above), or params whose axes cross (2x1 to [0] on 6 steps over slots
+// by 3, 3x1 to [0] on 6 by 2).
+absl::StatusOr<Mesh> MeshOfShardingParams(absl::Span<const ShardingParam> params);
+
+// `param` as a PartitionSpec over `mesh`: the NamedSharding(mesh, spec) over the same device list
+// gives each device the tile `param` gives it (ToShardingParam(mesh, spec, rank) and `param`
+// agree on every slot's tile). One entry per dimension of `param`, None where it is not split.
+// INVALID_ARGUMENT when `param` is invalid or spans another number of devices than `mesh`;
+// UNIMPLEMENTED when no spec over `mesh` gives that device order (MeshOfShardingParams finds the
+// mesh where one exists).
+absl::StatusOr<PartitionSpec> ToPartitionSpec(const ShardingParam& param, const Mesh& mesh);
 
 }  // namespace tessera::sharding
 

@@ -37,6 +37,11 @@ int Fail(int code, const char* message);
 // --dtype: "f32", "bf16", "s8", ...
 absl::StatusOr<DType> ParseDType(std::string_view text);
 
+// --repeat of `option` ("--repeat"): OK when 1 <= repeat <= kMaxRepeat, else INVALID_ARGUMENT
+// naming the option, its range and the value given.
+inline constexpr int kMaxRepeat = 1000000;
+absl::Status CheckRepeat(std::string_view option, int repeat);
+
 // The sharding of `text` over the first num_devices() of `devices`, checked against `shape`.
 absl::StatusOr<ShardingRef> BindSharding(std::string_view option, const ShardingText& text,
                                          absl::Span<Device* const> devices, const Shape& shape);
@@ -134,6 +139,25 @@ double ParallelMemcpy(uint8_t* dst, const uint8_t* src, int64_t bytes, int threa
 // ids of `client`, naming each memory by its device and kind: "device 2 (host)" (a memory id the
 // client does not know: "memory 7").
 std::string RenderClientPlan(const Client& client, const sharding::ReshardPlan& plan);
+
+// ---- Checking results ----
+
+// How `got` compares with `want`, element by element: both dense arrays of `dtype` with as many
+// elements. Floats (f32, f64): NaN matches only NaN, an infinity only the same infinity, and finite
+// values match when |got - want| / max(1, |want|) <= `tolerance`. Every other dtype: bit for bit.
+struct ElementComparison {
+  // The largest relative error over the elements compared; infinity when a NaN or an infinity
+  // meets another value.
+  double max_relative_error = 0;
+  int64_t mismatches = 0;
+  // The first mismatching element: its row-major index (-1 when every element matches) and both
+  // values as printed ("nan", "0.5", "-3", or the bytes in hex for other dtypes).
+  int64_t first_mismatch = -1;
+  std::string got_value;
+  std::string want_value;
+};
+ElementComparison CompareElements(DType dtype, absl::Span<const uint8_t> got,
+                                  absl::Span<const uint8_t> want, double tolerance);
 
 // ---- Subcommands ----
 

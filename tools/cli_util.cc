@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
@@ -34,6 +36,12 @@ absl::StatusOr<DType> ParseDType(std::string_view text) {
         " (expected pred, s8, s16, s32, s64, u8, u16, u32, u64, f16, bf16, f32 or f64)"));
   }
   return *dtype;
+}
+
+absl::Status CheckRepeat(std::string_view option, int repeat) {
+  if (repeat >= 1 && repeat <= kMaxRepeat) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(Str(option), " must be in 1..", kMaxRepeat, ", got ", repeat));
 }
 
 absl::StatusOr<ShardingRef> BindSharding(std::string_view option, const ShardingText& text,
@@ -306,6 +314,108 @@ void Progress::Draw() const {
   const int filled = total_ > 0 ? done_ * kWidth / total_ : kWidth;
   std::cout << "\r  " << label_ << " [" << std::string(filled, '#')
             << std::string(kWidth - filled, ' ') << "] " << done_ << "/" << total_ << std::flush;
+}
+
+namespace {
+
+// Compares one pair of floats (CompareElements' rules); returns the relative error (0 for a match
+// of NaN with NaN or of equal infinities, infinity for any other pair with a NaN or an infinity).
+double FloatError(double got, double want) {
+  if (std::isnan(got) || std::isnan(want)) {
+    return std::isnan(got) && std::isnan(want) ? 0 : std::numeric_limits<double>::infinity();
+  }
+  if (got == want) return 0;  // equal infinities too
+  if (std::isinf(got) || std::isinf(want)) return std::numeric_limits<double>::infinity();
+  return std::abs(got - want) / std::max(1.0, std::abs(want));
+}
+
+template <typename T>
+T Load(absl::Span<const uint8_t> bytes, int64_t i) {
+  T value;
+  std::memcpy(&value, bytes.data() + i * sizeof(T), sizeof(T));
+  return value;
+}
+
+template <typename T>
+void CompareFloats(absl::Span<const uint8_t> got, absl::Span<const uint8_t> want, int64_t n,
+                   double tolerance, ElementComparison& out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = Load<T>(got, i), b = Load<T>(want, i);
+    const double error = FloatError(a, b);
+    out.max_relative_error = std::max(out.max_relative_error, error);
+    if (error <= tolerance) continue;
+    if (out.mismatches++ == 0) {
+      const int digits = sizeof(T) == 4 ? 9 : 17;
+      out.first_mismatch = i;
+      out.got_value = absl::StrFormat("%.*g", digits, a);
+      out.want_value = absl::StrFormat("%.*g", digits, b);
+    }
+  }
+}
+
+// Element `i` of `bytes`: integers as numbers, other dtypes as their bytes in hex.
+std::string FormatElement(DType dtype, absl::Span<const uint8_t> bytes, int64_t i,
+                          int64_t element_bytes) {
+  switch (dtype.kind()) {
+    case DType::kS8:
+      return absl::StrCat(Load<int8_t>(bytes, i));
+    case DType::kS16:
+      return absl::StrCat(Load<int16_t>(bytes, i));
+    case DType::kS32:
+      return absl::StrCat(Load<int32_t>(bytes, i));
+    case DType::kS64:
+      return absl::StrCat(Load<int64_t>(bytes, i));
+    case DType::kPred:
+    case DType::kU8:
+      return absl::StrCat(Load<uint8_t>(bytes, i));
+    case DType::kU16:
+      return absl::StrCat(Load<uint16_t>(bytes, i));
+    case DType::kU32:
+      return absl::StrCat(Load<uint32_t>(bytes, i));
+    case DType::kU64:
+      return absl::StrCat(Load<uint64_t>(bytes, i));
+    default:
+      break;
+  }
+  std::string hex = "0x";
+  for (int64_t b = element_bytes - 1; b >= 0; --b) {  // little-endian
+    absl::StrAppendFormat(&hex, "%02x", bytes[i * element_bytes + b]);
+  }
+  return hex;
+}
+
+// Bit for bit, `element_bytes` at a time.
+void CompareBits(DType dtype, absl::Span<const uint8_t> got, absl::Span<const uint8_t> want,
+                 int64_t n, int64_t element_bytes, ElementComparison& out) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::memcmp(got.data() + i * element_bytes, want.data() + i * element_bytes,
+                    element_bytes) == 0) {
+      continue;
+    }
+    out.max_relative_error = std::numeric_limits<double>::infinity();
+    if (out.mismatches++ == 0) {
+      out.first_mismatch = i;
+      out.got_value = FormatElement(dtype, got, i, element_bytes);
+      out.want_value = FormatElement(dtype, want, i, element_bytes);
+    }
+  }
+}
+
+}  // namespace
+
+ElementComparison CompareElements(DType dtype, absl::Span<const uint8_t> got,
+                                  absl::Span<const uint8_t> want, double tolerance) {
+  ElementComparison out;
+  const int64_t element_bytes = dtype.byte_size().value_or(1);
+  const int64_t n = static_cast<int64_t>(std::min(got.size(), want.size())) / element_bytes;
+  if (dtype.kind() == DType::kF32) {
+    CompareFloats<float>(got, want, n, tolerance, out);
+  } else if (dtype.kind() == DType::kF64) {
+    CompareFloats<double>(got, want, n, tolerance, out);
+  } else {
+    CompareBits(dtype, got, want, n, element_bytes, out);
+  }
+  return out;
 }
 
 std::vector<uint8_t> MakePattern(int64_t bytes, uint64_t seed) {

@@ -79,7 +79,8 @@ int Main(int argc, char** argv) {
                         "(the default without --run)");
   reshard_cmd->add_flag("--run", reshard.run,
                         "Run the reshard, verify the data bit-exactly, print a timing table");
-  reshard_cmd->add_option("--repeat", reshard.repeat, "Reshards timed with --run (default 5)");
+  reshard_cmd->add_option("--repeat", reshard.repeat,
+                          "Reshards timed with --run, 1 to 1000000 (default 5)");
   AddDistributed(reshard_cmd, reshard.distributed);
 
   ReshardOptions trace;
@@ -89,7 +90,7 @@ int Main(int argc, char** argv) {
                                            "write a Chrome/Perfetto trace of every copy");
   AddReshardOptions(trace_cmd, trace);
   trace_cmd->add_option("--out", trace.trace_out, "Trace file to write (JSON)")->required();
-  trace_cmd->add_option("--repeat", trace.repeat, "Reshards to record (default 1)");
+  trace_cmd->add_option("--repeat", trace.repeat, "Reshards to record, 1 to 1000000 (default 1)");
   AddDistributed(trace_cmd, trace.distributed);
 
   RunOptions run;
@@ -105,7 +106,7 @@ int Main(int argc, char** argv) {
   run_cmd->add_option("--out", run.out, "Sharding of each result, in order");
   run_cmd->add_flag("--explain", run.explain,
                     "Print the partitioned program and its communication");
-  run_cmd->add_option("--repeat", run.repeat, "Runs timed (default 5)");
+  run_cmd->add_option("--repeat", run.repeat, "Runs timed, 1 to 1000000 (default 5)");
   run_cmd->add_flag("--fit-mesh", run.fit_mesh,
                     "Run a single-axis mesh of the program's attributes over the devices given "
                     "(e.g. the examples' mesh{x=4} under --devices vulkan:2)");

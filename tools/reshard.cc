@@ -45,8 +45,8 @@ int Prepare(const ReshardOptions& options, Session& session) {
   if (!from.ok()) return Fail(kExitBadInput, from.status().message());
   absl::StatusOr<ShardingText> to = ParseSharding("--to", options.to);
   if (!to.ok()) return Fail(kExitBadInput, to.status().message());
-  if (options.repeat < 1) {
-    return Fail(kExitBadInput, absl::StrCat("--repeat must be >= 1, got ", options.repeat));
+  if (absl::Status s = CheckRepeat("--repeat", options.repeat); !s.ok()) {
+    return Fail(kExitBadInput, s.message());
   }
   // The tool holds the array's bytes on the host a few times over: refuse what cannot be.
   int64_t elements = 1;

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "ifrt/compiler.h"
 #include "ifrt/executable.h"
 #include "ifrt/program.h"
@@ -114,39 +115,16 @@ std::vector<uint8_t> RandomData(const ArraySpec& spec, uint64_t seed) {
   return bytes;
 }
 
-// The largest difference between `got` and `want` relative to max(1, |want|).
-double MaxRelativeError(DType dtype, const std::vector<uint8_t>& got,
-                        const std::vector<uint8_t>& want) {
-  double worst = 0;
-  auto compare = [&](auto* g, auto* w, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
-      const double a = static_cast<double>(g[i]), b = static_cast<double>(w[i]);
-      worst = std::max(worst, std::abs(a - b) / std::max(1.0, std::abs(b)));
-    }
-  };
-  const int64_t n = static_cast<int64_t>(got.size()) / *dtype.byte_size();
-  switch (dtype.kind()) {
-    case DType::kF32:
-      compare(reinterpret_cast<const float*>(got.data()),
-              reinterpret_cast<const float*>(want.data()), n);
-      break;
-    case DType::kF64:
-      compare(reinterpret_cast<const double*>(got.data()),
-              reinterpret_cast<const double*>(want.data()), n);
-      break;
-    default:
-      return got == want ? 0 : 1;
-  }
-  return worst;
-}
+// The largest relative error a sharded output may have against the 1-device run's.
+constexpr double kTolerance = 1e-4;
 
 struct Run {
   std::vector<ArrayRef> outputs;
   std::vector<double> seconds;
 };
 
-// Puts `inputs` into arrays of the executable's parameter specs, runs it `repeat` times (at least
-// once) and keeps the last outputs, ready.
+// Puts `inputs` into arrays of the executable's parameter specs, runs it `repeat` times (>= 1,
+// CheckRepeat) and keeps the last outputs, ready.
 absl::StatusOr<Run> Execute(Client& client, LoadedExecutable& exe,
                             const std::vector<std::vector<uint8_t>>& inputs, int repeat) {
   std::vector<ArrayRef> args;
@@ -161,7 +139,7 @@ absl::StatusOr<Run> Execute(Client& client, LoadedExecutable& exe,
   TESSERA_RETURN_IF_ERROR(client.GetReadyFuture(args).Await());
   Run run;
   std::vector<ArrayRef> outputs;
-  for (int r = 0; r < std::max(1, repeat); ++r) {
+  for (int r = 0; r < repeat; ++r) {
     const auto start = Clock::now();
     TESSERA_ASSIGN_OR_RETURN(ExecuteResult result, exe.Execute(absl::MakeSpan(args)));
     TESSERA_RETURN_IF_ERROR(result.status.Await());
@@ -192,26 +170,49 @@ std::vector<uint8_t> Slice(const std::vector<uint8_t>& full, const Shape& shape,
   return out;
 }
 
-// The largest relative error of the shards of `array` this process holds against their boxes of
-// `want` (the whole result, row-major).
-absl::StatusOr<double> CompareAddressableShards(const ArrayRef& array,
-                                                const std::vector<uint8_t>& want) {
+// How the outputs compare with the 1-device run's: the largest relative error, and the first
+// mismatching element ("" when every element matches) as "output 0 element [2,1] is 0.5, the
+// 1-device run's nan".
+struct OutputCheck {
+  double worst = 0;
+  std::string first_mismatch;
+};
+
+// "[2,1]": the row-major `index` into `domain`, in the whole array's coordinates.
+std::string ElementName(const IndexDomain& domain, int64_t index) {
+  const absl::Span<const int64_t> dims = domain.shape().dims();
+  std::vector<int64_t> at(dims.size());
+  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+    at[d] = domain.origin()[d] + (dims[d] == 0 ? 0 : index % dims[d]);
+    index = dims[d] == 0 ? 0 : index / dims[d];
+  }
+  return absl::StrCat("[", absl::StrJoin(at, ","), "]");
+}
+
+// Checks the shards of output `output` this process holds against their boxes of `want` (the
+// whole result, row-major), into `check`.
+absl::Status CheckAddressableShards(const ArrayRef& array, const std::vector<uint8_t>& want,
+                                    size_t output, OutputCheck& check) {
   TESSERA_ASSIGN_OR_RETURN(std::vector<IndexDomain> domains,
                            array->sharding().IndexDomains(array->shape()));
   TESSERA_ASSIGN_OR_RETURN(std::vector<ArrayRef> shards, array->DisassembleIntoSingleDeviceArrays(
                                                              ArrayCopySemantics::kReuseInput));
   const absl::Span<Device* const> devices = array->sharding().devices()->devices();
-  double worst = 0;
+  const int64_t element_bytes = *array->dtype().byte_size();
   size_t k = 0;
   for (size_t slot = 0; slot < devices.size() && k < shards.size(); ++slot) {
     if (!devices[slot]->IsAddressable()) continue;
     TESSERA_ASSIGN_OR_RETURN(std::vector<uint8_t> got, ReadWhole(shards[k++]));
-    const int64_t element_bytes = *array->dtype().byte_size();
-    worst = std::max(worst,
-                     MaxRelativeError(array->dtype(), got,
-                                      Slice(want, array->shape(), element_bytes, domains[slot])));
+    const ElementComparison c = CompareElements(
+        array->dtype(), got, Slice(want, array->shape(), element_bytes, domains[slot]), kTolerance);
+    check.worst = std::max(check.worst, c.max_relative_error);
+    if (c.first_mismatch >= 0 && check.first_mismatch.empty()) {
+      check.first_mismatch =
+          absl::StrCat("output ", output, " element ", ElementName(domains[slot], c.first_mismatch),
+                       " is ", c.got_value, ", the 1-device run's ", c.want_value);
+    }
   }
-  return worst;
+  return absl::OkStatus();
 }
 
 // The same program on one device, every argument and result replicated there.
@@ -272,7 +273,7 @@ absl::StatusOr<DeviceListRef> ChooseDevices(const RunOptions& options, const std
 
 void PrintTable(const LoadedExecutable& exe, int processes, double compile_seconds,
                 const Run& sharded, const Run& reference, const TransferStats& stats,
-                double worst) {
+                const OutputCheck& check) {
   std::cout << "\nprogram '" << exe.name() << "' on " << DeviceRange(exe.devices()->devices())
             << (processes > 1 ? absl::StrCat(" over ", processes, " processes") : "")
             << " (fingerprint " << exe.Fingerprint() << ")\n";
@@ -287,14 +288,18 @@ void PrintTable(const LoadedExecutable& exe, int processes, double compile_secon
   std::cout << "  device-to-device bytes moved"
             << (processes > 1 ? " (into process 0's devices)" : "") << ": "
             << FormatBytes(stats.device_to_device.bytes) << "\n"
-            << "  outputs match the 1-device run: max relative error "
-            << absl::StrFormat("%.2e", worst)
+            << (check.first_mismatch.empty() ? "  outputs match the 1-device run"
+                                             : "  outputs differ from the 1-device run")
+            << ": max relative error " << absl::StrFormat("%.2e", check.worst)
             << (processes > 1 ? " (process 0's shards; every process checks its own)" : "") << "\n";
 }
 
 }  // namespace
 
 int RunProgram(const RunOptions& options) {
+  if (absl::Status s = CheckRepeat("--repeat", options.repeat); !s.ok()) {
+    return Fail(kExitBadInput, s.message());
+  }
   absl::StatusOr<std::string> text = ReadFile(options.program);
   if (!text.ok()) return Fail(kExitBadInput, text.status().message());
   ClientResult client = SetUpClient(options.devices, options.guard, options.distributed);
@@ -336,22 +341,22 @@ int RunProgram(const RunOptions& options) {
   if (!reference.ok()) return Fail(kExitFailure, reference.status().ToString());
   absl::StatusOr<Run> expected = Execute(c, **reference, inputs, options.repeat);
   if (!expected.ok()) return Fail(kExitFailure, expected.status().ToString());
-  double worst = 0;
+  OutputCheck check;
   for (size_t i = 0; i < sharded->outputs.size(); ++i) {
     absl::StatusOr<std::vector<uint8_t>> want = ReadWhole(expected->outputs[i]);
     if (!want.ok()) return Fail(kExitFailure, want.status().ToString());
-    absl::StatusOr<double> error = CompareAddressableShards(sharded->outputs[i], *want);
-    if (!error.ok()) return Fail(kExitFailure, error.status().ToString());
-    worst = std::max(worst, *error);
+    absl::Status checked = CheckAddressableShards(sharded->outputs[i], *want, i, check);
+    if (!checked.ok()) return Fail(kExitFailure, checked.ToString());
   }
-  PrintTable(**exe, c.process_count(), compile_seconds, *sharded, *expected, moved, worst);
-  if (worst > 1e-4) {
-    return Fail(kExitFailure, absl::StrFormat("the sharded run differs from the 1-device run "
-                                              "(max relative error %.2e > 1e-4%s)",
-                                              worst,
-                                              c.process_count() > 1
-                                                  ? absl::StrCat(", process ", c.process_index())
-                                                  : std::string()));
+  PrintTable(**exe, c.process_count(), compile_seconds, *sharded, *expected, moved, check);
+  if (!check.first_mismatch.empty()) {
+    return Fail(
+        kExitFailure,
+        absl::StrFormat(
+            "the sharded run differs from the 1-device run: %s (max relative "
+            "error %.2e, tolerance 1e-4%s)",
+            check.first_mismatch, check.worst,
+            c.process_count() > 1 ? absl::StrCat(", process ", c.process_index()) : std::string()));
   }
   return kExitOk;
 }

@@ -47,12 +47,6 @@ void FinalizeAtExit() {
   if (!finalized) MPI_Finalize();
 }
 
-double TimeoutSeconds() {
-  const char* env = std::getenv("TESSERA_MPI_TIMEOUT_S");
-  if (env == nullptr || *env == '\0') return 600;
-  return std::atof(env);
-}
-
 // Maps of other processes' blocks kept per transport.
 constexpr int64_t kMaxMappedBytes = int64_t{8} << 30;
 constexpr int kMaxMappings = 256;
@@ -201,7 +195,8 @@ MpiTransport::Topology MpiTransport::HostTopology(MPI_Comm comm, int rank, int s
   return t;
 }
 
-absl::StatusOr<std::unique_ptr<MpiTransport>> MpiTransport::Create() {
+absl::StatusOr<std::unique_ptr<MpiTransport>> MpiTransport::Create(
+    const MpiTransportOptions& options) {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return absl::FailedPreconditionError("MPI has already been finalized");
@@ -235,7 +230,7 @@ absl::StatusOr<std::unique_ptr<MpiTransport>> MpiTransport::Create() {
   MPI_Comm_size(comm, &size);
   Topology topology = HostTopology(comm, rank, size);
   std::unique_ptr<MpiTransport> t(
-      new MpiTransport(comm, ack_comm, rank, size, std::move(topology)));
+      new MpiTransport(comm, ack_comm, rank, size, std::move(topology), options.timeout_s));
   std::lock_guard<std::mutex> lock(RegistryMutex());
   Registry().insert(t.get());
   return t;
@@ -250,7 +245,8 @@ int TagUpperBound(MPI_Comm comm) {
 }
 }  // namespace
 
-MpiTransport::MpiTransport(MPI_Comm comm, MPI_Comm ack_comm, int rank, int size, Topology topology)
+MpiTransport::MpiTransport(MPI_Comm comm, MPI_Comm ack_comm, int rank, int size, Topology topology,
+                           double timeout_s)
     : comm_(comm),
       ack_comm_(ack_comm),
       rank_(rank),
@@ -258,7 +254,7 @@ MpiTransport::MpiTransport(MPI_Comm comm, MPI_Comm ack_comm, int rank, int size,
       same_host_(std::move(topology.same_host)),
       map_peers_(topology.map_peers),
       tag_ub_(TagUpperBound(comm)),
-      timeout_s_(TimeoutSeconds()),
+      timeout_s_(timeout_s),
       mappings_(kMaxMappedBytes, kMaxMappings) {}
 
 MpiTransport::~MpiTransport() {
@@ -723,8 +719,8 @@ void MpiTransport::Loop() {
 
 namespace tessera {
 
-absl::StatusOr<std::unique_ptr<Transport>> CreateMpiTransport() {
-  absl::StatusOr<std::unique_ptr<mpi::MpiTransport>> t = mpi::MpiTransport::Create();
+absl::StatusOr<std::unique_ptr<Transport>> CreateMpiTransport(const MpiTransportOptions& options) {
+  absl::StatusOr<std::unique_ptr<mpi::MpiTransport>> t = mpi::MpiTransport::Create(options);
   if (!t.ok()) return t.status();
   return std::unique_ptr<Transport>(*std::move(t));
 }

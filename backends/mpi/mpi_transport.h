@@ -25,9 +25,9 @@
 // sends an empty message in place of the frame.
 //
 // Failures: MPI_COMM_WORLD keeps MPI's default handler (MPI_ERRORS_ARE_FATAL), so a dead peer
-// ends the job through mpirun. An operation left waiting for TESSERA_MPI_TIMEOUT_S seconds
-// (default 600; 0 for never) calls MPI_Abort naming it, so a peer that never makes its part of a
-// call (a program bug) ends the job too, never a silent hang.
+// ends the job through mpirun. An operation left waiting for MpiTransportOptions::timeout_s
+// seconds (TESSERA_MPI_TIMEOUT_S under CreateClient; 0 for never) calls MPI_Abort naming it, so a
+// peer that never makes its part of a call (a program bug) ends the job too, never a silent hang.
 //
 // Ownership: created by CreateMpiTransport; the client owns it. Destruction waits for the
 // operations in flight (up to the timeout), then frees its communicators. Thread-safe.
@@ -48,6 +48,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/mpi/peer_mappings.h"
+#include "backends/mpi/transport_factory.h"
 #include "ifrt/spi/transport.h"
 
 namespace tessera::mpi {
@@ -55,7 +56,7 @@ namespace tessera::mpi {
 class MpiTransport final : public Transport {
  public:
   // Initializes MPI if needed (see backends/mpi/transport_factory.h).
-  static absl::StatusOr<std::unique_ptr<MpiTransport>> Create();
+  static absl::StatusOr<std::unique_ptr<MpiTransport>> Create(const MpiTransportOptions& options);
   ~MpiTransport() override;
 
   int process_index() const override { return rank_; }
@@ -80,7 +81,8 @@ class MpiTransport final : public Transport {
   struct Topology;
   using Clock = std::chrono::steady_clock;
 
-  MpiTransport(MPI_Comm comm, MPI_Comm ack_comm, int rank, int size, Topology topology);
+  MpiTransport(MPI_Comm comm, MPI_Comm ack_comm, int rank, int size, Topology topology,
+               double timeout_s);
   static Topology HostTopology(MPI_Comm comm, int rank, int size);
   void Submit(std::shared_ptr<Operation> op);
   void Loop();

@@ -3,7 +3,7 @@
 
 namespace tessera {
 
-absl::StatusOr<std::unique_ptr<Transport>> CreateMpiTransport() {
+absl::StatusOr<std::unique_ptr<Transport>> CreateMpiTransport(const MpiTransportOptions&) {
   return absl::UnavailableError(
       "this build of Tessera has no MPI (install libopenmpi-dev and rebuild with "
       "TESSERA_ENABLE_MPI=ON)");

@@ -17,10 +17,18 @@
 
 namespace tessera {
 
+struct MpiTransportOptions {
+  // How long one operation may wait (an agreement, a send, a receive) before the transport calls
+  // MPI_Abort naming it, in seconds; 0 waits forever. CreateClient takes it from
+  // TESSERA_MPI_TIMEOUT_S (docs/multi-process.md), which it checks.
+  double timeout_s = 600;
+};
+
 // UNAVAILABLE when this build has no MPI or MPI cannot be initialized; FAILED_PRECONDITION when
 // the caller initialized MPI with a thread level below MPI_THREAD_SERIALIZED or already
-// finalized it.
-absl::StatusOr<std::unique_ptr<Transport>> CreateMpiTransport();
+// finalized it. Collective: every process of MPI_COMM_WORLD calls it.
+absl::StatusOr<std::unique_ptr<Transport>> CreateMpiTransport(
+    const MpiTransportOptions& options = {});
 
 // What the MPI transports of this process received since it started, by path (for tests and
 // benchmarks; all zero in a build without MPI).

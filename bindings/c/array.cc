@@ -6,7 +6,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "bindings/c/internal.h"
+#include "ifrt/status_macros.h"
+#include "ifrt/strided_copy.h"
 
 namespace tessera::c_api {
 namespace {
@@ -94,17 +97,32 @@ absl::Status Reshard(TSR_Array_Reshard_Args& a) {
   return absl::OkStatus();
 }
 
+// The copy of `array` writes the bytes from `dst` up to one past its last element: the whole
+// array row-major, or as far as `byte_strides` reach (HostSpanBytes: overflow-checked,
+// INVALID_ARGUMENT for a negative stride). INVALID_ARGUMENT when that is more than `dst_size`.
+absl::Status CheckDestinationSize(const Array& array, const int64_t* byte_strides,
+                                  size_t dst_size) {
+  const int64_t element_bytes = array.dtype().byte_size().value_or(0);
+  if (byte_strides == nullptr) {
+    const int64_t bytes = array.shape().num_elements() * element_bytes;
+    if (dst_size >= static_cast<uint64_t>(bytes)) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("dst_size ", dst_size, " is smaller than the ",
+                                                   bytes, " bytes of ", array.DebugString()));
+  }
+  const absl::Span<const int64_t> strides =
+      absl::MakeConstSpan(byte_strides, array.shape().dims().size());
+  TESSERA_ASSIGN_OR_RETURN(const int64_t span,
+                           HostSpanBytes(array.shape().dims(), strides, element_bytes));
+  if (dst_size >= static_cast<uint64_t>(span)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("dst_size ", dst_size, " is smaller than the ", span, " bytes byte_strides [",
+                   absl::StrJoin(strides, ","), "] span for ", array.DebugString()));
+}
+
 absl::Status ToHostBuffer(TSR_Array_ToHostBuffer_Args& a) {
   if (a.array == nullptr) return CheckNotNull(nullptr, "array");
   const Array& array = *a.array->array;
-  if (a.byte_strides == nullptr) {
-    const int64_t bytes = array.shape().num_elements() * array.dtype().byte_size().value_or(0);
-    if (a.dst_size < static_cast<size_t>(bytes)) {
-      return absl::InvalidArgumentError(absl::StrCat("dst_size ", a.dst_size,
-                                                     " is smaller than the ", bytes, " bytes of ",
-                                                     array.DebugString()));
-    }
-  }
+  TESSERA_RETURN_IF_ERROR(CheckDestinationSize(array, a.byte_strides, a.dst_size));
   TransferOptions options;
   if (TSR_ARGS_HAVE(&a, TSR_Array_ToHostBuffer_Args, is_explicit))
     options.is_explicit = a.is_explicit;

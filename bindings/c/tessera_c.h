@@ -328,9 +328,12 @@ typedef struct {
   size_t struct_size;
   TSR_Array* array;
   void* dst;
-  size_t dst_size; /* bytes available at dst; INVALID_ARGUMENT when too small (row-major only) */
-  const int64_t* byte_strides;
-  TSR_Event* event; /* out */
+  /* Bytes available at dst. INVALID_ARGUMENT (nothing written) when smaller than the copy
+   * writes: the whole array row-major, or with byte_strides (non-negative, one per dimension) up
+   * to one past the last element, (dims[0]-1)*byte_strides[0] + ... + element size. */
+  size_t dst_size;
+  const int64_t* byte_strides; /* NULL: row-major */
+  TSR_Event* event;            /* out */
   /* Since 1.1 (older callers: true). */
   bool is_explicit;
 } TSR_Array_ToHostBuffer_Args;

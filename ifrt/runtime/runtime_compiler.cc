@@ -49,16 +49,43 @@ uint64_t Fnv1a(std::string_view bytes) {
 
 std::string FingerprintOfKey(std::string_view key) { return absl::StrFormat("%016x", Fnv1a(key)); }
 
-// The grid's mesh: that of the first NamedSharding given, else one axis over every device.
-std::string GridMesh(const CompileOptions& options, size_t num_devices) {
+// The grid's mesh: that of the first NamedSharding given; else, when ShardingParamShardings are
+// given, the coarsest mesh on which each is a PartitionSpec (sharding::MeshOfShardingParams);
+// else one axis over every device.
+absl::StatusOr<std::string> GridMesh(const CompileOptions& options, size_t num_devices) {
+  std::vector<sharding::ShardingParam> params;
   for (const auto* list : {&options.input_shardings, &options.output_shardings}) {
     for (const ShardingRef& s : *list) {
       if (const auto* named = dynamic_cast<const NamedSharding*>(s.get())) {
         return named->mesh().ToString();
       }
+      if (const auto* param = dynamic_cast<const ShardingParamSharding*>(s.get())) {
+        if (!param->IsFullyReplicated()) params.push_back(param->sharding_param());
+      }
     }
   }
-  return absl::StrCat("mesh{x=", num_devices, "}");
+  if (params.empty()) return absl::StrCat("mesh{x=", num_devices, "}");
+  absl::StatusOr<sharding::Mesh> mesh = sharding::MeshOfShardingParams(params);
+  if (!mesh.ok()) {
+    return absl::Status(mesh.status().code(), absl::StrCat("Compile: ", mesh.status().message()));
+  }
+  return mesh->ToString();
+}
+
+// A ShardingParamSharding as a PartitionSpec over the grid's mesh.
+absl::StatusOr<ProgramSharding> ParamToProgramSharding(const ShardingParamSharding& sharding,
+                                                       const std::string& grid_mesh,
+                                                       const std::string& what) {
+  absl::StatusOr<sharding::Mesh> mesh = sharding::Mesh::Parse(grid_mesh);
+  absl::StatusOr<sharding::PartitionSpec> spec =
+      mesh.ok() ? sharding::ToPartitionSpec(sharding.sharding_param(), *mesh) : mesh.status();
+  if (!spec.ok()) {
+    return absl::Status(spec.status().code(),
+                        absl::StrCat("Compile: ", what, " ", sharding.DebugString(),
+                                     " cannot be expressed on the device grid ", grid_mesh, ": ",
+                                     spec.status().message()));
+  }
+  return ProgramSharding{grid_mesh, spec->ToString()};
 }
 
 absl::StatusOr<ProgramSharding> ToProgramSharding(const ShardingRef& sharding,
@@ -77,9 +104,13 @@ absl::StatusOr<ProgramSharding> ToProgramSharding(const ShardingRef& sharding,
     return ProgramSharding{named->mesh().ToString(), named->spec().ToString()};
   }
   if (sharding->IsFullyReplicated()) return ProgramSharding{grid_mesh, "P()"};
+  if (const auto* param = dynamic_cast<const ShardingParamSharding*>(sharding.get())) {
+    return ParamToProgramSharding(*param, grid_mesh, what);
+  }
   return absl::UnimplementedError(absl::StrCat(
       "Compile: ", what, " ", sharding->DebugString(),
-      " cannot be expressed on a device grid; use a NamedSharding (mesh + PartitionSpec)"));
+      " cannot be expressed on a device grid; use a NamedSharding (mesh + PartitionSpec) or a "
+      "ShardingParamSharding"));
 }
 
 // Each collective step's members (group, peers, bytes from each peer) per slot, and the bytes the
@@ -267,7 +298,7 @@ absl::StatusOr<ProgramCompileRequest> RuntimeCompiler::MakeRequest(
       request.platforms.push_back(platform);
     }
   }
-  const std::string grid_mesh = GridMesh(options, options.devices->size());
+  TESSERA_ASSIGN_OR_RETURN(const std::string grid_mesh, GridMesh(options, options.devices->size()));
   for (size_t i = 0; i < options.input_shardings.size(); ++i) {
     TESSERA_ASSIGN_OR_RETURN(ProgramSharding s,
                              ToProgramSharding(options.input_shardings[i], options, grid_mesh,

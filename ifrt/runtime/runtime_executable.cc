@@ -129,8 +129,24 @@ Future<> RuntimeExecutable::Delete() {
   return MakeReadyFuture();
 }
 
+absl::Status RuntimeExecutable::CheckDonations(absl::Span<const ArrayRef> args,
+                                               const ExecuteOptions& options) const {
+  for (int p : program_->donated_parameters) {
+    if (options.non_donatable_input_indices.contains(p)) continue;
+    for (int q = 0; q < static_cast<int>(args.size()); ++q) {
+      if (q == p || args[q] != args[p]) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Execute: argument ", std::min(p, q), " and argument ", std::max(p, q), " of '",
+          program_->plan.name, "' are the same array, and argument ", p,
+          " is donated (an array donated to a call cannot be another of its arguments)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<RuntimeArray*>> RuntimeExecutable::CheckArguments(
-    absl::Span<ArrayRef> args, std::optional<DeviceListRef> devices) {
+    absl::Span<ArrayRef> args, const ExecuteOptions& options,
+    std::optional<DeviceListRef> devices) {
   const ProgramPlan& plan = program_->plan;
   if (deleted_.load()) {
     return absl::FailedPreconditionError(
@@ -157,6 +173,7 @@ absl::StatusOr<std::vector<RuntimeArray*>> RuntimeExecutable::CheckArguments(
                        want.dtype.DebugString(), want.local_shape.DebugString()));
     }
   }
+  TESSERA_RETURN_IF_ERROR(CheckDonations(args, options));
   return checked;
 }
 
@@ -533,7 +550,8 @@ absl::StatusOr<int64_t> RuntimeExecutable::AgreeOnExecute(absl::Span<RuntimeArra
 absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteImpl(absl::Span<ArrayRef> args,
                                                              const ExecuteOptions& options,
                                                              std::optional<DeviceListRef> devices) {
-  TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeArray*> checked, CheckArguments(args, devices));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeArray*> checked,
+                           CheckArguments(args, options, devices));
   TESSERA_RETURN_IF_ERROR(GuardCommunication());
   Exchange exchange;
   if (program_->spans_processes) {

@@ -129,7 +129,11 @@ class RuntimeExecutable final : public LoadedExecutable {
                                                const ExecuteOptions& options, Exchange& exchange);
 
   absl::StatusOr<std::vector<RuntimeArray*>> CheckArguments(absl::Span<ArrayRef> args,
+                                                            const ExecuteOptions& options,
                                                             std::optional<DeviceListRef> devices);
+  // INVALID_ARGUMENT naming both indices when an argument donated to this call (donated and not
+  // in options.non_donatable_input_indices) is also passed as another argument.
+  absl::Status CheckDonations(absl::Span<const ArrayRef> args, const ExecuteOptions& options) const;
   absl::Status GuardCommunication();
   // Multi-process: the Execute's agreement (module comment); its tag base.
   absl::StatusOr<int64_t> AgreeOnExecute(absl::Span<RuntimeArray* const> checked,

@@ -55,7 +55,8 @@ class Transport {
   virtual int process_count() const = 0;
 
   // Collective, blocking: every process's `local`, in process order. Called only at client
-  // creation, before any other method. UNAVAILABLE when the engine fails.
+  // creation, before any method but the Agree of CreateClient on the processes' local checks.
+  // UNAVAILABLE when the engine fails.
   virtual absl::StatusOr<std::vector<std::string>> AllGather(const std::string& local) = 0;
 
   // Collective, blocking: the decision of one collective call of `op`, taken before any byte of

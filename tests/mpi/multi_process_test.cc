@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ifrt/introspection.h"
@@ -531,6 +532,65 @@ TEST_F(MultiProcessProgramTest, ExecuteFromTwoThreadsPairsCallsByOrder) {
     EXPECT_EQ(testing::ExpectShardsNear(results[id].outputs[0], wants[id]), LocalShards())
         << "call " << id;
   }
+}
+
+// A local failure on one process at start-up (a bad option, a malformed TESSERA_TRANSFER_GUARD or
+// TESSERA_MPI_TIMEOUT_S there alone) fails CreateClient on every process, with that process's
+// message, at once: the processes join MPI, then agree on their local checks. (Before, the
+// failing process returned at once and the others waited for it in MPI forever.)
+TEST_F(MultiProcessTest, ALocalStartUpFailureOnOneProcessFailsCreateClientEverywhere) {
+  const int n = client_->process_count();
+  const int last = n - 1;
+  const int me = client_->process_index();
+  ClientOptions options{.cpu_devices = 1,
+                        .cpu_threads_per_device = 1,
+                        .vulkan = VulkanMode::kOff,
+                        .transfer_guard = guard::Policy(),
+                        .distributed = Distributed::kMpi};
+  struct Case {
+    const char* variable;  // set on process `last` alone (nullptr: a bad option there instead)
+    const char* value;
+    absl::StatusCode code;
+    std::string message;
+  };
+  const Case cases[] = {
+      {nullptr, nullptr, absl::StatusCode::kInvalidArgument, "cpu_devices must be >= 0, got -1"},
+      {"TESSERA_TRANSFER_GUARD", "d2d=never", absl::StatusCode::kInvalidArgument,
+       "TESSERA_TRANSFER_GUARD: invalid transfer guard policy"},
+      {"TESSERA_MPI_TIMEOUT_S", "5 minutes", absl::StatusCode::kInvalidArgument,
+       "TESSERA_MPI_TIMEOUT_S: invalid value \"5 minutes\""},
+  };
+  for (const Case& c : cases) {
+    ClientOptions mine = options;
+    std::optional<std::string> saved;
+    if (me == last && c.variable == nullptr) mine.cpu_devices = -1;
+    if (me == last && c.variable != nullptr) {
+      if (const char* old = std::getenv(c.variable)) saved = old;
+      setenv(c.variable, c.value, 1);
+      if (std::string(c.variable) == "TESSERA_TRANSFER_GUARD") mine.transfer_guard.reset();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<std::shared_ptr<Client>> other = CreateClient(mine);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (me == last && c.variable != nullptr) {
+      if (saved.has_value()) {
+        setenv(c.variable, saved->c_str(), 1);
+      } else {
+        unsetenv(c.variable);
+      }
+    }
+    EXPECT_THAT(other, StatusIs(c.code, HasSubstr(c.message))) << "process " << me;
+    if (me != last) {
+      EXPECT_THAT(other.status().message(),
+                  HasSubstr(absl::StrCat("CreateClient: process ", last, " refused the call")));
+    }
+    EXPECT_LT(seconds, 30) << "process " << me;
+  }
+  // And a client made after them works.
+  absl::StatusOr<std::shared_ptr<Client>> again = CreateClient(options);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->process_count(), n);
 }
 
 // Failure-model tests, run by ctest as separate jobs that must end with an error (WILL_FAIL, with a

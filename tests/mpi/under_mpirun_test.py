@@ -26,6 +26,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 MPIEXEC, CASE, ARG = sys.argv[1], sys.argv[2], sys.argv[3]
 ROWS = "mesh{x=4} P(x,None)"
@@ -68,6 +69,23 @@ def case_reshard():
                           "--to", COLS)
     check(rc != 0 and 'invalid --distributed "mpc": expected none or mpi' in err,
           "a bad --distributed is refused", out, err)
+    # A start-up failure on one process alone (a malformed variable in process 1's environment)
+    # ends every process within seconds, each naming it (before, process 0 waited in MPI forever).
+    for variable, value, message in (
+            ("TESSERA_TRANSFER_GUARD", "d2d=never", "TESSERA_TRANSFER_GUARD: invalid transfer"),
+            ("TESSERA_MPI_TIMEOUT_S", "abc", 'TESSERA_MPI_TIMEOUT_S: invalid value "abc"')):
+        wrapper = (f'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then export {variable}="{value}"; fi; '
+                   'exec "$@"')
+        start = time.monotonic()
+        rc, out, err = mpirun("sh", "-c", wrapper, "sh", ARG, "info", "--distributed", "mpi",
+                              "--devices", "cpu:1")
+        seconds = time.monotonic() - start
+        check(rc != 0 and seconds < 60, f"{variable} on process 1 fails the job at once "
+              f"(exit {rc} after {seconds:.0f} s)", out, err)
+        check(f"cannot create the client: INVALID_ARGUMENT: {message}" in err,
+              "process 1 names its own error", out, err)
+        check("cannot create the client: INVALID_ARGUMENT: CreateClient: process 1 refused the "
+              f"call: {message}" in err, "process 0 names process 1's error", out, err)
 
 
 def case_trace():

@@ -228,5 +228,153 @@ TEST(ToShardingParamTest, MatchesJaxSemanticsOnRandomMeshes) {
   }
 }
 
+// ---- ShardingParam -> Mesh + PartitionSpec ----
+
+ShardingParam MustParam(const std::string& text) {
+  auto p = ShardingParam::Parse(text);
+  EXPECT_TRUE(p.ok()) << text << ": " << p.status();
+  return *p;
+}
+
+// The mesh MeshOfShardingParams finds for `param` alone and the spec over it, "mesh{..} P(..)".
+std::string Named(const std::string& param) {
+  absl::StatusOr<Mesh> mesh = MeshOfShardingParams({MustParam(param)});
+  if (!mesh.ok()) return mesh.status().ToString();
+  absl::StatusOr<PartitionSpec> spec = ToPartitionSpec(MustParam(param), *mesh);
+  if (!spec.ok()) return spec.status().ToString();
+  return absl::StrCat(mesh->ToString(), " ", spec->ToString());
+}
+
+TEST(ToPartitionSpecTest, Examples) {
+  EXPECT_EQ(Named("2x1 to [0] on 2"), "mesh{x=2} P(x,None)");
+  EXPECT_EQ(Named("1x2 to [0] on 2"), "mesh{x=2} P(None,x)");
+  EXPECT_EQ(Named("4x1 to [0,1] on 2x2"), "mesh{x0=2,x1=2} P((x0,x1),None)");
+  EXPECT_EQ(Named("4x1 to [1,0] on 2x2"), "mesh{x0=2,x1=2} P((x1,x0),None)");
+  EXPECT_EQ(Named("2x1 to [0] on 4"), "mesh{x0=2,x1=2} P(x0,None)");
+  EXPECT_EQ(Named("2x2 to [1,0] on 2x2"), "mesh{x0=2,x1=2} P(x1,x0)");
+  EXPECT_EQ(Named("6 to [0,1] on 2x3"), "mesh{x0=3,x1=2} P((x0,x1))");
+  EXPECT_EQ(Named("2x3 to [0] on 6"), "mesh{x0=2,x1=3} P(x0,x1)");
+  // Replicated, a scalar, a single device, axes of size 1.
+  EXPECT_EQ(Named("1x1 to [0] on 4"), "mesh{x=4} P(None,None)");
+  EXPECT_EQ(Named("{} to [0] on 2"), "mesh{x=2} P()");
+  EXPECT_EQ(Named("1 to [0] on 1"), "mesh{x=1} P(None)");
+  EXPECT_EQ(Named("2x1 to [1,0] on 1x2"), "mesh{x=2} P(x,None)");
+}
+
+TEST(ToPartitionSpecTest, OverAGivenMesh) {
+  // On the meshes of NamedShardings beside it: as long as its runs are whole axes there.
+  EXPECT_EQ(ToPartitionSpec(MustParam("2x1 to [0] on 2"), MustMesh("mesh{rows=2}"))->ToString(),
+            "P(rows,None)");
+  EXPECT_EQ(ToPartitionSpec(MustParam("4x1 to [0] on 4"), MustMesh("mesh{a=2,b=2}"))->ToString(),
+            "P((a,b),None)");
+  EXPECT_EQ(ToPartitionSpec(MustParam("1x2 to [0] on 4"), MustMesh("mesh{a=2,b=2}"))->ToString(),
+            "P(None,a)");
+  EXPECT_THAT(ToPartitionSpec(MustParam("2x1 to [0] on 4"), MustMesh("mesh{x=4}")),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("is no PartitionSpec over mesh{x=4}: its tiles of dimension 0 "
+                                 "step over the device slots 2 at a time, 2 times")));
+  EXPECT_THAT(ToPartitionSpec(MustParam("2x1 to [0] on 2"), MustMesh("mesh{x=4}")),
+              StatusIs(kInvalid, HasSubstr("spans 2 devices, mesh{x=4} 4")));
+}
+
+TEST(ToPartitionSpecTest, WhatIsNoNamedSharding) {
+  // Its 3 tiles hold slots {0,1}, {2,3}, {4,5} of a 2x3 grid walked axis 0 first.
+  EXPECT_THAT(MeshOfShardingParams({MustParam("3 to [1,0] on 2x3")}),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("ShardingParam 3 to [1,0] on 2x3 is no mesh + PartitionSpec: the "
+                                 "3 tiles of dimension 0 do not fall on whole axes")));
+  EXPECT_THAT(ToPartitionSpec(MustParam("2x3 to [1,0] on 3x2"), MustMesh("mesh{x=6}")),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("dimension 0")));
+  // Each is a NamedSharding, not both on one mesh.
+  EXPECT_THAT(MeshOfShardingParams({MustParam("2x1 to [0] on 6"), MustParam("3x1 to [0] on 6")}),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("ShardingParams 2x1 to [0] on 6, 3x1 to [0] on 6 need different "
+                                 "meshes")));
+  EXPECT_THAT(MeshOfShardingParams({}), StatusIs(kInvalid, HasSubstr("no ShardingParam")));
+  EXPECT_THAT(MeshOfShardingParams({MustParam("2 to [0] on 2"), MustParam("4 to [0] on 4")}),
+              StatusIs(kInvalid, HasSubstr("span different numbers of devices")));
+  EXPECT_THAT(MeshOfShardingParams({ShardingParam({3}, {{0}, {2}})}),
+              StatusIs(kInvalid, HasSubstr("Can't shard")));
+}
+
+TEST(ToPartitionSpecTest, SeveralParamsShareTheCoarsestMesh) {
+  const std::vector<ShardingParam> params = {
+      MustParam("2x1 to [0] on 4"), MustParam("4x1 to [0] on 4"), MustParam("1x1 to [0] on 4")};
+  absl::StatusOr<Mesh> mesh = MeshOfShardingParams(params);
+  ASSERT_TRUE(mesh.ok()) << mesh.status();
+  EXPECT_EQ(mesh->ToString(), "mesh{x0=2,x1=2}");
+  EXPECT_EQ(ToPartitionSpec(params[0], *mesh)->ToString(), "P(x0,None)");
+  EXPECT_EQ(ToPartitionSpec(params[1], *mesh)->ToString(), "P((x0,x1),None)");
+  EXPECT_EQ(ToPartitionSpec(params[2], *mesh)->ToString(), "P(None,None)");
+}
+
+// Every NamedSharding's ShardingParam maps back to a spec (over the mesh found, and over the
+// original mesh) that gives every device the same tile; random ShardingParams either do too or
+// are UNIMPLEMENTED.
+TEST(ToPartitionSpecTest, RoundTripsOnRandomShardings) {
+  int expressible = 0, refused = 0;
+  for (int seed = 1; seed <= 1000; ++seed) {
+    std::mt19937 rng(seed);
+    const int num_axes = 1 + rng() % 3;
+    const int rank = rng() % 4;
+    std::vector<Mesh::Axis> axes;
+    for (int a = 0; a < num_axes; ++a) {
+      axes.push_back({absl::StrCat("a", a), 1 + static_cast<int64_t>(rng() % 4)});
+    }
+    Mesh mesh = *Mesh::Create(axes);
+    std::vector<PartitionSpec::Dim> dims(rank);
+    for (int a = 0; a < num_axes; ++a) {
+      const int d = static_cast<int>(rng() % (rank + 1)) - 1;
+      if (d >= 0) dims[d].push_back(axes[a].name);
+    }
+    for (PartitionSpec::Dim& dim : dims) std::shuffle(dim.begin(), dim.end(), rng);
+    PartitionSpec spec = *PartitionSpec::Create(dims);
+    SCOPED_TRACE(absl::StrCat("seed=", seed, " ", mesh.ToString(), " ", spec.ToString()));
+    ShardingParam param = *ToShardingParam(mesh, spec, rank);
+    absl::StatusOr<Mesh> found = MeshOfShardingParams({param});
+    ASSERT_TRUE(found.ok()) << param.ToString() << ": " << found.status();
+    for (const Mesh& over : {*found, mesh}) {
+      absl::StatusOr<PartitionSpec> back = ToPartitionSpec(param, over);
+      ASSERT_TRUE(back.ok()) << param.ToString() << " over " << over.ToString() << ": "
+                             << back.status();
+      EXPECT_EQ(ToShardingParam(over, *back, rank)->DeviceTileIndices(), param.DeviceTileIndices())
+          << param.ToString() << " over " << over.ToString() << ": " << back->ToString();
+    }
+    // A random ShardingParam over the same slots.
+    ShardingParam::MinorToMajor m2m;
+    for (int a = 0; a < num_axes; ++a) m2m.axis_sizes.push_back(1 + rng() % 4);
+    for (int a = 0; a < num_axes; ++a) m2m.permutation.push_back(a);
+    std::shuffle(m2m.permutation.begin(), m2m.permutation.end(), rng);
+    int64_t slots = 1;
+    for (int s : m2m.axis_sizes) slots *= s;
+    std::vector<int64_t> dim_shards(rank, 1);
+    for (int64_t left = slots, d = 0; d < rank; ++d) {
+      std::vector<int64_t> divisors;
+      for (int64_t k = 1; k <= left; ++k) {
+        if (left % k == 0) divisors.push_back(k);
+      }
+      dim_shards[d] = divisors[rng() % divisors.size()];
+      left /= dim_shards[d];
+    }
+    absl::StatusOr<ShardingParam> random = ShardingParam::Create(dim_shards, m2m);
+    if (!random.ok()) continue;  // not even a ShardingParam (IFRT's verifier)
+    absl::StatusOr<Mesh> random_mesh = MeshOfShardingParams({*random});
+    if (!random_mesh.ok()) {
+      EXPECT_EQ(random_mesh.status().code(), absl::StatusCode::kUnimplemented)
+          << random->ToString() << ": " << random_mesh.status();
+      ++refused;
+      continue;
+    }
+    absl::StatusOr<PartitionSpec> random_spec = ToPartitionSpec(*random, *random_mesh);
+    ASSERT_TRUE(random_spec.ok()) << random->ToString() << ": " << random_spec.status();
+    EXPECT_EQ(ToShardingParam(*random_mesh, *random_spec, rank)->DeviceTileIndices(),
+              random->DeviceTileIndices())
+        << random->ToString();
+    ++expressible;
+  }
+  EXPECT_GT(expressible, 500);
+  EXPECT_GT(refused, 0);
+}
+
 }  // namespace
 }  // namespace tessera::sharding

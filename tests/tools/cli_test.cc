@@ -3,8 +3,12 @@
 
 #include "tools/cli.h"
 
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -135,6 +139,77 @@ TEST(Pattern, DeterministicAndMedian) {
   std::vector<uint8_t> src = MakePattern(1000), dst(1000);
   ParallelMemcpy(dst.data(), src.data(), 1000, 3);
   EXPECT_EQ(src, dst);
+}
+
+TEST(CheckRepeat, NamesTheOptionAndItsRange) {
+  EXPECT_TRUE(CheckRepeat("--repeat", 1).ok());
+  EXPECT_TRUE(CheckRepeat("--repeat", kMaxRepeat).ok());
+  for (int bad : {0, -1, kMaxRepeat + 1}) {
+    const absl::Status s = CheckRepeat("--repeat", bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(Message(s), absl::StrCat("--repeat must be in 1..1000000, got ", bad));
+  }
+}
+
+template <typename T>
+std::vector<uint8_t> Bytes(std::vector<T> values) {
+  std::vector<uint8_t> out(values.size() * sizeof(T));
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+TEST(CompareElements, NanMatchesOnlyNan) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const DType f32(DType::kF32);
+  // The reference is NaN where the sharded output is a number: a mismatch at that element.
+  ElementComparison c =
+      CompareElements(f32, Bytes<float>({1, 0.5f, 2}), Bytes<float>({1, nan, 2}), 1e-4);
+  EXPECT_EQ(c.mismatches, 1);
+  EXPECT_EQ(c.first_mismatch, 1);
+  EXPECT_EQ(c.got_value, "0.5");
+  EXPECT_EQ(c.want_value, "nan");
+  EXPECT_TRUE(std::isinf(c.max_relative_error));
+  // And the other way round.
+  c = CompareElements(f32, Bytes<float>({nan, 3}), Bytes<float>({0, 3}), 1e-4);
+  EXPECT_EQ(c.first_mismatch, 0);
+  EXPECT_EQ(c.got_value, "nan");
+  // NaN against NaN and equal infinities match; unequal infinities and inf vs a number do not.
+  c = CompareElements(f32, Bytes<float>({nan, inf, -inf}), Bytes<float>({nan, inf, -inf}), 1e-4);
+  EXPECT_EQ(c.mismatches, 0);
+  EXPECT_EQ(c.first_mismatch, -1);
+  EXPECT_EQ(c.max_relative_error, 0);
+  c = CompareElements(f32, Bytes<float>({inf, 1e30f}), Bytes<float>({-inf, inf}), 1e-4);
+  EXPECT_EQ(c.mismatches, 2);
+  EXPECT_EQ(c.want_value, "-inf");
+}
+
+TEST(CompareElements, ToleranceIsRelativeToMaxOfOneAndTheReference) {
+  const DType f64(DType::kF64);
+  ElementComparison c =
+      CompareElements(f64, Bytes<double>({1000.05, 0.00005}), Bytes<double>({1000, 0}), 1e-4);
+  EXPECT_EQ(c.mismatches, 0);
+  EXPECT_NEAR(c.max_relative_error, 5e-5, 1e-9);
+  c = CompareElements(f64, Bytes<double>({0, 0.5, 0.25}), Bytes<double>({0, 0.5, 0.2503}), 1e-4);
+  EXPECT_EQ(c.first_mismatch, 2);
+  EXPECT_EQ(c.got_value, "0.25");
+  EXPECT_EQ(c.want_value, "0.25030000000000002");
+}
+
+TEST(CompareElements, IntegersAndOtherDTypesBitForBit) {
+  ElementComparison c = CompareElements(DType(DType::kS32), Bytes<int32_t>({1, -3, 7, 9}),
+                                        Bytes<int32_t>({1, -3, 8, 10}), 1e-4);
+  EXPECT_EQ(c.mismatches, 2);
+  EXPECT_EQ(c.first_mismatch, 2);
+  EXPECT_EQ(c.got_value, "7");
+  EXPECT_EQ(c.want_value, "8");
+  c = CompareElements(DType(DType::kBF16), Bytes<uint16_t>({0x3f80, 0x7fc0}),
+                      Bytes<uint16_t>({0x3f80, 0x7fc1}), 1e-4);
+  EXPECT_EQ(c.first_mismatch, 1);
+  EXPECT_EQ(c.got_value, "0x7fc0");
+  EXPECT_EQ(c.want_value, "0x7fc1");
+  c = CompareElements(DType(DType::kU8), Bytes<uint8_t>({}), Bytes<uint8_t>({}), 1e-4);
+  EXPECT_EQ(c.first_mismatch, -1);
 }
 
 }  // namespace

@@ -214,7 +214,9 @@ BAD_INPUT = [
     (["--devices", "cpu:4,cpu:2"], "platform cpu given twice at position 6"),
     (["--devices", "cpu"], "missing ':'"),
     (["--guard", "d2d=never"], "--guard: invalid transfer guard policy \"d2d=never\""),
-    (["--repeat", "0", "--run"], "--repeat must be >= 1"),
+    (["--repeat", "0", "--run"], "--repeat must be in 1..1000000, got 0"),
+    (["--repeat", "-1", "--run"], "--repeat must be in 1..1000000, got -1"),
+    (["--repeat", "1000001", "--run"], "--repeat must be in 1..1000000, got 1000001"),
     (["--shape", "999999999x999999999"], "is too large"),
 ]
 
@@ -245,6 +247,13 @@ def case_bad_input():
         check(rc == 2 and message in err, f"{argv} exits 2 with {message!r}", out, err)
     rc, out, err = run("trace", "--shape", "8x8", "--devices", "cpu:4", "--from", ROWS, "--to", COLS)
     check(rc == 2 and "--out is required" in err, "trace without --out", out, err)
+    with tempfile.TemporaryDirectory() as tmp:
+        for repeat in ("0", "-1"):
+            rc, out, err = run("trace", "--shape", "8x8", "--devices", "cpu:4", "--from", ROWS,
+                               "--to", COLS, "--out", os.path.join(tmp, "t.json"),
+                               "--repeat", repeat)
+            check(rc == 2 and f"--repeat must be in 1..1000000, got {repeat}" in err,
+                  f"trace --repeat {repeat} is refused", out, err)
 
 
 def run_bytes(*args):
@@ -323,6 +332,22 @@ def case_guard():
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
 
+# z = x + y over f32[4,8], no sharding attributes (--in / --out give them).
+ADD_PROGRAM = """func.func @main(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %z = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>,
+                                        affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  return %z : tensor<4x8xf32>
+}
+"""
+
+
 def case_run_program():
     # The Megatron example: one all-reduce, checked against a 1-device run.
     megatron = os.path.join(EXAMPLES, "mlp2_megatron.mlir")
@@ -338,6 +363,30 @@ def case_run_program():
                        "--in", "mesh{x=4} P()", "--in", "mesh{x=4} P()", "--in", "mesh{x=4} P()",
                        "--in", "mesh{x=4} P()", "--in", "mesh{x=4} P()", "--out", "mesh{x=4} P()")
     check("outputs match the 1-device run" in out, "replicated run matches", out)
+    # IFRT's ShardingParam notation on the command line: the same run as the NamedSharding.
+    with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
+        f.write(ADD_PROGRAM)
+    try:
+        for sharding in ("2x1 to [0] on 2", "mesh{x=2} P(x,None)"):
+            out, _ = expect_ok("run", f.name, "--devices", "cpu:2", "--repeat", "1", "--explain",
+                               "--in", sharding, "--in", sharding, "--out", sharding)
+            check("outputs match the 1-device run" in out and "tensor<2x8xf32>" in out,
+                  f"--in '{sharding}' runs rows-sharded and matches", out)
+        out, _ = expect_ok("run", f.name, "--devices", "cpu:4", "--repeat", "1",
+                           "--in", "4x1 to [1,0] on 2x2", "--in", "4x1 to [1,0] on 2x2",
+                           "--out", "4x1 to [1,0] on 2x2")
+        check("outputs match the 1-device run" in out, "a two-axis ShardingParam runs", out)
+        out, _ = expect_ok("run", f.name, "--devices", "cpu:4", "--repeat", "1",
+                           "--in", "mesh{x=4} P(x,None)", "--in", "4x1 to [0] on 4",
+                           "--out", "1x1 to [0] on 4")
+        check("outputs match the 1-device run" in out, "both notations in one run", out)
+        # One that is no PartitionSpec over the NamedSharding's mesh beside it: exit 2, saying so.
+        rc, out, err = run("run", f.name, "--devices", "cpu:4", "--in", "mesh{x=4} P(x,None)",
+                           "--in", "2x1 to [0] on 4", "--out", "1x1 to [0] on 4")
+        check(rc == 2 and "UNIMPLEMENTED" in err and "is no PartitionSpec over mesh{x=4}" in err,
+              "an inexpressible ShardingParam is refused", out, err)
+    finally:
+        os.unlink(f.name)
     # The program's communication is explicit: disallow_explicit refuses it.
     rc, out, err = run("run", megatron, "--devices", "cpu:4", "--guard", "d2d=disallow_explicit")
     check(rc == 1 and "Disallowed device-to-device transfer: Execute of 'main'" in err,
@@ -355,6 +404,11 @@ def case_run_program():
         os.unlink(f.name)
     rc, out, err = run("run", megatron, "--devices", "cpu:2")
     check(rc == 2 and "span 4 devices" in err, "too few devices is bad input", out, err)
+    for repeat in ("0", "-1"):
+        rc, out, err = run("run", megatron, "--devices", "cpu:4", "--repeat", repeat)
+        check(rc == 2 and err.strip() ==
+              f"tessera: error: --repeat must be in 1..1000000, got {repeat}",
+              f"run --repeat {repeat} is refused", out, err)
     # ... unless --fit-mesh runs the one-axis mesh over the devices given.
     out, _ = expect_ok("run", megatron, "--devices", "cpu:2", "--fit-mesh", "--repeat", "1")
     check("runs as mesh{x=2}" in out and "outputs match the 1-device run" in out,

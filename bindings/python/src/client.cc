@@ -5,12 +5,14 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "bindings/python/src/common.h"
+#include "ifrt/strided_copy.h"
 
 namespace tessera::python {
 namespace {
@@ -80,6 +82,36 @@ DType DTypeOf(nb::dlpack::dtype t) {
                            .c_str());
 }
 
+}  // namespace
+
+std::optional<std::vector<uint8_t>> DenseCopyIfReversed(const void* data, int64_t element_bytes,
+                                                        absl::Span<const int64_t> dims,
+                                                        absl::Span<const int64_t> byte_strides) {
+  bool reversed = false, empty = false;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    reversed = reversed || byte_strides[i] < 0;
+    empty = empty || dims[i] == 0;
+  }
+  if (!reversed) return std::nullopt;
+  StridedCopy copy;
+  copy.element_bytes = element_bytes;
+  copy.extent.assign(dims.begin(), dims.end());
+  copy.src_byte_strides.assign(byte_strides.begin(), byte_strides.end());
+  copy.dst_byte_strides = StridedCopy::RowMajorByteStrides(dims, element_bytes);
+  std::vector<uint8_t> dense(empty ? 0 : copy.bytes());
+  const auto* src = static_cast<const uint8_t*>(data);
+  if (!empty) {
+    copy.ForEachRun([&](int64_t from, int64_t to, int64_t n) {
+      std::memcpy(dense.data() + to, src + from, n);
+    });
+  }
+  return dense;
+}
+
+namespace {
+
+// A host array of any strides (a negative one copied densely first, DenseCopyIfReversed), put
+// with `sharding`: one host-to-device transfer, guarded as any.
 PyArray Put(const PyClient& c, HostArray data, nb::handle sharding, bool is_explicit) {
   ShardingRef s = ShardingFromPython(*c.client, sharding);
   const DType dtype = DTypeOf(data.dtype());
@@ -92,9 +124,14 @@ PyArray Put(const PyClient& c, HostArray data, nb::handle sharding, bool is_expl
   absl::StatusOr<ArrayRef> array;
   {
     nb::gil_scoped_release release;
+    const std::optional<std::vector<uint8_t>> dense =
+        DenseCopyIfReversed(data.data(), item, dims, strides);
     array = c.client->MakeArrayFromHostBuffer(
-        data.data(), dtype, Shape(dims), absl::MakeConstSpan(strides), std::move(s),
-        HostBufferSemantics::kImmutableOnlyDuringCall, nullptr, TransferOptions{is_explicit});
+        dense.has_value() ? dense->data() : data.data(), dtype, Shape(dims),
+        dense.has_value() ? std::nullopt
+                          : std::optional<absl::Span<const int64_t>>(absl::MakeConstSpan(strides)),
+        std::move(s), HostBufferSemantics::kImmutableOnlyDuringCall, nullptr,
+        TransferOptions{is_explicit});
   }
   return PyArray{c.client, ValueOrThrow(std::move(array))};
 }

@@ -10,6 +10,7 @@
 
 #include <nanobind/nanobind.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "tessera.h"
 
 namespace tessera::python {
@@ -68,6 +70,14 @@ ShardingRef ShardingFromPython(const Client& client, nb::handle sharding);
 
 // numpy's dtype for `dtype` (a string for bfloat16, which numpy lacks).
 nb::object NumpyDType(DType dtype);
+
+// A dense row-major copy of the `dims` elements of `element_bytes` at `data`, laid out with
+// `byte_strides` of any sign (element 0 at `data`), when a stride is negative (numpy's x[::-1]):
+// the runtime's host-buffer calls take non-negative strides only. nullopt when no stride is
+// negative (the memory can be used as it is). Call it without the GIL: it copies every byte.
+std::optional<std::vector<uint8_t>> DenseCopyIfReversed(const void* data, int64_t element_bytes,
+                                                        absl::Span<const int64_t> dims,
+                                                        absl::Span<const int64_t> byte_strides);
 
 // Waits for `future` with the GIL released; raises its error.
 void AwaitReleasingGil(const Future<>& future);

@@ -200,12 +200,23 @@ PyArray FromDlpack(nb::handle x, const PyDevice& device) {
   absl::StatusOr<ArrayRef> array;
   {
     nb::gil_scoped_release release;
-    // The producer's memory is used in place where the runtime can (a CPU device, 64-byte
-    // aligned, row-major); else it is copied (a host-to-device transfer) and released at once.
-    array = device.client->MakeArrayFromHostBuffer(
-        data, dtype, Shape(dims),
-        strides.empty() ? std::nullopt : std::optional<absl::Span<const int64_t>>(strides),
-        std::move(sharding), HostBufferSemantics::kImmutableZeroCopy, std::move(in.release));
+    // Negative strides: a dense copy first (the producer's tensor released at once), then put.
+    const std::optional<std::vector<uint8_t>> dense =
+        strides.empty() ? std::nullopt
+                        : DenseCopyIfReversed(data, *dtype.byte_size(), dims, strides);
+    if (dense.has_value()) {
+      in.release();
+      array = device.client->MakeArrayFromHostBuffer(
+          dense->data(), dtype, Shape(dims), std::nullopt, std::move(sharding),
+          HostBufferSemantics::kImmutableOnlyDuringCall, nullptr);
+    } else {
+      // The producer's memory is used in place where the runtime can (a CPU device, 64-byte
+      // aligned, row-major); else it is copied (a host-to-device transfer) and released at once.
+      array = device.client->MakeArrayFromHostBuffer(
+          data, dtype, Shape(dims),
+          strides.empty() ? std::nullopt : std::optional<absl::Span<const int64_t>>(strides),
+          std::move(sharding), HostBufferSemantics::kImmutableZeroCopy, std::move(in.release));
+    }
   }
   return PyArray{device.client, ValueOrThrow(std::move(array))};
 }

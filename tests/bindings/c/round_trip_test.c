@@ -204,6 +204,51 @@ static void TestBadInput(TSR_Client* client) {
   CHECK_ERROR(api, api->TSR_Client_Processes(&p), TSR_ERROR_INVALID_ARGUMENT, "client is NULL");
 }
 
+/* ToHostBuffer with byte_strides: dst_size bounds the bytes the strides reach (one past the last
+ * element), overflow-checked; too small is INVALID_ARGUMENT with nothing written. */
+static void TestStridedDestinationSize(TSR_Client* client) {
+  enum { N = 4 };
+  float data[N * N];
+  for (int i = 0; i < N * N; ++i) data[i] = (float)i;
+  TSR_Sharding* rows = MakeSharding(client, "mesh{x=4} P(x,None)");
+  TSR_Array* a = Put(client, data, N, N, rows);
+  float out[N * N + 4];
+  for (int i = 0; i < N * N + 4; ++i) out[i] = -1.0f;
+  int64_t column_major[2] = {4, 16}; /* reaches 3*4 + 3*16 + 4 = 64 bytes */
+  TSR_Array_ToHostBuffer_Args h = {TSR_Array_ToHostBuffer_Args_STRUCT_SIZE};
+  h.array = a;
+  h.dst = out;
+  h.dst_size = 63;
+  h.byte_strides = column_major;
+  h.is_explicit = true;
+  CHECK_ERROR(api, api->TSR_Array_ToHostBuffer(&h), TSR_ERROR_INVALID_ARGUMENT,
+              "dst_size 63 is smaller than the 64 bytes byte_strides [4,16] span");
+  CHECK(h.event == NULL);
+  for (int i = 0; i < N * N + 4; ++i) CHECK(out[i] == -1.0f); /* nothing written */
+  h.dst_size = 64;
+  CHECK_OK(api, api->TSR_Array_ToHostBuffer(&h));
+  Await(h.event);
+  for (int r = 0; r < N; ++r) {
+    for (int c = 0; c < N; ++c) CHECK(out[c * N + r] == data[r * N + c]);
+  }
+  for (int i = N * N; i < N * N + 4; ++i) CHECK(out[i] == -1.0f);
+  int64_t padded[2] = {32, 4}; /* rows of 8 floats: 3*32 + 3*4 + 4 = 112 bytes */
+  h.byte_strides = padded;
+  h.dst_size = sizeof(out); /* 80 */
+  h.event = NULL;
+  CHECK_ERROR(api, api->TSR_Array_ToHostBuffer(&h), TSR_ERROR_INVALID_ARGUMENT,
+              "smaller than the 112 bytes");
+  int64_t huge[2] = {INT64_MAX / 2, 4};
+  h.byte_strides = huge;
+  h.dst_size = SIZE_MAX;
+  CHECK_ERROR(api, api->TSR_Array_ToHostBuffer(&h), TSR_ERROR_INVALID_ARGUMENT, "overflows");
+  int64_t negative[2] = {-16, 4};
+  h.byte_strides = negative;
+  CHECK_ERROR(api, api->TSR_Array_ToHostBuffer(&h), TSR_ERROR_INVALID_ARGUMENT, "negative");
+  DestroyArray(a);
+  DestroySharding(rows);
+}
+
 /* y = x + x over 4 devices, when this build has the program compiler. */
 static void TestCompileAndExecute(TSR_Client* client) {
   const char* program =
@@ -269,6 +314,7 @@ int main(void) {
   TestRoundTrip(c.client);
   TestGuard(c.client);
   TestBadInput(c.client);
+  TestStridedDestinationSize(c.client);
   TestCompileAndExecute(c.client);
   TSR_Client_Destroy_Args d = {TSR_Client_Destroy_Args_STRUCT_SIZE};
   d.client = c.client;

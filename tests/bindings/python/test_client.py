@@ -64,6 +64,23 @@ def test_non_contiguous_input(client):
     assert np.array_equal(np.asarray(client.put(x.T, ROWS)), x.T)
 
 
+def test_negative_strides_are_copied(client):
+    """put takes any strides: reversed views (negative strides) too, as one guarded upload."""
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    for view in (x[::-1], x[:, ::-1], x[::-2, ::-3], x.T[::-1], x[::-1][2:6]):
+        before = client.transfer_guard_counters("h2d")["allowed_events"]
+        a = client.put(view, "mesh{x=2} P(x,None)" if view.shape[0] % 2 == 0 else "mesh{x=1} P()")
+        assert np.array_equal(np.asarray(a), view)
+        assert client.transfer_guard_counters("h2d")["allowed_events"] == before + 1
+    assert np.array_equal(np.asarray(client.put(np.arange(5)[::-1], client.devices[0])),
+                          [4, 3, 2, 1, 0])
+    empty = np.zeros((0, 4), dtype=np.int32)[:, ::-1]
+    assert np.asarray(client.put(empty, client.devices[0])).shape == (0, 4)
+    with tessera.transfer_guard_host_to_device("disallow_explicit"):
+        with pytest.raises(tessera.TransferGuardError, match="Disallowed host-to-device"):
+            client.put(x[::-1], ROWS)
+
+
 def test_batched_reshard_and_donation(client):
     xs = [np.full((8, 4), i, dtype=np.float32) for i in range(3)]
     arrays = [client.put(x, ROWS) for x in xs]

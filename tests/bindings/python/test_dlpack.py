@@ -64,6 +64,20 @@ def test_import_copies_when_memory_cannot_be_used_in_place(client):
     assert np.array_equal(np.asarray(a), np.arange(256))
 
 
+def test_import_copies_negative_strides(client):
+    x = np.arange(24, dtype=np.int32).reshape(4, 6)
+    for view in (x[::-1], x[:, ::-2], x[::-1, ::-1]):
+        before = client.transfer_stats()["host_to_device"]["bytes"]
+        a = tessera.from_dlpack(view, client.devices[1]).block_until_ready()
+        assert np.array_equal(np.asarray(a), view)
+        assert client.transfer_stats()["host_to_device"]["bytes"] == before + view.nbytes
+    x[:] = -1  # the imports took their own copies
+    assert np.asarray(a)[0, 0] == 23
+    with tessera.transfer_guard_host_to_device("disallow_explicit"):
+        with pytest.raises(tessera.TransferGuardError, match="Disallowed host-to-device"):
+            tessera.from_dlpack(np.arange(8)[::-1], client.devices[0])
+
+
 def test_guard_sees_imports(client):
     with tessera.transfer_guard_host_to_device("disallow_explicit"):
         with pytest.raises(tessera.TransferGuardError, match="Disallowed host-to-device"):
