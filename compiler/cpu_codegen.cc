@@ -121,8 +121,9 @@ absl::Status FuseElementwiseOps(mlir::ModuleOp kernel, const std::string& name) 
     }
   }
   mlir::RewritePatternSet patterns(kernel.getContext());
-  mlir::linalg::populateElementwiseOpsFusionPatterns(
-      patterns, [](mlir::OpOperand* fused) { return fused->get().hasOneUse(); });
+  mlir::linalg::populateElementwiseOpsFusionPatterns(patterns, [](mlir::OpOperand* fused) {
+    return fused->get().hasOneUse() && FusedBodyFits(fused);
+  });
   if (mlir::failed(mlir::applyPatternsGreedily(kernel, std::move(patterns)))) {
     return absl::InternalError(absl::StrCat("fusing the elementwise ops of ", name));
   }
@@ -258,6 +259,21 @@ absl::Status TileMatmuls(mlir::ModuleOp kernel, const std::string& name) {
 }
 
 }  // namespace
+
+// Each fusion copies both bodies into a new op: bounded, a chain of n elementwise ops costs
+// O(n * kMaxFusedBodyOps) instead of O(n^2) (8,000 ops took 70 s).
+bool FusedBodyFits(mlir::OpOperand* fused) {
+  auto consumer = mlir::dyn_cast<mlir::linalg::LinalgOp>(fused->getOwner());
+  auto producer = fused->get().getDefiningOp<mlir::linalg::LinalgOp>();
+  if (!consumer || !producer || !consumer.getBlock() || !producer.getBlock()) return true;
+  // The ops of a body, counted up to the bound and one past it.
+  auto count = [](mlir::Block* block) {
+    int n = 0;
+    for (auto it = block->begin(); it != block->end() && n <= kMaxFusedBodyOps; ++it) ++n;
+    return n;
+  };
+  return count(consumer.getBlock()) + count(producer.getBlock()) <= kMaxFusedBodyOps;
+}
 
 void AddBufferizationToOutParams(mlir::OpPassManager& pm) {
   mlir::bufferization::OneShotBufferizePassOptions bufferize;

@@ -64,6 +64,15 @@ class DiagnosticCollector {
 absl::Status RunPipeline(mlir::PassManager& pm, mlir::ModuleOp module, absl::StatusCode code,
                          std::string_view what);
 
+// The most ops the body of one fused elementwise loop nest holds: a chain of elementwise ops
+// longer than that becomes one loop nest (and one temporary) per kMaxFusedBodyOps ops.
+inline constexpr int kMaxFusedBodyOps = 64;
+
+// Whether fusing the producer of `fused` into its consumer (elementwise linalg op fusion) keeps
+// the fused body within kMaxFusedBodyOps; both code generators' fusion controls ask it.
+// cpu_codegen.cc.
+bool FusedBodyFits(mlir::OpOperand* fused);
+
 // Adds the bufferization both code generators share: tensors -> memrefs across the whole module,
 // function signatures included, with plain row-major memrefs at the boundary (the runtime's
 // buffers are contiguous); then returned memrefs -> trailing out-params the caller allocates (a
