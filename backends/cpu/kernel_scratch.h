@@ -29,7 +29,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <vector>
+
+#include "absl/container/inlined_vector.h"
 
 namespace tessera::cpu {
 
@@ -52,7 +53,7 @@ class ScratchRun {
   friend void* ScratchAllocate(size_t alignment, size_t bytes);
   friend void ScratchFree(void* block);
 
-  std::vector<void*> live_;
+  absl::InlinedVector<void*, 16> live_;  // a kernel's temporaries: no allocation for the list
   std::optional<size_t> failed_bytes_;
   ScratchRun* outer_;
 };
