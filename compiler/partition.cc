@@ -1,5 +1,7 @@
-// Steps c: annotate @main with its shardings (shard dialect) and partition it for SPMD; then
-// collectives of constant fills become local fills (FoldCollectivesOfConstantFills).
+// Steps c: annotate @main with its shardings (shard dialect), propagate them, refuse the sharded
+// reductions the partitioner cannot combine (CheckShardedReductions, reduction_check.cc) and
+// partition it for SPMD; then collectives of constant fills become local fills
+// (FoldCollectivesOfConstantFills).
 
 #include <cstdint>
 #include <string>
