@@ -11,7 +11,8 @@
 // a fill of +0.0, to tessera_blas_{s,d}gemm_overwrite (C = A @ B; the fill is dropped), which the
 // CPU kernel loader resolves to its streaming kernel or OpenBLAS, one thread per call (the
 // devices already run in parallel). A kernel's temporary buffers come from the loader's
-// per-thread scratch cache (MLIR's generic allocation functions), not from malloc.
+// per-thread scratch cache (MLIR's generic allocation functions), not from malloc; the kernel
+// returns at once when one cannot be allocated (ReturnWhenAnAllocationFails).
 
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -119,8 +121,9 @@ absl::Status FuseElementwiseOps(mlir::ModuleOp kernel, const std::string& name) 
     }
   }
   mlir::RewritePatternSet patterns(kernel.getContext());
-  mlir::linalg::populateElementwiseOpsFusionPatterns(
-      patterns, [](mlir::OpOperand* fused) { return fused->get().hasOneUse(); });
+  mlir::linalg::populateElementwiseOpsFusionPatterns(patterns, [](mlir::OpOperand* fused) {
+    return fused->get().hasOneUse() && FusedBodyFits(fused);
+  });
   if (mlir::failed(mlir::applyPatternsGreedily(kernel, std::move(patterns)))) {
     return absl::InternalError(absl::StrCat("fusing the elementwise ops of ", name));
   }
@@ -257,6 +260,21 @@ absl::Status TileMatmuls(mlir::ModuleOp kernel, const std::string& name) {
 
 }  // namespace
 
+// Each fusion copies both bodies into a new op: bounded, a chain of n elementwise ops costs
+// O(n * kMaxFusedBodyOps) instead of O(n^2) (8,000 ops took 70 s).
+bool FusedBodyFits(mlir::OpOperand* fused) {
+  auto consumer = mlir::dyn_cast<mlir::linalg::LinalgOp>(fused->getOwner());
+  auto producer = fused->get().getDefiningOp<mlir::linalg::LinalgOp>();
+  if (!consumer || !producer || !consumer.getBlock() || !producer.getBlock()) return true;
+  // The ops of a body, counted up to the bound and one past it.
+  auto count = [](mlir::Block* block) {
+    int n = 0;
+    for (auto it = block->begin(); it != block->end() && n <= kMaxFusedBodyOps; ++it) ++n;
+    return n;
+  };
+  return count(consumer.getBlock()) + count(producer.getBlock()) <= kMaxFusedBodyOps;
+}
+
 void AddBufferizationToOutParams(mlir::OpPassManager& pm) {
   mlir::bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
@@ -352,6 +370,45 @@ absl::Status MovePositionLast(mlir::func::FuncOp func, unsigned num_position) {
   return absl::OkStatus();
 }
 
+// The kernel's temporaries come from MLIR's generic allocation functions, which the CPU kernel
+// loader binds to its scratch cache; they return null when the memory is not there. After each
+// call the kernel returns at once on null (the loader then fails the run with RESOURCE_EXHAUSTED
+// and frees what the run had allocated) instead of writing through it. INTERNAL: a function that
+// allocates and returns a value (kernels return nothing: their outputs are out-params).
+absl::Status ReturnWhenAnAllocationFails(mlir::ModuleOp kernel, const std::string& name) {
+  absl::Status status;
+  kernel.walk([&](mlir::LLVM::LLVMFuncOp func) {
+    std::vector<mlir::LLVM::CallOp> allocations;
+    func.walk([&](mlir::LLVM::CallOp call) {
+      std::optional<llvm::StringRef> callee = call.getCallee();
+      if (callee && (*callee == "_mlir_memref_to_llvm_aligned_alloc" ||
+                     *callee == "_mlir_memref_to_llvm_alloc")) {
+        allocations.push_back(call);
+      }
+    });
+    if (allocations.empty()) return;
+    if (!mlir::isa<mlir::LLVM::LLVMVoidType>(func.getFunctionType().getReturnType())) {
+      status = absl::InternalError(absl::StrCat("function @", func.getName().str(), " of ", name,
+                                                " allocates and returns a value"));
+      return;
+    }
+    mlir::OpBuilder builder(kernel.getContext());
+    mlir::Block* fail = builder.createBlock(&func.getBody(), func.getBody().end());
+    mlir::LLVM::ReturnOp::create(builder, func.getLoc(), mlir::ValueRange{});
+    for (mlir::LLVM::CallOp call : allocations) {
+      mlir::Block* before = call->getBlock();
+      mlir::Block* after = before->splitBlock(call->getNextNode());
+      builder.setInsertionPointToEnd(before);
+      mlir::Value null =
+          mlir::LLVM::ZeroOp::create(builder, call.getLoc(), call.getResult().getType());
+      mlir::Value failed = mlir::LLVM::ICmpOp::create(
+          builder, call.getLoc(), mlir::LLVM::ICmpPredicate::eq, call.getResult(), null);
+      mlir::LLVM::CondBrOp::create(builder, call.getLoc(), failed, fail, after);
+    }
+  });
+  return status;
+}
+
 }  // namespace
 
 absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const std::string& name,
@@ -377,6 +434,7 @@ absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const st
   BuildLlvmLoweringPipeline(lower);
   TESSERA_RETURN_IF_ERROR(RunPipeline(lower, kernel, absl::StatusCode::kInternal,
                                       absl::StrCat("lowering ", name, " to LLVM")));
+  TESSERA_RETURN_IF_ERROR(ReturnWhenAnAllocationFails(kernel, name));
   KernelArtifact artifact;
   artifact.format = "mlir-llvm";
   artifact.entry = name;

@@ -11,10 +11,13 @@
 //                         (shardings.cc)
 //   AnnotateShardings     shard.grid, shard.sharding and shard.shard ops around @main
 //                         (partition.cc)
-//   PartitionProgram      sharding propagation + SPMD partitioning, collectives of constant
-//                         fills folded into local fills (partition.cc)
+//   PartitionProgram      sharding propagation, CheckShardedReductions (reduction_check.cc),
+//                         SPMD partitioning, collectives of constant fills folded into local
+//                         fills (partition.cc)
 //   CutIntoSteps          partitioned @main -> plan skeleton + one kernel module per kernel step
 //                         (cut.cc)
+//   DefineIntegerDivision integer division and remainder with defined results for every operand
+//                         pair, on each kernel module (integer_division.cc)
 //   LowerKernelForCpu     a kernel module (tensors) -> "mlir-llvm" artifact (cpu_codegen.cc)
 //   LowerKernelForVulkan  a kernel module (tensors) -> "spirv" artifact (vulkan_codegen.cc)
 
@@ -61,6 +64,15 @@ class DiagnosticCollector {
 absl::Status RunPipeline(mlir::PassManager& pm, mlir::ModuleOp module, absl::StatusCode code,
                          std::string_view what);
 
+// The most ops the body of one fused elementwise loop nest holds: a chain of elementwise ops
+// longer than that becomes one loop nest (and one temporary) per kMaxFusedBodyOps ops.
+inline constexpr int kMaxFusedBodyOps = 64;
+
+// Whether fusing the producer of `fused` into its consumer (elementwise linalg op fusion) keeps
+// the fused body within kMaxFusedBodyOps; both code generators' fusion controls ask it.
+// cpu_codegen.cc.
+bool FusedBodyFits(mlir::OpOperand* fused);
+
 // Adds the bufferization both code generators share: tensors -> memrefs across the whole module,
 // function signatures included, with plain row-major memrefs at the boundary (the runtime's
 // buffers are contiguous); then returned memrefs -> trailing out-params the caller allocates (a
@@ -82,9 +94,13 @@ absl::StatusOr<ProgramValue> ValueOfType(mlir::Type type);
 std::string PrintOp(mlir::Operation* op);
 
 // Parses and verifies `text`; returns the module with its @main.
-// INVALID_ARGUMENT: parse or verifier errors ("3:14: expected ..."), no func.func @main, or
-// @main's signature is not over ranked static tensors. UNIMPLEMENTED: an op outside the supported
-// set (named with its location), a dtype other than f32, f64, i32, i64, or a second function.
+// INVALID_ARGUMENT: text nested deeper than kMaxProgramNesting (compiler/nesting.h; checked
+// before MLIR's recursive parser runs), parse or verifier errors ("3:14: expected ..."), no
+// func.func @main or a @main declared without a body, @main's signature is not over ranked static
+// tensors, or a value anywhere in the program (an intermediate inside a kernel too) whose type is
+// not static or whose byte count overflows int64 (named by its op and location).
+// UNIMPLEMENTED: an op outside the supported set (the outermost one, named with its location;
+// control flow says so), a dtype other than f32, f64, i32, i64, or a second function.
 absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ParseProgram(mlir::MLIRContext& context,
                                                                std::string_view text);
 
@@ -110,6 +126,13 @@ absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
 void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
                        const ProgramShardings& shardings);
 
+// UNIMPLEMENTED when a linalg op of @main (its shardings propagated, not yet partitioned)
+// reduces a sharded dimension in a way MLIR 22's partitioner cannot combine across devices
+// (aborting the process): a combining op without an identity element (subf, divf, subi, remsi,
+// ...), a region that is not one combining op, or several outputs. Names the op, its location
+// and the combiner.
+absl::Status CheckShardedReductions(mlir::func::FuncOp main);
+
 // Propagates the shardings and partitions @main into the program one device runs (local shapes,
 // shard collectives); an all_gather / all_slice / all_to_all of a fill of a constant becomes a
 // local fill. INVALID_ARGUMENT / UNIMPLEMENTED with the partitioner's diagnostics; INTERNAL when
@@ -130,6 +153,13 @@ struct CutProgram {
 // than sum, product, min, max, or a non-tensor value that crosses a collective.
 absl::StatusOr<CutProgram> CutIntoSteps(mlir::ModuleOp module, mlir::func::FuncOp main,
                                         const std::vector<int64_t>& grid_shape);
+
+// Gives every integer division and remainder under `root` XLA's defined results where arith
+// leaves them undefined (and x86 traps): x / 0 = -1 signed, all ones unsigned; x % 0 = x;
+// INT_MIN / -1 = INT_MIN and INT_MIN % -1 = 0 (divsi, divui, ceildivsi, ceildivui, floordivsi,
+// remsi, remui: a divisor that cannot fault, and selects). Run on each kernel before any code
+// generator, so that every platform computes the same.
+void DefineIntegerDivision(mlir::Operation* root);
 
 // Lowers one kernel module (as CutIntoSteps makes it) to the LLVM dialect: artifact format
 // "mlir-llvm", entry = the kernel's name, arguments as KernelArtifact documents them.

@@ -204,6 +204,7 @@ absl::Status GenerateCode(const ProgramCompileRequest& request, mlir::ModuleOp k
                           const std::vector<int64_t>& grid_shape, KernelStep& step) {
   std::vector<std::string> platforms = request.platforms;
   if (platforms.empty()) platforms.push_back("cpu");
+  DefineIntegerDivision(kernel);
   for (size_t p = 0; p < platforms.size(); ++p) {
     mlir::OwningOpRef<mlir::ModuleOp> copy;
     mlir::ModuleOp module = kernel;

@@ -1,4 +1,6 @@
-// Step a: parse and verify the program, and check it uses only what the compiler supports.
+// Step a: parse and verify the program, and check it uses only what the compiler supports: its
+// text nests boundedly (before MLIR's recursive parser sees it), its ops are supported, @main is
+// defined, and every value it computes has a static shape whose byte count fits in int64.
 
 #include <string>
 #include <string_view>
@@ -8,9 +10,13 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/internal.h"
+#include "compiler/nesting.h"
 #include "ifrt/status_macros.h"
+#include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Parser/Parser.h"
+#include "sharding/checked_math.h"
 
 namespace tessera::compiler {
 namespace {
@@ -28,16 +34,84 @@ bool IsSupportedOp(std::string_view name) {
   return kOps->contains(name) || name.rfind("arith.", 0) == 0 || name.rfind("math.", 0) == 0;
 }
 
+// Outermost first: an unsupported op is named itself, not by the first op of its region.
 absl::Status CheckOps(mlir::ModuleOp module) {
   absl::Status status;
-  module.walk([&](mlir::Operation* op) {
+  module.walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation* op) {
     std::string name = op->getName().getStringRef().str();
     if (IsSupportedOp(name)) return mlir::WalkResult::advance();
-    status = absl::UnimplementedError(absl::StrCat(
-        "unsupported op '", name, "' at ", FormatLocation(op->getLoc()),
-        " (supported: linalg matmul, batch_matmul, fill, transpose, broadcast, reduce, map, "
-        "generic; arith; math; tensor.empty)"));
+    const std::string_view dialect = op->getName().getDialectNamespace();
+    std::string why =
+        " (supported: linalg matmul, batch_matmul, fill, transpose, broadcast, "
+        "reduce, map, generic; arith; math; tensor.empty)";
+    if (dialect == "scf" || dialect == "cf" || dialect == "affine") {
+      why =
+          ": programs have no control flow; write a loop as a linalg op (linalg.generic with "
+          "its iterator_types, linalg.reduce, linalg.map) and a choice as arith.select";
+    }
+    status = absl::UnimplementedError(
+        absl::StrCat("unsupported op '", name, "' at ", FormatLocation(op->getLoc()), why));
     return mlir::WalkResult::interrupt();
+  });
+  return status;
+}
+
+// "tensor<4x?xf32>"
+std::string TypeText(mlir::Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
+
+// A shaped `type` of a value the program computes (`what`) must be static and its byte count fit
+// in int64: the runtime and the generated code compute sizes and offsets from it.
+absl::Status CheckValueType(mlir::Type type, const std::string& what) {
+  auto shaped = mlir::dyn_cast<mlir::ShapedType>(type);
+  if (!shaped) return absl::OkStatus();
+  if (!shaped.hasStaticShape()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has type ", TypeText(type),
+                     ", not a ranked tensor of static shape: every value of a program needs one"));
+  }
+  mlir::Type element = shaped.getElementType();
+  int64_t element_bytes = 8;  // index and the types without a bit width
+  if (element.isIntOrFloat()) element_bytes = (element.getIntOrFloatBitWidth() + 7) / 8;
+  llvm::ArrayRef<int64_t> dims = shaped.getShape();
+  if (!sharding::CheckedByteCount(absl::MakeConstSpan(dims.data(), dims.size()), element_bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has type ", TypeText(type), ", whose byte count overflows int64"));
+  }
+  return absl::OkStatus();
+}
+
+// Every value of every op and block of the program: static shapes whose byte counts fit in int64
+// (intermediates inside kernels too, not only those the plan describes).
+absl::Status CheckValueSizes(mlir::ModuleOp module) {
+  absl::Status status;
+  module.walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation* op) {
+    const std::string name = op->getName().getStringRef().str();
+    const std::string at = FormatLocation(op->getLoc());
+    for (mlir::OpResult result : op->getResults()) {
+      status = CheckValueType(result.getType(), absl::StrCat("result ", result.getResultNumber(),
+                                                             " of '", name, "' at ", at));
+      if (!status.ok()) return mlir::WalkResult::interrupt();
+    }
+    auto func = mlir::dyn_cast<mlir::func::FuncOp>(op);
+    for (mlir::Region& region : op->getRegions()) {
+      for (mlir::Block& block : region) {
+        for (mlir::BlockArgument arg : block.getArguments()) {
+          const std::string owner = func && block.isEntryBlock()
+                                        ? absl::StrCat("@", func.getSymName().str())
+                                        : absl::StrCat("a block of '", name, "'");
+          status = CheckValueType(
+              arg.getType(), absl::StrCat("argument ", arg.getArgNumber(), " of ", owner, " at ",
+                                          FormatLocation(arg.getLoc())));
+          if (!status.ok()) return mlir::WalkResult::interrupt();
+        }
+      }
+    }
+    return mlir::WalkResult::advance();
   });
   return status;
 }
@@ -62,7 +136,12 @@ absl::StatusOr<mlir::func::FuncOp> FindMain(mlir::ModuleOp module) {
   mlir::func::FuncOp main;
   for (mlir::Operation& op : module.getBody()->getOperations()) {
     auto func = mlir::dyn_cast<mlir::func::FuncOp>(op);
-    if (func && func.getSymName() == "main" && !func.isExternal()) {
+    if (func && func.getSymName() == "main" && func.isExternal()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "func.func @main at ", FormatLocation(func.getLoc()),
+          " is a declaration without a body; the program's @main must define what it computes"));
+    }
+    if (func && func.getSymName() == "main") {
       main = func;
     } else if (func) {
       return absl::UnimplementedError(absl::StrCat("function @", func.getSymName().str(), " at ",
@@ -78,6 +157,7 @@ absl::StatusOr<mlir::func::FuncOp> FindMain(mlir::ModuleOp module) {
 
 absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ParseProgram(mlir::MLIRContext& context,
                                                                std::string_view text) {
+  TESSERA_RETURN_IF_ERROR(CheckNestingDepth(text, kMaxProgramNesting));
   mlir::OwningOpRef<mlir::ModuleOp> module;
   {
     DiagnosticCollector diagnostics(&context);
@@ -92,6 +172,7 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ParseProgram(mlir::MLIRContext
   TESSERA_RETURN_IF_ERROR(CheckOps(*module));
   TESSERA_ASSIGN_OR_RETURN(mlir::func::FuncOp main, FindMain(*module));
   TESSERA_RETURN_IF_ERROR(CheckSignature(main));
+  TESSERA_RETURN_IF_ERROR(CheckValueSizes(*module));
   return module;
 }
 

@@ -1,5 +1,7 @@
-// Steps c: annotate @main with its shardings (shard dialect) and partition it for SPMD; then
-// collectives of constant fills become local fills (FoldCollectivesOfConstantFills).
+// Steps c: annotate @main with its shardings (shard dialect), propagate them, refuse the sharded
+// reductions the partitioner cannot combine (CheckShardedReductions, reduction_check.cc) and
+// partition it for SPMD; then collectives of constant fills become local fills
+// (FoldCollectivesOfConstantFills).
 
 #include <cstdint>
 #include <string>
@@ -43,8 +45,8 @@ mlir::Value MakeSharding(mlir::OpBuilder& builder, mlir::Location loc, const sha
   return mlir::shard::ShardingOp::create(builder, loc, grid, split_axes).getResult();
 }
 
-// Propagation, then the rewrite to the per-device program, on @main.
-void BuildPartitionPipeline(mlir::OpPassManager& pm) {
+// Propagation on @main: every tensor op gets a sharding.
+void BuildPropagationPipeline(mlir::OpPassManager& pm) {
   mlir::OpPassManager& func = pm.nest<mlir::func::FuncOp>();
   // Elementwise arith / math on tensors -> linalg.generic: the partitioner only knows ops that
   // implement the sharding interface (linalg does, tensor-level arith does not).
@@ -53,7 +55,12 @@ void BuildPartitionPipeline(mlir::OpPassManager& pm) {
   func.addPass(mlir::shard::createShardingPropagation());
   // Merge the duplicate shard.sharding ops propagation leaves.
   func.addPass(mlir::createCSEPass());
-  // Rewrite to the per-device program: local shapes, collectives where shardings change.
+}
+
+// The rewrite to the per-device program, on @main (after CheckShardedReductions).
+void BuildPartitionPipeline(mlir::OpPassManager& pm) {
+  mlir::OpPassManager& func = pm.nest<mlir::func::FuncOp>();
+  // Local shapes, collectives where shardings change.
   func.addPass(mlir::shard::createPartition());
 }
 
@@ -127,6 +134,12 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
 }
 
 absl::Status PartitionProgram(mlir::ModuleOp module) {
+  mlir::PassManager propagation(module.getContext());
+  BuildPropagationPipeline(propagation);
+  TESSERA_RETURN_IF_ERROR(
+      RunPipeline(propagation, module, absl::StatusCode::kUnimplemented, "partitioning"));
+  auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
+  if (main) TESSERA_RETURN_IF_ERROR(CheckShardedReductions(main));
   mlir::PassManager partition(module.getContext());
   BuildPartitionPipeline(partition);
   TESSERA_RETURN_IF_ERROR(

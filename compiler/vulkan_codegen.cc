@@ -55,6 +55,7 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/SPIRV/Serialization.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 #include "mlir/Transforms/RegionUtils.h"
 
@@ -108,10 +109,30 @@ absl::Status RunPipelineText(mlir::ModuleOp module, const std::string& pipeline,
 }
 
 // Elementwise arith / math ops on tensors -> linalg.generic; chains of elementwise generics fused
-// into one (one kernel, no intermediate buffer). Named ops were generalized before (matmuls
-// excepted: they get their own kernel, EmitTiledMatmuls).
-std::string VulkanTensorPipeline() {
-  return "func.func(convert-elementwise-to-linalg),linalg-fuse-elementwise-ops,canonicalize,cse";
+// into one (one kernel, no intermediate buffer) by FuseElementwiseGenerics in between. Named ops
+// were generalized before (matmuls excepted: they get their own kernel, EmitTiledMatmuls).
+std::string VulkanTensorPipeline() { return "func.func(convert-elementwise-to-linalg)"; }
+std::string VulkanFusionCleanupPipeline() { return "canonicalize,cse"; }
+
+// What linalg-fuse-elementwise-ops does (elementwise fusion of single-use producers, constant
+// folding of linalg ops, the linalg canonicalizations; top down), the fused bodies bounded
+// (FusedBodyFits: the pass's fusion is quadratic in the length of a chain).
+absl::Status FuseElementwiseGenerics(mlir::ModuleOp kernel, const std::string& name) {
+  mlir::MLIRContext* context = kernel.getContext();
+  mlir::linalg::ControlFusionFn control = [](mlir::OpOperand* fused) {
+    mlir::Operation* producer = fused->get().getDefiningOp();
+    return producer != nullptr && producer->hasOneUse() && FusedBodyFits(fused);
+  };
+  mlir::RewritePatternSet patterns(context);
+  mlir::linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+  mlir::linalg::populateConstantFoldLinalgOperations(patterns, control);
+  mlir::linalg::GenericOp::getCanonicalizationPatterns(patterns, context);
+  context->getLoadedDialect<mlir::linalg::LinalgDialect>()->getCanonicalizationPatterns(patterns);
+  if (mlir::failed(mlir::applyPatternsGreedily(
+          kernel, std::move(patterns), mlir::GreedyRewriteConfig().setUseTopDownTraversal(true)))) {
+    return absl::InternalError(absl::StrCat("fusing the elementwise ops of ", name, " for vulkan"));
+  }
+  return absl::OkStatus();
 }
 
 void BuildBufferizationPipeline(mlir::OpPassManager& pm) {
@@ -986,6 +1007,9 @@ absl::StatusOr<KernelArtifact> LowerSimplifiedKernel(mlir::ModuleOp kernel, mlir
   MarkInputsReadOnly(func);
   TESSERA_RETURN_IF_ERROR(GeneralizeNamedOps(func, name));
   TESSERA_RETURN_IF_ERROR(RunPipelineText(kernel, VulkanTensorPipeline(),
+                                          absl::StrCat("fusing ", name, " for vulkan")));
+  TESSERA_RETURN_IF_ERROR(FuseElementwiseGenerics(kernel, name));
+  TESSERA_RETURN_IF_ERROR(RunPipelineText(kernel, VulkanFusionCleanupPipeline(),
                                           absl::StrCat("fusing ", name, " for vulkan")));
   TESSERA_RETURN_IF_ERROR(ParallelDimensionsFirst(func, name));
   mlir::PassManager bufferize(kernel.getContext());

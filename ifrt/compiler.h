@@ -40,7 +40,9 @@ class Compiler {
   virtual ~Compiler() = default;
   // INVALID_ARGUMENT: no devices, devices of another client, a parse or verifier error (with
   // line:column), shardings that do not fit (count, rank, devices, uneven division), neither
-  // shardings in the options nor attributes in the program, a donated index out of range.
+  // shardings in the options nor attributes in the program, a donated index out of range, a null
+  // sharding, program text nested too deeply, a value of the program (an intermediate too)
+  // whose shape is not static or whose byte count overflows int64.
   // UNIMPLEMENTED: a program other than MlirProgram; an op, dtype or sharding the compiler cannot
   // partition or lower (naming the op, its location and the sharding asked for; a
   // ShardingParamSharding that is no mesh + PartitionSpec on the program's mesh, with the

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -196,7 +197,13 @@ absl::Status JitCpuKernel::Run(absl::Span<void* const> buffers, absl::Span<const
     for (int64_t stride : strides) push_integer(stride);
   }
   for (int64_t coordinate : device_position) push_integer(coordinate);
+  // The kernel returns at once when a temporary cannot be allocated; the run frees the others.
+  cpu::ScratchRun run;
   function_(args.data());
+  if (std::optional<size_t> bytes = run.failed_bytes()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate a temporary buffer of ", *bytes, " bytes of host memory"));
+  }
   return absl::OkStatus();
 }
 

@@ -42,7 +42,8 @@ class CpuKernel {
   // must stay valid for the call; `device_position` has one coordinate per grid axis when the
   // kernel takes the device position, else is empty.
   // INVALID_ARGUMENT: buffers and shapes differ in count, or they (with the position) do not
-  // match the entry's arguments; a null buffer of non-zero size.
+  // match the entry's arguments; a null buffer of non-zero size. RESOURCE_EXHAUSTED: a temporary
+  // buffer of the kernel could not be allocated (the outputs are then partly written).
   virtual absl::Status Run(absl::Span<void* const> buffers, absl::Span<const Shape> shapes,
                            absl::Span<const int64_t> device_position) const = 0;
 

@@ -1,7 +1,11 @@
 #include "backends/cpu/kernel_scratch.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
+#include <new>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -65,10 +69,23 @@ ThreadCache& Cache() {
   return cache;
 }
 
-}  // namespace
+// The calling thread's innermost ScratchRun, or null.
+thread_local ScratchRun* current_run = nullptr;
 
-void* ScratchAllocate(size_t alignment, size_t bytes) {
+// The machine's physical memory in bytes (the most a block may have); unbounded when unknown.
+size_t PhysicalMemoryBytes() {
+  static const size_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page_size <= 0) return std::numeric_limits<size_t>::max();
+    return static_cast<size_t>(pages) * static_cast<size_t>(page_size);
+  }();
+  return bytes;
+}
+
+// A block from the cache or the system; nullptr when there is none.
+void* AllocateBlock(size_t alignment, size_t bytes) {
   if (alignment == 0 || (alignment & (alignment - 1)) != 0) return nullptr;
+  if (bytes > PhysicalMemoryBytes()) return nullptr;
   alignment = std::max(alignment, kMinAlignment);
   if (void* block = Cache().Take(bytes, alignment)) return block;
   // The block starts `alignment` bytes into an allocation aligned to `alignment`; the header sits
@@ -82,9 +99,47 @@ void* ScratchAllocate(size_t alignment, size_t bytes) {
   return block;
 }
 
+void FreeBlock(void* block) {
+  if (!Cache().Put(block)) std::free(ThreadCache::Base(block));
+}
+
+}  // namespace
+
+ScratchRun::ScratchRun() : outer_(current_run) { current_run = this; }
+
+ScratchRun::~ScratchRun() {
+  for (void* block : live_) FreeBlock(block);
+  current_run = outer_;
+}
+
+void* ScratchAllocate(size_t alignment, size_t bytes) {
+  void* block = AllocateBlock(alignment, bytes);
+  ScratchRun* run = current_run;
+  if (run == nullptr) return block;
+  if (block != nullptr) {
+    try {
+      run->live_.push_back(block);
+    } catch (const std::bad_alloc&) {  // the run's own list: the allocation fails too
+      FreeBlock(block);
+      block = nullptr;
+    }
+  }
+  if (block == nullptr && !run->failed_bytes_) run->failed_bytes_ = bytes;
+  return block;
+}
+
 void ScratchFree(void* block) {
   if (block == nullptr) return;
-  if (!Cache().Put(block)) std::free(ThreadCache::Base(block));
+  if (ScratchRun* run = current_run) {
+    for (size_t i = run->live_.size(); i-- > 0;) {
+      if (run->live_[i] == block) {
+        run->live_[i] = run->live_.back();
+        run->live_.pop_back();
+        break;
+      }
+    }
+  }
+  FreeBlock(block);
 }
 
 int64_t ScratchCachedBytes() { return Cache().cached_bytes(); }

@@ -33,7 +33,9 @@ std::string CompileKey(const std::string& text, const CompileOptions& options) {
   for (Device* d : options.devices->devices()) absl::StrAppend(&key, " ", d->Id().value);
   for (const auto* list : {&options.input_shardings, &options.output_shardings}) {
     absl::StrAppend(&key, "\n--shardings:");
-    for (const ShardingRef& s : *list) absl::StrAppend(&key, " ", s->DebugString(), ";");
+    for (const ShardingRef& s : *list) {
+      absl::StrAppend(&key, " ", s == nullptr ? std::string("null") : s->DebugString(), ";");
+    }
   }
   absl::StrAppend(&key, "\n--donated: ", absl::StrJoin(options.donated_input_indices, ","));
   absl::StrAppend(&key, "\n--targets: ", KernelTargetsKey(KernelTargetsOf(*options.devices)));
@@ -262,6 +264,14 @@ absl::Status RuntimeCompiler::CheckOptions(const CompileOptions& options,
                                            size_t* num_devices) const {
   if (options.devices == nullptr || options.devices->size() == 0) {
     return absl::InvalidArgumentError("Compile: CompileOptions::devices is empty");
+  }
+  for (const auto& [list, name] : {std::pair{&options.input_shardings, "input_shardings"},
+                                   std::pair{&options.output_shardings, "output_shardings"}}) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      if ((*list)[i] == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("Compile: ", name, "[", i, "] is null"));
+      }
+    }
   }
   std::set<int> processes;
   for (Device* d : options.devices->devices()) {

@@ -1,11 +1,15 @@
 // The structure of compiled plans (which steps, which collectives, on which axes) and the
 // compiler's errors: golden-structure tests on program text.
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
+#include "compiler/nesting.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/compiler/test_programs.h"
@@ -17,6 +21,7 @@ namespace {
 using ::tessera::testing::CompileText;
 using ::tessera::testing::StatusIs;
 using ::tessera::testing::StepKinds;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -302,6 +307,200 @@ TEST(CompilerErrorTest, BadShardings) {
   EXPECT_THAT(CompileText("func.func @main(%a: tensor<4xf32> {tessera.sharding = 3}) -> "
                           "tensor<4xf32> {\n  return %a : tensor<4xf32>\n}"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be a string")));
+}
+
+TEST(CompilerErrorTest, ExternalMainIsNamedAsADeclaration) {
+  EXPECT_THAT(CompileText("func.func private @main(tensor<4xf32>) -> tensor<4xf32>\n"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("func.func @main at 1:1 is a declaration without a body")));
+}
+
+TEST(CompilerErrorTest, ControlFlowIsNamedItselfNotByItsBody) {
+  // The scf.for, not the scf.yield of its body (walked inside out, the first op refused).
+  EXPECT_THAT(CompileText("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                          "  %c0 = arith.constant 0 : index\n"
+                          "  %c4 = arith.constant 4 : index\n"
+                          "  %c1 = arith.constant 1 : index\n"
+                          "  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%t = %a) -> "
+                          "tensor<4xf32> {\n"
+                          "    %n = arith.addf %t, %t : tensor<4xf32>\n"
+                          "    scf.yield %n : tensor<4xf32>\n"
+                          "  }\n"
+                          "  return %r : tensor<4xf32>\n}"),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       AllOf(HasSubstr("unsupported op 'scf.for' at 5:8"),
+                             HasSubstr("programs have no control flow"))));
+}
+
+// A tensor of 2^62 x 4 f32: 2^66 bytes.
+constexpr char kHugeType[] = "tensor<4611686018427387904x4xf32>";
+
+TEST(CompilerErrorTest, AnIntermediateWhoseByteCountOverflowsIsNamedAtCompile) {
+  // Neither an argument nor a value between kernels: only inside the kernel.
+  const std::string program = std::string(
+                                  "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                                  "  %e = tensor.empty() : ") +
+                              kHugeType +
+                              "\n"
+                              "  %b = linalg.broadcast ins(%a : tensor<4xf32>) outs(%e : " +
+                              kHugeType +
+                              ") dimensions = [0]\n"
+                              "  %z = arith.constant 0.0 : f32\n"
+                              "  %o = tensor.empty() : tensor<4xf32>\n"
+                              "  %f = linalg.fill ins(%z : f32) outs(%o : tensor<4xf32>) -> "
+                              "tensor<4xf32>\n"
+                              "  %r = linalg.reduce ins(%b : " +
+                              kHugeType +
+                              ") outs(%f : tensor<4xf32>) dimensions = [0]\n"
+                              "    (%x: f32, %y: f32) { %s = arith.addf %x, %y : f32\n"
+                              "      linalg.yield %s : f32 }\n"
+                              "  return %r : tensor<4xf32>\n}";
+  EXPECT_THAT(CompileText(program, 1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("result 0 of 'tensor.empty' at 2:8"), HasSubstr(kHugeType),
+                             HasSubstr("byte count overflows int64"))));
+}
+
+TEST(CompilerErrorTest, AnArgumentWhoseByteCountOverflowsIsInvalidNotInternal) {
+  const std::string program = std::string("func.func @main(%a: ") + kHugeType + ") -> " +
+                              kHugeType + " {\n  return %a : " + kHugeType + "\n}";
+  EXPECT_THAT(CompileText(program, 1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("argument 0 of @main"), HasSubstr("overflows int64"))));
+}
+
+TEST(CompilerErrorTest, ADynamicIntermediateIsInvalid) {
+  EXPECT_THAT(
+      CompileText("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+                  "  %n = arith.constant 4 : index\n"
+                  "  %e = tensor.empty(%n) : tensor<?xf32>\n"
+                  "  return %a : tensor<4xf32>\n}"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("result 0 of 'tensor.empty' at 3:8"), HasSubstr("static shape"))));
+}
+
+// `depth` nested regions (scf.execute_region in generic form) inside @main.
+std::string NestedRegions(int depth) {
+  std::string text = "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n";
+  for (int i = 0; i < depth; ++i) text += "\"scf.execute_region\"() ({\n";
+  for (int i = 0; i < depth; ++i) text += "\"scf.yield\"() : () -> ()\n}) : () -> ()\n";
+  return text + "  return %a : tensor<4xf32>\n}";
+}
+
+TEST(CompilerErrorTest, DeeplyNestedTextIsRefusedBeforeTheParserRecurses) {
+  // Both overflowed the stack in MLIR's parser (a crash, not an error).
+  EXPECT_THAT(CompileText(NestedRegions(5000)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("nests deeper than 64 levels"), HasSubstr(" at 33:25"))));
+  const std::string brackets =
+      "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  %c = "
+      "arith.constant dense<" +
+      std::string(20000, '[') + "1" + std::string(20000, ']') +
+      "> : tensor<1xf32>\n  return %a : tensor<4xf32>\n}";
+  EXPECT_THAT(CompileText(brackets), StatusIs(absl::StatusCode::kInvalidArgument,
+                                              HasSubstr("nests deeper than 64 levels at 2:")));
+}
+
+TEST(CompilerErrorTest, NestingWithinTheBoundStillParses) {
+  // 60 levels of brackets in a string and a comment do not count; the arrows of the types do not
+  // close anything.
+  const std::string program =
+      "// " + std::string(100, '(') +
+      "\nfunc.func @main(%a: tensor<4xf32> {tessera.sharding = \"mesh{x=4} P()\", tessera.note "
+      "= \"" +
+      std::string(100, '[') + "\\\"" + std::string(100, '{') +
+      "\"}) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}";
+  EXPECT_OK(CompileText(program).status());
+}
+
+TEST(NestingDepthTest, CountsEveryBracketKindOutsideStringsAndComments) {
+  using compiler::CheckNestingDepth;
+  EXPECT_OK(CheckNestingDepth("([{<>}])", 4));
+  EXPECT_THAT(CheckNestingDepth("([{<>}])", 3),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("nests deeper than 3 levels at 1:4 ('<')")));
+  EXPECT_OK(CheckNestingDepth("((\"(((\\\"(((\"))", 2));
+  EXPECT_OK(CheckNestingDepth("(( // (((((\n))", 2));
+  EXPECT_THAT(CheckNestingDepth("((\n  // x\n  (", 2),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at 3:3 ('(')")));
+  // `->` and `>=` close nothing; a stray closer of one kind does not hide openers of another.
+  EXPECT_THAT(CheckNestingDepth("<(d0) -> (d0)> <<->>=<", 2),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at 1:22")));
+  EXPECT_THAT(CheckNestingDepth("[[[)))>>>[", 3),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at 1:10 ('[')")));
+  EXPECT_OK(CheckNestingDepth("", 0));
+  EXPECT_OK(CheckNestingDepth("\"unterminated ((((", 1));
+}
+
+// a[4, 8] reduced over dimension 1 with `combiner` on `element`; a sharded `spec`.
+std::string Reduction(const std::string& combiner, const std::string& element,
+                      const std::string& spec) {
+  const std::string in = "tensor<4x8x" + element + ">", out = "tensor<4x" + element + ">";
+  return "func.func @main(%a: " + in + " {tessera.sharding = \"mesh{x=4} " + spec +
+         "\"}, %i: " + out + ") -> " + out + " {\n  %r = linalg.reduce ins(%a : " + in +
+         ") outs(%i : " + out + ") dimensions = [1]\n    (%x: " + element + ", %y: " + element +
+         ") {\n      %s = " + combiner + " %x, %y : " + element +
+         "\n      linalg.yield %s : " + element + "\n    }\n  return %r : " + out + "\n}";
+}
+
+TEST(CompilerErrorTest, ShardedReductionWithoutAnIdentityIsUnimplemented) {
+  // MLIR 22's partitioner aborted the process on these (std::bad_optional_access).
+  for (const auto& [combiner, element] :
+       {std::pair{"arith.subf", "f32"}, std::pair{"arith.divf", "f32"},
+        std::pair{"arith.subi", "i32"}, std::pair{"arith.remsi", "i32"}}) {
+    SCOPED_TRACE(combiner);
+    EXPECT_THAT(CompileText(Reduction(combiner, element, "P(None,x)")),
+                StatusIs(absl::StatusCode::kUnimplemented,
+                         AllOf(HasSubstr("'linalg.reduce' at 2:8 reduces a sharded dimension"),
+                               HasSubstr(std::string("with '") + combiner + "'"),
+                               HasSubstr("no identity element"))));
+    // Over a dimension that stays whole on each device they are fine.
+    EXPECT_OK(CompileText(Reduction(combiner, element, "P(x,None)")).status());
+  }
+  EXPECT_OK(CompileText(Reduction("arith.addf", "f32", "P(None,x)")).status());
+}
+
+// ---- Compile time ----------------------------------------------------------------------------
+
+// A chain of `n` elementwise ops on one tensor (each reads the one before, twice).
+std::string ElementwiseChain(int n) {
+  const std::string t = "tensor<64xf32>";
+  std::string text =
+      "func.func @main(%a: " + t + " {tessera.sharding = \"mesh{x=4} P(x)\"}) -> " + t + " {\n";
+  std::string previous = "%a";
+  for (int i = 0; i < n; ++i) {
+    const std::string next = "%v" + std::to_string(i);
+    text += "  " + next + (i % 2 == 0 ? " = arith.addf " : " = arith.mulf ") + previous + ", " +
+            previous + " : " + t + "\n";
+    previous = next;
+  }
+  return text + "  return " + previous + " : " + t + "\n}";
+}
+
+// The fastest of `runs` compiles of `text` for `platform`, in seconds.
+double CompileSeconds(const std::string& text, const std::string& platform, int runs) {
+  double best = 1e9;
+  for (int r = 0; r < runs; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_OK(CompileText(text, 4, {}, {}, {platform}).status());
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
+TEST(CompileTimeTest, AnElementwiseChainCompilesInAboutLinearTime) {
+  // Elementwise fusion copied the growing fused body at each step: 8x the ops took 30-40x the
+  // time (8,000 ops: 73 s on CPU). Bounded (kMaxFusedBodyOps), 8x the ops take about 8x.
+  for (const std::string platform : {"cpu", "vulkan"}) {
+    SCOPED_TRACE(platform);
+    const double short_chain = CompileSeconds(ElementwiseChain(250), platform, 3);
+    const double long_chain = CompileSeconds(ElementwiseChain(2000), platform, 1);
+    std::fprintf(stderr, "%s: 250 ops %.3f s, 2000 ops %.3f s\n", platform.c_str(), short_chain,
+                 long_chain);
+    EXPECT_LT(long_chain, 16 * short_chain)
+        << "250 ops: " << short_chain << " s, 2000 ops: " << long_chain << " s";
+  }
 }
 
 TEST(CompilerErrorTest, OnlyTheCpuAndVulkanPlatforms) {

@@ -2,7 +2,7 @@
 # Builds one libFuzzer target with clang++-14 (libFuzzer + ASan + UBSan) and runs
 # it over its checked-in seed corpus (tests/fuzz/corpus/<target>) for a few seconds.
 #   usage: run_fuzz.sh <repo root> <work dir> <target> [extra libFuzzer flags]
-#   targets: sharding_parser guard_policy remap_plan planner cli_options
+#   targets: sharding_parser guard_policy remap_plan planner cli_options program_nesting
 # FUZZ_SECONDS (default 5) sets the run time; FUZZ_CXX the compiler. New inputs
 # go to <work dir>/corpus, crashes to <work dir>/crash-*; the seeds are read only.
 # Exit 77 (reported as skipped by ctest) when clang++-14 or libFuzzer is absent.
@@ -34,6 +34,10 @@ case "$TARGET" in
           tests/fuzz/remap_plan_fuzzer.cc) ;;
   cli_options)
     SRCS=("${SHARDING[@]}" tools/option_text.cc tests/fuzz/cli_options_fuzzer.cc) ;;
+  program_nesting)
+    # The bound on a program's nesting, checked before MLIR parses it (Abseil only).
+    SRCS=(compiler/nesting.cc tests/fuzz/program_nesting_fuzzer.cc)
+    MAX_LEN=4096 ;;
   planner)
     # plan_checker.h reports through gtest's AssertionResult.
     SRCS=("${SHARDING[@]}" tests/fuzz/planner_fuzzer.cc)
@@ -48,7 +52,7 @@ BIN="$WORK/${TARGET}_fuzzer"
 # Rebuild only when a source or header is newer than the binary.
 NEED_BUILD=0
 [[ -x "$BIN" ]] || NEED_BUILD=1
-for f in "${SRCS[@]}" sharding/*.h guard/*.h ifrt/*.h tools/option_text.h tests/fuzz/*.h tests/sharding/*.h; do
+for f in "${SRCS[@]}" sharding/*.h guard/*.h ifrt/*.h tools/option_text.h compiler/nesting.h tests/fuzz/*.h tests/sharding/*.h; do
   [[ "$ROOT/$f" -nt "$BIN" ]] && NEED_BUILD=1
 done
 if [[ $NEED_BUILD == 1 ]]; then

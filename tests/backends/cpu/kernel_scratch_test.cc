@@ -1,6 +1,7 @@
 // The scratch cache of compiled kernels' temporaries (backends/cpu/kernel_scratch.h): alignment,
 // reuse of a freed block by the next request of its size and alignment on the same thread, blocks
-// freed on another thread, the cap on a thread's cache, and bad alignments.
+// freed on another thread, the cap on a thread's cache, and bad alignments; ScratchRun (the first
+// failed allocation of a kernel run, the blocks it left freed at its end).
 
 #include "backends/cpu/kernel_scratch.h"
 
@@ -78,6 +79,45 @@ TEST(KernelScratchTest, AnAlignmentThatIsNotAPowerOfTwoIsRefused) {
   EXPECT_EQ(ScratchAllocate(0, 16), nullptr);
   EXPECT_EQ(ScratchAllocate(48, 16), nullptr);
   ScratchFree(nullptr);  // nothing happens
+}
+
+TEST(ScratchRunTest, RecordsTheFirstFailedAllocationAndFreesWhatWasLeft) {
+  std::thread([] {  // a fresh thread: an empty cache
+    {
+      ScratchRun run;
+      void* kept = ScratchAllocate(64, 4096);
+      void* freed = ScratchAllocate(64, 8192);
+      ASSERT_NE(kept, nullptr);
+      ScratchFree(freed);
+      EXPECT_FALSE(run.failed_bytes().has_value());
+      // Above the machine's memory: refused without asking the system (no overcommit).
+      const size_t huge = size_t{1} << 62;
+      EXPECT_EQ(ScratchAllocate(64, huge), nullptr);
+      EXPECT_EQ(ScratchAllocate(64, huge / 2), nullptr);
+      EXPECT_EQ(run.failed_bytes(), huge);  // the first one
+      EXPECT_EQ(ScratchCachedBytes(), 8192);
+    }
+    // The run freed the block the "kernel" left: it is in the cache now.
+    EXPECT_EQ(ScratchCachedBytes(), 8192 + 4096);
+    ScratchRun next;
+    EXPECT_FALSE(next.failed_bytes().has_value());
+  })
+      .join();
+}
+
+TEST(ScratchRunTest, RunsNestAndBlocksOutsideARunAreNotTracked) {
+  std::thread([] {
+    void* outside = ScratchAllocate(64, 1024);
+    ScratchRun outer;
+    {
+      ScratchRun inner;
+      ScratchFree(outside);  // not the run's: freed once, not again at the end of the run
+      EXPECT_EQ(ScratchAllocate(0, 64), nullptr);  // a bad alignment fails too
+      EXPECT_EQ(inner.failed_bytes(), 64u);
+    }
+    EXPECT_FALSE(outer.failed_bytes().has_value());
+    EXPECT_EQ(ScratchCachedBytes(), 1024);
+  }).join();
 }
 
 }  // namespace

@@ -1,0 +1,109 @@
+// Step c, between sharding propagation and partitioning: reductions over a sharded dimension
+// that MLIR 22's partitioner cannot take. It partitions such a linalg op by giving every device
+// but one an init of the combiner's neutral element (arith::getNeutralElement) and all-reducing
+// the partial results; it assumes, unchecked in a release build, one init and one combining op
+// that has a neutral element. Anything else (subf, divf, subi, remsi, a combiner of several ops,
+// several outputs) aborts the process inside MLIR (std::bad_optional_access) or reads past a
+// vector: CheckShardedReductions refuses those ops first, naming them. A reduction over an
+// unsharded dimension stays on each device and is never refused here.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/internal.h"
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
+#include "mlir/Dialect/Shard/Interfaces/ShardingInterfaceImpl.h"
+
+namespace tessera::compiler {
+namespace {
+
+// The sharding propagation gave each operand (a shard.shard defines it) and each result (a
+// shard.shard uses it); an empty Sharding where there is none.
+std::vector<mlir::shard::Sharding> OperandShardings(mlir::Operation* op) {
+  std::vector<mlir::shard::Sharding> shardings;
+  for (mlir::Value operand : op->getOperands()) {
+    auto shard = operand.getDefiningOp<mlir::shard::ShardOp>();
+    shardings.push_back(shard ? mlir::shard::Sharding(shard.getSharding())
+                              : mlir::shard::Sharding());
+  }
+  return shardings;
+}
+
+std::vector<mlir::shard::Sharding> ResultShardings(mlir::Operation* op) {
+  std::vector<mlir::shard::Sharding> shardings;
+  for (mlir::Value result : op->getResults()) {
+    mlir::shard::Sharding sharding;
+    for (mlir::Operation* user : result.getUsers()) {
+      if (auto shard = mlir::dyn_cast<mlir::shard::ShardOp>(user)) {
+        sharding = mlir::shard::Sharding(shard.getSharding());
+        break;
+      }
+    }
+    shardings.push_back(sharding);
+  }
+  return shardings;
+}
+
+// Whether the partitioner will split one of `op`'s reduction loops over devices.
+bool ReducesAShardedDimension(mlir::linalg::LinalgOp op) {
+  auto sharded = mlir::dyn_cast<mlir::shard::ShardingInterface>(op.getOperation());
+  if (!sharded || op.getNumReductionLoops() == 0) return false;
+  llvm::SmallVector<mlir::AffineMap> maps = sharded.getIndexingMaps();
+  for (mlir::AffineMap map : maps) {
+    if (!map.isProjectedPermutation()) return false;  // the partitioner refuses it itself
+  }
+  llvm::SmallVector<mlir::utils::IteratorType> iterators = sharded.getLoopIteratorTypes();
+  std::vector<mlir::shard::Sharding> operands = OperandShardings(op);
+  std::vector<mlir::shard::Sharding> results = ResultShardings(op);
+  mlir::shard::ShardingArray axes =
+      mlir::shard::getGridAxisAssignmentForLoopIterators(operands, results, iterators, maps);
+  return mlir::shard::isAtLeastOneReductionIteratorSharded(iterators, axes);
+}
+
+// OK when the partitioner can combine `op`'s partial results.
+absl::Status CheckCombiner(mlir::linalg::LinalgOp op) {
+  const std::string what =
+      absl::StrCat("'", op->getName().getStringRef().str(), "' at ", FormatLocation(op->getLoc()),
+                   " reduces a sharded dimension");
+  const std::string fix =
+      "; replicate the reduced dimension (P() or a spec that leaves it "
+      "unsharded) to reduce on each device";
+  if (op.getNumDpsInits() != 1) {
+    return absl::UnimplementedError(absl::StrCat(what, " into ", op.getNumDpsInits(),
+                                                 " outputs; across devices only one", fix));
+  }
+  llvm::SmallVector<mlir::Operation*> combiners;
+  mlir::Value reduced = mlir::matchReduction(op.getRegionOutputArgs(), 0, combiners);
+  if (!reduced || combiners.size() != 1) {
+    return absl::UnimplementedError(
+        absl::StrCat(what, " with a region that is not one combining op", fix));
+  }
+  if (!mlir::arith::getNeutralElement(combiners[0]).has_value()) {
+    return absl::UnimplementedError(
+        absl::StrCat(what, " with '", combiners[0]->getName().getStringRef().str(),
+                     "', which has no identity element: the devices' partial results cannot be "
+                     "combined (those of a sum, product, minimum or maximum can)",
+                     fix));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckShardedReductions(mlir::func::FuncOp main) {
+  absl::Status status;
+  main.walk([&](mlir::linalg::LinalgOp op) {
+    if (!ReducesAShardedDimension(op)) return mlir::WalkResult::advance();
+    status = CheckCombiner(op);
+    return status.ok() ? mlir::WalkResult::advance() : mlir::WalkResult::interrupt();
+  });
+  return status;
+}
+
+}  // namespace tessera::compiler
