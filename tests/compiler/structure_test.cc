@@ -490,16 +490,19 @@ double CompileSeconds(const std::string& text, const std::string& platform, int 
 }
 
 TEST(CompileTimeTest, AnElementwiseChainCompilesInAboutLinearTime) {
-  // Elementwise fusion copied the growing fused body at each step: 8x the ops took 30-40x the
-  // time (8,000 ops: 73 s on CPU). Bounded (kMaxFusedBodyOps), 8x the ops take about 8x.
+  // Elementwise fusion copied the growing fused body at each step (8,000 ops: 73 s on CPU).
+  // Bounded (kMaxFusedBodyOps), 8x the ops take about 10x the time (MLIR's sharding propagation
+  // stays slightly superlinear); quadratic, they took 60-150x. The bound between them (32x) is a
+  // complexity class, not a speed target: it holds on a loaded machine, both chains being timed
+  // there alike (best of several).
   for (const std::string platform : {"cpu", "vulkan"}) {
     SCOPED_TRACE(platform);
-    const double short_chain = CompileSeconds(ElementwiseChain(250), platform, 3);
-    const double long_chain = CompileSeconds(ElementwiseChain(2000), platform, 1);
-    std::fprintf(stderr, "%s: 250 ops %.3f s, 2000 ops %.3f s\n", platform.c_str(), short_chain,
+    const double short_chain = CompileSeconds(ElementwiseChain(500), platform, 3);
+    const double long_chain = CompileSeconds(ElementwiseChain(4000), platform, 2);
+    std::fprintf(stderr, "%s: 500 ops %.3f s, 4000 ops %.3f s\n", platform.c_str(), short_chain,
                  long_chain);
-    EXPECT_LT(long_chain, 16 * short_chain)
-        << "250 ops: " << short_chain << " s, 2000 ops: " << long_chain << " s";
+    EXPECT_LT(long_chain, 32 * short_chain)
+        << "500 ops: " << short_chain << " s, 4000 ops: " << long_chain << " s";
   }
 }
 
