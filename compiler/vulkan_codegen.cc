@@ -6,6 +6,7 @@
 //   EmitTiledMatmuls              each matmul -> a gpu.launch tiled through workgroup memory (tile
 //                                 from the device's limits and subgroup size)
 //   EmitTwoPassReductions         long reductions -> two gpu.launch (vulkan_reduction.cc)
+//   ExpandFloatMinMax             max / min of floats -> exact compares and selects
 //   (parallel loops)              linalg -> scf.parallel; each nest collapsed to one dimension and
 //                                 tiled by kThreadsPerGroup (a 2-D grid where it is long)
 //   BuildGpuOutliningPipeline     scf.parallel -> gpu.launch -> outlined gpu.func kernels
@@ -961,6 +962,9 @@ absl::StatusOr<KernelArtifact> LowerLoopsToDispatches(mlir::ModuleOp kernel,
                                                       const std::string& name,
                                                       const KernelTarget& target,
                                                       const SplitDispatches& splits) {
+  // Float max / min exact (SPIR-V's FMax / FMin leave NaN and the sign of max(-0, +0) open); after
+  // EmitTwoPassReductions, which matches their combiners.
+  ExpandFloatMinMax(kernel, /*maximum_minimum_too=*/true);
   TESSERA_RETURN_IF_ERROR(
       RunPipelineText(kernel, "func.func(convert-linalg-to-parallel-loops),canonicalize",
                       absl::StrCat("lowering ", name, " to parallel loops")));
