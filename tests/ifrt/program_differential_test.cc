@@ -16,9 +16,16 @@
 // float inputs are multiples of 1/4 up to 16, so that sums are exact in any order in practice.)
 //
 // Seeds: TESSERA_DIFFERENTIAL_SEED (first, default 1) and TESSERA_DIFFERENTIAL_PROGRAMS (count,
-// default 16 per topology), printed at the start; a failure names its seed, topology and program.
-// A program a sharded compile refuses as UNIMPLEMENTED (a partitioner limit) is counted and
-// printed, not compared.
+// default 32 per topology: about 4 s each on lavapipe), printed at the start; a failure names its
+// seed, topology, shardings and program. A program a sharded compile refuses as UNIMPLEMENTED (a
+// partitioner limit) is counted and printed, not compared. TESSERA_DIFFERENTIAL_VERBOSE=1 prints
+// every program; TESSERA_DIFFERENTIAL_SHARDINGS replays the seeds under given shardings (Override).
+//
+// Known failures beyond the default slice (seeds 1..300, December 2026): seed 33 on vulkan and
+// mixed (lavapipe folds a float product whose accumulator starts at a constant -0.0 to +0.0 and
+// drops the NaN: SPIR-V without the SignedZeroInfNanPreserve execution mode lets the driver assume
+// no NaN, infinity or signed zero); seed 239 on cpu (INTERNAL: the partitioned plan gives result 1
+// a local shape its replicated output sharding does not have).
 
 #include <bit>
 #include <cmath>
@@ -572,11 +579,11 @@ TEST_P(DifferentialTest, ShardedRunsEqualTheOneDeviceRun) {
   const std::vector<Device*> cpus = DevicesOfKind("cpu"), gpus = DevicesOfKind("vulkan");
   if (topology.needs_vulkan && gpus.size() < 2) GTEST_SKIP() << "fewer than 2 Vulkan devices";
   const uint64_t first = EnvOr("TESSERA_DIFFERENTIAL_SEED", 1);
-  const uint64_t count = EnvOr("TESSERA_DIFFERENTIAL_PROGRAMS", 16);
+  const uint64_t count = EnvOr("TESSERA_DIFFERENTIAL_PROGRAMS", 32);
   std::printf("differential %s: seeds %llu..%llu (TESSERA_DIFFERENTIAL_SEED, _PROGRAMS)\n",
               topology.name.c_str(), static_cast<unsigned long long>(first),
               static_cast<unsigned long long>(first + count - 1));
-  int compared = 0, refused = 0, mismatched = 0;
+  int compared = 0, refused = 0, mismatched = 0, failed = 0;
   for (uint64_t seed = first; seed < first + count; ++seed) {
     const Program p = Generate(seed);
     Rng rng(seed * 1000003 + topology.name.size());
@@ -594,7 +601,10 @@ TEST_P(DifferentialTest, ShardedRunsEqualTheOneDeviceRun) {
       std::fflush(stdout);
     }
     const absl::StatusOr<Outputs>& want = Reference(p);
-    ASSERT_TRUE(want.ok()) << "the one-device run failed: " << want.status() << "\n" << what;
+    if (!want.ok()) {
+      ADD_FAILURE() << "the one-device run failed: " << want.status() << "\n" << what;
+      continue;
+    }
     absl::StatusOr<Outputs> got =
         RunProgram(client(), p, testing::MustDeviceList(client(), devices), &shardings);
     if (absl::IsUnimplemented(got.status())) {
@@ -603,7 +613,11 @@ TEST_P(DifferentialTest, ShardedRunsEqualTheOneDeviceRun) {
                     std::string(got.status().message()).c_str());
       continue;
     }
-    ASSERT_TRUE(got.ok()) << got.status() << "\n" << what;
+    if (!got.ok()) {
+      ++failed;
+      ADD_FAILURE() << "the sharded run failed: " << got.status() << "\n" << what;
+      continue;
+    }
     ++compared;
     const std::string diff = Compare(p, *got, *want);
     if (!diff.empty()) {
@@ -611,8 +625,10 @@ TEST_P(DifferentialTest, ShardedRunsEqualTheOneDeviceRun) {
       ADD_FAILURE() << "sharded run differs from the one-device run:" << diff << "\n" << what;
     }
   }
-  std::printf("differential %s: %d programs compared, %d refused as UNIMPLEMENTED, %d differ\n",
-              topology.name.c_str(), compared, refused, mismatched);
+  std::printf(
+      "differential %s: %d programs compared, %d refused as UNIMPLEMENTED, %d failed otherwise, "
+      "%d differ\n",
+      topology.name.c_str(), compared, refused, failed, mismatched);
   RecordProperty("programs_compared", compared);
   RecordProperty("programs_refused", refused);
 }
