@@ -16,16 +16,21 @@
 // float inputs are multiples of 1/4 up to 16, so that sums are exact in any order in practice.)
 //
 // Seeds: TESSERA_DIFFERENTIAL_SEED (first, default 1) and TESSERA_DIFFERENTIAL_PROGRAMS (count,
-// default 32 per topology: about 4 s each on lavapipe), printed at the start; a failure names its
-// seed, topology, shardings and program. A program a sharded compile refuses as UNIMPLEMENTED (a
-// partitioner limit) is counted and printed, not compared. TESSERA_DIFFERENTIAL_VERBOSE=1 prints
-// every program; TESSERA_DIFFERENTIAL_SHARDINGS replays the seeds under given shardings (Override).
+// default 40 per topology: a few seconds each on lavapipe), printed at the start; a failure names
+// its seed, topology, shardings and program. A program a sharded compile refuses as UNIMPLEMENTED
+// (a partitioner limit) is counted and printed, not compared. TESSERA_DIFFERENTIAL_VERBOSE=1
+// prints every program; TESSERA_DIFFERENTIAL_SHARDINGS replays the seeds under given shardings
+// (Override).
 //
-// Known failures beyond the default slice (seeds 1..300, December 2026): seed 33 on vulkan and
-// mixed (lavapipe folds a float product whose accumulator starts at a constant -0.0 to +0.0 and
-// drops the NaN: SPIR-V without the SignedZeroInfNanPreserve execution mode lets the driver assume
-// no NaN, infinity or signed zero); seed 239 on cpu (INTERNAL: the partitioned plan gives result 1
-// a local shape its replicated output sharding does not have).
+// What it found: andi all-reduced as a sum, maxui / minui as signed, float max / min dropping a
+// later device's NaN (issue 25); lavapipe's max / min ordering -0 and +0 by operand order (15 of
+// seeds 1..100 on two lavapipe devices without compiler/float_min_max.cc); a reduction MLIR's
+// partitioner leaves partial on a 2-D mesh (seed 91, mixed; now UNIMPLEMENTED at Compile); lavapipe
+// folding a product from a constant -0.0 to +0.0 and dropping its NaN (seed 33; now the kernels
+// declare SignedZeroInfNanPreserve). Known failure beyond the default slice: seed 239 on cpu
+// (INTERNAL: the partitioned plan gives result 1 a local shape its replicated sharding does not
+// have). MLIR 22's partitioner crashes on a result sharded over another mesh axis than its
+// operand's dimension, so ResultSpec does not generate those.
 
 #include <bit>
 #include <cmath>
@@ -579,7 +584,7 @@ TEST_P(DifferentialTest, ShardedRunsEqualTheOneDeviceRun) {
   const std::vector<Device*> cpus = DevicesOfKind("cpu"), gpus = DevicesOfKind("vulkan");
   if (topology.needs_vulkan && gpus.size() < 2) GTEST_SKIP() << "fewer than 2 Vulkan devices";
   const uint64_t first = EnvOr("TESSERA_DIFFERENTIAL_SEED", 1);
-  const uint64_t count = EnvOr("TESSERA_DIFFERENTIAL_PROGRAMS", 32);
+  const uint64_t count = EnvOr("TESSERA_DIFFERENTIAL_PROGRAMS", 40);
   std::printf("differential %s: seeds %llu..%llu (TESSERA_DIFFERENTIAL_SEED, _PROGRAMS)\n",
               topology.name.c_str(), static_cast<unsigned long long>(first),
               static_cast<unsigned long long>(first + count - 1));
