@@ -429,6 +429,8 @@ absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const st
                                       absl::StrCat("bufferizing ", name)));
   TESSERA_RETURN_IF_ERROR(MovePositionLast(func, num_position));
   CallBlasForMatmuls(kernel);
+  // maxnumf / minnumf with -0 < +0 (LLVM's maxnum leaves max(-0, +0) open).
+  ExpandFloatMinMax(kernel, /*maximum_minimum_too=*/false);
 
   mlir::PassManager lower(kernel.getContext());
   BuildLlvmLoweringPipeline(lower);

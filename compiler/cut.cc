@@ -11,10 +11,12 @@
 // its outputs are the tensors it defines that a later step or the return uses.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,7 +26,9 @@
 #include "ifrt/status_macros.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -49,21 +53,79 @@ bool IsRematerialized(mlir::Operation* op) {
   return true;
 }
 
-absl::StatusOr<ReductionKind> ToReduction(mlir::Operation* op, mlir::shard::ReductionKind kind) {
-  switch (kind) {
-    case mlir::shard::ReductionKind::Sum:
-      return ReductionKind::kSum;
-    case mlir::shard::ReductionKind::Product:
-      return ReductionKind::kProduct;
-    case mlir::shard::ReductionKind::Min:
-      return ReductionKind::kMin;
-    case mlir::shard::ReductionKind::Max:
-      return ReductionKind::kMax;
-    default:
-      return absl::UnimplementedError(
-          absl::StrCat("reduction '", mlir::shard::stringifyReductionKind(kind).str(), "' of ",
-                       op->getName().getStringRef().str(), " at ", FormatLocation(op->getLoc())));
+// The single op that combines into the output of the linalg reduction defining `value` (its
+// first result's combiner, as MLIR's sharding interface finds it), or null.
+mlir::Operation* CombinerOf(mlir::Value value) {
+  auto linalg = value.getDefiningOp<mlir::linalg::LinalgOp>();
+  if (!linalg || linalg.getNumReductionLoops() == 0) return nullptr;
+  const unsigned position = mlir::cast<mlir::OpResult>(value).getResultNumber();
+  llvm::SmallVector<mlir::Operation*> combiners;
+  if (!mlir::matchReduction(linalg.getRegionOutputArgs(), position, combiners) ||
+      combiners.size() != 1) {
+    return nullptr;
   }
+  return combiners[0];
+}
+
+// What a combiner means across devices, and the kinds MLIR 22's sharding interface may give its
+// all_reduce (it gives andi a sum, maxui / minui the signed max / min, maxnumf / minnumf none).
+struct CombinerKind {
+  ReductionKind kind;
+  std::vector<mlir::shard::ReductionKind> mlir_kinds;
+};
+std::optional<CombinerKind> KindOf(mlir::Operation* combiner) {
+  using K = mlir::shard::ReductionKind;
+  using R = ReductionKind;
+  namespace arith = mlir::arith;
+  if (mlir::isa<arith::AddFOp, arith::AddIOp>(combiner)) return CombinerKind{R::kSum, {K::Sum}};
+  if (mlir::isa<arith::MulFOp, arith::MulIOp>(combiner)) {
+    return CombinerKind{R::kProduct, {K::Product}};
+  }
+  if (mlir::isa<arith::MaximumFOp, arith::MaxSIOp>(combiner))
+    return CombinerKind{R::kMax, {K::Max}};
+  if (mlir::isa<arith::MinimumFOp, arith::MinSIOp>(combiner))
+    return CombinerKind{R::kMin, {K::Min}};
+  if (mlir::isa<arith::MaxUIOp>(combiner)) return CombinerKind{R::kMaxUnsigned, {K::Max}};
+  if (mlir::isa<arith::MinUIOp>(combiner)) return CombinerKind{R::kMinUnsigned, {K::Min}};
+  if (mlir::isa<arith::MaxNumFOp>(combiner)) return CombinerKind{R::kMaxNum, {K::Generic}};
+  if (mlir::isa<arith::MinNumFOp>(combiner)) return CombinerKind{R::kMinNum, {K::Generic}};
+  if (mlir::isa<arith::AndIOp>(combiner)) return CombinerKind{R::kAnd, {K::BitwiseAnd, K::Sum}};
+  if (mlir::isa<arith::OrIOp>(combiner)) return CombinerKind{R::kOr, {K::BitwiseOr}};
+  if (mlir::isa<arith::XOrIOp>(combiner)) return CombinerKind{R::kXor, {K::BitwiseXor}};
+  return std::nullopt;
+}
+
+// The reduction of collective `op` (kind `kind` from the partitioner) over `input`: taken from the
+// combiner of the linalg reduction that defines `input`, never from `kind` alone (MLIR's kinds
+// lose signedness and NaN semantics). UNIMPLEMENTED, naming the combiner and its location: a
+// combiner other than addf / addi, mulf / muli, maximumf / minimumf, maxnumf / minnumf, maxsi /
+// minsi, maxui / minui, andi, ori, xori; none found; or one that disagrees with `kind`.
+absl::StatusOr<ReductionKind> ToReduction(mlir::Operation* op, mlir::shard::ReductionKind kind,
+                                          mlir::Value input) {
+  const std::string collective =
+      absl::StrCat(op->getName().getStringRef().str(), " at ", FormatLocation(op->getLoc()),
+                   " (reduction '", mlir::shard::stringifyReductionKind(kind).str(), "')");
+  mlir::Operation* combiner = CombinerOf(input);
+  if (combiner == nullptr) {
+    return absl::UnimplementedError(
+        absl::StrCat(collective,
+                     ": its input is not a linalg reduction with one combining op, so what it "
+                     "combines is unknown"));
+  }
+  const std::string name = absl::StrCat("combiner '", combiner->getName().getStringRef().str(),
+                                        "' at ", FormatLocation(combiner->getLoc()));
+  std::optional<CombinerKind> combined = KindOf(combiner);
+  if (!combined) {
+    return absl::UnimplementedError(absl::StrCat(
+        "a reduction over a sharded dimension with ", name,
+        ": across devices only addf, addi, mulf, muli, maximumf, minimumf, maxnumf, minnumf, "
+        "maxsi, minsi, maxui, minui, andi, ori and xori combine (",
+        collective, ")"));
+  }
+  if (absl::c_find(combined->mlir_kinds, kind) == combined->mlir_kinds.end()) {
+    return absl::UnimplementedError(absl::StrCat(collective, " does not match its ", name));
+  }
+  return combined->kind;
 }
 
 // The CollectiveStep of `op` (input and output ids filled by the caller).
@@ -75,7 +137,8 @@ absl::StatusOr<CollectiveStep> DescribeCollective(mlir::Operation* op) {
   if (auto all_reduce = mlir::dyn_cast<mlir::shard::AllReduceOp>(op)) {
     step.kind = CollectiveKind::kAllReduce;
     axes(all_reduce.getGridAxes());
-    TESSERA_ASSIGN_OR_RETURN(step.reduction, ToReduction(op, all_reduce.getReduction()));
+    TESSERA_ASSIGN_OR_RETURN(step.reduction,
+                             ToReduction(op, all_reduce.getReduction(), all_reduce.getInput()));
     if (all_reduce.getInput().getType() != all_reduce.getResult().getType()) {
       return absl::UnimplementedError(absl::StrCat("all_reduce at ", FormatLocation(op->getLoc()),
                                                    " changes the element type"));
@@ -97,7 +160,8 @@ absl::StatusOr<CollectiveStep> DescribeCollective(mlir::Operation* op) {
     step.kind = CollectiveKind::kReduceScatter;
     axes(scatter.getGridAxes());
     step.split_axis = scatter.getScatterAxis().getSExtValue();
-    TESSERA_ASSIGN_OR_RETURN(step.reduction, ToReduction(op, scatter.getReduction()));
+    TESSERA_ASSIGN_OR_RETURN(step.reduction,
+                             ToReduction(op, scatter.getReduction(), scatter.getInput()));
   }
   return step;
 }

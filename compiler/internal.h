@@ -13,13 +13,14 @@
 //                         (partition.cc)
 //   PartitionProgram      sharding propagation, CheckShardedReductions (reduction_check.cc),
 //                         SPMD partitioning, collectives of constant fills folded into local
-//                         fills (partition.cc)
+//                         fills, CheckReductionsCombined (partition.cc)
 //   CutIntoSteps          partitioned @main -> plan skeleton + one kernel module per kernel step
 //                         (cut.cc)
 //   DefineIntegerDivision integer division and remainder with defined results for every operand
 //                         pair, on each kernel module (integer_division.cc)
 //   LowerKernelForCpu     a kernel module (tensors) -> "mlir-llvm" artifact (cpu_codegen.cc)
 //   LowerKernelForVulkan  a kernel module (tensors) -> "spirv" artifact (vulkan_codegen.cc)
+//   (both code generators expand float max / min exactly: ExpandFloatMinMax, float_min_max.cc)
 
 #include <cstdint>
 #include <string>
@@ -135,8 +136,10 @@ absl::Status CheckShardedReductions(mlir::func::FuncOp main);
 
 // Propagates the shardings and partitions @main into the program one device runs (local shapes,
 // shard collectives); an all_gather / all_slice / all_to_all of a fill of a constant becomes a
-// local fill. INVALID_ARGUMENT / UNIMPLEMENTED with the partitioner's diagnostics; INTERNAL when
-// the clean-up after the fold fails.
+// local fill. INVALID_ARGUMENT / UNIMPLEMENTED with the partitioner's diagnostics, or
+// UNIMPLEMENTED where the partitioned program reduces part of a reduction's extent on each device
+// without an all-reduce of the rest (MLIR 22 drops it under some shardings); INTERNAL when the
+// clean-up after the fold fails.
 absl::Status PartitionProgram(mlir::ModuleOp module);
 
 // A plan without artifacts, and one module per kernel step (steps[kernel_step_indices[i]]),
@@ -148,9 +151,12 @@ struct CutProgram {
   std::vector<mlir::OwningOpRef<mlir::ModuleOp>> kernels;
 };
 
-// Cuts the partitioned @main at each shard collective. UNIMPLEMENTED: a shard op other than the
-// collectives all_reduce, all_gather, all_to_all, all_slice, reduce_scatter, a reduction other
-// than sum, product, min, max, or a non-tensor value that crosses a collective.
+// Cuts the partitioned @main at each shard collective; a reduction's kind comes from the combiner
+// of the linalg op it reduces (not from the partitioner's kind alone). UNIMPLEMENTED: a shard op
+// other than the collectives all_reduce, all_gather, all_to_all, all_slice, reduce_scatter, a
+// reduction whose combiner is not one of addf, addi, mulf, muli, maximumf, minimumf, maxnumf,
+// minnumf, maxsi, minsi, maxui, minui, andi, ori, xori (or is not found; named with its location),
+// or a non-tensor value that crosses a collective.
 absl::StatusOr<CutProgram> CutIntoSteps(mlir::ModuleOp module, mlir::func::FuncOp main,
                                         const std::vector<int64_t>& grid_shape);
 
@@ -166,6 +172,13 @@ void DefineIntegerDivision(mlir::Operation* root);
 // INTERNAL when a pass fails (with its diagnostics).
 absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const std::string& name,
                                                  bool takes_device_position);
+
+// Each arith.maxnumf / minnumf in `root` (and maximumf / minimumf when `maximum_minimum_too`), on
+// scalars or vectors -> compares and selects that order -0 < +0 and treat NaN as ReductionKind
+// documents (ifrt/spi/program_plan.h): the same bits on every target and in every order
+// (float_min_max.cc). The CPU target needs it for maxnumf / minnumf only (LLVM's maximum / minimum
+// are exact; its maxnum / minnum leave max(-0, +0) open), SPIR-V for all four.
+void ExpandFloatMinMax(mlir::Operation* root, bool maximum_minimum_too);
 
 // Each top-level linalg.generic on buffers of `func` that reduces one long dimension (parallel
 // dimensions first) with addf / maximumf / minimumf / maxnumf / minnumf on floats, or addi /

@@ -6,10 +6,12 @@
 //   EmitTiledMatmuls              each matmul -> a gpu.launch tiled through workgroup memory (tile
 //                                 from the device's limits and subgroup size)
 //   EmitTwoPassReductions         long reductions -> two gpu.launch (vulkan_reduction.cc)
+//   ExpandFloatMinMax             max / min of floats -> exact compares and selects
 //   (parallel loops)              linalg -> scf.parallel; each nest collapsed to one dimension and
 //                                 tiled by kThreadsPerGroup (a 2-D grid where it is long)
 //   BuildGpuOutliningPipeline     scf.parallel -> gpu.launch -> outlined gpu.func kernels
-//   BuildSpirvPipeline            gpu.func -> spirv.module (target env and entry point ABI set)
+//   BuildSpirvPipeline            gpu.func -> spirv.module (target env and entry point ABI set;
+//                                 SignedZeroInfNanPreserve where the device allows it)
 // What is left of the host function (allocations and launches) becomes the dispatch list.
 //
 // Pitfalls this order avoids: index computations and constants are sunk into the launches before
@@ -79,6 +81,11 @@ constexpr int64_t kMaxChunkElements = int64_t{1} << 30;
 // and the device's work-group limits and subgroup size.
 std::string TargetEnvText(const KernelTarget& target) {
   std::string capabilities = "Shader";
+  std::string extensions = "SPV_KHR_storage_buffer_storage_class";
+  if (target.preserve_signed_zero_inf_nan32) {
+    absl::StrAppend(&capabilities, ", SignedZeroInfNanPreserve");
+    absl::StrAppend(&extensions, ", SPV_KHR_float_controls");
+  }
   if (target.int64) absl::StrAppend(&capabilities, ", Int64");
   if (target.float64) absl::StrAppend(&capabilities, ", Float64");
   std::string limits = absl::StrCat(
@@ -86,9 +93,8 @@ std::string TargetEnvText(const KernelTarget& target) {
       ", max_compute_workgroup_size = [", absl::StrJoin(target.max_workgroup_size, ", "), "]");
   if (target.subgroup_size > 0)
     absl::StrAppend(&limits, ", subgroup_size = ", target.subgroup_size);
-  return absl::StrCat("#spirv.target_env<#spirv.vce<v1.3, [", capabilities,
-                      "], [SPV_KHR_storage_buffer_storage_class]>, #spirv.resource_limits<", limits,
-                      ">>");
+  return absl::StrCat("#spirv.target_env<#spirv.vce<v1.3, [", capabilities, "], [", extensions,
+                      "]>, #spirv.resource_limits<", limits, ">>");
 }
 
 absl::Status RunPipelineText(mlir::ModuleOp module, const std::string& pipeline,
@@ -155,7 +161,28 @@ std::string GpuOutliningPipeline() {
 std::string SpirvPipeline() {
   return "fold-memref-alias-ops,map-memref-spirv-storage-class{client-api=vulkan},"
          "gpu.module(convert-math-to-spirv),convert-gpu-to-spirv,spirv.module(spirv-lower-abi-"
-         "attrs,spirv-update-vce)";
+         "attrs)";
+}
+
+// Each entry point of `kernel`'s SPIR-V modules declares SignedZeroInfNanPreserve for 32-bit (and
+// 64-bit) floats where `target` allows it: without it the driver may assume no NaN, infinity or
+// signed zero (lavapipe folds a product whose accumulator starts at a constant -0.0 to +0.0,
+// dropping a NaN).
+void PreserveSignedZeroInfNan(mlir::ModuleOp kernel, const KernelTarget& target) {
+  if (!target.preserve_signed_zero_inf_nan32) return;
+  kernel.walk([&](mlir::spirv::EntryPointOp entry) {
+    auto module = entry->getParentOfType<mlir::spirv::ModuleOp>();
+    auto fn = module.lookupSymbol<mlir::spirv::FuncOp>(entry.getFn());
+    if (!fn) return;
+    mlir::OpBuilder b(entry);
+    b.setInsertionPointAfter(entry);
+    mlir::spirv::ExecutionModeOp::create(
+        b, entry.getLoc(), fn, mlir::spirv::ExecutionMode::SignedZeroInfNanPreserve, {32});
+    if (target.float64 && target.preserve_signed_zero_inf_nan64) {
+      mlir::spirv::ExecutionModeOp::create(
+          b, entry.getLoc(), fn, mlir::spirv::ExecutionMode::SignedZeroInfNanPreserve, {64});
+    }
+  });
 }
 
 // memref.copy (bufferization's copies into out-params) -> linalg.copy, which becomes a kernel.
@@ -982,6 +1009,9 @@ absl::StatusOr<KernelArtifact> LowerLoopsToDispatches(mlir::ModuleOp kernel,
                                                       const std::string& name,
                                                       const KernelTarget& target,
                                                       const SplitDispatches& splits) {
+  // Float max / min exact (SPIR-V's FMax / FMin leave NaN and the sign of max(-0, +0) open); after
+  // EmitTwoPassReductions, which matches their combiners.
+  ExpandFloatMinMax(kernel, /*maximum_minimum_too=*/true);
   TESSERA_RETURN_IF_ERROR(
       RunPipelineText(kernel, "func.func(convert-linalg-to-parallel-loops),canonicalize",
                       absl::StrCat("lowering ", name, " to parallel loops")));
@@ -992,6 +1022,9 @@ absl::StatusOr<KernelArtifact> LowerLoopsToDispatches(mlir::ModuleOp kernel,
   TESSERA_RETURN_IF_ERROR(SetSpirvAttributes(kernel, name, target));
   TESSERA_RETURN_IF_ERROR(
       RunPipelineText(kernel, SpirvPipeline(), absl::StrCat("lowering ", name, " to SPIR-V")));
+  PreserveSignedZeroInfNan(kernel, target);
+  TESSERA_RETURN_IF_ERROR(RunPipelineText(kernel, "spirv.module(spirv-update-vce)",
+                                          absl::StrCat("versioning ", name, " for SPIR-V")));
   KernelArtifact artifact;
   artifact.format = "spirv";
   artifact.entry = name;

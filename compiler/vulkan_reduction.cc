@@ -124,8 +124,9 @@ class Emitter {
     map.map(r_.op.getRegion().front().getArguments().back(), acc);
     return b_.clone(*r_.combiner, map)->getResult(0);
   }
-  // The combiner's identity: 0 for an addition, -inf / the least integer for a max, +inf / the
-  // greatest integer for a min.
+  // The combiner's identity: 0 for an integer addition, -0.0 for a float one (-0 + x is x, also for
+  // x = -0), -inf / the least integer for a max, +inf / the greatest integer for a min, NaN for a
+  // maxnum / minnum.
   mlir::Value Identity(mlir::Type element) {
     if (auto integer = mlir::dyn_cast<mlir::IntegerType>(element)) {
       const unsigned bits = integer.getWidth();
@@ -138,11 +139,13 @@ class Emitter {
       return mlir::arith::ConstantOp::create(b_, loc_, mlir::IntegerAttr::get(integer, value));
     }
     auto type = mlir::cast<mlir::FloatType>(element);
-    llvm::APFloat value = llvm::APFloat::getZero(type.getFloatSemantics());
-    if (mlir::isa<mlir::arith::MaximumFOp, mlir::arith::MaxNumFOp>(r_.combiner)) {
+    llvm::APFloat value = llvm::APFloat::getZero(type.getFloatSemantics(), /*Negative=*/true);
+    if (mlir::isa<mlir::arith::MaximumFOp>(r_.combiner)) {
       value = llvm::APFloat::getInf(type.getFloatSemantics(), /*Negative=*/true);
-    } else if (mlir::isa<mlir::arith::MinimumFOp, mlir::arith::MinNumFOp>(r_.combiner)) {
+    } else if (mlir::isa<mlir::arith::MinimumFOp>(r_.combiner)) {
       value = llvm::APFloat::getInf(type.getFloatSemantics(), /*Negative=*/false);
+    } else if (mlir::isa<mlir::arith::MaxNumFOp, mlir::arith::MinNumFOp>(r_.combiner)) {
+      value = llvm::APFloat::getQNaN(type.getFloatSemantics());  // NaN: all-NaN slices stay NaN
     }
     return mlir::arith::ConstantOp::create(b_, loc_, mlir::FloatAttr::get(type, value));
   }

@@ -68,12 +68,15 @@ PhysicalDeviceDescription DescribePhysicalDevice(VkPhysicalDevice physical) {
   d.maintenance3.pNext = &d.driver;
   d.ids.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES;
   d.ids.pNext = &d.maintenance3;
+  d.float_controls.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES;
+  d.float_controls.pNext = &d.ids;
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  props2.pNext = &d.ids;
+  props2.pNext = &d.float_controls;
   vkGetPhysicalDeviceProperties2(physical, &props2);
   d.properties = props2.properties;
   // The chain points into `d`; clear it so copies of `d` hold no stale pointer.
   d.subgroup.pNext = d.driver.pNext = d.maintenance3.pNext = d.ids.pNext = nullptr;
+  d.float_controls.pNext = nullptr;
   if (d.properties.apiVersion >= VK_API_VERSION_1_3) {
     VkPhysicalDeviceMaintenance4Properties m4{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
@@ -159,6 +162,12 @@ void SetDeviceAttributes(const PhysicalDeviceDescription& d, const LogicalDevice
   a.Set("peer_memory_import", facts.peer_memory_import);
   a.Set("shader_float64", facts.shader_float64);
   a.Set("shader_int64", facts.shader_int64);
+  // Kernels may declare SignedZeroInfNanPreserve (NaN, infinities and -0 kept exactly) for 32- /
+  // 64-bit floats.
+  a.Set("shader_signed_zero_inf_nan_preserve_float32",
+        d.float_controls.shaderSignedZeroInfNanPreserveFloat32 == VK_TRUE);
+  a.Set("shader_signed_zero_inf_nan_preserve_float64",
+        d.float_controls.shaderSignedZeroInfNanPreserveFloat64 == VK_TRUE);
   // llvmpipe's loop limiter (LP_MAX_TGSI_LOOP_ITERATIONS): every loop of one shader invocation
   // together ends after this many iterations.
   if (d.driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) {

@@ -24,6 +24,7 @@ struct PhysicalDeviceDescription {
   VkPhysicalDeviceSubgroupProperties subgroup{};
   VkPhysicalDeviceMaintenance3Properties maintenance3{};
   VkPhysicalDeviceIDProperties ids{};
+  VkPhysicalDeviceFloatControlsProperties float_controls{};
   VkPhysicalDeviceMemoryProperties memory{};
   // VkPhysicalDeviceMaintenance4Properties::maxBufferSize on Vulkan >= 1.3 devices, else
   // UINT64_MAX.

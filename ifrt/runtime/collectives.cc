@@ -1,8 +1,12 @@
 #include "ifrt/runtime/collectives.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstring>
 #include <functional>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -59,41 +63,174 @@ void AccumulateWith(const T* __restrict a, T* __restrict r, int64_t n, Op op) {
   for (; i < n; ++i) r[i] = op(r[i], a[i]);
 }
 
+// The float kinds of ReductionKind (program_plan.h), exact on NaN and signed zeros: two equal
+// operands are +-0 or the same value, so the AND (max) / OR (min) of their bits orders -0 < +0.
+template <typename T>
+using BitsOf = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+template <typename T>
+T AndBits(T x, T y) {
+  return std::bit_cast<T>(
+      static_cast<BitsOf<T>>(std::bit_cast<BitsOf<T>>(x) & std::bit_cast<BitsOf<T>>(y)));
+}
+template <typename T>
+T OrBits(T x, T y) {
+  return std::bit_cast<T>(
+      static_cast<BitsOf<T>>(std::bit_cast<BitsOf<T>>(x) | std::bit_cast<BitsOf<T>>(y)));
+}
+// maximum / minimum: NaN when either is NaN. maxnum / minnum: the other operand when one is NaN.
+template <typename T>
+T Maximum(T x, T y) {
+  return x > y ? x : y > x ? y : x == y ? AndBits(x, y) : std::isnan(x) ? x : y;
+}
+template <typename T>
+T Minimum(T x, T y) {
+  return x < y ? x : y < x ? y : x == y ? OrBits(x, y) : std::isnan(x) ? x : y;
+}
+template <typename T>
+T MaxNum(T x, T y) {
+  return x > y ? x : y > x ? y : x == y ? AndBits(x, y) : std::isnan(x) ? y : x;
+}
+template <typename T>
+T MinNum(T x, T y) {
+  return x < y ? x : y < x ? y : x == y ? OrBits(x, y) : std::isnan(x) ? y : x;
+}
+
+// Whether `kind` applies to elements of type T (CheckKind refuses the others before a call).
+template <typename T>
+bool Applies(ReductionKind kind) {
+  switch (kind) {
+    case ReductionKind::kSum:
+    case ReductionKind::kProduct:
+    case ReductionKind::kMin:
+    case ReductionKind::kMax:
+      return true;
+    case ReductionKind::kMinNum:
+    case ReductionKind::kMaxNum:
+      return std::is_floating_point_v<T>;
+    case ReductionKind::kMinUnsigned:
+    case ReductionKind::kMaxUnsigned:
+    case ReductionKind::kAnd:
+    case ReductionKind::kOr:
+    case ReductionKind::kXor:
+      return std::is_integral_v<T>;
+  }
+  return false;
+}
+
+template <typename T>
+void AccumulateFloat(ReductionKind kind, const T* a, T* r, int64_t n) {
+  switch (kind) {
+    case ReductionKind::kSum:
+      return AccumulateWith(a, r, n, [](T x, T y) { return x + y; });
+    case ReductionKind::kProduct:
+      return AccumulateWith(a, r, n, [](T x, T y) { return x * y; });
+    case ReductionKind::kMin:
+      return AccumulateWith(a, r, n, [](T x, T y) { return Minimum(x, y); });
+    case ReductionKind::kMax:
+      return AccumulateWith(a, r, n, [](T x, T y) { return Maximum(x, y); });
+    case ReductionKind::kMinNum:
+      return AccumulateWith(a, r, n, [](T x, T y) { return MinNum(x, y); });
+    case ReductionKind::kMaxNum:
+      return AccumulateWith(a, r, n, [](T x, T y) { return MaxNum(x, y); });
+    default:
+      return;  // integer kinds: refused by CheckKind
+  }
+}
+
+// Integers: wrapping + and * (computed unsigned), min / max signed or unsigned, bitwise.
+template <typename T>
+void AccumulateInteger(ReductionKind kind, const T* a, T* r, int64_t n) {
+  using U = std::make_unsigned_t<T>;
+  switch (kind) {
+    case ReductionKind::kSum:
+      return AccumulateWith(a, r, n, [](T x, T y) { return static_cast<T>(U(x) + U(y)); });
+    case ReductionKind::kProduct:
+      return AccumulateWith(a, r, n, [](T x, T y) { return static_cast<T>(U(x) * U(y)); });
+    case ReductionKind::kMin:
+      return AccumulateWith(a, r, n, [](T x, T y) { return std::min(x, y); });
+    case ReductionKind::kMax:
+      return AccumulateWith(a, r, n, [](T x, T y) { return std::max(x, y); });
+    case ReductionKind::kMinUnsigned:
+      return AccumulateWith(a, r, n, [](T x, T y) { return U(x) < U(y) ? x : y; });
+    case ReductionKind::kMaxUnsigned:
+      return AccumulateWith(a, r, n, [](T x, T y) { return U(x) > U(y) ? x : y; });
+    case ReductionKind::kAnd:
+      return AccumulateWith(a, r, n, [](T x, T y) { return static_cast<T>(x & y); });
+    case ReductionKind::kOr:
+      return AccumulateWith(a, r, n, [](T x, T y) { return static_cast<T>(x | y); });
+    case ReductionKind::kXor:
+      return AccumulateWith(a, r, n, [](T x, T y) { return static_cast<T>(x ^ y); });
+    default:
+      return;  // float kinds: refused by CheckKind
+  }
+}
+
 template <typename T>
 void Accumulate(ReductionKind kind, const void* in, void* acc, int64_t n) {
   const T* a = static_cast<const T*>(in);
   T* r = static_cast<T*>(acc);
-  switch (kind) {
-    case ReductionKind::kSum:
-      AccumulateWith(a, r, n, [](T x, T y) { return x + y; });
-      break;
-    case ReductionKind::kProduct:
-      AccumulateWith(a, r, n, [](T x, T y) { return x * y; });
-      break;
-    case ReductionKind::kMin:
-      AccumulateWith(a, r, n, [](T x, T y) { return std::min(x, y); });
-      break;
-    case ReductionKind::kMax:
-      AccumulateWith(a, r, n, [](T x, T y) { return std::max(x, y); });
-      break;
+  if constexpr (std::is_floating_point_v<T>) {
+    AccumulateFloat(kind, a, r, n);
+  } else {
+    AccumulateInteger(kind, a, r, n);
   }
 }
 
 using Accumulator = void (*)(ReductionKind, const void*, void*, int64_t);
-absl::StatusOr<Accumulator> AccumulatorFor(DType dtype) {
+
+const char* KindName(ReductionKind kind) {
+  switch (kind) {
+    case ReductionKind::kSum:
+      return "sum";
+    case ReductionKind::kProduct:
+      return "product";
+    case ReductionKind::kMin:
+      return "min";
+    case ReductionKind::kMax:
+      return "max";
+    case ReductionKind::kMinUnsigned:
+      return "unsigned min";
+    case ReductionKind::kMaxUnsigned:
+      return "unsigned max";
+    case ReductionKind::kMinNum:
+      return "minnum";
+    case ReductionKind::kMaxNum:
+      return "maxnum";
+    case ReductionKind::kAnd:
+      return "and";
+    case ReductionKind::kOr:
+      return "or";
+    case ReductionKind::kXor:
+      return "xor";
+  }
+  return "unknown";
+}
+
+// The accumulator of `dtype` for `kind`; INVALID_ARGUMENT for a dtype the reductions do not
+// support or a kind that does not apply to it (a bitwise kind of floats, a maxnum of integers).
+template <typename T>
+absl::StatusOr<Accumulator> Checked(ReductionKind kind, DType dtype) {
+  if (!Applies<T>(kind)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a ", KindName(kind), " reduction does not apply to ", dtype.DebugString(), " elements"));
+  }
+  return &Accumulate<T>;
+}
+
+absl::StatusOr<Accumulator> AccumulatorFor(ReductionKind kind, DType dtype) {
   switch (dtype.kind()) {
     case DType::kF32:
-      return &Accumulate<float>;
+      return Checked<float>(kind, dtype);
     case DType::kF64:
-      return &Accumulate<double>;
+      return Checked<double>(kind, dtype);
     case DType::kS32:
-      return &Accumulate<int32_t>;
+      return Checked<int32_t>(kind, dtype);
     case DType::kS64:
-      return &Accumulate<int64_t>;
+      return Checked<int64_t>(kind, dtype);
     case DType::kU32:
-      return &Accumulate<uint32_t>;
+      return Checked<uint32_t>(kind, dtype);
     case DType::kU64:
-      return &Accumulate<uint64_t>;
+      return Checked<uint64_t>(kind, dtype);
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("collective reductions support f32, f64, s32, s64, u32 and u64, not ",
@@ -104,7 +241,7 @@ absl::StatusOr<Accumulator> AccumulatorFor(DType dtype) {
 // out = reduction over `pieces` (each `bytes` long).
 absl::Status Reduce(DType dtype, ReductionKind kind, absl::Span<const char* const> pieces,
                     int64_t bytes, char* out) {
-  auto accumulate = AccumulatorFor(dtype);
+  auto accumulate = AccumulatorFor(kind, dtype);
   if (!accumulate.ok()) return accumulate.status();
   const int64_t n = bytes / *dtype.byte_size();
   if (pieces.empty()) return absl::OkStatus();
@@ -170,7 +307,7 @@ absl::Status ReduceElements(ReductionKind reduction, DType dtype,
                             absl::Span<const void* const> inputs, int64_t begin, int64_t end,
                             void* output) {
   if (inputs.empty() || end <= begin) return absl::OkStatus();
-  auto accumulate = AccumulatorFor(dtype);
+  auto accumulate = AccumulatorFor(reduction, dtype);
   if (!accumulate.ok()) return accumulate.status();
   const int64_t size = *dtype.byte_size();
   // Block by block, so that the block of `output` stays in L1 while every input adds to it (one

@@ -37,7 +37,8 @@ std::vector<int64_t> GridPosition(absl::Span<const int64_t> grid_shape, int devi
 std::pair<int64_t, int64_t> AllReduceRange(int64_t elements, int group_size, int position);
 
 // output[begin, end) = the reduction of inputs[j][begin, end) over j (element indices of `dtype`).
-// INVALID_ARGUMENT for a dtype the reductions do not support.
+// INVALID_ARGUMENT for a dtype the reductions do not support, or a kind that does not apply to it
+// (ReductionKind, ifrt/spi/program_plan.h: a bitwise kind of floats, a maxnum of integers).
 absl::Status ReduceElements(ReductionKind reduction, DType dtype,
                             absl::Span<const void* const> inputs, int64_t begin, int64_t end,
                             void* output);
@@ -49,7 +50,8 @@ int64_t BytesFromEachPeer(const CollectiveStep& step, int64_t input_bytes, int g
 
 // Computes this member's output of `step`: `inputs[j]` is member j's input (dense row-major, of
 // `input_dims`), `output` this member's output (of `output_dims`). INVALID_ARGUMENT for a dtype a
-// reduction does not support, or dims that do not fit the step.
+// reduction does not support, a reduction kind that does not apply to it, or dims that do not fit
+// the step.
 absl::Status ComputeCollective(const CollectiveStep& step, DType dtype,
                                absl::Span<const int64_t> input_dims,
                                absl::Span<const int64_t> output_dims,

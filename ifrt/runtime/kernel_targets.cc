@@ -55,6 +55,12 @@ void Meet(const AttributeMap& attrs, bool first, KernelTarget& target) {
   if (std::optional<bool> i64 = GetBool(attrs, "shader_int64")) {
     target.int64 = (first || target.int64) && *i64;
   }
+  const std::optional<bool> p32 = GetBool(attrs, "shader_signed_zero_inf_nan_preserve_float32");
+  const std::optional<bool> p64 = GetBool(attrs, "shader_signed_zero_inf_nan_preserve_float64");
+  target.preserve_signed_zero_inf_nan32 =
+      (first || target.preserve_signed_zero_inf_nan32) && p32.value_or(false);
+  target.preserve_signed_zero_inf_nan64 =
+      (first || target.preserve_signed_zero_inf_nan64) && p64.value_or(false);
 }
 
 }  // namespace
@@ -78,7 +84,8 @@ std::string KernelTargetsKey(const std::map<std::string, KernelTarget>& targets)
                     absl::StrJoin(t.max_workgroup_size, ","), "],sg=", t.subgroup_size,
                     ",f64=", t.float64, ",i64=", t.int64, ",range=", t.max_storage_buffer_range,
                     ",align=", t.min_storage_buffer_offset_alignment,
-                    ",loops=", t.max_loop_iterations, "}");
+                    ",loops=", t.max_loop_iterations, ",szinp=", t.preserve_signed_zero_inf_nan32,
+                    t.preserve_signed_zero_inf_nan64, "}");
   }
   return key;
 }

@@ -32,6 +32,11 @@ struct KernelTarget {
   int64_t subgroup_size = 0;  // 0: unknown
   bool float64 = true;        // kernels may use f64 (shaderFloat64)
   bool int64 = true;          // kernels may use i64 (shaderInt64)
+  // Kernels may declare the SignedZeroInfNanPreserve execution mode for f32 / f64
+  // (shaderSignedZeroInfNanPreserveFloat32 / 64): without it a driver may assume no NaN, infinity
+  // or -0 and fold them away. Off unless every device reports it.
+  bool preserve_signed_zero_inf_nan32 = false;
+  bool preserve_signed_zero_inf_nan64 = false;
   // The most bytes one buffer binding may span, and the alignment of a binding's offset.
   int64_t max_storage_buffer_range = int64_t{1} << 27;
   int64_t min_storage_buffer_offset_alignment = 256;

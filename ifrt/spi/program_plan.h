@@ -88,7 +88,31 @@ struct KernelStep {
 };
 
 enum class CollectiveKind { kAllReduce, kAllGather, kAllToAll, kAllSlice, kReduceScatter };
-enum class ReductionKind { kSum, kProduct, kMin, kMax };
+// How an all_reduce / reduce_scatter combines its members' elements, one kind per combiner a
+// program's reduction can have (the element order of the combination is not fixed; every kind but
+// a float kSum / kProduct gives the same result in any order):
+//   kSum, kProduct            + and * (integers wrap);
+//   kMin, kMax                integers: signed (an unsigned dtype: unsigned); floats: IEEE 754-2019
+//                             minimum / maximum (arith.minimumf / maximumf): NaN when any element
+//                             is NaN, -0 < +0;
+//   kMinUnsigned, kMaxUnsigned integers as unsigned (arith.minui / maxui on signless integers);
+//   kMinNum, kMaxNum          floats: IEEE 754-2019 minimumNumber / maximumNumber (arith.minnumf /
+//                             maxnumf): NaN elements ignored (NaN only when all are), -0 < +0;
+//   kAnd, kOr, kXor           integers: bitwise.
+// A float dtype with an integer-only kind, or the reverse, is INVALID_ARGUMENT where it is run.
+enum class ReductionKind {
+  kSum,
+  kProduct,
+  kMin,
+  kMax,
+  kMinUnsigned,
+  kMaxUnsigned,
+  kMinNum,
+  kMaxNum,
+  kAnd,
+  kOr,
+  kXor,
+};
 
 // Communication between the devices of each group: the devices whose grid coordinates agree on
 // every axis not in `grid_axes`; within a group, devices are ordered by their coordinates on

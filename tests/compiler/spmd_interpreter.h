@@ -9,12 +9,15 @@
 #define TESSERA_TESTS_COMPILER_SPMD_INTERPRETER_H_
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -255,24 +258,55 @@ class SpmdInterpreter {
     return group;
   }
 
+  // One element of a reduction of `kind` (ReductionKind, program_plan.h): floats' max / min order
+  // -0 < +0 (the AND / OR of equal operands' bits), maximum / minimum propagate NaN, maxnum /
+  // minnum ignore it.
   template <typename T>
-  static void Reduce(ReductionKind kind, T* acc, const T* in, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
+  static T Combine(ReductionKind kind, T x, T y) {
+    if constexpr (std::is_floating_point_v<T>) {
+      using B = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+      const B bx = std::bit_cast<B>(x), by = std::bit_cast<B>(y);
+      const bool max = kind == ReductionKind::kMax || kind == ReductionKind::kMaxNum;
+      const bool num = kind == ReductionKind::kMinNum || kind == ReductionKind::kMaxNum;
       switch (kind) {
         case ReductionKind::kSum:
-          acc[i] += in[i];
-          break;
+          return x + y;
         case ReductionKind::kProduct:
-          acc[i] *= in[i];
-          break;
+          return x * y;
+        default:
+          if (max ? x > y : x < y) return x;
+          if (max ? y > x : y < x) return y;
+          if (x == y) return std::bit_cast<T>(static_cast<B>(max ? bx & by : bx | by));
+          return std::isnan(x) == num ? y : x;
+      }
+    } else {
+      using U = std::make_unsigned_t<T>;
+      switch (kind) {
+        case ReductionKind::kSum:
+          return static_cast<T>(U(x) + U(y));
+        case ReductionKind::kProduct:
+          return static_cast<T>(U(x) * U(y));
         case ReductionKind::kMin:
-          acc[i] = std::min(acc[i], in[i]);
-          break;
+          return std::min(x, y);
         case ReductionKind::kMax:
-          acc[i] = std::max(acc[i], in[i]);
-          break;
+          return std::max(x, y);
+        case ReductionKind::kMinUnsigned:
+          return U(x) < U(y) ? x : y;
+        case ReductionKind::kMaxUnsigned:
+          return U(x) > U(y) ? x : y;
+        case ReductionKind::kAnd:
+          return x & y;
+        case ReductionKind::kOr:
+          return x | y;
+        default:
+          return x ^ y;  // kXor (the float kinds do not reach integers)
       }
     }
+  }
+
+  template <typename T>
+  static void Reduce(ReductionKind kind, T* acc, const T* in, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) acc[i] = Combine(kind, acc[i], in[i]);
   }
 
   static void ReduceInto(ReductionKind kind, HostArray& acc, const HostArray& in) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <numeric>
@@ -126,6 +127,88 @@ TEST(ComputeCollectiveTest, IntegerSumsAndUnsupportedDtypes) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not bf16")));
 }
 
+// The integer kinds of a program's combiners: andi, ori, xori, and maxui / minui on signless
+// (here signed) integers compare unsigned; maxsi / minsi signed. Each member holds one column.
+TEST(ComputeCollectiveTest, IntegerBitwiseAndUnsignedReductions) {
+  const std::vector<std::vector<int32_t>> members = {
+      {1, -1, std::numeric_limits<int32_t>::min()}, {2, 5, 0}, {-4, 7, -1}, {8, 3, 1}};
+  std::vector<const void*> in;
+  for (const auto& m : members) in.push_back(m.data());
+  auto reduce = [&](ReductionKind kind) {
+    std::vector<int32_t> out(3);
+    CollectiveStep step{.kind = CollectiveKind::kAllReduce, .reduction = kind};
+    EXPECT_OK(ComputeCollective(step, DType(DType::kS32), {3}, {3}, in, 0, out.data()));
+    return out;
+  };
+  EXPECT_THAT(reduce(ReductionKind::kAnd), ElementsAre(1 & 2 & -4 & 8, -1 & 5 & 7 & 3, 0));
+  EXPECT_THAT(reduce(ReductionKind::kOr), ElementsAre(1 | 2 | -4 | 8, -1, -1));
+  EXPECT_THAT(reduce(ReductionKind::kXor),
+              ElementsAre(1 ^ 2 ^ -4 ^ 8, -1 ^ 5 ^ 7 ^ 3, std::numeric_limits<int32_t>::max() ^ 1));
+  EXPECT_THAT(reduce(ReductionKind::kMaxUnsigned), ElementsAre(-4, -1, -1));
+  EXPECT_THAT(reduce(ReductionKind::kMinUnsigned), ElementsAre(1, 3, 0));
+  EXPECT_THAT(reduce(ReductionKind::kMax), ElementsAre(8, 7, 1));
+  EXPECT_THAT(reduce(ReductionKind::kMin),
+              ElementsAre(-4, -1, std::numeric_limits<int32_t>::min()));
+  // 64-bit: the same kinds, two members.
+  const std::vector<int64_t> a = {-1, 6}, b = {1, 3};
+  std::vector<int64_t> out(2);
+  CollectiveStep step{.kind = CollectiveKind::kAllReduce, .reduction = ReductionKind::kMaxUnsigned};
+  ASSERT_OK(
+      ComputeCollective(step, DType(DType::kS64), {2}, {2}, {a.data(), b.data()}, 0, out.data()));
+  EXPECT_THAT(out, ElementsAre(-1, 6));
+  step.reduction = ReductionKind::kXor;
+  ASSERT_OK(
+      ComputeCollective(step, DType(DType::kS64), {2}, {2}, {a.data(), b.data()}, 0, out.data()));
+  EXPECT_THAT(out, ElementsAre(-2, 5));
+}
+
+// Float max / min: maximum / minimum propagate a NaN from any member (also a later one) and order
+// -0 < +0; maxnum / minnum ignore NaN (NaN only when every member has it). Columns: a NaN from
+// member 1, from member 0, -0 then +0, +0 then -0, NaN everywhere, -0 everywhere.
+TEST(ComputeCollectiveTest, FloatMaxMinPropagateOrIgnoreNaNAndOrderSignedZeros) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> m0 = {1.0f, nan, -0.0f, 0.0f, nan, -0.0f};
+  const std::vector<float> m1 = {nan, 2.0f, 0.0f, -0.0f, nan, -0.0f};
+  auto reduce = [&](ReductionKind kind) {
+    std::vector<float> out(6);
+    EXPECT_OK(ReduceElements(kind, DType(DType::kF32), {m0.data(), m1.data()}, 0, 6, out.data()));
+    std::vector<uint32_t> bits;
+    for (float f : out) bits.push_back(std::isnan(f) ? 0x7fc00000u : std::bit_cast<uint32_t>(f));
+    return bits;
+  };
+  const uint32_t kNaN = 0x7fc00000u, kPlusZero = 0, kMinusZero = 0x80000000u;
+  const uint32_t one = std::bit_cast<uint32_t>(1.0f), two = std::bit_cast<uint32_t>(2.0f);
+  EXPECT_THAT(reduce(ReductionKind::kMax),
+              ElementsAre(kNaN, kNaN, kPlusZero, kPlusZero, kNaN, kMinusZero));
+  EXPECT_THAT(reduce(ReductionKind::kMin),
+              ElementsAre(kNaN, kNaN, kMinusZero, kMinusZero, kNaN, kMinusZero));
+  EXPECT_THAT(reduce(ReductionKind::kMaxNum),
+              ElementsAre(one, two, kPlusZero, kPlusZero, kNaN, kMinusZero));
+  EXPECT_THAT(reduce(ReductionKind::kMinNum),
+              ElementsAre(one, two, kMinusZero, kMinusZero, kNaN, kMinusZero));
+  // f64 alike.
+  const double dnan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> d0 = {0.0, 3.0}, d1 = {-0.0, dnan};
+  std::vector<double> out(2);
+  ASSERT_OK(ReduceElements(ReductionKind::kMin, DType(DType::kF64), {d0.data(), d1.data()}, 0, 2,
+                           out.data()));
+  EXPECT_EQ(std::bit_cast<uint64_t>(out[0]), std::bit_cast<uint64_t>(-0.0));
+  EXPECT_TRUE(std::isnan(out[1]));
+}
+
+TEST(ComputeCollectiveTest, KindsThatDoNotApplyToTheDtypeAreInvalidArgument) {
+  const std::vector<float> f = {1.0f};
+  const std::vector<int32_t> i = {1};
+  float fout;
+  int32_t iout;
+  EXPECT_THAT(ReduceElements(ReductionKind::kAnd, DType(DType::kF32), {f.data()}, 0, 1, &fout),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("and reduction does not apply to f32")));
+  EXPECT_THAT(ReduceElements(ReductionKind::kMaxNum, DType(DType::kS32), {i.data()}, 0, 1, &iout),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("maxnum reduction does not apply to s32")));
+}
+
 TEST(ComputeCollectiveTest, AxesThatDoNotSplitAreErrors) {
   auto inputs = Inputs(3, 8);
   CollectiveStep step{.kind = CollectiveKind::kAllSlice, .split_axis = 1};
@@ -188,14 +271,22 @@ TEST(ComputeCollectiveTest, ReduceElementsOverManyBlocksIsBitIdenticalToInMember
             case ReductionKind::kProduct:
               want = want * x;
               break;
-            case ReductionKind::kMin:
-              want = std::min(want, x);
+            case ReductionKind::kMin:  // NaN propagates (no signed zeros here)
+              want = std::isnan(want) || std::isnan(x) ? std::numeric_limits<float>::quiet_NaN()
+                                                       : std::min(want, x);
               break;
             case ReductionKind::kMax:
-              want = std::max(want, x);
+              want = std::isnan(want) || std::isnan(x) ? std::numeric_limits<float>::quiet_NaN()
+                                                       : std::max(want, x);
+              break;
+            default:
               break;
           }
         }
+      }
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(out[i])) << "element " << i;
+        continue;
       }
       ASSERT_EQ(std::bit_cast<uint32_t>(out[i]), std::bit_cast<uint32_t>(want)) << "element " << i;
     }

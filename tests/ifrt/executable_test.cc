@@ -6,7 +6,11 @@
 // and bad arguments, concurrent Execute. The Vulkan topologies skip, saying why, only where no
 // Vulkan driver exists at all.
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -137,6 +141,14 @@ class ExecutableTest : public ::testing::TestWithParam<Topology> {
   std::shared_ptr<Client> client_;
   DeviceListRef devices_;
   int64_t validation_messages_ = 0;
+
+ public:
+  // For the helpers outside the fixture.
+  absl::StatusOr<LoadedExecutableRef> CompileForTest(const std::string& text) {
+    return Compile(text);
+  }
+  ShardingRef NamedForTest(const std::string& spec) { return Named(spec); }
+  Client& client() { return *client_; }
 };
 
 TEST_P(ExecutableTest, RowShardedMatmulMatchesReferenceWithoutCommunication) {
@@ -512,6 +524,135 @@ TEST_P(ExecutableTest, ExecuteFromEightThreadsAtOnce) {
   }
   for (std::thread& t : threads) t.join();
   for (const auto& r : results) ExpectNear(r, want);
+}
+
+// `combiner` over dimension 0 of a 4xN `element` array sharded along it (one row per device: the
+// reduction is an all-reduce across all four), from a fill of `init`.
+std::string ReduceRowsProgram(const std::string& combiner, const std::string& element, int n,
+                              const std::string& init) {
+  const std::string in = absl::StrCat("tensor<4x", n, "x", element, ">");
+  const std::string out = absl::StrCat("tensor<", n, "x", element, ">");
+  return absl::StrCat("func.func @main(%x: ", in, " {tessera.sharding = \"mesh{x=4} P(x)\"}) -> (",
+                      out, " {tessera.sharding = \"mesh{x=4} P()\"}) {\n  %init = arith.constant ",
+                      init, " : ", element, "\n  %e = tensor.empty() : ", out,
+                      "\n  %f = linalg.fill ins(%init : ", element, ") outs(%e : ", out, ") -> ",
+                      out, "\n  %r = linalg.reduce ins(%x : ", in, ") outs(%f : ", out,
+                      ") dimensions = [0]\n    (%in: ", element, ", %acc: ", element,
+                      ") {\n      %s = ", combiner, " %in, %acc : ", element,
+                      "\n      linalg.yield %s : ", element, "\n    }\n  return %r : ", out, "\n}");
+}
+
+// Runs a ReduceRowsProgram on `rows` (4 x n, row-major, `dtype`) and returns the result's bytes.
+template <typename T>
+std::vector<T> RunReduceRows(ExecutableTest& t, const std::string& program, DType dtype,
+                             const std::vector<T>& rows) {
+  absl::StatusOr<LoadedExecutableRef> exe = t.CompileForTest(program);
+  EXPECT_OK(exe.status());
+  if (!exe.ok()) return {};
+  const int64_t n = static_cast<int64_t>(rows.size()) / 4;
+  std::vector<uint8_t> bytes(rows.size() * sizeof(T));
+  std::memcpy(bytes.data(), rows.data(), bytes.size());
+  absl::StatusOr<ArrayRef> x =
+      testing::MakeArray(t.client(), bytes, dtype, Shape({4, n}), t.NamedForTest("P(x)"));
+  EXPECT_OK(x.status());
+  if (!x.ok()) return {};
+  std::vector<ArrayRef> args = {*x};
+  absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
+  EXPECT_OK(result.status());
+  if (!result.ok()) return {};
+  EXPECT_OK(result->status.Await());
+  absl::StatusOr<std::vector<uint8_t>> back = testing::ReadBack(result->outputs[0]);
+  EXPECT_OK(back.status());
+  if (!back.ok()) return {};
+  std::vector<T> values(n);
+  std::memcpy(values.data(), back->data(), back->size());
+  return values;
+}
+
+// Sharded integer reductions combine as their combiner says: andi is an AND (not a sum), maxui /
+// minui compare unsigned (not signed), on every topology (the all-reduce spans CPU and Vulkan
+// devices in the mixed one).
+TEST_P(ExecutableTest, ShardedIntegerReductionsCombineAsTheirCombiner) {
+  const int32_t kMin = std::numeric_limits<int32_t>::min();
+  // Columns: the 1 & 2 & -4 & 8; signs that differ; INT_MIN; zero and all ones.
+  const std::vector<int32_t> rows = {1,  -1, kMin, 0,  7,  //
+                                     2,  5,  0,    -1, 7,  //
+                                     -4, 7,  -1,   0,  3,  //
+                                     8,  3,  1,    -1, 6};
+  struct Case {
+    std::string combiner, init;
+    std::function<int32_t(int32_t, int32_t)> fn;
+  };
+  using U = uint32_t;
+  const std::vector<Case> cases = {
+      {"arith.andi", "-1", [](int32_t a, int32_t b) { return a & b; }},
+      {"arith.ori", "0", [](int32_t a, int32_t b) { return a | b; }},
+      {"arith.xori", "0", [](int32_t a, int32_t b) { return a ^ b; }},
+      {"arith.maxui", "0", [](int32_t a, int32_t b) { return U(a) > U(b) ? a : b; }},
+      {"arith.minui", "-1", [](int32_t a, int32_t b) { return U(a) < U(b) ? a : b; }},
+      {"arith.maxsi", "-2147483648", [](int32_t a, int32_t b) { return std::max(a, b); }},
+      {"arith.minsi", "2147483647", [](int32_t a, int32_t b) { return std::min(a, b); }},
+      {"arith.addi", "0", [](int32_t a, int32_t b) { return static_cast<int32_t>(U(a) + U(b)); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.combiner);
+    std::vector<int32_t> want(5);
+    for (int j = 0; j < 5; ++j) {
+      int32_t acc = static_cast<int32_t>(std::stoll(c.init));
+      for (int i = 0; i < 4; ++i) acc = c.fn(rows[i * 5 + j], acc);
+      want[j] = acc;
+    }
+    EXPECT_EQ(RunReduceRows(*this, ReduceRowsProgram(c.combiner, "i32", 5, c.init),
+                            DType(DType::kS32), rows),
+              want);
+  }
+}
+
+// The bits of a float max / min, NaN as one value (its payload and sign are not compared).
+std::vector<uint32_t> FloatClasses(const std::vector<float>& v) {
+  std::vector<uint32_t> bits;
+  for (float f : v) bits.push_back(std::isnan(f) ? 0x7fc00000u : std::bit_cast<uint32_t>(f));
+  return bits;
+}
+
+// Sharded float max / min equal the one-device definition on every topology: maximumf / minimumf
+// propagate a NaN from any device (also a later one), maxnumf / minnumf ignore NaN, and both order
+// -0 < +0 (lavapipe's own max / min do not, inside one device either).
+TEST_P(ExecutableTest, ShardedFloatMaxMinKeepNaNAndOrderSignedZeros) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Columns: NaN on the last device; NaN on the first; -0 then +0; +0 then -0; -0 everywhere;
+  // NaN everywhere; ordinary numbers.
+  const std::vector<float> rows = {1.0f, nan,  -0.0f, 0.0f,  -0.0f, nan, -3.0f,  //
+                                   2.0f, 1.0f, -0.0f, -0.0f, -0.0f, nan, 5.0f,   //
+                                   0.5f, 1.5f, 0.0f,  -0.0f, -0.0f, nan, -7.0f,  //
+                                   nan,  2.5f, -0.0f, -0.0f, -0.0f, nan, 4.0f};
+  struct Case {
+    std::string combiner, init;
+    bool max, num;
+  };
+  const std::vector<Case> cases = {{"arith.maximumf", "0xFF800000", true, false},
+                                   {"arith.minimumf", "0x7F800000", false, false},
+                                   {"arith.maxnumf", "0x7FC00000", true, true},
+                                   {"arith.minnumf", "0x7FC00000", false, true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.combiner);
+    auto combine = [&](float a, float b) {
+      if (c.max ? a > b : a < b) return a;
+      if (c.max ? b > a : b < a) return b;
+      const uint32_t x = std::bit_cast<uint32_t>(a), y = std::bit_cast<uint32_t>(b);
+      if (a == b) return std::bit_cast<float>(c.max ? x & y : x | y);
+      return std::isnan(a) == c.num ? b : a;
+    };
+    std::vector<float> want(7);
+    for (int j = 0; j < 7; ++j) {
+      float acc = std::bit_cast<float>(static_cast<uint32_t>(std::stoul(c.init, nullptr, 16)));
+      for (int i = 0; i < 4; ++i) acc = combine(rows[i * 7 + j], acc);
+      want[j] = acc;
+    }
+    EXPECT_EQ(FloatClasses(RunReduceRows(*this, ReduceRowsProgram(c.combiner, "f32", 7, c.init),
+                                         DType(DType::kF32), rows)),
+              FloatClasses(want));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, ExecutableTest, ::testing::ValuesIn(Topologies()),

@@ -1,7 +1,8 @@
 // tests/mpi/loopback_program_test.cc: executables over the devices of several processes
 // (runtime_executable.h, program_messages.h), with the processes as threads of one test process
 // joined by the loopback transport: the examples' Megatron MLP (one all-reduce across processes)
-// and row-sharded MLP, an all_to_all + all_gather program, an all_slice one (no messages), an
+// and row-sharded MLP, an all_to_all + all_gather program, an all_slice one (no messages),
+// reductions whose all-reduce between processes must and / compare unsigned / keep a NaN, an
 // executable on one process's devices (local: compiled and run by that process alone), guard
 // refusals and mismatched arguments on one process failing Execute on every process, a Compile
 // failing on one process failing it on every process, concurrent Execute, and failures
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -220,6 +222,65 @@ func.func @main(%a: tensor<8x12xf32> {tessera.sharding = "mesh{x=4} P(x,None)"},
     EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
     ExpectShards(result->outputs[0], data.Reference(), "a + b");
     EXPECT_EQ(hub.sends(p.index), sends);
+  });
+}
+
+// `combiner` over dimension 0 of a 4x3 `element` array, one row per device (two per process): the
+// all-reduce combines across processes, as the combiner says.
+std::string ReduceRows(const std::string& combiner, const std::string& element,
+                       const std::string& init) {
+  const std::string in = "tensor<4x3x" + element + ">", out = "tensor<3x" + element + ">";
+  return "func.func @main(%x: " + in + " {tessera.sharding = \"mesh{x=4} P(x)\"}) -> (" + out +
+         " {tessera.sharding = \"mesh{x=4} P()\"}) {\n  %init = arith.constant " + init + " : " +
+         element + "\n  %e = tensor.empty() : " + out +
+         "\n  %f = linalg.fill ins(%init : " + element + ") outs(%e : " + out + ") -> " + out +
+         "\n  %r = linalg.reduce ins(%x : " + in + ") outs(%f : " + out +
+         ") dimensions = [0]\n    (%in: " + element + ", %acc: " + element +
+         ") {\n      %s = " + combiner + " %in, %acc : " + element +
+         "\n      linalg.yield %s : " + element + "\n    }\n  return %r : " + out + "\n}";
+}
+
+template <typename T>
+std::vector<uint8_t> Bytes(const std::vector<T>& v) {
+  std::vector<uint8_t> bytes(v.size() * sizeof(T));
+  std::memcpy(bytes.data(), v.data(), bytes.size());
+  return bytes;
+}
+
+// andi, unsigned max and a NaN on the second process's rows: the two-phase all-reduce between
+// processes combines with the combiner's kind (not a sum, not a signed max, not dropping the NaN).
+TEST(LoopbackProgramTest, ReductionsAcrossProcessesCombineAsTheirCombiner) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<int32_t> ints = {1, -1, 6, 2, 5, 3, -4, 7, 5, 8, 3, 7};
+  const std::vector<float> floats = {1.0f, -0.0f, 2.0f, 3.0f, -0.0f, 1.0f,
+                                     0.5f, 0.0f,  nan,  2.0f, -0.0f, 4.0f};
+  struct Case {
+    std::string program;
+    DType dtype;
+    std::vector<uint8_t> input, want;
+  };
+  const std::vector<Case> cases = {
+      {ReduceRows("arith.andi", "i32", "-1"), DType(DType::kS32), Bytes(ints),
+       Bytes(std::vector<int32_t>{1 & 2 & -4 & 8, -1 & 5 & 7 & 3, 6 & 3 & 5 & 7})},
+      {ReduceRows("arith.maxui", "i32", "0"), DType(DType::kS32), Bytes(ints),
+       Bytes(std::vector<int32_t>{-4, -1, 7})},
+      {ReduceRows("arith.maximumf", "f32", "0xFF800000"), DType(DType::kF32), Bytes(floats),
+       Bytes(std::vector<float>{3.0f, 0.0f, nan})},
+  };
+  OnEveryProcess(2, [&](LoopbackHub&, Process& p) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.program);
+      absl::StatusOr<LoadedExecutableRef> exe = p.Compile(c.program);
+      ASSERT_TRUE(exe.ok()) << exe.status();
+      absl::StatusOr<ArrayRef> x =
+          testing::MakeArray(p.client, c.input, c.dtype, Shape({4, 3}), p.Named("P(x)"));
+      ASSERT_TRUE(x.ok()) << x.status();
+      std::vector<ArrayRef> args = {*x};
+      absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
+      ASSERT_TRUE(result.ok()) << result.status();
+      EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
+      ExpectShards(result->outputs[0], c.want, "reduction");
+    }
   });
 }
 

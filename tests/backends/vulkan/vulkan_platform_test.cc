@@ -188,7 +188,9 @@ TEST_F(VulkanPlatformTest, AttributesAndMemories) {
     EXPECT_TRUE(info.attributes.GetInt(name).has_value()) << name;
   }
   EXPECT_NE(info.attributes.Get("heap_sizes"), nullptr);
-  for (const char* name : {"shader_float64", "shader_int64"}) {
+  for (const char* name :
+       {"shader_float64", "shader_int64", "shader_signed_zero_inf_nan_preserve_float32",
+        "shader_signed_zero_inf_nan_preserve_float64"}) {
     const AttributeMap::Value* v = info.attributes.Get(name);
     EXPECT_TRUE(v != nullptr && std::holds_alternative<bool>(*v)) << name;
   }
