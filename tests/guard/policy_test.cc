@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -121,13 +122,14 @@ TEST(PolicyTest, ErrorsStayOneShortLine) {
                          "disallow, log_explicit or disallow_explicit) "
                          "'nev\\ner\\x1b[2J\\xff' at position 4")));
   // A long text keeps 60 bytes around the position; a long token its first 60 bytes.
-  const std::string text = "log," + std::string(50000, ' ') + "h2d=" + std::string(50000, 'z');
+  const std::string text =
+      absl::StrCat("log,", std::string(50000, ' '), "h2d=", std::string(50000, 'z'));
   const absl::Status s = Policy::Parse(text).status();
   EXPECT_LT(s.message().size(), 400u) << s;
   EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument,
-                          AllOf(HasSubstr("\"..." + std::string(26, ' ') +
-                                          "h2d=" + std::string(30, 'z') + "...\""),
-                                HasSubstr("'" + std::string(60, 'z') + "...'"),
+                          AllOf(HasSubstr(absl::StrCat("\"...", std::string(26, ' '),
+                                                       "h2d=", std::string(30, 'z'), "...\"")),
+                                HasSubstr(absl::StrCat("'", std::string(60, 'z'), "...'")),
                                 HasSubstr("zzz...' at position 50008"))));
 }
 
