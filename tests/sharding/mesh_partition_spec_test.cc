@@ -169,19 +169,30 @@ TEST(ToShardingParamTest, Errors) {
   EXPECT_THAT(ToShardingParam(m, MustSpec("P(x)"), 3), IsOk());
 }
 
+// A random mesh of 1-3 axes "a0", "a1", ... of sizes 1-4, and a random rank 0-3, from `rng`.
+struct MeshAndRank {
+  Mesh mesh;
+  int rank;
+};
+MeshAndRank RandomMeshAndRank(std::mt19937& rng) {
+  const int num_axes = 1 + rng() % 3;
+  const int rank = rng() % 4;
+  std::vector<Mesh::Axis> axes;
+  for (int a = 0; a < num_axes; ++a) {
+    axes.push_back({absl::StrCat("a", a), 1 + static_cast<int64_t>(rng() % 4)});
+  }
+  return {*Mesh::Create(axes), rank};
+}
+
 // ToShardingParam against a direct implementation of JAX's semantics: device
 // i has mesh coordinates = i in row-major order of the mesh axes; dim d's
 // tile index is the mixed-radix number of its axes' coordinates, major first.
 TEST(ToShardingParamTest, MatchesJaxSemanticsOnRandomMeshes) {
   for (int seed = 1; seed <= 500; ++seed) {
     std::mt19937 rng(seed);
-    const int num_axes = 1 + rng() % 3;
-    const int rank = rng() % 4;
-    std::vector<Mesh::Axis> axes;
-    for (int a = 0; a < num_axes; ++a) {
-      axes.push_back({absl::StrCat("a", a), 1 + static_cast<int64_t>(rng() % 4)});
-    }
-    Mesh mesh = *Mesh::Create(axes);
+    const auto [mesh, rank] = RandomMeshAndRank(rng);
+    const int num_axes = mesh.num_axes();
+    const std::vector<Mesh::Axis>& axes = mesh.axes();
     // Each axis goes to a random dim (or is unused), in random order.
     std::vector<int> order(num_axes);
     for (int a = 0; a < num_axes; ++a) order[a] = a;
@@ -315,13 +326,9 @@ TEST(ToPartitionSpecTest, RoundTripsOnRandomShardings) {
   int expressible = 0, refused = 0;
   for (int seed = 1; seed <= 1000; ++seed) {
     std::mt19937 rng(seed);
-    const int num_axes = 1 + rng() % 3;
-    const int rank = rng() % 4;
-    std::vector<Mesh::Axis> axes;
-    for (int a = 0; a < num_axes; ++a) {
-      axes.push_back({absl::StrCat("a", a), 1 + static_cast<int64_t>(rng() % 4)});
-    }
-    Mesh mesh = *Mesh::Create(axes);
+    const auto [mesh, rank] = RandomMeshAndRank(rng);
+    const int num_axes = mesh.num_axes();
+    const std::vector<Mesh::Axis>& axes = mesh.axes();
     std::vector<PartitionSpec::Dim> dims(rank);
     for (int a = 0; a < num_axes; ++a) {
       const int d = static_cast<int>(rng() % (rank + 1)) - 1;
