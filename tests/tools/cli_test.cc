@@ -154,7 +154,7 @@ TEST(CheckRepeat, NamesTheOptionAndItsRange) {
 template <typename T>
 std::vector<uint8_t> Bytes(std::vector<T> values) {
   std::vector<uint8_t> out(values.size() * sizeof(T));
-  std::memcpy(out.data(), values.data(), out.size());
+  if (!out.empty()) std::memcpy(out.data(), values.data(), out.size());  // empty: data() may be null
   return out;
 }
 
