@@ -154,7 +154,8 @@ TEST(CheckRepeat, NamesTheOptionAndItsRange) {
 template <typename T>
 std::vector<uint8_t> Bytes(std::vector<T> values) {
   std::vector<uint8_t> out(values.size() * sizeof(T));
-  if (!out.empty()) std::memcpy(out.data(), values.data(), out.size());  // empty: data() may be null
+  // An empty vector's data() may be null, and memcpy from null is undefined even for 0 bytes.
+  if (!out.empty()) std::memcpy(out.data(), values.data(), out.size());
   return out;
 }
 
