@@ -28,10 +28,12 @@
 #include "ifrt/remap_plan.h"              // IWYU pragma: export
 #include "ifrt/shape.h"                   // IWYU pragma: export
 #include "ifrt/sharding.h"                // IWYU pragma: export
+#include "ifrt/sharding_from_text.h"      // IWYU pragma: export
 #include "ifrt/transfer_options.h"        // IWYU pragma: export
 #include "ifrt/transfer_stats.h"          // IWYU pragma: export
 #include "sharding/mesh.h"                // IWYU pragma: export
 #include "sharding/partition_spec.h"      // IWYU pragma: export
 #include "sharding/sharding_param.h"      // IWYU pragma: export
+#include "sharding/sharding_text.h"       // IWYU pragma: export
 
 #endif  // TESSERA_TESSERA_H_

@@ -14,9 +14,9 @@
 #include "backends/default_program_compiler.h"
 #include "backends/mpi/transport_factory.h"
 #include "backends/registry.h"
+#include "base/message_text.h"
+#include "base/status_macros.h"
 #include "ifrt/runtime/runtime_client.h"
-#include "ifrt/status_macros.h"
-#include "sharding/message_text.h"
 
 namespace tessera {
 namespace {
@@ -119,7 +119,7 @@ absl::StatusOr<double> MpiTimeoutFromEnvironment() {
   double seconds = 0;
   if (!absl::SimpleAtod(env, &seconds) || !std::isfinite(seconds) || std::signbit(seconds)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(kMpiTimeoutEnvVar, ": invalid value ", sharding::QuoteExcerpt(env),
+        absl::StrCat(kMpiTimeoutEnvVar, ": invalid value ", base::QuoteExcerpt(env),
                      " (expected a number of seconds >= 0, such as 600 or 2.5; 0 waits forever)"));
   }
   return seconds;

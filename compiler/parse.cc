@@ -9,14 +9,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "base/checked_math.h"
+#include "base/status_macros.h"
 #include "compiler/internal.h"
 #include "compiler/nesting.h"
-#include "ifrt/status_macros.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Parser/Parser.h"
-#include "sharding/checked_math.h"
 
 namespace tessera::compiler {
 namespace {
@@ -78,7 +78,7 @@ absl::Status CheckValueType(mlir::Type type, const std::string& what) {
   int64_t element_bytes = 8;  // index and the types without a bit width
   if (element.isIntOrFloat()) element_bytes = (element.getIntOrFloatBitWidth() + 7) / 8;
   llvm::ArrayRef<int64_t> dims = shaped.getShape();
-  if (!sharding::CheckedByteCount(absl::MakeConstSpan(dims.data(), dims.size()), element_bytes)) {
+  if (!base::CheckedByteCount(absl::MakeConstSpan(dims.data(), dims.size()), element_bytes)) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " has type ", TypeText(type), ", whose byte count overflows int64"));
   }

@@ -9,32 +9,31 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "base/message_text.h"
+#include "base/status_macros.h"
 #include "compiler/internal.h"
-#include "ifrt/status_macros.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "sharding/sharding_text.h"
 
 namespace tessera::compiler {
 namespace {
 
-// A sharding as written: absent (replicated), or a mesh and a spec.
-using ShardingText = std::optional<ProgramSharding>;
+// A sharding as parsed (sharding/sharding_text.h): absent (replicated), or a mesh and a spec.
+using ShardingText = std::optional<sharding::ShardingText>;
 
-// "mesh{x=4} P(x,None)" -> {"mesh{x=4}", "P(x,None)"}.
-absl::StatusOr<ProgramSharding> SplitAttribute(std::string_view text) {
-  size_t close = text.find('}');
-  if (close == std::string_view::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sharding '", std::string(text), "' is not 'mesh{...} P(...)'"));
+// `text` ("mesh{x=4} P(x,None)") parsed by the one sharding parser; a program names its shardings
+// in the mesh notation only. `what` names the text in messages ("argument 0").
+absl::StatusOr<sharding::ShardingText> ParseNamed(std::string_view text, const std::string& what) {
+  const std::string name = absl::StrCat(what, " sharding");
+  TESSERA_ASSIGN_OR_RETURN(sharding::ShardingText parsed, sharding::ParseShardingText(text, name));
+  if (!parsed.is_named()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " ", base::QuoteExcerpt(text),
+                                                   " is not 'mesh{...} P(...)': a program's "
+                                                   "shardings name a mesh"));
   }
-  auto strip = [](std::string_view part) {
-    std::string out(part);
-    absl::StripAsciiWhitespace(&out);
-    return out;
-  };
-  return ProgramSharding{strip(text.substr(0, close + 1)), strip(text.substr(close + 1))};
+  return parsed;
 }
 
 // The shardings of `count` values (what = "argument" / "result"): the request's when it gives
@@ -51,7 +50,10 @@ absl::StatusOr<std::vector<ShardingText>> CollectTexts(
                        std::string(what), "), got ", requested.size()));
     }
     for (size_t i = 0; i < count; ++i) {
-      if (!requested[i].mesh.empty() || !requested[i].spec.empty()) texts[i] = requested[i];
+      if (requested[i].mesh.empty() && requested[i].spec.empty()) continue;
+      TESSERA_ASSIGN_OR_RETURN(texts[i],
+                               ParseNamed(absl::StrCat(requested[i].mesh, " ", requested[i].spec),
+                                          absl::StrCat(std::string(what), " ", i)));
     }
     return texts;
   }
@@ -63,7 +65,8 @@ absl::StatusOr<std::vector<ShardingText>> CollectTexts(
       return absl::InvalidArgumentError(absl::StrCat(
           std::string(what), " ", i, ": ", std::string(kShardingAttrName), " must be a string"));
     }
-    TESSERA_ASSIGN_OR_RETURN(texts[i], SplitAttribute(text.getValue().str()));
+    TESSERA_ASSIGN_OR_RETURN(
+        texts[i], ParseNamed(text.getValue().str(), absl::StrCat(std::string(what), " ", i)));
   }
   return texts;
 }
@@ -74,17 +77,13 @@ absl::StatusOr<sharding::Mesh> ResolveMesh(const std::vector<ShardingText>& text
   std::optional<sharding::Mesh> mesh;
   for (const ShardingText& text : texts) {
     if (!text.has_value()) continue;
-    absl::StatusOr<sharding::Mesh> parsed = sharding::Mesh::Parse(text->mesh);
-    if (!parsed.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("mesh '", text->mesh, "': ", parsed.status().message()));
-    }
-    if (mesh.has_value() && *mesh != *parsed) {
+    const sharding::Mesh& parsed = *text->mesh;
+    if (mesh.has_value() && *mesh != parsed) {
       return absl::InvalidArgumentError(absl::StrCat("the program uses two meshes, ",
-                                                     mesh->ToString(), " and ", parsed->ToString(),
+                                                     mesh->ToString(), " and ", parsed.ToString(),
                                                      "; one is supported"));
     }
-    mesh = *std::move(parsed);
+    mesh = parsed;
   }
   if (!mesh.has_value()) {
     TESSERA_ASSIGN_OR_RETURN(mesh, sharding::Mesh::Create({{"x", num_devices}}));
@@ -103,12 +102,11 @@ absl::StatusOr<sharding::PartitionSpec> ResolveSpec(const ShardingText& text,
                                                     mlir::RankedTensorType type,
                                                     const std::string& what) {
   if (!text.has_value()) return sharding::PartitionSpec();
-  absl::StatusOr<sharding::PartitionSpec> spec = sharding::PartitionSpec::Parse(text->spec);
-  absl::Status status = spec.status();
-  if (status.ok()) status = sharding::ToShardingParam(mesh, *spec, type.getRank()).status();
+  const sharding::PartitionSpec* spec = &text->spec;
+  absl::Status status = sharding::ToShardingParam(mesh, *spec, type.getRank()).status();
   if (!status.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, " sharding '", text->spec, "': ", status.message()));
+        absl::StrCat(what, " sharding ", spec->ToString(), ": ", status.message()));
   }
   for (int d = 0; d < spec->size(); ++d) {
     int64_t tiles = 1;
@@ -121,7 +119,7 @@ absl::StatusOr<sharding::PartitionSpec> ResolveSpec(const ShardingText& text,
                        type.getDimSize(d), " does not divide evenly into ", tiles, " tiles"));
     }
   }
-  return *std::move(spec);
+  return *spec;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/string_view.h"
 
 namespace tessera::guard {
 
@@ -44,11 +45,10 @@ std::string_view LevelName(Level level) {
 }
 
 absl::StatusOr<Level> ParseLevel(std::string_view text) {
-  const absl::string_view stripped =
-      absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size()));
+  const absl::string_view stripped = absl::StripAsciiWhitespace(base::AsAbsl(text));
   for (Level level : kAllLevels) {
     const std::string_view name = LevelName(level);
-    if (absl::EqualsIgnoreCase(stripped, absl::string_view(name.data(), name.size()))) {
+    if (absl::EqualsIgnoreCase(stripped, base::AsAbsl(name))) {
       return level;
     }
   }

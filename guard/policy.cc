@@ -9,16 +9,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/message_text.h"
+#include "base/string_view.h"
 #include "guard/level.h"
 
 namespace tessera::guard {
 namespace {
-
-absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 // A piece of the policy text and where it starts in it.
 struct Token {
@@ -34,25 +33,14 @@ Token Strip(Token token) {
   return token;
 }
 
-// `s` made fit for a one-line message: C-escaped (control characters and non-ASCII bytes as \xNN:
-// a policy is ASCII) and, when longer than 80 bytes, cut to 60 bytes around `position` with "...".
-std::string Excerpt(absl::string_view s, size_t position) {
-  constexpr size_t kLimit = 80, kKeep = 60;
-  if (s.size() <= kLimit) return absl::CHexEscape(s);
-  const size_t begin = std::min(position > kKeep / 2 ? position - kKeep / 2 : 0, s.size() - kKeep);
-  const size_t end = begin + kKeep;
-  return absl::StrCat(begin > 0 ? "..." : "", absl::CHexEscape(s.substr(begin, end - begin)),
-                      end < s.size() ? "..." : "");
-}
-
 absl::Status Error(std::string_view text, absl::string_view what, const Token& token) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("invalid transfer guard policy \"", Excerpt(AbslView(text), token.position),
-                   "\": ", what, " '", Excerpt(token.text, 0), "' at position ", token.position));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "invalid transfer guard policy ", base::QuoteExcerpt(text, token.position), ": ", what, " ",
+      base::QuoteExcerpt(base::AsStd(token.text)), " at position ", token.position));
 }
 
 absl::StatusOr<Level> ParseLevelToken(std::string_view text, const Token& token) {
-  absl::StatusOr<Level> level = ParseLevel(std::string_view(token.text.data(), token.text.size()));
+  absl::StatusOr<Level> level = ParseLevel(base::AsStd(token.text));
   if (!level.ok()) {
     return Error(text,
                  "unknown level (expected allow, log, disallow, log_explicit or "
@@ -180,7 +168,7 @@ void Policy::set_level(Direction direction, Level level) {
 
 absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
   Policy policy;
-  const absl::string_view all = AbslView(text);
+  const absl::string_view all = base::AsAbsl(text);
   if (absl::StripAsciiWhitespace(all).empty()) return policy;
   size_t start = 0;
   while (true) {
@@ -188,9 +176,9 @@ absl::StatusOr<Policy> Policy::Parse(std::string_view text) {
     const size_t end = comma == absl::string_view::npos ? all.size() : comma;
     const Token entry = Strip({all.substr(start, end - start), start});
     if (entry.text.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("invalid transfer guard policy \"",
-                                                     Excerpt(all, start),
-                                                     "\": empty entry at position ", start));
+      return absl::InvalidArgumentError(absl::StrCat("invalid transfer guard policy ",
+                                                     base::QuoteExcerpt(text, start),
+                                                     ": empty entry at position ", start));
     }
     if (absl::Status status = ParseEntry(text, entry, policy); !status.ok()) return status;
     if (comma == absl::string_view::npos) break;

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "base/string_view.h"
 #include "guard/level.h"
 #include "guard/log_transfer_sink.h"
 #include "guard/policy.h"
@@ -54,8 +55,6 @@ Level PackedLevel(uint64_t packed, Direction d) {
 }
 
 int64_t PackedThreshold(uint64_t packed) { return static_cast<int64_t>(packed >> kThresholdShift); }
-
-absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 }  // namespace
 
@@ -123,9 +122,9 @@ TransferGuard::Decision TransferGuard::Enforce(const TransferEvent& event) {
   if (action == Action::kAllow) return Decision{action, absl::OkStatus()};
   Report(event, action);
   if (action == Action::kLog) return Decision{action, absl::OkStatus()};
-  return Decision{action, absl::InvalidArgumentError(
-                              absl::StrCat("Disallowed ", AbslView(DirectionName(event.direction)),
-                                           " transfer: ", event.Description()))};
+  return Decision{action, absl::InvalidArgumentError(absl::StrCat(
+                              "Disallowed ", base::AsAbsl(DirectionName(event.direction)),
+                              " transfer: ", event.Description()))};
 }
 
 absl::Status TransferGuard::Check(const TransferEvent& event) { return Enforce(event).status; }

@@ -2,7 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "sharding/message_text.h"
+#include "base/message_text.h"
 
 namespace tessera {
 namespace {
@@ -46,7 +46,7 @@ absl::StatusOr<DType> DType::Parse(std::string_view name) {
     if (name == info.name) return DType(info.kind);
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown dtype ", sharding::QuoteExcerpt(name),
+      absl::StrCat("unknown dtype ", base::QuoteExcerpt(name),
                    "; expected one of pred, s8, s16, s32, s64, u8, u16, u32, u64, f16, "
                    "bf16, f32, f64"));
 }

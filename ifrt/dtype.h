@@ -45,7 +45,7 @@ class DType {
   std::string DebugString() const;
 
   // Parses DebugString()'s form. INVALID_ARGUMENT naming the text otherwise (quoted, escaped and
-  // shortened: sharding::QuoteExcerpt).
+  // shortened: base::QuoteExcerpt).
   static absl::StatusOr<DType> Parse(std::string_view name);
 
   friend constexpr bool operator==(DType a, DType b) { return a.kind_ == b.kind_; }

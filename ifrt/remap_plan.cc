@@ -7,8 +7,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "ifrt/device.h"
-#include "ifrt/status_macros.h"
 
 namespace tessera {
 namespace {

@@ -2,11 +2,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "sharding/checked_math.h"
+#include "base/checked_math.h"
 
 namespace tessera {
 
-int64_t Shape::num_elements() const { return sharding::CheckedProduct(dims_).value_or(-1); }
+int64_t Shape::num_elements() const { return base::CheckedProduct(dims_).value_or(-1); }
 
 std::string Shape::DebugString() const { return absl::StrCat("[", absl::StrJoin(dims_, ","), "]"); }
 
@@ -18,7 +18,7 @@ absl::Status ValidateShape(const Shape& shape) {
                                                      shape.dims()[i], ")"));
     }
   }
-  if (!sharding::CheckedProduct(shape.dims()).has_value()) {
+  if (!base::CheckedProduct(shape.dims()).has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat("shape ", shape.DebugString(), " has an element count that overflows int64"));
   }
@@ -32,7 +32,7 @@ absl::Status ValidateShape(const Shape& shape, DType dtype) {
   }
   if (absl::Status s = ValidateShape(shape); !s.ok()) return s;
   // Counted over the non-zero dimensions, like the element count.
-  if (!sharding::CheckedByteCount(shape.dims(), *dtype.byte_size()).has_value()) {
+  if (!base::CheckedByteCount(shape.dims(), *dtype.byte_size()).has_value()) {
     return absl::InvalidArgumentError(absl::StrCat(dtype.DebugString(), shape.DebugString(),
                                                    " has a byte count that overflows int64"));
   }

@@ -6,7 +6,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "sharding/checked_math.h"
+#include "base/checked_math.h"
 
 namespace tessera {
 namespace {
@@ -288,10 +288,10 @@ absl::StatusOr<ShardingRef> ConcreteEvenSharding::Create(DeviceListRef devices,
           absl::StrCat("ConcreteEvenSharding: shard shape ", shard_shape.DebugString(),
                        " has an empty dimension ", d, " but ", shape.DebugString(), " does not"));
     }
-    const int64_t count = size == 0 ? 1 : sharding::CeilDiv(size, tile);
+    const int64_t count = size == 0 ? 1 : base::CeilDiv(size, tile);
     tiles_per_dim.push_back(count);
     // count <= size, so a shape that passed ValidateShape keeps this in range; checked anyway.
-    const std::optional<int64_t> product = sharding::CheckedMul(tiles, count);
+    const std::optional<int64_t> product = base::CheckedMul(tiles, count);
     if (!product.has_value()) {
       return absl::InvalidArgumentError(absl::StrCat("ConcreteEvenSharding: ", shape.DebugString(),
                                                      " in tiles of ", shard_shape.DebugString(),

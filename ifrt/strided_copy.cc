@@ -6,11 +6,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "sharding/checked_math.h"
+#include "base/checked_math.h"
 
 namespace tessera {
 
-int64_t StridedCopy::num_elements() const { return sharding::CheckedProduct(extent).value_or(-1); }
+int64_t StridedCopy::num_elements() const { return base::CheckedProduct(extent).value_or(-1); }
 
 Index StridedCopy::RowMajorByteStrides(absl::Span<const int64_t> shape, int64_t element_bytes) {
   Index strides(shape.size());
@@ -129,9 +129,9 @@ absl::StatusOr<int64_t> HostSpanBytes(absl::Span<const int64_t> dims,
   if (empty) return 0;
   int64_t span = element_bytes;
   for (size_t d = 0; d < dims.size(); ++d) {
-    const std::optional<int64_t> reach = sharding::CheckedMul(dims[d] - 1, byte_strides[d]);
+    const std::optional<int64_t> reach = base::CheckedMul(dims[d] - 1, byte_strides[d]);
     const std::optional<int64_t> sum =
-        reach.has_value() ? sharding::CheckedAdd(span, *reach) : std::nullopt;
+        reach.has_value() ? base::CheckedAdd(span, *reach) : std::nullopt;
     if (!sum.has_value()) {
       return error("the offset of the last element overflows int64 (in dimension ", d, ")");
     }

@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "sharding/checked_math.h"
+#include "base/checked_math.h"
 
 namespace tessera::sharding {
 
@@ -26,13 +26,13 @@ absl::StatusOr<Box> Box::Create(Index origin, Index shape) {
       return absl::InvalidArgumentError(
           absl::StrCat("Box shape has negative size ", shape[d], " in dimension ", d));
     }
-    if (!CheckedAdd(origin[d], shape[d]).has_value()) {
+    if (!base::CheckedAdd(origin[d], shape[d]).has_value()) {
       return absl::InvalidArgumentError(absl::StrCat("Box exclusive_max ", origin[d], " + ",
                                                      shape[d], " in dimension ", d,
                                                      " overflows int64"));
     }
   }
-  if (!CheckedProduct(shape).has_value()) {
+  if (!base::CheckedProduct(shape).has_value()) {
     return absl::InvalidArgumentError(absl::StrCat("Box shape [", absl::StrJoin(shape, ","),
                                                    "] has an element count that overflows int64"));
   }
@@ -43,7 +43,7 @@ Box Box::FromShape(absl::Span<const int64_t> shape) {
   return Box(Index(shape.size(), 0), Index(shape.begin(), shape.end()));
 }
 
-int64_t Box::num_elements() const { return CheckedProduct(shape_).value_or(-1); }
+int64_t Box::num_elements() const { return base::CheckedProduct(shape_).value_or(-1); }
 
 bool Box::is_empty() const {
   return std::any_of(shape_.begin(), shape_.end(), [](int64_t s) { return s == 0; });

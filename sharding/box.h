@@ -52,7 +52,7 @@ class Box {
   int64_t size(int d) const { return shape_[d]; }
 
   // Product of the sizes; 1 for rank 0; -1 (never a wrapped value) when the
-  // product of the non-zero sizes overflows int64_t (see CheckedProduct).
+  // product of the non-zero sizes overflows int64_t (see base::CheckedProduct).
   int64_t num_elements() const;
   // True iff some size is 0 (never for rank 0).
   bool is_empty() const;

@@ -5,8 +5,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "sharding/checked_math.h"
-#include "sharding/message_text.h"
+#include "base/checked_math.h"
+#include "base/message_text.h"
 #include "sharding/parse_util.h"
 
 namespace tessera::sharding {
@@ -35,17 +35,17 @@ absl::StatusOr<Mesh> Mesh::Create(std::vector<Axis> axes) {
   for (const Axis& axis : axes) {
     if (!IsValidAxisName(axis.name)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("Invalid mesh axis name ", QuoteExcerpt(axis.name)));
+          absl::StrCat("Invalid mesh axis name ", base::QuoteExcerpt(axis.name)));
     }
     if (!names.insert(axis.name).second) {
       return absl::InvalidArgumentError(
-          absl::StrCat("Repeated mesh axis name ", QuoteExcerpt(axis.name)));
+          absl::StrCat("Repeated mesh axis name ", base::QuoteExcerpt(axis.name)));
     }
     if (axis.size < 1) {
-      return absl::InvalidArgumentError(absl::StrCat("Mesh axis ", QuoteExcerpt(axis.name),
+      return absl::InvalidArgumentError(absl::StrCat("Mesh axis ", base::QuoteExcerpt(axis.name),
                                                      " has non-positive size ", axis.size));
     }
-    const std::optional<int64_t> product = CheckedMul(devices, axis.size);
+    const std::optional<int64_t> product = base::CheckedMul(devices, axis.size);
     if (!product.has_value() || *product > kMaxDevices) {
       return absl::InvalidArgumentError(absl::StrCat(
           "Mesh has more than ", kMaxDevices, " devices (axis \"", axis.name, "\" of size ",

@@ -3,7 +3,8 @@
 #include <cctype>
 
 #include "absl/strings/str_cat.h"
-#include "sharding/message_text.h"
+#include "base/message_text.h"
+#include "base/string_view.h"
 
 namespace tessera::sharding::internal {
 
@@ -60,9 +61,9 @@ bool TextCursor::AtEnd() {
 
 absl::Status TextCursor::Error(std::string_view expected) const {
   absl::Status status = absl::InvalidArgumentError(
-      absl::StrCat("Cannot parse ", AsAbsl(what_), " ", QuoteExcerpt(text_, pos_), ": expected ",
-                   AsAbsl(expected), " at offset ", pos_));
-  AttachParseLocation(status, ParseLocation{pos_, std::string(expected)});
+      absl::StrCat("Cannot parse ", base::AsAbsl(what_), " ", base::QuoteExcerpt(text_, pos_),
+                   ": expected ", base::AsAbsl(expected), " at offset ", pos_));
+  base::AttachParseLocation(status, base::ParseLocation{pos_, std::string(expected)});
   return status;
 }
 

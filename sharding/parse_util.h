@@ -11,11 +11,6 @@
 
 namespace tessera::sharding::internal {
 
-// Debian's Abseil does not alias absl::string_view to std::string_view.
-inline absl::string_view AsAbsl(std::string_view s) {
-  return absl::string_view(s.data(), s.size());
-}
-
 // Cursor over `text` (borrowed; must outlive the cursor). Every Consume*
 // skips leading white space and leaves the position unchanged on failure.
 class TextCursor {
@@ -29,7 +24,8 @@ class TextCursor {
   bool ConsumeIdentifier(std::string_view* out);
   bool AtEnd();
   // INVALID_ARGUMENT "Cannot parse <what> "<text>": expected <x> at offset N", the text quoted
-  // by QuoteExcerpt (escaped, shortened around N) and the location attached (GetParseLocation).
+  // by base::QuoteExcerpt (escaped, shortened around N) and the location attached
+  // (base::GetParseLocation).
   absl::Status Error(std::string_view expected) const;
 
  private:

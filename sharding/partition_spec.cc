@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "sharding/message_text.h"
+#include "base/message_text.h"
 #include "sharding/parse_util.h"
 
 namespace tessera::sharding {
@@ -39,7 +39,7 @@ absl::StatusOr<PartitionSpec> PartitionSpec::Create(std::vector<Dim> dims) {
     for (const std::string& name : dim) {
       if (!IsValidAxisName(name)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("Invalid axis name ", QuoteExcerpt(name), " in PartitionSpec"));
+            absl::StrCat("Invalid axis name ", base::QuoteExcerpt(name), " in PartitionSpec"));
       }
     }
   }

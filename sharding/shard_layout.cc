@@ -7,8 +7,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/checked_math.h"
 #include "sharding/box_index.h"
-#include "sharding/checked_math.h"
 
 namespace tessera::sharding {
 
@@ -22,7 +22,7 @@ absl::Status CheckGlobalShape(absl::Span<const int64_t> global_shape) {
           absl::StrCat("Global shape has negative size ", global_shape[d], " in dimension ", d));
     }
   }
-  if (!CheckedProduct(global_shape).has_value()) {
+  if (!base::CheckedProduct(global_shape).has_value()) {
     return absl::InvalidArgumentError(absl::StrCat("Global shape [",
                                                    absl::StrJoin(global_shape, ","),
                                                    "] has an element count that overflows int64"));
@@ -32,7 +32,7 @@ absl::Status CheckGlobalShape(absl::Span<const int64_t> global_shape) {
 
 // The [min, size) of tile t of k along a dim of size n (XLA's ceil division), without overflow.
 std::pair<int64_t, int64_t> Tile(int64_t n, int64_t k, int64_t t) {
-  const int64_t c = CeilDiv(n, k);
+  const int64_t c = base::CeilDiv(n, k);
   if (c == 0) return {0, 0};
   const int64_t lo = t <= n / c ? t * c : n;  // t * c <= n exactly when t <= n / c
   return {lo, std::min(c, n - lo)};

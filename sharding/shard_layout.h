@@ -36,7 +36,7 @@ class ShardLayout {
   // tile t covers [min(t*c, n), min((t+1)*c, n)) with c = ceil(n/k), so the
   // last tiles may be smaller or empty. INVALID_ARGUMENT when
   // param.VerifyForShape(global_shape) fails or the element count of
-  // `global_shape` overflows int64_t (CheckedProduct).
+  // `global_shape` overflows int64_t (base::CheckedProduct).
   static absl::StatusOr<ShardLayout> FromShardingParam(const ShardingParam& param,
                                                        absl::Span<const int64_t> global_shape);
   // Arbitrary boxes, one per slot. INVALID_ARGUMENT when: no slots; a
@@ -45,7 +45,7 @@ class ShardLayout {
   static absl::StatusOr<ShardLayout> FromBoxes(absl::Span<const int64_t> global_shape,
                                                std::vector<Box> slot_boxes);
   // Every one of `num_slots` (>= 1, precondition) slots holds the whole array.
-  // Unchecked: `global_shape` must be valid (dims >= 0, CheckedProduct fits).
+  // Unchecked: `global_shape` must be valid (dims >= 0, base::CheckedProduct fits).
   static ShardLayout Replicated(absl::Span<const int64_t> global_shape, int num_slots);
 
   int num_slots() const { return static_cast<int>(boxes_.size()); }

@@ -7,7 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "sharding/checked_math.h"
+#include "base/checked_math.h"
 #include "sharding/parse_util.h"
 
 namespace tessera::sharding {
@@ -186,7 +186,7 @@ int ShardingParam::NumDevices() const {
   return static_cast<int>(n);
 }
 
-int64_t ShardingParam::NumTiles() const { return CheckedProduct(dim_shards_).value_or(-1); }
+int64_t ShardingParam::NumTiles() const { return base::CheckedProduct(dim_shards_).value_or(-1); }
 
 int ShardingParam::replication() const { return static_cast<int>(NumDevices() / NumTiles()); }
 

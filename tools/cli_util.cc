@@ -16,8 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "ifrt/status_macros.h"
-#include "sharding/message_text.h"
+#include "base/message_text.h"
+#include "base/status_macros.h"
 #include "tools/cli.h"
 
 namespace tessera::tools {
@@ -32,7 +32,7 @@ absl::StatusOr<DType> ParseDType(std::string_view text) {
   absl::StatusOr<DType> dtype = DType::Parse(TrimBlanks(text));
   if (!dtype.ok() || dtype->kind() == DType::kInvalid) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "invalid --dtype ", sharding::QuoteExcerpt(text),
+        "invalid --dtype ", base::QuoteExcerpt(text),
         " (expected pred, s8, s16, s32, s64, u8, u16, u32, u64, f16, bf16, f32 or f64)"));
   }
   return *dtype;
@@ -46,28 +46,26 @@ absl::Status CheckRepeat(std::string_view option, int repeat) {
 
 absl::StatusOr<ShardingRef> BindSharding(std::string_view option, const ShardingText& text,
                                          absl::Span<Device* const> devices, const Shape& shape) {
-  const int n = text.num_devices();
-  if (n > static_cast<int>(devices.size())) {
+  const int64_t n = text.num_devices();
+  if (n > static_cast<int64_t>(devices.size())) {
     return absl::InvalidArgumentError(
-        absl::StrCat(Str(option), " ", sharding::QuoteExcerpt(text.ToString()), " needs ", n,
+        absl::StrCat(Str(option), " ", base::QuoteExcerpt(text.ToString()), " needs ", n,
                      " devices but only ", devices.size(), " are available (see --devices)"));
   }
   Client* client = devices.front()->client();
   absl::StatusOr<DeviceListRef> list = client->MakeDeviceList(devices.subspan(0, n));
   if (!list.ok()) return list.status();
-  absl::StatusOr<ShardingRef> sharding =
-      text.mesh.has_value() ? NamedSharding::Create(*text.mesh, text.spec, *list, MemoryKind())
-                            : ShardingParamSharding::Create(*text.param, *list, MemoryKind());
+  absl::StatusOr<ShardingRef> sharding = BindShardingText(text, *std::move(list), MemoryKind());
   if (!sharding.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(Str(option), " ",
-                                                   sharding::QuoteExcerpt(text.ToString()), ": ",
+                                                   base::QuoteExcerpt(text.ToString()), ": ",
                                                    Str(sharding.status().message())));
   }
   absl::StatusOr<sharding::ShardLayout> layout = (*sharding)->Layout(shape);
   if (!layout.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        Str(option), " ", sharding::QuoteExcerpt(text.ToString()), " does not fit shape ",
-        shape.DebugString(), ": ", Str(layout.status().message())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Str(option), " ", base::QuoteExcerpt(text.ToString()), " does not fit shape ",
+                     shape.DebugString(), ": ", Str(layout.status().message())));
   }
   return sharding;
 }
@@ -140,8 +138,8 @@ int SelectDevices(const std::vector<DeviceRequest>& requests, ClientSetup& setup
 absl::StatusOr<Distributed> ParseDistributed(std::string_view text) {
   if (text == "none") return Distributed::kNone;
   if (text == "mpi") return Distributed::kMpi;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "invalid --distributed ", sharding::QuoteExcerpt(text), ": expected none or mpi"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid --distributed ", base::QuoteExcerpt(text), ": expected none or mpi"));
 }
 
 ClientResult SetUpClient(const std::optional<std::string>& devices,

@@ -164,13 +164,12 @@ class Demo {
 
   absl::StatusOr<ShardingRef> Named(std::string_view mesh, std::string_view spec,
                                     absl::Span<Device* const> devices) {
-    absl::StatusOr<sharding::Mesh> m = sharding::Mesh::Parse(mesh);
-    if (!m.ok()) return m.status();
-    absl::StatusOr<sharding::PartitionSpec> p = sharding::PartitionSpec::Parse(spec);
-    if (!p.ok()) return p.status();
+    absl::StatusOr<sharding::ShardingText> text =
+        sharding::ParseShardingText(absl::StrCat(mesh, " ", spec));
+    if (!text.ok()) return text.status();
     absl::StatusOr<DeviceListRef> list = client_->MakeDeviceList(devices);
     if (!list.ok()) return list.status();
-    return NamedSharding::Create(*m, *p, *list, MemoryKind());
+    return BindShardingText(*text, *std::move(list), MemoryKind());
   }
 
   std::string Mesh1D() const { return absl::StrCat("mesh{x=", cpu_.size(), "}"); }

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "ifrt/status_macros.h"
+#include "base/status_macros.h"
 #include "tools/cli.h"
 #include "tools/demo_sections.h"
 

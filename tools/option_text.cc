@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "sharding/message_text.h"
+#include "base/message_text.h"
 
 namespace tessera::tools {
 namespace {
@@ -40,12 +40,12 @@ bool ParseCount(std::string_view s, int64_t* out) {
 
 std::string OptionError(std::string_view option, std::string_view text, size_t position,
                         std::string_view what) {
-  return absl::StrCat("invalid ", Str(option), " ", sharding::QuoteExcerpt(text, position), ": ",
+  return absl::StrCat("invalid ", Str(option), " ", base::QuoteExcerpt(text, position), ": ",
                       Str(what), " at position ", position);
 }
 
 std::string OneLine(std::string_view message) {
-  std::string line = sharding::EscapeText(message, /*quote_safe=*/false);
+  std::string line = base::EscapeText(message, /*quote_safe=*/false);
   if (line.size() > kMaxMessageBytes) {
     const size_t cut = line.size() - kMaxMessageBytes;
     line.resize(kMaxMessageBytes);
@@ -114,64 +114,14 @@ absl::StatusOr<std::vector<int64_t>> ParseShape(std::string_view text) {
     pos = end + 1;
   }
   if (dims.size() > 16) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid --shape ", sharding::QuoteExcerpt(text),
+    return absl::InvalidArgumentError(absl::StrCat("invalid --shape ", base::QuoteExcerpt(text),
                                                    ": rank ", dims.size(), " is above 16"));
   }
   return dims;
 }
 
-int ShardingText::num_devices() const {
-  return mesh.has_value() ? mesh->num_devices() : param->NumDevices();
-}
-
-std::string ShardingText::ToString() const {
-  return mesh.has_value() ? absl::StrCat(mesh->ToString(), " ", spec.ToString())
-                          : param->ToString();
-}
-
 absl::StatusOr<ShardingText> ParseSharding(std::string_view option, std::string_view text) {
-  std::string_view t = Trim(text);
-  // A failure to parse `part` (a view into `text`): at the parser's position, counted in `text`,
-  // when the parser reports one; else the parser's message after the option's text.
-  auto wrap = [&](std::string_view context, std::string_view part, const absl::Status& s) {
-    if (std::optional<sharding::ParseLocation> at = sharding::GetParseLocation(s)) {
-      return absl::InvalidArgumentError(
-          OptionError(option, text, OffsetIn(text, part) + at->offset,
-                      absl::StrCat(Str(context), "expected ", at->expected)));
-    }
-    return absl::InvalidArgumentError(absl::StrCat("invalid ", Str(option), " ",
-                                                   sharding::QuoteExcerpt(text), ": ", Str(context),
-                                                   Str(s.message())));
-  };
-  constexpr std::string_view kExample = " (expected e.g. mesh{x=8} P(x,None))";
-  ShardingText out;
-  if (t.substr(0, 4) == "mesh") {
-    size_t close = t.find('}');
-    if (close == std::string_view::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          OptionError(option, text, text.size(), "the mesh has no closing '}'"), Str(kExample)));
-    }
-    std::string_view mesh_text = t.substr(0, close + 1);
-    absl::StatusOr<sharding::Mesh> mesh = sharding::Mesh::Parse(mesh_text);
-    if (!mesh.ok()) return wrap("in the mesh: ", mesh_text, mesh.status());
-    std::string_view rest = Trim(t.substr(close + 1));
-    if (rest.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          OptionError(option, text, text.size(), "a PartitionSpec must follow the mesh"),
-          Str(kExample)));
-    }
-    absl::StatusOr<sharding::PartitionSpec> spec = sharding::PartitionSpec::Parse(rest);
-    if (!spec.ok()) return wrap("in the PartitionSpec: ", rest, spec.status());
-    out.mesh = *std::move(mesh);
-    out.spec = *std::move(spec);
-    return out;
-  }
-  absl::StatusOr<sharding::ShardingParam> param = sharding::ShardingParam::Parse(t);
-  if (!param.ok()) {
-    return wrap("neither 'mesh{...} P(...)' nor a ShardingParam: ", t, param.status());
-  }
-  out.param = *std::move(param);
-  return out;
+  return sharding::ParseShardingText(text, option);
 }
 
 }  // namespace tessera::tools

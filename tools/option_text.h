@@ -14,9 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "sharding/mesh.h"
-#include "sharding/partition_spec.h"
-#include "sharding/sharding_param.h"
+#include "sharding/sharding_text.h"
 
 namespace tessera::tools {
 
@@ -25,11 +23,11 @@ inline std::string Str(std::string_view s) { return std::string(s); }
 inline std::string Str(absl::string_view s) { return std::string(s); }
 
 // `message` made one printable line: control characters, invalid UTF-8 and invisible Unicode
-// controls escaped (sharding::EscapeText without quote escaping), cut after 4096 bytes.
+// controls escaped (base::EscapeText without quote escaping), cut after 4096 bytes.
 std::string OneLine(std::string_view message);
 
 // "invalid <option> "<text>": <what> at position <position>": the option's text quoted once
-// (sharding::QuoteExcerpt: escaped, cut to about 60 characters around `position` when long), and
+// (base::QuoteExcerpt: escaped, cut to about 60 characters around `position` when long), and
 // `position` a byte offset into `text` as the user typed it.
 std::string OptionError(std::string_view option, std::string_view text, size_t position,
                         std::string_view what);
@@ -55,16 +53,9 @@ absl::StatusOr<std::vector<DeviceRequest>> ParseDevices(std::string_view text);
 // Shape: GCC 12 warns on StatusOr<Shape> with -O3.)
 absl::StatusOr<std::vector<int64_t>> ParseShape(std::string_view text);
 
-// A sharding written either as JAX's "mesh{x=8} P(x,None)" or as IFRT's ShardingParam
-// "2x1 to [0] on 2".
-struct ShardingText {
-  std::optional<sharding::Mesh> mesh;  // set for the mesh + PartitionSpec form
-  sharding::PartitionSpec spec;
-  std::optional<sharding::ShardingParam> param;  // set for the ShardingParam form
-  int num_devices() const;
-  std::string ToString() const;
-};
-// `option` names the option in messages ("--from").
+// A sharding option ("--from"): either notation, parsed by the library's one parser
+// (sharding::ParseShardingText), its messages naming the option.
+using sharding::ShardingText;
 absl::StatusOr<ShardingText> ParseSharding(std::string_view option, std::string_view text);
 
 }  // namespace tessera::tools

@@ -18,10 +18,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "ifrt/compiler.h"
 #include "ifrt/executable.h"
 #include "ifrt/program.h"
-#include "ifrt/status_macros.h"
 #include "ifrt/strided_copy.h"
 #include "tools/cli.h"
 

@@ -19,7 +19,7 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_stream.h"
 #include "backends/cpu/host_allocator.h"
-#include "ifrt/status_macros.h"
+#include "base/status_macros.h"
 #include "oneapi/tbb/blocked_range.h"
 #include "oneapi/tbb/global_control.h"
 

@@ -18,7 +18,7 @@
 #include "backends/common/shared_host_memory.h"
 #include "backends/mpi/region_type.h"
 #include "backends/mpi/transport_factory.h"
-#include "ifrt/status_macros.h"
+#include "base/status_macros.h"
 #include "ifrt/strided_copy.h"
 #include "oneapi/tbb/task_arena.h"
 

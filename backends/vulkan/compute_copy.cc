@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ifrt/status_macros.h"
+#include "base/status_macros.h"
 
 namespace tessera::vulkan {
 namespace {

@@ -10,7 +10,7 @@
 #include "backends/vulkan/command_recording.h"
 #include "backends/vulkan/host_memory_import.h"
 #include "backends/vulkan/vulkan_buffer.h"
-#include "ifrt/status_macros.h"
+#include "base/status_macros.h"
 
 namespace tessera::vulkan {
 namespace {

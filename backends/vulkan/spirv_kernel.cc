@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "backends/vulkan/vulkan_buffer.h"
 #include "backends/vulkan/vulkan_device.h"
-#include "ifrt/status_macros.h"
+#include "base/status_macros.h"
 
 namespace tessera::vulkan {
 namespace {

@@ -14,7 +14,7 @@
 #include "backends/vulkan/physical_device.h"
 #include "backends/vulkan/vulkan_buffer.h"
 #include "backends/vulkan/vulkan_status.h"
-#include "ifrt/status_macros.h"
+#include "base/status_macros.h"
 
 namespace tessera::vulkan {
 

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "bindings/c/internal.h"
-#include "ifrt/status_macros.h"
 #include "ifrt/strided_copy.h"
 
 namespace tessera::c_api {

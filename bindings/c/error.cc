@@ -1,18 +1,15 @@
 // TSR_Error and the helpers shared by every entry point: struct_size checks, text arguments,
-// dtype and status-code conversions.
+// status-code conversions.
 
 #include <cstring>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/string_view.h"
 #include "bindings/c/internal.h"
 
 namespace tessera::c_api {
-namespace {
-// Debian's Abseil has its own string_view, which StrCat takes.
-absl::string_view AV(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-}  // namespace
 
 TSR_Error* MakeError(absl::Status status) {
   if (status.ok()) return nullptr;
@@ -23,68 +20,30 @@ TSR_Error* MakeError(absl::Status status) {
 
 absl::Status CheckStructSize(const void* args, size_t struct_size, std::string_view name,
                              size_t min_size) {
-  if (args == nullptr) return absl::InvalidArgumentError(absl::StrCat(AV(name), " is NULL"));
+  if (args == nullptr)
+    return absl::InvalidArgumentError(absl::StrCat(base::AsAbsl(name), " is NULL"));
   if (struct_size < min_size) {
     return absl::InvalidArgumentError(absl::StrCat(
-        AV(name), ": struct_size ", struct_size, " is smaller than its version 1.0 size ", min_size,
-        " (set it to ", AV(name), "_STRUCT_SIZE)"));
+        base::AsAbsl(name), ": struct_size ", struct_size, " is smaller than its version 1.0 size ",
+        min_size, " (set it to ", base::AsAbsl(name), "_STRUCT_SIZE)"));
   }
   if (struct_size > kMaxStructSize) {
     return absl::InvalidArgumentError(absl::StrCat(
-        AV(name), ": struct_size ", struct_size, " is not a struct size (more than ",
-        kMaxStructSize, " bytes: uninitialised?); set it to ", AV(name), "_STRUCT_SIZE"));
+        base::AsAbsl(name), ": struct_size ", struct_size, " is not a struct size (more than ",
+        kMaxStructSize, " bytes: uninitialised?); set it to ", base::AsAbsl(name), "_STRUCT_SIZE"));
   }
   return absl::OkStatus();
 }
 
 absl::Status CheckNotNull(const void* handle, std::string_view what) {
-  if (handle == nullptr) return absl::InvalidArgumentError(absl::StrCat(AV(what), " is NULL"));
+  if (handle == nullptr)
+    return absl::InvalidArgumentError(absl::StrCat(base::AsAbsl(what), " is NULL"));
   return absl::OkStatus();
 }
 
 std::string_view TextOf(const char* text, size_t size) {
   if (text == nullptr) return {};
   return size == 0 ? std::string_view(text) : std::string_view(text, size);
-}
-
-DType ToDType(TSR_DType dtype) {
-  switch (dtype) {
-    case TSR_DTYPE_PRED:
-      return DType(DType::kPred);
-    case TSR_DTYPE_S8:
-      return DType(DType::kS8);
-    case TSR_DTYPE_S16:
-      return DType(DType::kS16);
-    case TSR_DTYPE_S32:
-      return DType(DType::kS32);
-    case TSR_DTYPE_S64:
-      return DType(DType::kS64);
-    case TSR_DTYPE_U8:
-      return DType(DType::kU8);
-    case TSR_DTYPE_U16:
-      return DType(DType::kU16);
-    case TSR_DTYPE_U32:
-      return DType(DType::kU32);
-    case TSR_DTYPE_U64:
-      return DType(DType::kU64);
-    case TSR_DTYPE_F16:
-      return DType(DType::kF16);
-    case TSR_DTYPE_BF16:
-      return DType(DType::kBF16);
-    case TSR_DTYPE_F32:
-      return DType(DType::kF32);
-    case TSR_DTYPE_F64:
-      return DType(DType::kF64);
-    default:
-      return DType(DType::kInvalid);
-  }
-}
-
-TSR_DType FromDType(DType dtype) {
-  for (int d = TSR_DTYPE_PRED; d <= TSR_DTYPE_F64; ++d) {
-    if (ToDType(static_cast<TSR_DType>(d)) == dtype) return static_cast<TSR_DType>(d);
-  }
-  return TSR_DTYPE_INVALID;
 }
 
 TSR_ErrorCode ToErrorCode(absl::StatusCode code) { return static_cast<TSR_ErrorCode>(code); }

@@ -79,6 +79,7 @@ absl::Status CheckNotNull(const void* handle, std::string_view what);
 // Text given as (pointer, size); size 0 means NUL-terminated.
 std::string_view TextOf(const char* text, size_t size);
 
+// The C API's dtype table (dtype.cc): TSR_DTYPE_INVALID and unknown values <-> kInvalid.
 tessera::DType ToDType(TSR_DType dtype);
 TSR_DType FromDType(tessera::DType dtype);
 TSR_ErrorCode ToErrorCode(absl::StatusCode code);

@@ -1,10 +1,10 @@
-// TSR_Sharding: a sharding from text over device ids (bindings/c/sharding_text.h).
+// TSR_Sharding: a sharding from text over device ids (ifrt/sharding_from_text.h).
 
 #include <optional>
 #include <vector>
 
 #include "bindings/c/internal.h"
-#include "bindings/c/sharding_text.h"
+#include "ifrt/sharding_from_text.h"
 
 namespace tessera::c_api {
 
@@ -16,9 +16,9 @@ TSR_Error* ShardingCreate(TSR_Sharding_Create_Args* args) {
     return MakeError(CheckNotNull(nullptr, "device_ids (with num_device_ids > 0)"));
   }
   absl::StatusOr<ShardingRef> sharding =
-      bindings::ShardingFromText(*args->client->client, TextOf(args->text, args->text_size),
-                                 absl::MakeConstSpan(args->device_ids, args->num_device_ids),
-                                 TextOf(args->memory_kind, args->memory_kind_size));
+      ShardingFromText(*args->client->client, TextOf(args->text, args->text_size),
+                       absl::MakeConstSpan(args->device_ids, args->num_device_ids),
+                       TextOf(args->memory_kind, args->memory_kind_size));
   if (!sharding.ok()) return MakeError(sharding.status());
   args->sharding = new TSR_Sharding{*std::move(sharding)};
   return nullptr;

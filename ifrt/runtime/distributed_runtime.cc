@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "ifrt/status_macros.h"
+#include "base/status_macros.h"
 #include "ifrt/strided_copy.h"
 
 namespace tessera::runtime {

@@ -1,6 +1,6 @@
 #include "ifrt/runtime/plan_cache.h"
 
-#include "ifrt/status_macros.h"
+#include "base/status_macros.h"
 
 namespace tessera::runtime {
 

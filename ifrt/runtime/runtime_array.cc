@@ -1,9 +1,9 @@
 #include "ifrt/runtime/runtime_array.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "ifrt/runtime/plan_executor.h"
 #include "ifrt/runtime/runtime_client.h"
-#include "ifrt/status_macros.h"
 
 namespace tessera::runtime {
 

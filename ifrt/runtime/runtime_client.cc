@@ -15,9 +15,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "guard/level.h"
 #include "ifrt/runtime/plan_executor.h"
-#include "ifrt/status_macros.h"
 #include "ifrt/transfer_stats.h"
 #include "sharding/planner.h"
 

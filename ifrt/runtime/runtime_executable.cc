@@ -10,13 +10,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "guard/transfer_event.h"
 #include "ifrt/runtime/collectives.h"
 #include "ifrt/runtime/plan_executor.h"
 #include "ifrt/runtime/program_messages.h"
 #include "ifrt/runtime/runtime_client.h"
 #include "ifrt/spi/transport.h"
-#include "ifrt/status_macros.h"
 #include "ifrt/strided_copy.h"
 
 namespace tessera::runtime {

@@ -18,8 +18,10 @@ if ! command -v "$CXX" >/dev/null 2>&1; then
   exit 77
 fi
 
-# Every source of sharding/ (a new file there must not break the fuzz builds).
-SHARDING=()
+# Every source of base/ and sharding/ (a new file there must not break the fuzz builds).
+BASE=()
+for f in "$ROOT"/base/*.cc; do BASE+=("base/$(basename "$f")"); done
+SHARDING=("${BASE[@]}")
 for f in "$ROOT"/sharding/*.cc; do SHARDING+=("sharding/$(basename "$f")"); done
 EXTRA_LIBS=()
 MAX_LEN=256
@@ -27,7 +29,7 @@ case "$TARGET" in
   sharding_parser)
     SRCS=("${SHARDING[@]}" tests/fuzz/sharding_parser_fuzzer.cc) ;;
   guard_policy)
-    SRCS=(guard/level.cc guard/policy.cc tests/fuzz/guard_policy_fuzzer.cc) ;;
+    SRCS=("${BASE[@]}" guard/level.cc guard/policy.cc tests/fuzz/guard_policy_fuzzer.cc) ;;
   remap_plan)
     SRCS=("${SHARDING[@]}" ifrt/array_spec.cc ifrt/attribute_map.cc ifrt/device_list.cc
           ifrt/dtype.cc ifrt/remap_plan.cc ifrt/shape.cc ifrt/sharding.cc
@@ -36,7 +38,7 @@ case "$TARGET" in
     SRCS=("${SHARDING[@]}" tools/option_text.cc tests/fuzz/cli_options_fuzzer.cc) ;;
   program_nesting)
     # The bound on a program's nesting, checked before MLIR parses it (Abseil only).
-    SRCS=(compiler/nesting.cc tests/fuzz/program_nesting_fuzzer.cc)
+    SRCS=("${BASE[@]}" compiler/nesting.cc tests/fuzz/program_nesting_fuzzer.cc)
     MAX_LEN=4096 ;;
   planner)
     # plan_checker.h reports through gtest's AssertionResult.
@@ -52,7 +54,7 @@ BIN="$WORK/${TARGET}_fuzzer"
 # Rebuild only when a source or header is newer than the binary.
 NEED_BUILD=0
 [[ -x "$BIN" ]] || NEED_BUILD=1
-for f in "${SRCS[@]}" sharding/*.h guard/*.h ifrt/*.h tools/option_text.h compiler/nesting.h tests/fuzz/*.h tests/sharding/*.h; do
+for f in "${SRCS[@]}" base/*.h sharding/*.h guard/*.h ifrt/*.h tools/option_text.h compiler/nesting.h tests/fuzz/*.h tests/sharding/*.h; do
   [[ "$ROOT/$f" -nt "$BIN" ]] && NEED_BUILD=1
 done
 if [[ $NEED_BUILD == 1 ]]; then

@@ -77,14 +77,14 @@ absl::Status ParseExample() {
   absl::StatusOr<Policy> bad = Policy::Parse("h2d=disallow,d2d=forbid");
   // bad.status(): INVALID_ARGUMENT: invalid transfer guard policy
   //   "h2d=disallow,d2d=forbid": unknown level (expected allow, log,
-  //   disallow, log_explicit or disallow_explicit) 'forbid' at position 17
+  //   disallow, log_explicit or disallow_explicit) "forbid" at position 17
   // end docs
   EXPECT_EQ(canonical, "h2d=disallow,d2d=allow,d2h=log,allow_below_bytes=4096");
   EXPECT_EQ(bad.status().ToString(),
             "INVALID_ARGUMENT: invalid transfer guard policy "
             "\"h2d=disallow,d2d=forbid\": unknown "
             "level (expected allow, log, disallow, log_explicit or "
-            "disallow_explicit) 'forbid' at "
+            "disallow_explicit) \"forbid\" at "
             "position 17");
   return absl::OkStatus();
 }

@@ -88,17 +88,17 @@ struct BadPolicy {
 
 TEST(PolicyTest, ErrorsNameTheBadTokenAndItsPosition) {
   const BadPolicy kBad[] = {
-      {"disalow", "'disalow'", 0},
-      {"h2d=disallow,d2d=forbid", "'forbid'", 17},
-      {"h2d=disallow, h2x=log", "'h2x'", 14},
-      {"h2d", "'h2d'", 0},
-      {"h2d=", "'h2d'", 0},
-      {"allow_below_bytes=-1", "'-1'", 18},
-      {"below=12kb", "'12kb'", 6},
-      {"below=99999999999999999999", "'99999999999999999999'", 6},
+      {"disalow", "\"disalow\"", 0},
+      {"h2d=disallow,d2d=forbid", "\"forbid\"", 17},
+      {"h2d=disallow, h2x=log", "\"h2x\"", 14},
+      {"h2d", "\"h2d\"", 0},
+      {"h2d=", "\"h2d\"", 0},
+      {"allow_below_bytes=-1", "\"-1\"", 18},
+      {"below=12kb", "\"12kb\"", 6},
+      {"below=99999999999999999999", "\"99999999999999999999\"", 6},
       {"log,,disallow", "empty entry", 4},
       {"log,", "empty entry", 4},
-      {"=log", "''", 0},
+      {"=log", "\"\"", 0},
   };
   for (const BadPolicy& bad : kBad) {
     SCOPED_TRACE(bad.text);
@@ -114,13 +114,13 @@ TEST(PolicyTest, ErrorsNameTheBadTokenAndItsPosition) {
 }
 
 TEST(PolicyTest, ErrorsStayOneShortLine) {
-  // Control characters and non-ASCII bytes are C-escaped, in the text and in the token.
+  // Control characters and invalid UTF-8 are escaped (base::EscapeText), in the text and the token.
   EXPECT_THAT(
       Policy::Parse("d2d=nev\ner\x1b[2J\xff"),
       StatusIs(absl::StatusCode::kInvalidArgument,
-               HasSubstr("\"d2d=nev\\ner\\x1b[2J\\xff\": unknown level (expected allow, log, "
+               HasSubstr("\"d2d=nev\\ner\\x1B[2J\\xFF\": unknown level (expected allow, log, "
                          "disallow, log_explicit or disallow_explicit) "
-                         "'nev\\ner\\x1b[2J\\xff' at position 4")));
+                         "\"nev\\ner\\x1B[2J\\xFF\" at position 4")));
   // A long text keeps 60 bytes around the position; a long token its first 60 bytes.
   const std::string text =
       absl::StrCat("log,", std::string(50000, ' '), "h2d=", std::string(50000, 'z'));
@@ -129,8 +129,8 @@ TEST(PolicyTest, ErrorsStayOneShortLine) {
   EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument,
                           AllOf(HasSubstr(absl::StrCat("\"...", std::string(26, ' '),
                                                        "h2d=", std::string(30, 'z'), "...\"")),
-                                HasSubstr(absl::StrCat("'", std::string(60, 'z'), "...'")),
-                                HasSubstr("zzz...' at position 50008"))));
+                                HasSubstr(absl::StrCat("\"", std::string(60, 'z'), "...\"")),
+                                HasSubstr("zzz...\" at position 50008"))));
 }
 
 std::vector<Policy> AllPolicies() {

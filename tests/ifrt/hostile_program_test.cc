@@ -15,9 +15,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "base/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ifrt/status_macros.h"
 #include "tessera.h"
 #include "tests/ifrt/test_util.h"
 #include "tests/testing/vulkan_icds.h"

@@ -8,8 +8,11 @@ tests/layering/testdata excepted). The rules:
 
 - layers: each folder includes only the repository folders below it:
       tools/, bindings/  >  backends/ (and tessera.h)  >  compiler/  >  ifrt/  >  sharding/, guard/
-  sharding/ and guard/ include only themselves, Abseil and the standard library (not each other);
-  tools/ and bindings/ do not include each other; the library never includes tests/ or benchmarks/;
+      >  base/
+  base/ includes only itself, Abseil and the standard library; sharding/ and guard/ only
+  themselves, base/, Abseil and the standard library (not each other);
+  tools/ and bindings/ do not include each other, nor one binding another (bindings/python/ not
+  bindings/c/); the library never includes tests/ or benchmarks/;
 - public API only: tools/ and bindings/ include nothing of ifrt/runtime/, ifrt/spi/ or backends/
   but backends/client_factory.h;
 - platform headers, each only in its home:
@@ -37,7 +40,7 @@ SKIPPED = ("tests/layering/testdata",)
 # Repository folders by layer rank: a folder may include those of lower or equal rank (its own
 # included); equal ranks of different folders are independent unless listed as a pair below.
 # tessera.h, the umbrella header at the root, sits just above backends/.
-RANK = {"sharding": 0, "guard": 0, "ifrt": 1, "compiler": 2, "backends": 3, "tessera.h": 3.5,
+RANK = {"base": -1, "sharding": 0, "guard": 0, "ifrt": 1, "compiler": 2, "backends": 3, "tessera.h": 3.5,
         "bindings": 4, "tools": 4, "tests": 5, "benchmarks": 5}
 MAY_INCLUDE_PEER = {("tests", "benchmarks"), ("benchmarks", "tests")}
 
@@ -84,16 +87,22 @@ def platform_violation(rel, header):
     return None
 
 
+PURE_LAYERS = ("base", "sharding", "guard")
+
+
 def pure_violation(layer, bracket, header):
-    """sharding/ and guard/: only themselves, Abseil and the standard library."""
-    other = "guard" if layer == "sharding" else "sharding"
+    """base/: only itself, Abseil and the standard library; sharding/ and guard/ also base/."""
     if bracket == "<":
         return None if "/" not in header else "a library header in a pure layer"
-    if header.startswith((layer + "/", "absl/")):
+    allowed = (layer + "/", "absl/") + (("base/",) if layer != "base" else ())
+    if header.startswith(allowed):
         return None
-    if header.startswith(other + "/"):
-        return f"{layer}/ depends on {other}/"
-    return f"{layer}/ may include only {layer}/, Abseil and the standard library"
+    for other in PURE_LAYERS:
+        if other != layer and header.startswith(other + "/"):
+            return f"{layer}/ depends on {other}/"
+    if layer == "base":
+        return "base/ may include only base/, Abseil and the standard library"
+    return f"{layer}/ may include only {layer}/, base/, Abseil and the standard library"
 
 
 def layer_violation(layer, header):
@@ -113,10 +122,21 @@ def layer_violation(layer, header):
     return None
 
 
+def binding_violation(rel, header):
+    """One binding (bindings/<name>/) including another's files."""
+    if not (rel.startswith("bindings/") and header.startswith("bindings/")):
+        return None
+    own, other = rel.split("/")[1], header.split("/")[1]
+    return None if own == other else f"bindings/{own}/ includes bindings/{other}/"
+
+
 def violation(rel, bracket, header):
     """Why the source at `rel` may not include `header`, or None."""
+    why = binding_violation(rel, header)
+    if why:
+        return why
     layer = folder_of(rel)
-    if layer in ("sharding", "guard"):
+    if layer in PURE_LAYERS:
         return pure_violation(layer, bracket, header)
     why = platform_violation(rel, header)
     if why:

@@ -1,6 +1,6 @@
-// Overflow in sharding/: the checked arithmetic of checked_math.h at every boundary, and every
-// geometry that takes sizes (Box, Mesh, ShardingParam, ShardLayout) rejecting values whose
-// counts, ends or products do not fit in int64_t, with INVALID_ARGUMENT naming the problem.
+// Overflow in sharding/: every geometry that takes sizes (Box, Mesh, ShardingParam, ShardLayout)
+// rejecting values whose counts, ends or products do not fit in int64_t, with INVALID_ARGUMENT
+// naming the problem.
 
 #include <cstdint>
 #include <limits>
@@ -8,7 +8,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sharding/box.h"
-#include "sharding/checked_math.h"
 #include "sharding/mesh.h"
 #include "sharding/partition_spec.h"
 #include "sharding/shard_layout.h"
@@ -18,10 +17,8 @@ namespace tessera::sharding {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::Optional;
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t k2Pow32 = int64_t{1} << 32;
 constexpr int64_t k2Pow62 = int64_t{1} << 62;
 constexpr int64_t kWrapsToTwo = 6148914691236517206;  // 3 * this = 2^64 + 2
@@ -29,43 +26,6 @@ constexpr int64_t kWrapsToTwo = 6148914691236517206;  // 3 * this = 2^64 + 2
 MATCHER_P(IsInvalid, text, "") {
   return arg.code() == absl::StatusCode::kInvalidArgument &&
          arg.message().find(text) != absl::string_view::npos;
-}
-
-TEST(CheckedMath, MulAndAddAtTheBoundaries) {
-  EXPECT_THAT(CheckedMul(k2Pow32, k2Pow32 / 2 - 1), Optional(k2Pow32 * (k2Pow32 / 2 - 1)));
-  EXPECT_EQ(CheckedMul(k2Pow32, k2Pow32), std::nullopt);
-  EXPECT_THAT(CheckedMul(kMax, 1), Optional(kMax));
-  EXPECT_EQ(CheckedMul(kMax, 2), std::nullopt);
-  EXPECT_EQ(CheckedMul(kMin, -1), std::nullopt);
-  EXPECT_THAT(CheckedMul(0, kMax), Optional(0));
-  EXPECT_THAT(CheckedAdd(kMax - 1, 1), Optional(kMax));
-  EXPECT_EQ(CheckedAdd(kMax, 1), std::nullopt);
-  EXPECT_EQ(CheckedAdd(kMin, -1), std::nullopt);
-  EXPECT_THAT(CheckedAdd(kMax, kMin), Optional(-1));
-}
-
-TEST(CheckedMath, ProductCountsTheNonZeroDims) {
-  EXPECT_THAT(CheckedProduct({}), Optional(1));
-  EXPECT_THAT(CheckedProduct({2, 3, 4}), Optional(24));
-  EXPECT_THAT(CheckedProduct({5, 0}), Optional(0));
-  EXPECT_THAT(CheckedProduct({kMax}), Optional(kMax));
-  EXPECT_EQ(CheckedProduct({3, kWrapsToTwo}), std::nullopt);       // wraps to 2
-  EXPECT_EQ(CheckedProduct({k2Pow62, k2Pow62}), std::nullopt);     // wraps to 0
-  EXPECT_EQ(CheckedProduct({0, k2Pow62, k2Pow62}), std::nullopt);  // empty, but strides overflow
-  EXPECT_THAT(CheckedProduct({0, k2Pow62, 1}), Optional(0));
-  EXPECT_THAT(CheckedByteCount({int64_t{1} << 60}, 4), Optional(int64_t{1} << 62));
-  EXPECT_EQ(CheckedByteCount({int64_t{1} << 61}, 4), std::nullopt);
-  EXPECT_EQ(CheckedByteCount({0, int64_t{1} << 61}, 4), std::nullopt);
-  EXPECT_THAT(CheckedByteCount({}, 8), Optional(8));
-}
-
-TEST(CheckedMath, CeilDivNeverFormsNPlusK) {
-  EXPECT_EQ(CeilDiv(0, 3), 0);
-  EXPECT_EQ(CeilDiv(5, 2), 3);
-  EXPECT_EQ(CeilDiv(6, 2), 3);
-  EXPECT_EQ(CeilDiv(kMax, 2), kMax / 2 + 1);
-  EXPECT_EQ(CeilDiv(kMax, kMax), 1);
-  EXPECT_EQ(CeilDiv(kMax - 1, kMax), 1);
 }
 
 TEST(BoxOverflow, CreateRejectsAnEndOrCountThatOverflows) {

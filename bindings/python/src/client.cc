@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bindings/python/src/common.h"
+#include "bindings/python/src/dtypes.h"
 #include "ifrt/strided_copy.h"
 
 namespace tessera::python {
@@ -54,29 +55,8 @@ PyClient MakeClient(int cpu_devices, const std::string& vulkan,
 }
 
 DType DTypeOf(nb::dlpack::dtype t) {
-  using Code = nb::dlpack::dtype_code;
-  const auto code = static_cast<Code>(t.code);
-  if (t.lanes == 1) {
-    if (code == Code::Bool && t.bits == 8) return DType(DType::kPred);
-    if (code == Code::Int) {
-      if (t.bits == 8) return DType(DType::kS8);
-      if (t.bits == 16) return DType(DType::kS16);
-      if (t.bits == 32) return DType(DType::kS32);
-      if (t.bits == 64) return DType(DType::kS64);
-    }
-    if (code == Code::UInt) {
-      if (t.bits == 8) return DType(DType::kU8);
-      if (t.bits == 16) return DType(DType::kU16);
-      if (t.bits == 32) return DType(DType::kU32);
-      if (t.bits == 64) return DType(DType::kU64);
-    }
-    if (code == Code::Float) {
-      if (t.bits == 16) return DType(DType::kF16);
-      if (t.bits == 32) return DType(DType::kF32);
-      if (t.bits == 64) return DType(DType::kF64);
-    }
-    if (code == Code::Bfloat && t.bits == 16) return DType(DType::kBF16);
-  }
+  std::optional<DType> dtype = DTypeFromDLPack(t.code, t.bits, t.lanes);
+  if (dtype.has_value()) return *dtype;
   throw nb::type_error(absl::StrCat("unsupported dtype (DLPack code ", t.code, ", ", t.bits,
                                     " bits, ", t.lanes, " lanes)")
                            .c_str());

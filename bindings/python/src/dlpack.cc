@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bindings/python/src/common.h"
+#include "bindings/python/src/dtypes.h"
 
 namespace tessera::python {
 namespace {
@@ -29,37 +30,9 @@ struct ExportContext {
   DLManagedTensorVersioned versioned;
 };
 
-DLDataType DLTypeOf(DType dtype) {
-  const auto bits = static_cast<uint8_t>(*dtype.byte_size() * 8);
-  switch (dtype.kind()) {
-    case DType::kPred:
-      return {kDLBool, 8, 1};
-    case DType::kS8:
-    case DType::kS16:
-    case DType::kS32:
-    case DType::kS64:
-      return {kDLInt, bits, 1};
-    case DType::kU8:
-    case DType::kU16:
-    case DType::kU32:
-    case DType::kU64:
-      return {kDLUInt, bits, 1};
-    case DType::kBF16:
-      return {kDLBfloat, 16, 1};
-    default:
-      return {kDLFloat, bits, 1};
-  }
-}
-
 DType DTypeOfDL(DLDataType t) {
-  if (t.lanes == 1) {
-    for (DType::Kind k :
-         {DType::kPred, DType::kS8, DType::kS16, DType::kS32, DType::kS64, DType::kU8, DType::kU16,
-          DType::kU32, DType::kU64, DType::kF16, DType::kBF16, DType::kF32, DType::kF64}) {
-      DLDataType d = DLTypeOf(DType(k));
-      if (d.code == t.code && d.bits == t.bits) return DType(k);
-    }
-  }
+  std::optional<DType> dtype = DTypeFromDLPack(t.code, t.bits, t.lanes);
+  if (dtype.has_value()) return *dtype;
   throw nb::type_error(absl::StrCat("from_dlpack: unsupported DLPack dtype (code ", t.code, ", ",
                                     t.bits, " bits, ", t.lanes, " lanes)")
                            .c_str());
@@ -107,7 +80,7 @@ nb::object Export(const PyArray& a, nb::handle stream, nb::handle max_version, n
   DLTensor t{ctx->buffer.get(),
              {kDLCPU, 0},
              static_cast<int32_t>(ctx->shape.size()),
-             DLTypeOf(a.array->dtype()),
+             DLPackTypeOf(a.array->dtype()),
              ctx->shape.data(),
              nullptr,
              0};

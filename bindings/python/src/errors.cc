@@ -7,8 +7,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "bindings/c/sharding_text.h"
 #include "bindings/python/src/common.h"
+#include "bindings/python/src/dtypes.h"
+#include "ifrt/sharding_from_text.h"
 
 namespace tessera::python {
 namespace {
@@ -69,51 +70,12 @@ ShardingRef ShardingFromPython(const Client& client, nb::handle sharding) {
         "a sharding is a str ('mesh{x=4} P(x,None)' or '2x1 to [0] on 2'), a tessera.Device or "
         "a tessera.NamedSharding");
   }
-  return ValueOrThrow(bindings::ShardingFromText(client, text, ids, memory_kind));
+  return ValueOrThrow(ShardingFromText(client, text, ids, memory_kind));
 }
 
 nb::object NumpyDType(DType dtype) {
-  const char* name = nullptr;
-  switch (dtype.kind()) {
-    case DType::kPred:
-      name = "bool";
-      break;
-    case DType::kS8:
-      name = "int8";
-      break;
-    case DType::kS16:
-      name = "int16";
-      break;
-    case DType::kS32:
-      name = "int32";
-      break;
-    case DType::kS64:
-      name = "int64";
-      break;
-    case DType::kU8:
-      name = "uint8";
-      break;
-    case DType::kU16:
-      name = "uint16";
-      break;
-    case DType::kU32:
-      name = "uint32";
-      break;
-    case DType::kU64:
-      name = "uint64";
-      break;
-    case DType::kF16:
-      name = "float16";
-      break;
-    case DType::kF32:
-      name = "float32";
-      break;
-    case DType::kF64:
-      name = "float64";
-      break;
-    default:
-      return nb::str(dtype.DebugString().c_str());
-  }
+  const char* name = NumpyName(dtype);
+  if (name == nullptr) return nb::str(dtype.DebugString().c_str());
   return nb::module_::import_("numpy").attr("dtype")(name);
 }
 

@@ -179,7 +179,7 @@ static void TestBadInput(TSR_Client* client) {
   s.client = client;
   s.text = "mesh{x=4} Q(x)";
   CHECK_ERROR(api, api->TSR_Sharding_Create(&s), TSR_ERROR_INVALID_ARGUMENT,
-              "sharding 'mesh{x=4} Q(x)'");
+              "invalid sharding \"mesh{x=4} Q(x)\": in the PartitionSpec");
   s.text = "mesh{x=8} P(x)";
   CHECK_ERROR(api, api->TSR_Sharding_Create(&s), TSR_ERROR_INVALID_ARGUMENT,
               "needs 8 devices but the client has 4");

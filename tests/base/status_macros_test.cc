@@ -1,4 +1,4 @@
-#include "ifrt/status_macros.h"
+#include "base/status_macros.h"
 
 #include <memory>
 #include <string>

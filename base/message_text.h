@@ -1,4 +1,4 @@
-// sharding/message_text.h: user text inside one-line error messages, and where a parse failed.
+// base/message_text.h: user text inside one-line error messages, and where a parse failed.
 //
 // An error message that echoes what a user typed must stay one line, unambiguous and short,
 // whatever the text holds (line breaks, terminal escape sequences, invalid UTF-8, 100 KB):
@@ -14,8 +14,8 @@
 //   if (auto where = GetParseLocation(s)) offset_in_option = rest_start + where->offset;
 //
 // Free functions; no state, thread-safe.
-#ifndef TESSERA_SHARDING_MESSAGE_TEXT_H_
-#define TESSERA_SHARDING_MESSAGE_TEXT_H_
+#ifndef TESSERA_BASE_MESSAGE_TEXT_H_
+#define TESSERA_BASE_MESSAGE_TEXT_H_
 
 #include <cstddef>
 #include <optional>
@@ -24,7 +24,7 @@
 
 #include "absl/status/status.h"
 
-namespace tessera::sharding {
+namespace tessera::base {
 
 // How many bytes of a long text QuoteExcerpt keeps (texts up to kExcerptLimit bytes are whole).
 inline constexpr size_t kExcerptBytes = 60;
@@ -52,6 +52,6 @@ void AttachParseLocation(absl::Status& status, const ParseLocation& location);
 // The location attached to `status`, if any.
 std::optional<ParseLocation> GetParseLocation(const absl::Status& status);
 
-}  // namespace tessera::sharding
+}  // namespace tessera::base
 
-#endif  // TESSERA_SHARDING_MESSAGE_TEXT_H_
+#endif  // TESSERA_BASE_MESSAGE_TEXT_H_

@@ -1,7 +1,7 @@
-#ifndef TESSERA_IFRT_STATUS_MACROS_H_
-#define TESSERA_IFRT_STATUS_MACROS_H_
+#ifndef TESSERA_BASE_STATUS_MACROS_H_
+#define TESSERA_BASE_STATUS_MACROS_H_
 
-// Two macros for early returns on error, as in Abseil's and XLA's code bases:
+// base/status_macros.h: two macros for early returns on error, as in Abseil's and XLA's code bases:
 //
 //   absl::StatusOr<ArrayRef> MakeRows(Client& client, const Sharding& sharding, Shape shape) {
 //     TESSERA_RETURN_IF_ERROR(ValidateShape(shape));
@@ -40,4 +40,4 @@
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = *std::move(statusor)
 
-#endif  // TESSERA_IFRT_STATUS_MACROS_H_
+#endif  // TESSERA_BASE_STATUS_MACROS_H_

@@ -1,4 +1,4 @@
-#include "sharding/message_text.h"
+#include "base/message_text.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,10 +9,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 
-namespace tessera::sharding {
+namespace tessera::base {
 namespace {
 
-constexpr char kParseLocationUrl[] = "type.tessera/sharding.ParseLocation";
+constexpr char kParseLocationUrl[] = "type.tessera/base.ParseLocation";
 
 bool IsContinuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
@@ -148,4 +148,4 @@ std::optional<ParseLocation> GetParseLocation(const absl::Status& status) {
   return location;
 }
 
-}  // namespace tessera::sharding
+}  // namespace tessera::base

@@ -1,4 +1,4 @@
-// sharding/checked_math.h: overflow-checked int64_t arithmetic for sizes, counts and offsets.
+// base/checked_math.h: overflow-checked int64_t arithmetic for sizes, counts and offsets.
 //
 // Every size, element count, byte count and offset Tessera derives from user input goes through
 // these helpers where it is formed, so a wrapped value never reaches a copy engine:
@@ -7,17 +7,16 @@
 //   std::optional<int64_t> end = CheckedAdd(origin[d], size[d]);
 //   if (!n.has_value()) return absl::InvalidArgumentError("... overflows int64");
 //
-// Free functions over values; no state, thread-safe. Header-only; ifrt/ and tools/ use it as well
-// as sharding/ (which may not include ifrt/).
-#ifndef TESSERA_SHARDING_CHECKED_MATH_H_
-#define TESSERA_SHARDING_CHECKED_MATH_H_
+// Free functions over values; no state, thread-safe. Header-only.
+#ifndef TESSERA_BASE_CHECKED_MATH_H_
+#define TESSERA_BASE_CHECKED_MATH_H_
 
 #include <cstdint>
 #include <optional>
 
 #include "absl/types/span.h"
 
-namespace tessera::sharding {
+namespace tessera::base {
 
 // a * b, or nullopt when it does not fit in int64_t.
 constexpr std::optional<int64_t> CheckedMul(int64_t a, int64_t b) {
@@ -62,6 +61,6 @@ constexpr std::optional<int64_t> CheckedByteCount(absl::Span<const int64_t> dims
 // ceil(n / k) for n >= 0 and k >= 1 (precondition), without forming n + k - 1.
 constexpr int64_t CeilDiv(int64_t n, int64_t k) { return n / k + (n % k != 0 ? 1 : 0); }
 
-}  // namespace tessera::sharding
+}  // namespace tessera::base
 
-#endif  // TESSERA_SHARDING_CHECKED_MATH_H_
+#endif  // TESSERA_BASE_CHECKED_MATH_H_
