@@ -165,7 +165,7 @@ class Demo {
   absl::StatusOr<ShardingRef> Named(std::string_view mesh, std::string_view spec,
                                     absl::Span<Device* const> devices) {
     absl::StatusOr<sharding::ShardingText> text =
-        sharding::ParseShardingText(absl::StrCat(mesh, " ", spec));
+        sharding::ParseShardingText(absl::StrCat(Str(mesh), " ", Str(spec)));
     if (!text.ok()) return text.status();
     absl::StatusOr<DeviceListRef> list = client_->MakeDeviceList(devices);
     if (!list.ok()) return list.status();

@@ -222,7 +222,7 @@ TEST_F(PolicyEnvironmentTest, MalformedIsAnError) {
   setenv(kTransferGuardEnvVar, "h2d=never", 1);
   EXPECT_THAT(Policy::FromEnvironment(),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("TESSERA_TRANSFER_GUARD"), HasSubstr("'never'"))));
+                       AllOf(HasSubstr("TESSERA_TRANSFER_GUARD"), HasSubstr("\"never\""))));
 }
 
 }  // namespace

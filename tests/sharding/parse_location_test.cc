@@ -20,7 +20,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-TEST(base::ParseLocation, ParsersAttachOffsetAndExpectation) {
+TEST(ParseLocation, ParsersAttachOffsetAndExpectation) {
   absl::Status s = PartitionSpec::Parse("P(x,None").status();
   std::optional<base::ParseLocation> at = base::GetParseLocation(s);
   ASSERT_TRUE(at.has_value()) << s;
@@ -35,7 +35,7 @@ TEST(base::ParseLocation, ParsersAttachOffsetAndExpectation) {
   EXPECT_FALSE(base::GetParseLocation(absl::OkStatus()).has_value());
 }
 
-TEST(base::ParseLocation, ParserMessagesStayOneShortLine) {
+TEST(ParseLocation, ParserMessagesStayOneShortLine) {
   const std::string hostile = absl::StrCat("mesh{x=2}\n\x1b[2J", std::string(100000, 'y'), "\xFF");
   const absl::Status s = Mesh::Parse(hostile).status();
   const std::string message(s.message());

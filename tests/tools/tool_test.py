@@ -285,7 +285,7 @@ def case_hostile_input():
         ({b"--devices": b"cpu: 0"}, [b"at position 5"]),
         # Invisible Unicode controls (RIGHT-TO-LEFT OVERRIDE) are escaped; UTF-8 otherwise stays.
         ({b"--shape": b"8\xc3\x978\xe2\x80\xae"}, [b'"8\xc3\x978\\xE2\\x80\\xAE"']),
-        ({b"--guard": b"d2d=nev\ner\x1b"}, [b"'nev\\ner\\x1b' at position 4"]),
+        ({b"--guard": b"d2d=nev\ner\x1b"}, [b'"nev\\ner\\x1B" at position 4']),
         ({b"--dtype": b"f32\r\n" + b"x" * 5000}, [b'invalid --dtype "f32\\r\\nxxx']),
     ]
     for override, messages in cases:
