@@ -131,15 +131,6 @@ HostRegion ShardRegion(void* base, const Index& shape, const sharding::Box& box,
   return r;
 }
 
-HostRegion DenseRegion(void* base, const Index& extent, int64_t element_bytes) {
-  HostRegion r;
-  r.base = base;
-  r.element_bytes = element_bytes;
-  r.extent = extent;
-  r.byte_strides = StridedCopy::RowMajorByteStrides(extent, element_bytes);
-  return r;
-}
-
 }  // namespace
 
 DistributedRuntime::DistributedRuntime(std::unique_ptr<Transport> transport)
@@ -367,14 +358,17 @@ void DistributedRuntime::Abandon(const sharding::ReshardPlan& plan, int64_t elem
     const int peer = (src_local ? d : s).memory->device()->ProcessIndex();
     const int64_t tag = tag_base + numbers.Next(peer, src_local);
     const Index extent(c.src_box.shape().begin(), c.src_box.shape().end());
+    // Only the peers need these messages: their futures (and errors) are not this call's.
     if (src_local) {  // an empty message: the region is not read
-      transport_->Send(peer, tag, DenseRegion(nullptr, extent, element_bytes), failed, nullptr);
+      static_cast<void>(transport_->Send(
+          peer, tag, HostRegion::Dense(nullptr, extent, element_bytes), failed, nullptr));
     } else if (void* host = d.buffer->host_address(); host != nullptr) {
-      transport_->Receive(peer, tag, ShardRegion(host, d.shard_shape, c.dst_box, element_bytes),
-                          d.buffer);
+      static_cast<void>(transport_->Receive(
+          peer, tag, ShardRegion(host, d.shard_shape, c.dst_box, element_bytes), d.buffer));
     } else {
       auto staging = std::make_shared<std::vector<uint8_t>>(c.bytes);
-      transport_->Receive(peer, tag, DenseRegion(staging->data(), extent, element_bytes), staging);
+      static_cast<void>(transport_->Receive(
+          peer, tag, HostRegion::Dense(staging->data(), extent, element_bytes), staging));
     }
   }
 }
@@ -425,7 +419,7 @@ Future<> DistributedRuntime::SendPart(const sharding::BoxCopy& c, const PlanEndp
   RuntimeDevice* sd = s.memory->device();
   Future<> staged = sd->platform()->CopyBuffersToHost(
       sd->platform_device(), {BufferToHostCopy{s.buffer, staging->data(), g}}, {s.ready});
-  return transport_->Send(peer, tag, DenseRegion(staging->data(), box.extent, element_bytes),
+  return transport_->Send(peer, tag, HostRegion::Dense(staging->data(), box.extent, element_bytes),
                           staged, staging);
 }
 
@@ -442,7 +436,7 @@ Future<> DistributedRuntime::ReceivePart(const sharding::BoxCopy& c, const PlanE
     const HostRegion box = ShardRegion(nullptr, d.shard_shape, c.dst_box, element_bytes);
     auto staging = std::make_shared<std::vector<uint8_t>>(box.bytes());
     Future<> received = transport_->Receive(
-        peer, tag, DenseRegion(staging->data(), box.extent, element_bytes), staging);
+        peer, tag, HostRegion::Dense(staging->data(), box.extent, element_bytes), staging);
     StridedCopy g;
     g.element_bytes = element_bytes;
     g.extent = box.extent;

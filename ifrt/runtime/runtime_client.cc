@@ -56,24 +56,6 @@ struct CallOnFailure {
   }
 };
 
-std::vector<int> DeviceIds(const std::set<int32_t>& ids) {
-  return std::vector<int>(ids.begin(), ids.end());
-}
-
-std::vector<int64_t> Dims(const Shape& shape) {
-  return std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
-}
-
-int64_t ShardBytes(const sharding::ShardLayout& layout, int slot, int64_t element_bytes) {
-  return layout.slot_box(slot).num_elements() * element_bytes;
-}
-
-std::string MemoryKindOf(const std::vector<RuntimeMemory*>& memories) {
-  std::set<std::string> kinds;
-  for (RuntimeMemory* m : memories) kinds.insert(m->Kind().DebugString());
-  return absl::StrJoin(kinds, ",");
-}
-
 absl::Status CheckDType(DType dtype, std::string_view op) {
   if (!dtype.byte_size().has_value()) {
     return absl::InvalidArgumentError(
@@ -127,142 +109,6 @@ absl::Status CheckHostData(const void* data, DType dtype, const Shape& shape, st
                                                    " has ", shape.num_elements(), " elements"));
   }
   return absl::OkStatus();
-}
-
-// The endpoints of an array's shards, as a plan's sources.
-std::vector<PlanEndpoint> SourceEndpoints(const RuntimeArray& array,
-                                          const std::vector<Shard>& shards) {
-  const int n = array.layout().num_slots();
-  std::vector<PlanEndpoint> src(n);
-  for (int i = 0; i < n; ++i) {
-    src[i].memory = array.memories()[i];
-    src[i].buffer = shards[i].buffer;
-    src[i].ready = shards[i].ready;
-    src[i].shard_shape = array.layout().shard_shape(i);
-  }
-  return src;
-}
-
-// Completes the destination endpoints of `layout` in `memories`: each slot's memory and shape, and
-// a new buffer where the slot has none yet (an aliased slot already shares its source's).
-absl::Status CompleteDestinations(const sharding::ShardLayout& layout,
-                                  const std::vector<RuntimeMemory*>& memories,
-                                  int64_t element_bytes, std::vector<PlanEndpoint>& dst) {
-  const int n = layout.num_slots();
-  dst.resize(n);
-  for (int i = 0; i < n; ++i) {
-    dst[i].memory = memories[i];
-    dst[i].shard_shape = layout.shard_shape(i);
-    if (dst[i].buffer != nullptr) continue;
-    if (!memories[i]->device()->IsAddressable()) continue;  // another process's shard
-    TESSERA_ASSIGN_OR_RETURN(dst[i].buffer,
-                             memories[i]->Allocate(ShardBytes(layout, i, element_bytes)));
-  }
-  return absl::OkStatus();
-}
-
-// The shards of a plan's output: the destination buffers, each ready once its copies are done.
-std::vector<Shard> OutputShards(const std::vector<PlanEndpoint>& dst, const PlanExecution& exec) {
-  std::vector<Shard> shards(dst.size());
-  for (size_t i = 0; i < dst.size(); ++i) shards[i] = Shard{dst[i].buffer, exec.dst_ready[i]};
-  return shards;
-}
-
-// The host-to-device movement of an upload: every byte written to a replica, whether read from
-// the host or forwarded from another replica (the forwards are legs of the upload, as
-// docs/transfer-guard.md says), and the devices they go to.
-guard::TransferEvent UploadEvent(std::string_view op, const sharding::ReshardPlan& plan,
-                                 const std::vector<RuntimeMemory*>& memories, DType dtype,
-                                 const Shape& shape, TransferOptions options) {
-  int64_t bytes = 0;
-  std::set<int32_t> dst_ids;
-  for (const sharding::BoxCopy& c : plan.copies) {
-    if (c.kind != sharding::BoxCopy::Kind::kAlias && c.bytes > 0) {
-      bytes += c.bytes;
-      dst_ids.insert(memories[c.dst_slot]->device()->Id().value);
-    }
-  }
-  return guard::TransferEvent{.direction = guard::Direction::kHostToDevice,
-                              .is_explicit = options.is_explicit,
-                              .operation = std::string(op),
-                              .dtype = dtype.DebugString(),
-                              .shape = Dims(shape),
-                              .bytes = bytes,
-                              .src_devices = {},
-                              .dst_devices = DeviceIds(dst_ids),
-                              .src_memory_kind = "",
-                              .dst_memory_kind = MemoryKindOf(memories)};
-}
-
-// The device-to-host movement of a download.
-guard::TransferEvent DownloadEvent(std::string_view op, const sharding::ReshardPlan& plan,
-                                   const RuntimeArray& array, TransferOptions options) {
-  std::set<int32_t> src_ids;
-  for (const sharding::BoxCopy& c : plan.copies) {
-    if (c.bytes > 0) src_ids.insert(array.memories()[c.src_slot]->device()->Id().value);
-  }
-  return guard::TransferEvent{.direction = guard::Direction::kDeviceToHost,
-                              .is_explicit = options.is_explicit,
-                              .operation = std::string(op),
-                              .dtype = array.dtype().DebugString(),
-                              .shape = Dims(array.shape()),
-                              .bytes = plan.cross_location_bytes,
-                              .src_devices = DeviceIds(src_ids),
-                              .dst_devices = {},
-                              .src_memory_kind = MemoryKindOf(array.memories()),
-                              .dst_memory_kind = ""};
-}
-
-// What the plans of one reshard call move between devices.
-struct DeviceTraffic {
-  int64_t bytes = 0;
-  std::set<int32_t> src_ids, dst_ids;
-  // The memories' kinds are named once per call (ReshardEvent), not once per copy.
-  std::set<const RuntimeMemory*> src_memories, dst_memories;
-};
-
-// Adds the copies of `plan` (from `src` memories to `dst` memories) that cross devices. Copies
-// within a device and aliases are not transfers.
-void AddDeviceTraffic(const sharding::ReshardPlan& plan, const std::vector<RuntimeMemory*>& src,
-                      const std::vector<RuntimeMemory*>& dst, DeviceTraffic& traffic) {
-  for (const sharding::BoxCopy& c : plan.copies) {
-    if (c.kind != sharding::BoxCopy::Kind::kCrossLocation || c.bytes == 0) continue;
-    const int32_t src_id = src[c.src_slot]->device()->Id().value;
-    const int32_t dst_id = dst[c.dst_slot]->device()->Id().value;
-    // Between two memories of one device: a local copy, as transfer_stats() counts it.
-    if (src_id == dst_id) continue;
-    traffic.bytes += c.bytes;
-    traffic.src_ids.insert(src_id);
-    traffic.dst_ids.insert(dst_id);
-    traffic.src_memories.insert(src[c.src_slot]);
-    traffic.dst_memories.insert(dst[c.dst_slot]);
-  }
-}
-
-// The kinds of `memories`, sorted and each once.
-std::set<std::string> KindsOf(const std::set<const RuntimeMemory*>& memories) {
-  std::set<std::string> kinds;
-  for (const RuntimeMemory* m : memories) kinds.insert(m->Kind().DebugString());
-  return kinds;
-}
-
-// The device-to-device movement of a reshard of `arrays`, described by the first array.
-guard::TransferEvent ReshardEvent(std::string_view op, absl::Span<RuntimeArray* const> arrays,
-                                  const DeviceTraffic& traffic, TransferOptions options) {
-  const Shape& first_shape = arrays.empty() ? Shape() : arrays[0]->shape();
-  return guard::TransferEvent{
-      .direction = guard::Direction::kDeviceToDevice,
-      .is_explicit = options.is_explicit,
-      .operation = arrays.size() == 1
-                       ? std::string(op)
-                       : absl::StrCat(std::string(op), " (", arrays.size(), " arrays; the first)"),
-      .dtype = arrays.empty() ? "" : arrays[0]->dtype().DebugString(),
-      .shape = Dims(first_shape),
-      .bytes = traffic.bytes,
-      .src_devices = DeviceIds(traffic.src_ids),
-      .dst_devices = DeviceIds(traffic.dst_ids),
-      .src_memory_kind = absl::StrJoin(KindsOf(traffic.src_memories), ","),
-      .dst_memory_kind = absl::StrJoin(KindsOf(traffic.dst_memories), ",")};
 }
 
 // Zero copy: a single compact, aligned shard in a memory the platform can use in place. nullopt
@@ -347,8 +193,6 @@ absl::Status CheckRemapCall(const RemapPlan& plan, size_t num_arrays, ArrayCopyS
 // ---------------------------------------------------------------------------------------------
 // Construction
 
-RuntimeClient::RuntimeClient(guard::Policy policy) : guard_(policy) {}
-
 RuntimeClient::~RuntimeClient() {
   // Drain every stream of every platform before any platform goes away: an operation of one
   // platform may use another's buffers (a GPU copying through a CPU buffer's host address), and
@@ -360,8 +204,8 @@ RuntimeClient::~RuntimeClient() {
       drained.push_back(p->EnqueueHostCallback(d, [] { return absl::OkStatus(); }, {}));
     }
   }
-  for (const Future<>& f : drained) f.Await().IgnoreError();  // a lost device drains at once
-  distributed_.reset();  // waits for its sends and receives in flight
+  for (const Future<>& f : drained) f.Await().IgnoreError();   // a lost device drains at once
+  if (dispatcher_ != nullptr) dispatcher_->StopDistributed();  // waits for sends and receives
   // Compiled programs hold their kernels, and a kernel holds its platform's device objects (a
   // Vulkan pipeline, its device): they go before the platforms that own those devices.
   compiler_.reset();
@@ -372,12 +216,13 @@ absl::StatusOr<std::shared_ptr<RuntimeClient>> RuntimeClient::Create(
     std::vector<std::unique_ptr<Platform>> platforms, guard::Policy transfer_guard_policy,
     std::unique_ptr<ProgramCompiler> program_compiler, std::unique_ptr<Transport> transport) {
   if (platforms.empty()) return absl::InvalidArgumentError("a client needs at least one platform");
-  std::shared_ptr<RuntimeClient> client(new RuntimeClient(transfer_guard_policy));
+  std::shared_ptr<RuntimeClient> client(new RuntimeClient());
+  std::unique_ptr<DistributedRuntime> distributed;
   if (transport != nullptr) {
     // Every process's devices, in one global order (ifrt/runtime/distributed_runtime.h).
     TESSERA_ASSIGN_OR_RETURN(
         client->devices_, DistributedRuntime::GlobalDevices(client.get(), platforms, *transport));
-    client->distributed_ = std::make_unique<DistributedRuntime>(std::move(transport));
+    distributed = std::make_unique<DistributedRuntime>(std::move(transport));
   } else {
     for (std::unique_ptr<Platform>& platform : platforms) {
       for (int i = 0; i < platform->device_count(); ++i) {
@@ -388,11 +233,16 @@ absl::StatusOr<std::shared_ptr<RuntimeClient>> RuntimeClient::Create(
     }
   }
   int32_t next_memory_id = 0;
+  std::vector<int64_t> local_memory_ids;
   for (std::unique_ptr<RuntimeDevice>& device : client->devices_) {
     device->CreateMemories(&next_memory_id);
     client->device_ptrs_.push_back(device.get());
-    if (device->IsAddressable()) client->addressable_ptrs_.push_back(device.get());
+    if (!device->IsAddressable()) continue;
+    client->addressable_ptrs_.push_back(device.get());
+    for (Memory* m : device->Memories()) local_memory_ids.push_back(m->Id().value);
   }
+  client->dispatcher_ = std::make_unique<Dispatcher>(transfer_guard_policy, std::move(distributed),
+                                                     std::move(local_memory_ids));
   for (std::unique_ptr<Platform>& platform : platforms) {
     client->platforms_.push_back(std::move(platform));
   }
@@ -405,13 +255,9 @@ absl::StatusOr<std::shared_ptr<RuntimeClient>> RuntimeClient::Create(
 
 Compiler* RuntimeClient::GetDefaultCompiler() { return compiler_.get(); }
 
-int RuntimeClient::process_index() const {
-  return distributed_ != nullptr ? distributed_->process_index() : 0;
-}
+int RuntimeClient::process_index() const { return dispatcher_->process_index(); }
 
-int RuntimeClient::process_count() const {
-  return distributed_ != nullptr ? distributed_->process_count() : 1;
-}
+int RuntimeClient::process_count() const { return dispatcher_->process_count(); }
 
 PlanCacheStats RuntimeClient::program_cache_stats() const { return compiler_->cache_stats(); }
 
@@ -449,90 +295,16 @@ std::vector<std::string> RuntimeClient::platform_names() const {
 std::string RuntimeClient::DebugString() const {
   return absl::StrCat("RuntimeClient(platforms=[", absl::StrJoin(platform_names(), ","),
                       "], devices=", devices_.size(),
-                      ", transfer_guard=", guard_.policy().ToString(), ")");
+                      ", transfer_guard=", dispatcher_->guard().policy().ToString(), ")");
 }
 
 // ---------------------------------------------------------------------------------------------
-// The guard, statistics and tracing
+// Statistics and tracing
 
-absl::StatusOr<std::string> RuntimeClient::GuardTransfer(const guard::TransferEvent& event) {
-  guard::TransferGuard::Decision decision = guard_.Enforce(event);
-  TESSERA_RETURN_IF_ERROR(decision.status);
-  // A call that moves no bytes is not a transfer: its copies (local ones, if any) carry no action.
-  if (event.bytes == 0) return std::string();
-  return std::string(guard::ActionName(decision.action));
-}
-
-void RuntimeClient::Record(int32_t src_device, int32_t dst_device, int64_t bytes, int64_t copies) {
-  std::lock_guard<std::mutex> lock(stats_mu_);
-  RecordLocked(src_device, dst_device, bytes, copies);
-}
-
-void RuntimeClient::RecordTraffic(const TransferTraffic& traffic) {
-  std::lock_guard<std::mutex> lock(stats_mu_);
-  for (const auto& [pair, amount] : traffic) {
-    RecordLocked(pair.first, pair.second, amount.first, amount.second);
-  }
-}
-
-void RuntimeClient::RecordLocked(int32_t src_device, int32_t dst_device, int64_t bytes,
-                                 int64_t copies) {
-  TransferStats::Counter* c;
-  if (src_device == TransferStats::kHost) {
-    c = &stats_.host_to_device;
-  } else if (dst_device == TransferStats::kHost) {
-    c = &stats_.device_to_host;
-  } else if (src_device == dst_device) {
-    c = &stats_.local;
-  } else {
-    c = &stats_.device_to_device;
-  }
-  c->bytes += bytes;
-  c->copies += copies;
-  auto& pair = stats_.per_device_pair[{src_device, dst_device}];
-  pair.bytes += bytes;
-  pair.copies += copies;
-}
-
-TransferRecorder RuntimeClient::Recorder() {
-  return
-      [this](int32_t s, int32_t d, int64_t bytes, int64_t copies) { Record(s, d, bytes, copies); };
-}
-
-TransferStats RuntimeClient::transfer_stats() const {
-  std::lock_guard<std::mutex> lock(stats_mu_);
-  return stats_;
-}
+TransferStats RuntimeClient::transfer_stats() const { return dispatcher_->transfer_stats(); }
 
 void RuntimeClient::SetTransferTrace(std::shared_ptr<TransferTrace> trace) {
-  std::lock_guard<std::mutex> lock(trace_mu_);
-  trace_ = std::move(trace);
-}
-
-PlanContext RuntimeClient::Context(std::string_view op, std::string guard_action,
-                                   bool forwards_are_host_to_device) {
-  return PlanContext{Recorder(),
-                     [this](const TransferTraffic& traffic) { RecordTraffic(traffic); },
-                     trace_,
-                     std::string(op),
-                     std::move(guard_action),
-                     forwards_are_host_to_device};
-}
-
-PlanExecution RuntimeClient::ExecuteLocked(const sharding::ReshardPlan& plan, int64_t element_bytes,
-                                           absl::Span<const PlanEndpoint> sources,
-                                           absl::Span<const PlanEndpoint> destinations,
-                                           std::string_view op, std::string guard_action,
-                                           bool forwards_are_host_to_device) {
-  std::lock_guard<std::mutex> trace_lock(trace_mu_);
-  std::lock_guard<std::mutex> lock(enqueue_mu_);
-  if (distributed_ != nullptr) {  // this process's copies only
-    return distributed_->Execute(plan, element_bytes, sources, destinations,
-                                 Context(op, std::move(guard_action), forwards_are_host_to_device),
-                                 /*tag_base=*/-1);
-  }
-  return ExecutePlan(plan, element_bytes, sources, destinations,
-                     Context(op, std::move(guard_action), forwards_are_host_to_device));
+  dispatcher_->SetTransferTrace(std::move(trace));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -562,26 +334,6 @@ absl::Status RuntimeClient::CheckSharding(const ShardingRef& sharding, std::stri
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<RuntimeMemory*>> RuntimeClient::ResolveMemories(
-    const Sharding& sharding) const {
-  std::vector<RuntimeMemory*> out;
-  out.reserve(sharding.devices()->size());
-  for (Device* d : sharding.devices()->devices()) {
-    auto* device = static_cast<RuntimeDevice*>(d);
-    TESSERA_ASSIGN_OR_RETURN(RuntimeMemory* const memory,
-                             device->ResolveMemory(sharding.memory_kind()));
-    out.push_back(memory);
-  }
-  return out;
-}
-
-absl::StatusOr<RuntimeClient::Placement> RuntimeClient::ResolvePlacement(const Sharding& sharding,
-                                                                         const Shape& shape) const {
-  TESSERA_ASSIGN_OR_RETURN(sharding::ShardLayout layout, sharding.Layout(shape));
-  TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeMemory*> memories, ResolveMemories(sharding));
-  return Placement{std::move(layout), std::move(memories)};
-}
-
 absl::StatusOr<RuntimeArray*> RuntimeClient::CheckArray(const ArrayRef& array, std::string_view op,
                                                         size_t index) const {
   if (array == nullptr) {
@@ -602,21 +354,6 @@ absl::StatusOr<RuntimeArray*> RuntimeClient::CheckArray(const ArrayRef& array, s
 // ---------------------------------------------------------------------------------------------
 // Planning
 
-std::vector<int64_t> RuntimeClient::Locations(const std::vector<RuntimeMemory*>& memories) {
-  std::vector<int64_t> out;
-  out.reserve(memories.size());
-  for (RuntimeMemory* m : memories) out.push_back(m->Id().value);
-  return out;
-}
-
-absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> RuntimeClient::GetPlan(
-    const sharding::ShardLayout& src, std::vector<int64_t> src_locations,
-    const sharding::ShardLayout& dst, std::vector<int64_t> dst_locations, int64_t element_bytes,
-    bool fan_out) {
-  return plan_cache_.Get(src, std::move(src_locations), dst, std::move(dst_locations),
-                         element_bytes, fan_out);
-}
-
 absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> RuntimeClient::PlanReshard(
     const Array& array, const ArraySpec& spec) {
   return CatchAllocationFailure(
@@ -629,10 +366,11 @@ absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> RuntimeClient::Plan
         TESSERA_RETURN_IF_ERROR(ValidateArraySpec(spec));
         TESSERA_ASSIGN_OR_RETURN(sharding::ShardLayout layout, spec.sharding->Layout(spec.shape));
         TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeMemory*> memories,
-                                 ResolveMemories(*spec.sharding));
+                                 Dispatcher::ResolveMemories(*spec.sharding));
         // The cached plan as is: its locations are memory ids.
-        return GetPlan(a->layout(), Locations(a->memories()), layout, Locations(memories),
-                       a->element_bytes(), /*fan_out=*/false);
+        return dispatcher_->GetPlan(a->layout(), Dispatcher::Locations(a->memories()), layout,
+                                    Dispatcher::Locations(memories), a->element_bytes(),
+                                    /*fan_out=*/false);
       });
 }
 
@@ -670,24 +408,11 @@ absl::StatusOr<ArrayRef> RuntimeClient::MakeArrayImpl(
   TESSERA_ASSIGN_OR_RETURN(Index strides,
                            HostByteStrides(byte_strides, shape, element_bytes, kOp, data));
   TESSERA_RETURN_IF_ERROR(CheckHostData(data, dtype, shape, kOp));
-  TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*sharding, shape));
+  TESSERA_ASSIGN_OR_RETURN(Placement placement, Dispatcher::ResolvePlacement(*sharding, shape));
+  TESSERA_ASSIGN_OR_RETURN(Dispatcher::Upload upload,
+                           dispatcher_->PlanUpload(kOp, dtype, shape, placement, options));
 
-  // Each region is read from the host once and forwarded to its other replicas on the devices.
-  // Across processes, each process writes its own shards from its own copy of the data.
-  const bool addressable = DistributedRuntime::AllAddressable(placement.memories);
-  TESSERA_ASSIGN_OR_RETURN(
-      std::shared_ptr<const sharding::ReshardPlan> plan,
-      GetPlan(sharding::ShardLayout::Replicated(shape.dims(), 1), {TransferStats::kHost},
-              placement.layout, Locations(placement.memories), element_bytes,
-              /*fan_out=*/addressable));
-  if (!addressable) {
-    plan = DistributedRuntime::LocalPart(*plan, nullptr, placement.memories);
-  }
-  TESSERA_ASSIGN_OR_RETURN(
-      std::string action,
-      GuardTransfer(UploadEvent(kOp, *plan, placement.memories, dtype, shape, options)));
-
-  if (semantics == HostBufferSemantics::kImmutableZeroCopy && addressable) {
+  if (semantics == HostBufferSemantics::kImmutableZeroCopy && upload.addressable) {
     std::optional<Shard> wrapped = WrapHostBuffer(data, shape, element_bytes, strides,
                                                   placement.layout, placement.memories, on_done);
     if (wrapped.has_value()) {
@@ -698,21 +423,18 @@ absl::StatusOr<ArrayRef> RuntimeClient::MakeArrayImpl(
     }
   }
 
-  std::vector<PlanEndpoint> dst;
-  TESSERA_RETURN_IF_ERROR(
-      CompleteDestinations(placement.layout, placement.memories, element_bytes, dst));
   PlanEndpoint src;
   src.host = const_cast<void*>(data);
   src.host_byte_strides = std::move(strides);
-  // The forwards between replicas are legs of this host-to-device transfer.
-  PlanExecution exec = ExecuteLocked(*plan, element_bytes, {src}, dst, kOp, std::move(action),
-                                     /*forwards_are_host_to_device=*/true);
+  TESSERA_ASSIGN_OR_RETURN(
+      Dispatcher::UploadRun run,
+      dispatcher_->RunUpload(kOp, upload, std::move(src), placement, element_bytes));
   on_failure.armed = false;  // from here on, the transfer calls on_done
-  ReleaseHostBufferWhenRead(semantics, exec.all_done, on_done);
-  TESSERA_RETURN_IF_ERROR(exec.status);
+  ReleaseHostBufferWhenRead(semantics, run.exec.all_done, on_done);
+  TESSERA_RETURN_IF_ERROR(run.exec.status);
   return ArrayRef(std::make_shared<RuntimeArray>(
       this, dtype, std::move(shape), std::move(sharding), std::move(placement.layout),
-      std::move(placement.memories), OutputShards(dst, exec)));
+      std::move(placement.memories), std::move(run.shards)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -737,23 +459,10 @@ absl::StatusOr<Future<>> RuntimeClient::EnqueueCopyToHost(
   TESSERA_ASSIGN_OR_RETURN(Index strides,
                            HostByteStrides(byte_strides, shape, element_bytes, kOp, data));
   TESSERA_RETURN_IF_ERROR(CheckHostData(data, array.dtype(), shape, kOp));
-  // Each region is read from one replica, spreading the reads over the replicas.
-  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<const sharding::ReshardPlan> plan,
-                           GetPlan(array.layout(), Locations(array.memories()),
-                                   sharding::ShardLayout::Replicated(shape.dims(), 1),
-                                   {TransferStats::kHost}, element_bytes, /*fan_out=*/false));
-  TESSERA_ASSIGN_OR_RETURN(std::string action,
-                           GuardTransfer(DownloadEvent(kOp, *plan, array, options)));
-
   PlanEndpoint dst;
   dst.host = data;
   dst.host_byte_strides = std::move(strides);
-  PlanExecution exec = ExecuteLocked(*plan, element_bytes, SourceEndpoints(array, shards), {dst},
-                                     kOp, std::move(action));
-  // An allocation failure part way: all_done carries it, once the copies into `data` are over.
-  if (!exec.status.ok()) return exec.all_done;
-  // Report the array's own error (a poisoned input) even where no copy read the failing shard.
-  return JoinFutures({exec.all_done, array.GetReadyFuture()});
+  return dispatcher_->Download(kOp, array, shards, std::move(dst), options);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -766,8 +475,7 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardArrays(
     return CatchAllocationFailure("ReshardArrays",
                                   [&] { return ReshardImpl(arrays, specs, semantics, options); });
   };
-  if (distributed_ != nullptr) return distributed_->RunCollective("ReshardArrays", body);
-  return body();
+  return dispatcher_->RunCall("ReshardArrays", body);
 }
 
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardImpl(absl::Span<ArrayRef> arrays,
@@ -808,8 +516,7 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::CopyArrays(
       return CopyArraysImpl(arrays, std::move(devices), std::move(memory_kind), semantics, options);
     });
   };
-  if (distributed_ != nullptr) return distributed_->RunCollective("CopyArrays", body);
-  return body();
+  return dispatcher_->RunCall("CopyArrays", body);
 }
 
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::CopyArraysImpl(
@@ -860,169 +567,27 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::CopyArraysImpl(
   return ReshardValidated(kOp, inputs, specs, semantics, options);
 }
 
-// One array of a reshard call: the input, its shards, where the output goes, the plan and the
-// output's endpoints.
-struct RuntimeClient::ReshardWork {
-  RuntimeArray* input;
-  std::vector<Shard> src_shards;
-  Placement placement;
-  std::shared_ptr<const sharding::ReshardPlan> plan;
-  std::vector<PlanEndpoint> dst;
-  int64_t tag_base = -1;  // multi-process clients: the plan's first message tag
-};
-
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardValidated(
     std::string_view op, absl::Span<RuntimeArray* const> arrays, absl::Span<const ArraySpec> specs,
     ArrayCopySemantics semantics, TransferOptions options) {
-  std::vector<ReshardWork> work;
-  work.reserve(arrays.size());
-  DeviceTraffic traffic;
-  for (size_t i = 0; i < arrays.size(); ++i) {
-    TESSERA_ASSIGN_OR_RETURN(ReshardWork w, PlanOneReshard(arrays[i], specs[i]));
-    AddDeviceTraffic(*w.plan, w.input->memories(), w.placement.memories, traffic);
-    work.push_back(std::move(w));
-  }
-
-  // One guard check for the whole call, before any byte moves.
-  TESSERA_ASSIGN_OR_RETURN(std::string action,
-                           GuardTransfer(ReshardEvent(op, arrays, traffic, options)));
-
-  // Destination buffers: shared with the source where the plan aliases a whole shard (unless the
-  // caller wants copies), else new.
-  const bool may_alias = semantics != ArrayCopySemantics::kAlwaysCopy;
-  for (ReshardWork& w : work) TESSERA_RETURN_IF_ERROR(PrepareDestinations(w, may_alias));
-  if (distributed_ != nullptr) TESSERA_RETURN_IF_ERROR(AgreeOnReshard(op, work, semantics));
-
-  TESSERA_ASSIGN_OR_RETURN(std::vector<ArrayRef> outputs, EnqueueReshards(op, action, work, specs));
-  if (semantics == ArrayCopySemantics::kDonateInput) {
-    for (RuntimeArray* a : arrays) a->Delete();
-  }
-  return outputs;
-}
-
-absl::Status RuntimeClient::AgreeOnReshard(std::string_view op, std::vector<ReshardWork>& work,
-                                           ArrayCopySemantics semantics) {
-  std::vector<CollectivePart> parts;
-  for (const ReshardWork& w : work) {
-    parts.push_back(CollectivePart{
-        static_cast<int>(w.input->dtype().kind()), w.input->element_bytes(), &w.input->layout(),
-        &w.input->memories(), &w.placement.layout, &w.placement.memories, w.plan.get()});
-  }
-  TESSERA_ASSIGN_OR_RETURN(int64_t tag,
-                           distributed_->AgreeOnCall(op, static_cast<int>(semantics), parts));
-  for (ReshardWork& w : work) {
-    w.tag_base = tag;
-    if (tag >= 0) tag += DistributedRuntime::MessageWindow(w.input->layout(), w.placement.layout);
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<RuntimeClient::ReshardWork> RuntimeClient::PlanOneReshard(RuntimeArray* array,
-                                                                         const ArraySpec& spec) {
-  TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards, array->shards());
-  // By the shardings' identity first: no layout computed or hashed on a hit.
-  ShardingRef src_sharding = array->shared_ptr_sharding();
-  if (std::shared_ptr<const PlanCache::ReshardEntry> hit = plan_cache_.FindReshard(
-          src_sharding.get(), spec.sharding.get(), spec.shape.dims(), array->element_bytes())) {
-    return ReshardWork{
-        array, std::move(shards), Placement{hit->dst_layout, hit->dst_memories}, hit->plan, {}};
-  }
-  TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*spec.sharding, spec.shape));
-  // Multi-process: only this process's part of the plan, the copies touching its memories.
-  std::optional<std::vector<int64_t>> part;
-  if (distributed_ != nullptr) {
-    part.emplace();
-    for (Device* d : addressable_devices()) {
-      for (Memory* m : d->Memories()) part->push_back(m->Id().value);
-    }
-  }
-  TESSERA_ASSIGN_OR_RETURN(
-      std::shared_ptr<const sharding::ReshardPlan> plan,
-      plan_cache_.Get(array->layout(), Locations(array->memories()), placement.layout,
-                      Locations(placement.memories), array->element_bytes(), /*fan_out=*/false,
-                      std::move(part)));
-  // The identity cache is per client, and so is the part (this process's memories): a hit stays
-  // this process's part.
-  plan_cache_.InsertReshard(
-      spec.shape.dims(), array->element_bytes(),
-      std::make_shared<const PlanCache::ReshardEntry>(PlanCache::ReshardEntry{
-          std::move(src_sharding), spec.sharding, placement.layout, placement.memories, plan}));
-  return ReshardWork{array, std::move(shards), std::move(placement), std::move(plan), {}};
-}
-
-absl::Status RuntimeClient::PrepareDestinations(ReshardWork& w, bool may_alias) {
-  w.dst.resize(w.placement.layout.num_slots());
-  if (may_alias) {
-    for (const sharding::BoxCopy& c : w.plan->copies) {
-      if (c.kind == sharding::BoxCopy::Kind::kAlias) {
-        w.dst[c.dst_slot].buffer = w.src_shards[c.src_slot].buffer;
-      }
-    }
-  }
-  return CompleteDestinations(w.placement.layout, w.placement.memories, w.input->element_bytes(),
-                              w.dst);
-}
-
-absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::EnqueueReshards(
-    std::string_view op, const std::string& action, std::vector<ReshardWork>& work,
-    absl::Span<const ArraySpec> specs) {
+  TESSERA_ASSIGN_OR_RETURN(std::vector<MovedShards> moved,
+                           dispatcher_->Reshard(op, arrays, specs, semantics, options));
   std::vector<ArrayRef> outputs;
-  outputs.reserve(work.size());
-  // The locks are held across the call's arrays: its copies enqueue in one global order.
-  std::lock_guard<std::mutex> trace_lock(trace_mu_);
-  std::lock_guard<std::mutex> lock(enqueue_mu_);
-  for (size_t i = 0; i < work.size(); ++i) {
-    ReshardWork& w = work[i];
-    PlanExecution exec =
-        distributed_ != nullptr
-            ? distributed_->Execute(*w.plan, w.input->element_bytes(),
-                                    SourceEndpoints(*w.input, w.src_shards), w.dst,
-                                    Context(op, action), w.tag_base)
-            : ExecutePlan(*w.plan, w.input->element_bytes(),
-                          SourceEndpoints(*w.input, w.src_shards), w.dst, Context(op, action));
-    // Ran out of memory part way: the call fails (the arrays enqueued before are dropped); the
-    // other processes' messages of the arrays not enqueued are settled, so that none waits.
-    if (!exec.status.ok()) {
-      for (size_t j = i + 1; distributed_ != nullptr && j < work.size(); ++j) {
-        distributed_->Abandon(*work[j].plan, work[j].input->element_bytes(),
-                              SourceEndpoints(*work[j].input, work[j].src_shards), work[j].dst,
-                              exec.status, work[j].tag_base);
-      }
-      return exec.status;
-    }
+  outputs.reserve(moved.size());
+  for (size_t i = 0; i < moved.size(); ++i) {
     outputs.push_back(std::make_shared<RuntimeArray>(
-        this, w.input->dtype(), specs[i].shape, specs[i].sharding, std::move(w.placement.layout),
-        std::move(w.placement.memories), OutputShards(w.dst, exec)));
+        this, arrays[i]->dtype(), specs[i].shape, specs[i].sharding,
+        std::move(moved[i].placement.layout), std::move(moved[i].placement.memories),
+        std::move(moved[i].shards)));
+  }
+  if (semantics == ArrayCopySemantics::kDonateInput) {
+    for (RuntimeArray* a : arrays) static_cast<void>(a->Delete());  // donated
   }
   return outputs;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Assembly, disassembly, remapping
-
-absl::StatusOr<std::vector<Shard>> RuntimeClient::CopyShardsLocally(
-    std::string_view op, const sharding::ShardLayout& layout,
-    const std::vector<RuntimeMemory*>& memories, const std::vector<Shard>& shards,
-    int64_t element_bytes) {
-  // The plan from the layout to itself aliases every shard; with new destination buffers the
-  // executor runs each alias as a copy within its memory: local, traced, never a transfer.
-  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<const sharding::ReshardPlan> plan,
-                           GetPlan(layout, Locations(memories), layout, Locations(memories),
-                                   element_bytes, /*fan_out=*/false));
-  std::vector<PlanEndpoint> src(shards.size());
-  for (size_t i = 0; i < shards.size(); ++i) {
-    src[i].memory = memories[i];
-    src[i].buffer = shards[i].buffer;
-    src[i].ready = shards[i].ready;
-    src[i].shard_shape = layout.shard_shape(i);
-  }
-  // Every buffer first: a failed allocation releases the others before any copy starts.
-  std::vector<PlanEndpoint> dst;
-  TESSERA_RETURN_IF_ERROR(CompleteDestinations(layout, memories, element_bytes, dst));
-  PlanExecution exec = ExecuteLocked(*plan, element_bytes, src, dst, op, /*guard_action=*/"");
-  TESSERA_RETURN_IF_ERROR(exec.status);
-  return OutputShards(dst, exec);
-}
 
 absl::StatusOr<ArrayRef> RuntimeClient::AssembleArrayFromSingleDeviceArrays(
     DType dtype, Shape shape, ShardingRef sharding, absl::Span<ArrayRef> arrays,
@@ -1039,7 +604,7 @@ absl::StatusOr<ArrayRef> RuntimeClient::AssembleImpl(DType dtype, Shape shape, S
   TESSERA_RETURN_IF_ERROR(CheckDType(dtype, kOp));
   TESSERA_RETURN_IF_ERROR(ValidateShape(shape, dtype));
   TESSERA_RETURN_IF_ERROR(CheckSharding(sharding, kOp, "argument 2 (sharding)"));
-  TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*sharding, shape));
+  TESSERA_ASSIGN_OR_RETURN(Placement placement, Dispatcher::ResolvePlacement(*sharding, shape));
   // One array per addressable device of the sharding (all of them in a single-process client);
   // the other processes hold the other shards.
   std::vector<int> slots;
@@ -1065,14 +630,15 @@ absl::StatusOr<ArrayRef> RuntimeClient::AssembleImpl(DType dtype, Shape shape, S
     inputs.push_back(a);
   }
   if (semantics == ArrayCopySemantics::kAlwaysCopy) {
-    TESSERA_ASSIGN_OR_RETURN(shards, CopyShardsLocally(kOp, placement.layout, placement.memories,
-                                                       shards, *dtype.byte_size()));
+    TESSERA_ASSIGN_OR_RETURN(
+        shards, dispatcher_->CopyShardsLocally(kOp, placement.layout, placement.memories, shards,
+                                               *dtype.byte_size()));
   }
   ArrayRef out = std::make_shared<RuntimeArray>(this, dtype, std::move(shape), std::move(sharding),
                                                 std::move(placement.layout),
                                                 std::move(placement.memories), std::move(shards));
   if (semantics == ArrayCopySemantics::kDonateInput) {
-    for (RuntimeArray* a : inputs) a->Delete();
+    for (RuntimeArray* a : inputs) static_cast<void>(a->Delete());  // donated
   }
   return out;
 }
@@ -1092,8 +658,9 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::Disassemble(RuntimeArray& a
   constexpr std::string_view kOp = "DisassembleIntoSingleDeviceArrays";
   TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards, array.shards());
   if (semantics == ArrayCopySemantics::kAlwaysCopy) {
-    TESSERA_ASSIGN_OR_RETURN(shards, CopyShardsLocally(kOp, array.layout(), array.memories(),
-                                                       shards, array.element_bytes()));
+    TESSERA_ASSIGN_OR_RETURN(
+        shards, dispatcher_->CopyShardsLocally(kOp, array.layout(), array.memories(), shards,
+                                               array.element_bytes()));
   }
   std::vector<ArrayRef> out;
   out.reserve(shards.size());
@@ -1102,7 +669,7 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::Disassemble(RuntimeArray& a
     if (!array.memories()[i]->device()->IsAddressable()) continue;
     out.push_back(ShardAsArray(array, static_cast<int>(i), std::move(shards[i])));
   }
-  if (semantics == ArrayCopySemantics::kDonateInput) array.Delete();
+  if (semantics == ArrayCopySemantics::kDonateInput) static_cast<void>(array.Delete());
   return out;
 }
 
@@ -1129,10 +696,11 @@ absl::StatusOr<ArrayRef> RuntimeClient::FullyReplicatedShard(RuntimeArray& array
     const sharding::ShardLayout one =
         sharding::ShardLayout::Replicated(array.layout().shard_shape(slot), 1);
     TESSERA_ASSIGN_OR_RETURN(
-        first, CopyShardsLocally(kOp, one, {array.memories()[slot]}, first, array.element_bytes()));
+        first, dispatcher_->CopyShardsLocally(kOp, one, {array.memories()[slot]}, first,
+                                              array.element_bytes()));
   }
   ArrayRef out = ShardAsArray(array, slot, std::move(first[0]));
-  if (semantics == ArrayCopySemantics::kDonateInput) array.Delete();
+  if (semantics == ArrayCopySemantics::kDonateInput) static_cast<void>(array.Delete());
   return out;
 }
 
@@ -1161,7 +729,8 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::RemapImpl(const RemapPlan& 
     const ArraySpec& spec = plan.output_specs[o];
     TESSERA_RETURN_IF_ERROR(
         CheckSharding(spec.sharding, kOp, absl::StrCat("plan.output_specs[", o, "].sharding")));
-    TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*spec.sharding, spec.shape));
+    TESSERA_ASSIGN_OR_RETURN(Placement placement,
+                             Dispatcher::ResolvePlacement(*spec.sharding, spec.shape));
     placements.push_back(std::move(placement));
   }
   TESSERA_ASSIGN_OR_RETURN(std::vector<std::vector<Shard>> out_shards,
@@ -1173,7 +742,7 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::RemapImpl(const RemapPlan& 
         this, spec.dtype, spec.shape, spec.sharding, std::move(placements[o].layout),
         std::move(placements[o].memories), std::move(out_shards[o])));
   }
-  for (RuntimeArray* a : inputs) a->Delete();
+  for (RuntimeArray* a : inputs) static_cast<void>(a->Delete());  // donated
   return outputs;
 }
 
@@ -1185,7 +754,8 @@ absl::Status RuntimeClient::CheckRemapInput(const RuntimeArray& a, const ArraySp
                  SameDeviceList(a.sharding().devices(), spec.sharding->devices()) &&
                  a.sharding().HasSamePartitioning(*spec.sharding);
   if (matches) {
-    absl::StatusOr<std::vector<RuntimeMemory*>> memories = ResolveMemories(*spec.sharding);
+    absl::StatusOr<std::vector<RuntimeMemory*>> memories =
+        Dispatcher::ResolveMemories(*spec.sharding);
     matches = memories.ok() && *memories == a.memories();
   }
   if (!matches) {

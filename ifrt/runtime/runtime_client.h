@@ -2,10 +2,9 @@
 #define TESSERA_IFRT_RUNTIME_RUNTIME_CLIENT_H_
 
 // RuntimeClient: the generic implementation of Client over one or more Platforms
-// (ifrt/spi/platform.h). It validates every call once, plans data movement with sharding/ (plans
-// cached by geometry, locations and element size), asks the transfer guard once per call and
-// direction before anything moves (always through GuardTransfer), enqueues the copies on the
-// devices' streams, and counts what actually moved.
+// (ifrt/spi/platform.h): the entrance. It validates every call once and builds the arrays; every
+// movement of bytes (placement, plans, the guard, the enqueue order, statistics and traces) is its
+// Dispatcher's (ifrt/runtime/dispatcher.h), which the client's executables and compiler share.
 //
 // Errors: argument errors come back from the call (a null ArrayRef, ShardingRef or DeviceListRef
 // is INVALID_ARGUMENT naming the argument or its index); running out of host memory anywhere in a
@@ -23,16 +22,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "guard/policy.h"
-#include "guard/transfer_event.h"
 #include "guard/transfer_guard.h"
 #include "ifrt/client.h"
 #include "ifrt/introspection.h"
-#include "ifrt/runtime/distributed_runtime.h"
-#include "ifrt/runtime/plan_cache.h"
-#include "ifrt/runtime/plan_executor.h"
+#include "ifrt/runtime/dispatcher.h"
 #include "ifrt/runtime/runtime_array.h"
 #include "ifrt/runtime/runtime_compiler.h"
 #include "ifrt/runtime/runtime_device.h"
@@ -85,7 +79,7 @@ class RuntimeClient final : public Client, public ClientIntrospection {
   absl::StatusOr<Device*> LookupDevice(DeviceId id) const override;
   absl::StatusOr<DeviceListRef> MakeDeviceList(absl::Span<Device* const> devices) const override;
   std::vector<std::string> platform_names() const override;
-  guard::TransferGuard& transfer_guard() override { return guard_; }
+  guard::TransferGuard& transfer_guard() override { return dispatcher_->guard(); }
   TransferStats transfer_stats() const override;
   std::string DebugString() const override;
 
@@ -95,7 +89,7 @@ class RuntimeClient final : public Client, public ClientIntrospection {
   // ClientIntrospection (ifrt/introspection.h).
   absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> PlanReshard(
       const Array& array, const ArraySpec& spec) override;
-  PlanCacheStats plan_cache_stats() const override { return plan_cache_.stats(); }
+  PlanCacheStats plan_cache_stats() const override { return dispatcher_->plan_cache_stats(); }
   void SetTransferTrace(std::shared_ptr<TransferTrace> trace) override;
   PlanCacheStats program_cache_stats() const override;
 
@@ -107,25 +101,15 @@ class RuntimeClient final : public Client, public ClientIntrospection {
                             std::optional<absl::Span<const int64_t>> byte_strides,
                             TransferOptions options);
 
-  // The one place where every movement asks the guard (host-to-device, device-to-device,
-  // device-to-host; programs and copies between processes too): TransferGuard::Enforce decides
-  // once, counts and reports. Returns the action's name for the trace ("" when `event` moves no
-  // bytes), or the guard's INVALID_ARGUMENT refusal, which the caller returns before any byte
-  // moves.
-  absl::StatusOr<std::string> GuardTransfer(const guard::TransferEvent& event);
+  // `array` as an argument `index` of `op`: INVALID_ARGUMENT for a null array or another
+  // client's, FAILED_PRECONDITION for a deleted one.
+  absl::StatusOr<RuntimeArray*> CheckArray(const ArrayRef& array, std::string_view op,
+                                           size_t index) const;
+  // Where every movement of this client's bytes goes (shared with its executables and compiler).
+  Dispatcher& dispatcher() { return *dispatcher_; }
 
  private:
-  friend class RuntimeCompiler;
-  friend class RuntimeExecutable;
-  // Where an array's shards live: its layout and, per slot, the memory.
-  struct Placement {
-    sharding::ShardLayout layout;
-    std::vector<RuntimeMemory*> memories;
-  };
-  // One array of a reshard call (runtime_client.cc).
-  struct ReshardWork;
-
-  explicit RuntimeClient(guard::Policy policy);
+  RuntimeClient() = default;
 
   // The entry points' bodies. Each public entry point runs its body under CatchAllocationFailure
   // (plan_executor.h): running out of memory anywhere inside is RESOURCE_EXHAUSTED naming the
@@ -154,11 +138,6 @@ class RuntimeClient final : public Client, public ClientIntrospection {
   // ("argument 4 (sharding)", "specs[2].sharding") in INVALID_ARGUMENT for a null one.
   absl::Status CheckSharding(const ShardingRef& sharding, std::string_view op,
                              std::string_view argument) const;
-  absl::StatusOr<std::vector<RuntimeMemory*>> ResolveMemories(const Sharding& sharding) const;
-  // The layout of `shape` under `sharding`, and the memories of its slots.
-  absl::StatusOr<Placement> ResolvePlacement(const Sharding& sharding, const Shape& shape) const;
-  absl::StatusOr<RuntimeArray*> CheckArray(const ArrayRef& array, std::string_view op,
-                                           size_t index) const;
 
   // CopyToHostBuffer up to the enqueueing; the future of the copies, or the argument's or the
   // guard's error.
@@ -166,28 +145,13 @@ class RuntimeClient final : public Client, public ClientIntrospection {
                                              std::optional<absl::Span<const int64_t>> byte_strides,
                                              TransferOptions options);
 
-  // Reshards after validation; `op` names the entry point for the guard and errors. Its steps:
-  // PlanOneReshard per array, one GuardTransfer for the call, PrepareDestinations per array,
-  // EnqueueReshards.
+  // Reshards after validation (Dispatcher::Reshard), builds the outputs and deletes donated
+  // inputs; `op` names the entry point for the guard and errors.
   absl::StatusOr<std::vector<ArrayRef>> ReshardValidated(std::string_view op,
                                                          absl::Span<RuntimeArray* const> arrays,
                                                          absl::Span<const ArraySpec> specs,
                                                          ArrayCopySemantics semantics,
                                                          TransferOptions options);
-  absl::StatusOr<ReshardWork> PlanOneReshard(RuntimeArray* array, const ArraySpec& spec);
-  // Multi-process clients: the agreement of every process on the call (distributed_runtime.h);
-  // sets each work's tag base.
-  absl::Status AgreeOnReshard(std::string_view op, std::vector<ReshardWork>& work,
-                              ArrayCopySemantics semantics);
-  // The destination endpoints: aliases of source buffers where the plan allows and `may_alias`,
-  // new buffers elsewhere.
-  static absl::Status PrepareDestinations(ReshardWork& work, bool may_alias);
-  // Enqueues every array's copies under the enqueue lock and returns the new arrays, or
-  // RESOURCE_EXHAUSTED when enqueueing ran out of memory.
-  absl::StatusOr<std::vector<ArrayRef>> EnqueueReshards(std::string_view op,
-                                                        const std::string& action,
-                                                        std::vector<ReshardWork>& work,
-                                                        absl::Span<const ArraySpec> specs);
 
   // RemapArrays: input `i` matches its spec; the shards of each output, taken from the inputs.
   absl::Status CheckRemapInput(const RuntimeArray& array, const ArraySpec& spec, size_t i,
@@ -197,56 +161,15 @@ class RuntimeClient final : public Client, public ClientIntrospection {
       const std::vector<std::vector<Shard>>& in_shards, const std::vector<Placement>& outputs,
       std::string_view op);
 
-  // Memory ids as the planner's locations. The host's location is TransferStats::kHost (memory
-  // ids are >= 0).
-  static std::vector<int64_t> Locations(const std::vector<RuntimeMemory*>& memories);
-  absl::StatusOr<std::shared_ptr<const sharding::ReshardPlan>> GetPlan(
-      const sharding::ShardLayout& src, std::vector<int64_t> src_locations,
-      const sharding::ShardLayout& dst, std::vector<int64_t> dst_locations, int64_t element_bytes,
-      bool fan_out);
-  // Copies of whole shards (slot i of `layout` in memories[i]) into new buffers of the same
-  // memories, for `op`: local copies, traced and counted as such, never asked of the guard.
-  // Allocates every buffer before any copy starts.
-  absl::StatusOr<std::vector<Shard>> CopyShardsLocally(std::string_view op,
-                                                       const sharding::ShardLayout& layout,
-                                                       const std::vector<RuntimeMemory*>& memories,
-                                                       const std::vector<Shard>& shards,
-                                                       int64_t element_bytes);
   // Slot `slot` of `array`, as a single-device array holding `shard`.
   ArrayRef ShardAsArray(const RuntimeArray& array, int slot, Shard shard);
-  void Record(int32_t src_device, int32_t dst_device, int64_t bytes, int64_t copies);
-  // Every pair of `traffic` under one lock.
-  void RecordTraffic(const TransferTraffic& traffic);
-  void RecordLocked(int32_t src_device, int32_t dst_device, int64_t bytes, int64_t copies)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(stats_mu_);
-  TransferRecorder Recorder();
-  // What ExecutePlan needs besides the plan. The caller holds trace_mu_.
-  PlanContext Context(std::string_view op, std::string guard_action,
-                      bool forwards_are_host_to_device = false)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(trace_mu_);
-  // ExecutePlan of one plan under the trace and enqueue locks.
-  PlanExecution ExecuteLocked(const sharding::ReshardPlan& plan, int64_t element_bytes,
-                              absl::Span<const PlanEndpoint> sources,
-                              absl::Span<const PlanEndpoint> destinations, std::string_view op,
-                              std::string guard_action, bool forwards_are_host_to_device = false);
 
-  guard::TransferGuard guard_;
-  PlanCache plan_cache_;
-  mutable std::mutex stats_mu_;
-  TransferStats stats_ ABSL_GUARDED_BY(stats_mu_);
-  // Held while one call enqueues its copies, so that all calls enqueue in one
-  // global order.
-  std::mutex enqueue_mu_;
-  std::mutex trace_mu_;
-  std::shared_ptr<TransferTrace> trace_ ABSL_GUARDED_BY(trace_mu_);
-
+  // First: destroyed last, after the platforms (whose callbacks may still count and trace).
+  std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<RuntimeCompiler> compiler_;
   std::vector<std::unique_ptr<RuntimeDevice>> devices_;
   std::vector<Device*> device_ptrs_;
   std::vector<Device*> addressable_ptrs_;
-  // Multi-process clients only (null otherwise): the collective calls' agreement and the copies
-  // between processes. Reset by the destructor after the streams drain, before the platforms go.
-  std::unique_ptr<DistributedRuntime> distributed_;
   // Last: destroyed first, draining the streams while the members above are
   // still alive.
   std::vector<std::unique_ptr<Platform>> platforms_;

@@ -358,7 +358,7 @@ absl::Status RuntimeCompiler::BindShardings(const CompileOptions& options,
   }
   for (size_t r = 0; r < program.result_shardings.size(); ++r) {
     const ShardingRef& s = program.result_shardings[r];
-    TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeMemory*> memories, client_->ResolveMemories(*s));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeMemory*> memories, Dispatcher::ResolveMemories(*s));
     program.result_memories.push_back(std::move(memories));
     TESSERA_ASSIGN_OR_RETURN(sharding::ShardLayout layout,
                              s->Layout(plan.global_results[r].local_shape));
@@ -493,7 +493,7 @@ absl::StatusOr<std::shared_ptr<const CompiledProgram>> RuntimeCompiler::Bind(
 absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::Compile(std::unique_ptr<Program> program,
                                                              CompileOptions options) {
   const bool collective =
-      client_->distributed_ != nullptr && SpansSeveralProcesses(options.devices);
+      client_->dispatcher().distributed() != nullptr && SpansSeveralProcesses(options.devices);
   uint64_t fingerprint = 0;
   absl::StatusOr<LoadedExecutableRef> result =
       CatchAllocationFailure("Compile", [&]() -> absl::StatusOr<LoadedExecutableRef> {
@@ -501,7 +501,7 @@ absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::Compile(std::unique_ptr<Pro
         return CompileImpl(std::move(program), std::move(options));
       });
   if (!collective) return result;
-  absl::StatusOr<int64_t> agreed = client_->distributed_->transport().Agree(
+  absl::StatusOr<int64_t> agreed = client_->dispatcher().distributed()->transport().Agree(
       "Compile", fingerprint, /*messages=*/0, result.status());
   if (!agreed.ok()) return agreed.status();
   return result;

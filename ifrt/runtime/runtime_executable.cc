@@ -16,6 +16,7 @@
 #include "ifrt/runtime/plan_executor.h"
 #include "ifrt/runtime/program_messages.h"
 #include "ifrt/runtime/runtime_client.h"
+#include "ifrt/runtime/transfer_events.h"
 #include "ifrt/spi/transport.h"
 #include "ifrt/strided_copy.h"
 
@@ -36,15 +37,6 @@ bool IsMine(const CompiledProgram& program, size_t slot) {
   return program.slot_devices[slot]->IsAddressable();
 }
 
-HostRegion DenseRegion(void* base, const Index& extent, int64_t element_bytes) {
-  HostRegion r;
-  r.base = base;
-  r.element_bytes = element_bytes;
-  r.extent = extent;
-  r.byte_strides = StridedCopy::RowMajorByteStrides(extent, element_bytes);
-  return r;
-}
-
 // Where message `m` of a step over `input` lies in a whole buffer of it at `base` (a sender's
 // input, a piece's staging): a dense range of elements, or piece m.piece of m.pieces along
 // `split_axis` (a strided box).
@@ -52,12 +44,12 @@ HostRegion MessageRegion(const StepMessage& m, void* base, const ProgramValue& i
                          int64_t split_axis) {
   const int64_t element_bytes = *input.dtype.byte_size();
   if (m.piece < 0) {
-    HostRegion r = DenseRegion(base, {m.end - m.begin}, element_bytes);
+    HostRegion r = HostRegion::Dense(base, {m.end - m.begin}, element_bytes);
     r.offset = m.begin * element_bytes;
     return r;
   }
   const absl::Span<const int64_t> dims = input.local_shape.dims();
-  HostRegion r = DenseRegion(base, Index(dims.begin(), dims.end()), element_bytes);
+  HostRegion r = HostRegion::Dense(base, Index(dims.begin(), dims.end()), element_bytes);
   const int64_t piece = dims[split_axis] / m.pieces;
   r.extent[split_axis] = piece;
   r.offset = m.piece * piece * r.byte_strides[split_axis];
@@ -94,17 +86,19 @@ HostInput InputOf(const CompiledProgram& program, int m, int reducer,
 
 }  // namespace
 
-void RuntimeExecutable::RecordPeerReads(RuntimeClient& client, const CompiledProgram& program,
+void RuntimeExecutable::RecordPeerReads(Dispatcher& dispatcher, const CompiledProgram& program,
                                         size_t step, size_t slot) {
   const CollectiveMember& member = program.members[step][slot];
   if (member.bytes_from_each_peer == 0) return;
   const int32_t self = program.slot_devices[slot]->Id().value;
-  for (int32_t peer : member.peer_ids) client.Record(peer, self, member.bytes_from_each_peer, 1);
+  for (int32_t peer : member.peer_ids) {
+    dispatcher.Record(peer, self, member.bytes_from_each_peer, 1);
+  }
 }
 
 RuntimeExecutable::RuntimeExecutable(RuntimeClient* client,
                                      std::shared_ptr<const CompiledProgram> program)
-    : client_(client), program_(std::move(program)) {}
+    : client_(client), dispatcher_(&client->dispatcher()), program_(std::move(program)) {}
 
 std::vector<ArraySpec> RuntimeExecutable::GetParameterSpecs() const {
   std::vector<ArraySpec> specs;
@@ -179,24 +173,7 @@ absl::StatusOr<std::vector<RuntimeArray*>> RuntimeExecutable::CheckArguments(
 
 absl::Status RuntimeExecutable::GuardCommunication() {
   if (program_->communication_bytes == 0) return absl::OkStatus();
-  std::vector<std::string> kinds;
-  for (const ProgramStep& step : program_->plan.steps) {
-    if (step.kind != ProgramStep::Kind::kCollective) continue;
-    static constexpr const char* kNames[] = {"all_reduce", "all_gather", "all_to_all", "all_slice",
-                                             "reduce_scatter"};
-    kinds.push_back(kNames[static_cast<int>(step.collective.kind)]);
-  }
-  guard::TransferEvent event;
-  event.direction = guard::Direction::kDeviceToDevice;
-  event.is_explicit = true;
-  event.operation = absl::StrCat("Execute of '", program_->plan.name,
-                                 "' (communication: ", absl::StrJoin(kinds, ", "), ")");
-  event.bytes = program_->communication_bytes;
-  for (RuntimeDevice* d : program_->slot_devices) {
-    event.src_devices.push_back(d->Id().value);
-    event.dst_devices.push_back(d->Id().value);
-  }
-  return client_->GuardTransfer(event).status();
+  return dispatcher_->GuardTransfer(ProgramCommunicationEvent(*program_)).status();
 }
 
 absl::StatusOr<std::vector<ArrayRef>> RuntimeExecutable::MatchShardings(
@@ -322,7 +299,7 @@ absl::Status RuntimeExecutable::GatherReducedRanges(size_t index, const std::vec
           InputOf(*program_, group.members[j], -1, outputs, reduced, begin * element_bytes, after);
     }
     auto gather = [peers, own = outputs[s].buffer, elements, element_bytes, program = program_,
-                   index, s, client = client_]() {
+                   index, s, dispatcher = dispatcher_]() {
       const CollectiveGroup& group = program->members[index][s].group;
       const int size = static_cast<int>(group.members.size());
       char* out = static_cast<char*>(own->host_address());
@@ -333,7 +310,7 @@ absl::Status RuntimeExecutable::GatherReducedRanges(size_t index, const std::vec
           std::memcpy(out + begin * element_bytes, peers[j].data(), (end - begin) * element_bytes);
         }
       }
-      RecordPeerReads(*client, *program, index, s);
+      RecordPeerReads(*dispatcher, *program, index, s);
       return absl::OkStatus();
     };
     RuntimeDevice* device = program_->slot_devices[s];
@@ -406,7 +383,7 @@ absl::Status RuntimeExecutable::RunCollectiveStep(size_t index, ValueShards& val
       inputs.push_back(InputOf(*program_, m, -1, staged, received, 0, after));
     }
     auto compute = [inputs, output = outputs[s], program = program_, index, s,
-                    client = client_]() -> absl::Status {
+                    dispatcher = dispatcher_]() -> absl::Status {
       const CollectiveStep& step = program->plan.steps[index].collective;
       const ProgramValue& in = program->plan.values[step.input];
       std::vector<const void*> pointers;
@@ -415,7 +392,7 @@ absl::Status RuntimeExecutable::RunCollectiveStep(size_t index, ValueShards& val
           ComputeCollective(step, in.dtype, in.local_shape.dims(),
                             program->plan.values[step.output].local_shape.dims(), pointers,
                             program->members[index][s].group.position, output->host_address()));
-      RecordPeerReads(*client, *program, index, s);
+      RecordPeerReads(*dispatcher, *program, index, s);
       return absl::OkStatus();
     };
     RuntimeDevice* device = program_->slot_devices[s];
@@ -435,13 +412,13 @@ RuntimeExecutable::ReceivedMap RuntimeExecutable::PostMessages(size_t index, int
   ReceivedMap received;
   if (exchange.tag_base < 0) return received;
   exchange.posted.insert({index, phase});
-  Transport& transport = client_->distributed_->transport();
+  Transport& transport = dispatcher_->distributed()->transport();
   const CollectiveStep& step = program_->plan.steps[index].collective;
   const ProgramValue& input = program_->plan.values[step.input];
   const int64_t element_bytes = *input.dtype.byte_size();
   // Pieces of one member's input received into one staging as large as the input.
   std::map<int, std::vector<Future<>>> pieces;
-  for (const StepMessage& m : StepMessages(*program_, index, client_->process_index())) {
+  for (const StepMessage& m : StepMessages(*program_, index, dispatcher_->process_index())) {
     if (static_cast<int>(m.phase) != phase) continue;
     const int64_t tag = exchange.tag_base + program_->tag_offsets[index] + m.tag;
     if (m.send) {
@@ -460,7 +437,7 @@ RuntimeExecutable::ReceivedMap RuntimeExecutable::PostMessages(size_t index, int
     // A range arrives dense at the staging's start; a piece into its own box.
     const HostRegion region =
         m.piece >= 0 ? MessageRegion(m, data->bytes.data(), input, step.split_axis)
-                     : DenseRegion(data->bytes.data(), {m.end - m.begin}, element_bytes);
+                     : HostRegion::Dense(data->bytes.data(), {m.end - m.begin}, element_bytes);
     Future<> arrived = transport.Receive(m.peer, tag, region, data);
     if (m.piece < 0) {
       data->ready = std::move(arrived);
@@ -474,23 +451,26 @@ RuntimeExecutable::ReceivedMap RuntimeExecutable::PostMessages(size_t index, int
 
 void RuntimeExecutable::Abandon(const Exchange& exchange, const absl::Status& error) {
   if (exchange.tag_base < 0) return;
-  Transport& transport = client_->distributed_->transport();
+  Transport& transport = dispatcher_->distributed()->transport();
   const Future<> failed = MakeReadyFuture(error);
   const std::vector<ProgramStep>& steps = program_->plan.steps;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (steps[i].kind != ProgramStep::Kind::kCollective) continue;
     const int64_t element_bytes =
         *program_->plan.values[steps[i].collective.input].dtype.byte_size();
-    for (const StepMessage& m : StepMessages(*program_, i, client_->process_index())) {
+    for (const StepMessage& m : StepMessages(*program_, i, dispatcher_->process_index())) {
       if (exchange.posted.contains({i, static_cast<int>(m.phase)})) continue;
       const int64_t tag = exchange.tag_base + program_->tag_offsets[i] + m.tag;
       const Index extent = {m.end - m.begin};
+      // Only the peers need these messages: their futures (and errors) are not this call's.
       if (m.send) {  // an empty message: the region is not read
-        transport.Send(m.peer, tag, DenseRegion(nullptr, extent, element_bytes), failed, nullptr);
+        static_cast<void>(transport.Send(
+            m.peer, tag, HostRegion::Dense(nullptr, extent, element_bytes), failed, nullptr));
         continue;
       }
       auto staging = std::make_shared<std::vector<uint8_t>>((m.end - m.begin) * element_bytes);
-      transport.Receive(m.peer, tag, DenseRegion(staging->data(), extent, element_bytes), staging);
+      static_cast<void>(transport.Receive(
+          m.peer, tag, HostRegion::Dense(staging->data(), extent, element_bytes), staging));
     }
   }
 }
@@ -526,7 +506,7 @@ absl::StatusOr<ExecuteResult> RuntimeExecutable::Execute(absl::Span<ArrayRef> ar
   auto body = [&] {
     return CatchAllocationFailure("Execute", [&] { return ExecuteImpl(args, options, devices); });
   };
-  if (program_->spans_processes) return client_->distributed_->RunCollective("Execute", body);
+  if (program_->spans_processes) return dispatcher_->distributed()->RunCollective("Execute", body);
   return body();
 }
 
@@ -544,7 +524,7 @@ absl::StatusOr<int64_t> RuntimeExecutable::AgreeOnExecute(absl::Span<RuntimeArra
   std::sort(kept.begin(), kept.end());
   f.Add(static_cast<uint64_t>(kept.size()));
   for (int k : kept) f.Add(static_cast<uint64_t>(k));
-  return client_->distributed_->AgreeOnFingerprint("Execute", f.value(), program_->tag_count);
+  return dispatcher_->distributed()->AgreeOnFingerprint("Execute", f.value(), program_->tag_count);
 }
 
 absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteImpl(absl::Span<ArrayRef> args,
@@ -580,12 +560,13 @@ absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteChecked(
   }
   std::vector<Future<>> done;
   {
-    std::lock_guard<std::mutex> lock(client_->enqueue_mu_);
+    std::unique_lock<std::mutex> lock = dispatcher_->LockEnqueueOrder();
     TESSERA_RETURN_IF_ERROR(RunSteps(values, done, exchange));
   }
   std::vector<ArrayRef> outputs = MakeOutputs(values);
   for (int p : program_->donated_parameters) {
-    if (!options.non_donatable_input_indices.contains(p)) args[p]->Delete();
+    // A donated input's pending writes were awaited above; nothing is left to report.
+    if (!options.non_donatable_input_indices.contains(p)) static_cast<void>(args[p]->Delete());
   }
   return ExecuteResult{JoinFutures(done), std::move(outputs)};
 }

@@ -45,6 +45,7 @@
 
 namespace tessera::runtime {
 
+class Dispatcher;
 class RuntimeClient;
 // Host staging that a collective step received from another process (runtime_executable.cc).
 struct ReceivedBytes;
@@ -169,10 +170,14 @@ class RuntimeExecutable final : public LoadedExecutable {
   absl::StatusOr<Shard> StageToDevice(size_t s, Shard host, int64_t bytes);
   std::vector<ArrayRef> MakeOutputs(const ValueShards& values);
   // Counts, once a collective has run on `slot`, the bytes it read from each peer.
-  static void RecordPeerReads(RuntimeClient& client, const CompiledProgram& program, size_t step,
+  static void RecordPeerReads(Dispatcher& dispatcher, const CompiledProgram& program, size_t step,
                               size_t slot);
 
+  // The client validates the arguments and reshards them (an argument in another sharding is an
+  // implicit ReshardArrays); the dispatcher guards, orders, counts and carries the program's own
+  // movements (staging, collectives, messages between processes).
   RuntimeClient* client_;
+  Dispatcher* dispatcher_;
   std::shared_ptr<const CompiledProgram> program_;
   std::atomic<bool> deleted_{false};
 };

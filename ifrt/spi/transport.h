@@ -21,12 +21,15 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/checked_math.h"
 #include "ifrt/future.h"
 #include "ifrt/shape.h"
+#include "ifrt/strided_copy.h"
 
 namespace tessera {
 
@@ -40,11 +43,18 @@ struct HostRegion {
   Index extent;  // empty: one element
   Index byte_strides;
 
-  int64_t bytes() const {
-    int64_t n = element_bytes;
-    for (int64_t e : extent) n *= e;
-    return n;
+  // A dense, row-major region of `extent` at `base` (offset 0).
+  static HostRegion Dense(void* base, Index extent, int64_t element_bytes) {
+    HostRegion r;
+    r.base = base;
+    r.element_bytes = element_bytes;
+    r.byte_strides = StridedCopy::RowMajorByteStrides(extent, element_bytes);
+    r.extent = std::move(extent);
+    return r;
   }
+  // The bytes the region holds, or -1 when that count does not fit in int64_t (never for a
+  // region inside a real buffer: a transport treats -1 as a malformed region).
+  int64_t bytes() const { return base::CheckedByteCount(extent, element_bytes).value_or(-1); }
 };
 
 class Transport {
