@@ -17,6 +17,10 @@
 // A promise that is destroyed without being set resolves its futures with an INTERNAL error, so
 // a waiter never hangs on work that was abandoned. Setting a promise twice is a bug; the second
 // value is ignored.
+//
+// Future is [[nodiscard]], as IFRT's and Abseil's must-use results are: a call that returns one
+// (Array::Delete, Executable::Delete, a ready future) reports its errors only there. A caller who
+// means to drop it says so: `static_cast<void>(array->Delete());`.
 
 #include <atomic>
 #include <condition_variable>
@@ -124,7 +128,7 @@ template <typename T = void>
 class Promise;
 
 template <typename T = void>
-class Future {
+class [[nodiscard]] Future {
  public:
   using Value = typename internal::FutureValue<T>::type;
 

@@ -164,7 +164,7 @@ int TimeReshards(Session& session, const ArraySpec& spec, int repeat, bool warmu
       return Fail(kExitFailure, s.message());
     }
     if (r >= 0) out.times.push_back(SecondsSince(start));
-    if (out.result != nullptr) out.result->Delete();
+    if (out.result != nullptr) static_cast<void>(out.result->Delete());  // the last round's
     out.result = (*result)[0];
     progress.Step();
   }

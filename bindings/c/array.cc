@@ -180,7 +180,8 @@ TSR_Error* ArrayReadyEvent(TSR_Array_ReadyEvent_Args* args) {
 TSR_Error* ArrayDelete(TSR_Array_Delete_Args* args) {
   TSR_CHECK_ARGS(args, TSR_Array_Delete_Args, array);
   if (args->array == nullptr) return MakeError(CheckNotNull(nullptr, "array"));
-  args->array->array->Delete();
+  // Pending writes still complete (they hold the buffers); TSR_Array_Delete does not wait.
+  static_cast<void>(args->array->array->Delete());
   return nullptr;
 }
 

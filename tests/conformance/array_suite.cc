@@ -101,7 +101,7 @@ TEST_P(ArrayTest, AssembleAndDisassembleEveryShardingAndSemantics) {
       EXPECT_EQ(mid.device_to_device, before.device_to_device);
       if (sem == ArrayCopySemantics::kAlwaysCopy) {
         // The copies do not depend on the source.
-        a->Delete();
+        static_cast<void>(a->Delete());
         EXPECT_TRUE(*ReadBack(parts[0]) == SliceDomain(data, shape, 4, doms[0]));
       }
 
@@ -116,7 +116,7 @@ TEST_P(ArrayTest, AssembleAndDisassembleEveryShardingAndSemantics) {
       EXPECT_EQ(after.local.bytes - mid.local.bytes,
                 sem == ArrayCopySemantics::kAlwaysCopy ? total : 0);
       if (sem != ArrayCopySemantics::kDonateInput) {
-        for (const ArrayRef& p : parts) p->Delete();
+        for (const ArrayRef& p : parts) static_cast<void>(p->Delete());
         ExpectContents(b, data);  // shares or owns the buffers; either way still readable
       }
     }
@@ -238,7 +238,7 @@ TEST_P(ArrayTest, ReadyFutures) {
   std::vector<ArrayRef> with_null = {arrays[0], nullptr};
   EXPECT_THAT(client().GetReadyFuture(with_null).Await(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("null")));
-  arrays[1]->Delete();
+  static_cast<void>(arrays[1]->Delete());
   EXPECT_THAT(client().GetReadyFuture(arrays).Await(),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("deleted")));
   // OnReady from another thread's point of view.
@@ -284,11 +284,11 @@ TEST_P(ArrayTest, DeleteAndEveryUseOfADeletedArray) {
   ASSERT_OK_AND_ASSIGN(ArrayRef b, MakeArray(client(), data, kS32, shape, s));
   ASSERT_OK_AND_ASSIGN(std::vector<ArrayRef> parts,
                        b->DisassembleIntoSingleDeviceArrays(ArrayCopySemantics::kReuseInput));
-  parts[0]->Delete();
+  static_cast<void>(parts[0]->Delete());
   EXPECT_THAT(client().AssembleArrayFromSingleDeviceArrays(kS32, shape, s, absl::MakeSpan(parts),
                                                            ArrayCopySemantics::kReuseInput),
               deleted_error);
-  b->Delete();
+  static_cast<void>(b->Delete());
   RemapPlan plan;
   plan.input_specs = {{kS32, shape, s}};
   plan.output_specs = {{kS32, shape, s}};
@@ -311,7 +311,7 @@ TEST_P(ArrayTest, DeleteWhileAReshardIsInFlight) {
     ASSERT_OK_AND_ASSIGN(
         std::vector<ArrayRef> out,
         client().ReshardArrays(absl::MakeSpan(in), specs, ArrayCopySemantics::kAlwaysCopy));
-    a->Delete();
+    static_cast<void>(a->Delete());
     in.clear();
     a.reset();
     ExpectContents(out[0], data);

@@ -75,7 +75,7 @@ TEST_P(CopyArraysTest, CopyArraysSameAndReversedDevices) {
     ASSERT_OK_AND_ASSIGN(ShardingRef expected, s->WithDeviceAssignment(Reversed(), std::nullopt));
     EXPECT_EQ(rev[0]->sharding(), *expected);
     ExpectContents(rev[0], data);
-    a->Delete();
+    static_cast<void>(a->Delete());
     ExpectContents(copy[0], data);
     ExpectContents(rev[0], data);
   }

@@ -416,7 +416,7 @@ TEST_P(ExecutableTest, SecondCompileIsACacheHit) {
   EXPECT_EQ(after.hits - before.hits, 1);
   EXPECT_EQ(first->Fingerprint(), second->Fingerprint());
   // Deleting one executable leaves the other usable.
-  first->Delete();
+  static_cast<void>(first->Delete());
   EXPECT_TRUE(first->IsDeleted());
   EXPECT_FALSE(second->IsDeleted());
   // Other options: another fingerprint.
@@ -497,7 +497,7 @@ TEST_P(ExecutableTest, BadArgumentsAreRejectedBeforeAnythingRuns) {
                                 Put(Random(30, 2), {6, 5}, Named("P()"))};
   EXPECT_THAT(exe->Execute(absl::MakeSpan(good), {}, two).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("devices")));
-  exe->Delete();
+  static_cast<void>(exe->Delete());
   EXPECT_THAT(exe->Execute(absl::MakeSpan(good)).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("deleted")));
 }

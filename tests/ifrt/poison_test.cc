@@ -285,7 +285,7 @@ TEST_F(PoisonTest, ZeroCopyKeepsTheHostBufferUntilTheLastUser) {
   absl::StatusOr<std::vector<uint8_t>> back = ReadBack(alias[0]);
   ASSERT_THAT(back, IsOk());
   EXPECT_TRUE(*back == data);
-  a->Delete();
+  static_cast<void>(a->Delete());
   in.clear();
   a.reset();
   std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -115,7 +115,7 @@ TEST_F(StressTest, ConcurrentReshardsReadsAndDeletes) {
           continue;
         }
         // Delete the input at once: the reshard in flight holds its buffers.
-        (*a)->Delete();
+        static_cast<void>((*a)->Delete());
         in.clear();
         a->reset();
         absl::StatusOr<std::vector<uint8_t>> back = ReadBack((*out)[0]);
@@ -134,7 +134,7 @@ TEST_F(StressTest, ConcurrentReshardsReadsAndDeletes) {
           absl::StatusOr<std::vector<uint8_t>> v = ReadBack((*view)[0]);
           failures.Check(v.status(), "read shared view");
           if (v.ok() && *v != shared_data) failures.Add("shared view: wrong data");
-          (*view)[0]->Delete();
+          static_cast<void>((*view)[0]->Delete());
         }
         absl::StatusOr<std::vector<uint8_t>> s = ReadBack(*shared);
         failures.Check(s.status(), "read shared");

@@ -168,7 +168,9 @@ void RegisterArray(nb::module_& m) {
       .def("reshard", &ReshardOne, nb::arg("sharding"), nb::kw_only(), nb::arg("donate") = false,
            "A new array with this one's data sharded as `sharding` (an explicit transfer).")
       .def(
-          "delete", [](PyArray& a) { a.array->Delete(); },
+          "delete",
+          // Pending writes still complete (they hold the buffers); delete() does not wait.
+          [](PyArray& a) { static_cast<void>(a.array->Delete()); },
           "Releases the shards now; later uses raise RuntimeError (FAILED_PRECONDITION).")
       .def("is_deleted", [](const PyArray& a) { return a.array->IsDeleted(); })
       .def("__repr__", [](const PyArray& a) { return a.array->DebugString(); });
