@@ -11,6 +11,7 @@
 
 #include "base/status_macros.h"
 #include "guard/level.h"
+#include "ifrt/runtime/distributed_runtime.h"
 #include "ifrt/runtime/transfer_events.h"
 
 namespace tessera::runtime {
@@ -61,21 +62,13 @@ std::vector<Shard> OutputShards(const std::vector<PlanEndpoint>& dst, const Plan
 
 }  // namespace
 
-Dispatcher::Dispatcher(guard::Policy policy, std::unique_ptr<DistributedRuntime> distributed,
+Dispatcher::Dispatcher(guard::Policy policy, std::unique_ptr<Processes> processes,
                        std::vector<int64_t> local_memory_ids)
     : guard_(policy),
-      distributed_(std::move(distributed)),
+      processes_(processes != nullptr ? std::move(processes) : std::make_unique<LocalProcesses>()),
       local_memory_ids_(std::move(local_memory_ids)) {}
 
 Dispatcher::~Dispatcher() = default;
-
-int Dispatcher::process_index() const {
-  return distributed_ != nullptr ? distributed_->process_index() : 0;
-}
-
-int Dispatcher::process_count() const {
-  return distributed_ != nullptr ? distributed_->process_count() : 1;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Where bytes live
@@ -181,10 +174,7 @@ PlanExecution Dispatcher::ExecuteLocked(const sharding::ReshardPlan& plan, int64
                                         absl::Span<const PlanEndpoint> sources,
                                         absl::Span<const PlanEndpoint> destinations,
                                         const PlanContext& context, int64_t tag_base) {
-  if (distributed_ != nullptr) {  // this process's copies only
-    return distributed_->Execute(plan, element_bytes, sources, destinations, context, tag_base);
-  }
-  return ExecutePlan(plan, element_bytes, sources, destinations, context);
+  return processes_->Execute(plan, element_bytes, sources, destinations, context, tag_base);
 }
 
 PlanExecution Dispatcher::Execute(const sharding::ReshardPlan& plan, int64_t element_bytes,
@@ -270,11 +260,9 @@ struct Dispatcher::ReshardWork {
   int64_t tag_base = -1;  // multi-process clients: the plan's first message tag
 };
 
-absl::StatusOr<std::vector<MovedShards>> Dispatcher::Reshard(std::string_view op,
-                                                             absl::Span<RuntimeArray* const> arrays,
-                                                             absl::Span<const ArraySpec> specs,
-                                                             ArrayCopySemantics semantics,
-                                                             TransferOptions options) {
+absl::StatusOr<std::vector<MovedShards>> Dispatcher::Reshard(
+    CollectiveCall* call, std::string_view op, absl::Span<RuntimeArray* const> arrays,
+    absl::Span<const ArraySpec> specs, ArrayCopySemantics semantics, TransferOptions options) {
   std::vector<ReshardWork> work;
   work.reserve(arrays.size());
   DeviceTraffic traffic;
@@ -292,11 +280,12 @@ absl::StatusOr<std::vector<MovedShards>> Dispatcher::Reshard(std::string_view op
   // caller wants copies), else new.
   const bool may_alias = semantics != ArrayCopySemantics::kAlwaysCopy;
   for (ReshardWork& w : work) TESSERA_RETURN_IF_ERROR(PrepareDestinations(w, may_alias));
-  if (distributed_ != nullptr) TESSERA_RETURN_IF_ERROR(AgreeOnReshard(op, work, semantics));
+  TESSERA_RETURN_IF_ERROR(AgreeOnReshard(call, op, work, semantics));
   return EnqueueReshards(op, action, work);
 }
 
-absl::Status Dispatcher::AgreeOnReshard(std::string_view op, std::vector<ReshardWork>& work,
+absl::Status Dispatcher::AgreeOnReshard(CollectiveCall* call, std::string_view op,
+                                        std::vector<ReshardWork>& work,
                                         ArrayCopySemantics semantics) {
   std::vector<CollectivePart> parts;
   for (const ReshardWork& w : work) {
@@ -305,7 +294,7 @@ absl::Status Dispatcher::AgreeOnReshard(std::string_view op, std::vector<Reshard
         &w.input->memories(), &w.placement.layout, &w.placement.memories, w.plan.get()});
   }
   TESSERA_ASSIGN_OR_RETURN(int64_t tag,
-                           distributed_->AgreeOnCall(op, static_cast<int>(semantics), parts));
+                           processes_->AgreeOnCall(call, op, static_cast<int>(semantics), parts));
   for (ReshardWork& w : work) {
     w.tag_base = tag;
     if (tag >= 0) tag += DistributedRuntime::MessageWindow(w.input->layout(), w.placement.layout);
@@ -326,7 +315,7 @@ absl::StatusOr<Dispatcher::ReshardWork> Dispatcher::PlanOneReshard(RuntimeArray*
   TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*spec.sharding, spec.shape));
   // Multi-process: only this process's part of the plan, the copies touching its memories.
   std::optional<std::vector<int64_t>> part;
-  if (distributed_ != nullptr) part = local_memory_ids_;
+  if (processes_->PlansItsPart()) part = local_memory_ids_;
   TESSERA_ASSIGN_OR_RETURN(
       std::shared_ptr<const sharding::ReshardPlan> plan,
       plan_cache_.Get(array->layout(), Locations(array->memories()), placement.layout,
@@ -369,10 +358,10 @@ absl::StatusOr<std::vector<MovedShards>> Dispatcher::EnqueueReshards(
     // Ran out of memory part way: the call fails (the arrays enqueued before are dropped); the
     // other processes' messages of the arrays not enqueued are settled, so that none waits.
     if (!exec.status.ok()) {
-      for (size_t j = i + 1; distributed_ != nullptr && j < work.size(); ++j) {
-        distributed_->Abandon(*work[j].plan, work[j].input->element_bytes(),
-                              SourceEndpoints(*work[j].input, work[j].src_shards), work[j].dst,
-                              exec.status, work[j].tag_base);
+      for (size_t j = i + 1; j < work.size(); ++j) {
+        processes_->Abandon(*work[j].plan, work[j].input->element_bytes(),
+                            SourceEndpoints(*work[j].input, work[j].src_shards), work[j].dst,
+                            exec.status, work[j].tag_base);
       }
       return exec.status;
     }

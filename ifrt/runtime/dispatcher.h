@@ -8,7 +8,7 @@
 // copies on the devices' streams in one global order across calls, and counts and traces what
 // actually moved.
 //
-//   Dispatcher dispatcher(policy, std::move(distributed), local_memory_ids);
+//   Dispatcher dispatcher(policy, std::make_unique<LocalProcesses>(), local_memory_ids);
 //   ASSIGN_OR_RETURN(std::string action, dispatcher.GuardTransfer(event));   // before any byte
 //   PlanExecution exec = dispatcher.Execute(*plan, element_bytes, src, dst, "op", action);
 //
@@ -16,9 +16,11 @@
 // validates and builds arrays; RuntimeExecutable and RuntimeCompiler take the dispatcher for the
 // bytes they move (program staging, collectives between processes) and the guard.
 //
-// In a multi-process client (`distributed` non-null) each process plans and enqueues its part of
-// every movement (the copies touching its memories) and the collective calls agree through
-// DistributedRuntime (distributed_runtime.h); RunCall is that agreement's frame.
+// How calls span processes is its Processes (processes.h), chosen once at client creation: local
+// (LocalProcesses), or many (DistributedRuntime: each process plans and enqueues its part of every
+// movement, the copies touching its memories, and each collective call is agreed by every process
+// before any byte moves). RunCall frames a call and hands its CollectiveCall to the body, which
+// passes it on to Reshard.
 //
 // Errors: the guard's INVALID_ARGUMENT refusal (before any byte moves), the planner's errors,
 // RESOURCE_EXHAUSTED for an allocation that failed while enqueueing; copy errors travel on the
@@ -28,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,9 +44,9 @@
 #include "ifrt/array_spec.h"
 #include "ifrt/copy_semantics.h"
 #include "ifrt/introspection.h"
-#include "ifrt/runtime/distributed_runtime.h"
 #include "ifrt/runtime/plan_cache.h"
 #include "ifrt/runtime/plan_executor.h"
+#include "ifrt/runtime/processes.h"
 #include "ifrt/runtime/runtime_array.h"
 #include "ifrt/runtime/runtime_device.h"
 #include "ifrt/shape.h"
@@ -71,11 +74,11 @@ struct MovedShards {
 
 class Dispatcher {
  public:
-  // `distributed`: the multi-process runtime (null: a single-process client). `local_memory_ids`:
-  // the ids of this process's memories (a multi-process client plans only their part).
-  Dispatcher(guard::Policy policy, std::unique_ptr<DistributedRuntime> distributed,
+  // `processes`: how calls span processes (null: LocalProcesses). `local_memory_ids`: the ids of
+  // this process's memories (the part a process plans when processes->PlansItsPart()).
+  Dispatcher(guard::Policy policy, std::unique_ptr<Processes> processes,
              std::vector<int64_t> local_memory_ids);
-  // Also ends the multi-process runtime (StopDistributed) if the client has not.
+  // Also ends the processes (StopProcesses) if the client has not.
   ~Dispatcher();
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
@@ -134,9 +137,9 @@ class Dispatcher {
                                     TransferOptions options);
   // The reshard of each of `arrays` to its spec (validated by the caller): planned, one guard
   // check for the call, destinations aliased (unless `semantics` is kAlwaysCopy) or allocated,
-  // agreed between processes, enqueued in one global order. The outputs, one per array; the
-  // caller builds the arrays and deletes donated inputs.
-  absl::StatusOr<std::vector<MovedShards>> Reshard(std::string_view op,
+  // agreed between processes (in the collective call `call`; null: local), enqueued in one global
+  // order. The outputs, one per array; the caller builds the arrays and deletes donated inputs.
+  absl::StatusOr<std::vector<MovedShards>> Reshard(CollectiveCall* call, std::string_view op,
                                                    absl::Span<RuntimeArray* const> arrays,
                                                    absl::Span<const ArraySpec> specs,
                                                    ArrayCopySemantics semantics,
@@ -163,21 +166,25 @@ class Dispatcher {
   void SetTransferTrace(std::shared_ptr<TransferTrace> trace);
 
   // ---- Processes ----
-  // Waits for the multi-process runtime's sends and receives in flight and ends it (no-op in a
-  // single-process client). The client calls it once its streams drained, before its platforms
-  // go; no call may move bytes after.
-  void StopDistributed() { distributed_.reset(); }
-  // The multi-process runtime, or null in a single-process client.
-  DistributedRuntime* distributed() { return distributed_.get(); }
-  int process_index() const;
-  int process_count() const;
-  // Runs `body` (an entry point's body, returning absl::StatusOr<T>) as one call of `op`: a
-  // collective call agreed by every process in a multi-process client (RunCollective), as it is
-  // otherwise.
+  Processes& processes() { return *processes_; }
+  int process_index() const { return processes_->process_index(); }
+  int process_count() const { return processes_->process_count(); }
+  // Waits for the other processes' sends and receives in flight and ends them (the client, once
+  // its streams drained, before its platforms go); no call may move bytes after. A no-op for
+  // LocalProcesses.
+  void StopProcesses() { processes_ = std::make_unique<LocalProcesses>(); }
+  // Runs `body(CollectiveCall*)` (an entry point's body, returning absl::StatusOr<T>) as one call
+  // of `op` (Processes::RunCall): in a multi-process client a collective call that every process
+  // agrees on, the frame handed to the body; otherwise as it is, with no frame.
   template <typename F>
-  auto RunCall(std::string_view op, F&& body) -> decltype(body()) {
-    if (distributed_ != nullptr) return distributed_->RunCollective(op, std::forward<F>(body));
-    return body();
+  auto RunCall(std::string_view op, F&& body) -> decltype(body(nullptr)) {
+    std::optional<decltype(body(nullptr))> result;
+    const absl::Status late = processes_->RunCall(op, [&](CollectiveCall* call) {
+      result.emplace(body(call));
+      return result->status();
+    });
+    if (!late.ok()) return late;
+    return *std::move(result);
   }
 
  private:
@@ -185,8 +192,8 @@ class Dispatcher {
 
   absl::StatusOr<ReshardWork> PlanOneReshard(RuntimeArray* array, const ArraySpec& spec);
   // Multi-process clients: the agreement of every process on the call; sets each work's tag base.
-  absl::Status AgreeOnReshard(std::string_view op, std::vector<ReshardWork>& work,
-                              ArrayCopySemantics semantics);
+  absl::Status AgreeOnReshard(CollectiveCall* call, std::string_view op,
+                              std::vector<ReshardWork>& work, ArrayCopySemantics semantics);
   // The destination endpoints: aliases of source buffers where the plan allows and `may_alias`,
   // new buffers elsewhere.
   static absl::Status PrepareDestinations(ReshardWork& work, bool may_alias);
@@ -200,7 +207,7 @@ class Dispatcher {
                         absl::Span<const PlanEndpoint> sources,
                         absl::Span<const PlanEndpoint> destinations, std::string_view op,
                         std::string guard_action, bool forwards_are_host_to_device = false);
-  // ExecutePlan, or this process's part of it with `tag_base`; the caller holds both locks.
+  // This process's part of `plan` (processes_->Execute); the caller holds both locks.
   PlanExecution ExecuteLocked(const sharding::ReshardPlan& plan, int64_t element_bytes,
                               absl::Span<const PlanEndpoint> sources,
                               absl::Span<const PlanEndpoint> destinations,
@@ -222,7 +229,7 @@ class Dispatcher {
   std::shared_ptr<TransferTrace> trace_ ABSL_GUARDED_BY(trace_mu_);
   // Held while one call enqueues its copies, so that all calls enqueue in one global order.
   std::mutex enqueue_mu_;
-  std::unique_ptr<DistributedRuntime> distributed_;
+  std::unique_ptr<Processes> processes_;
   std::vector<int64_t> local_memory_ids_;
 };
 

@@ -138,9 +138,15 @@ DistributedRuntime::DistributedRuntime(std::unique_ptr<Transport> transport)
 
 DistributedRuntime::~DistributedRuntime() = default;
 
-DistributedRuntime::CallState*& DistributedRuntime::CurrentCall() {
-  thread_local CallState* current = nullptr;
-  return current;
+absl::Status DistributedRuntime::RunCall(std::string_view op,
+                                         absl::FunctionRef<absl::Status(CollectiveCall*)> body) {
+  CollectiveCall call;
+  const absl::Status status = body(&call);
+  if (call.agreed()) return absl::OkStatus();
+  // The body failed (or had nothing to move) before the agreement: take part in it now.
+  absl::Status agreed = AgreeLate(op, status);
+  if (status.ok() && !agreed.ok()) return agreed;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::unique_ptr<RuntimeDevice>>> DistributedRuntime::GlobalDevices(
@@ -167,11 +173,11 @@ absl::StatusOr<std::vector<std::unique_ptr<RuntimeDevice>>> DistributedRuntime::
   return devices;
 }
 
-absl::StatusOr<int64_t> DistributedRuntime::AgreeOnCall(std::string_view op, int semantics,
+absl::StatusOr<int64_t> DistributedRuntime::AgreeOnCall(CollectiveCall* call, std::string_view op,
+                                                        int semantics,
                                                         absl::Span<const CollectivePart> parts) {
-  CallState* call = CurrentCall();
   if (call == nullptr) return -1;
-  call->agreed = true;
+  call->MarkAgreed();
   // The specs of the call (not its plan: each process plans only its part), which every process
   // holds whole.
   CallFingerprint f;
@@ -219,12 +225,12 @@ int64_t DistributedRuntime::CountMessages(const sharding::ReshardPlan& plan,
   return numbers.Max();
 }
 
-absl::StatusOr<int64_t> DistributedRuntime::AgreeOnFingerprint(std::string_view op,
+absl::StatusOr<int64_t> DistributedRuntime::AgreeOnFingerprint(CollectiveCall* call,
+                                                               std::string_view op,
                                                                uint64_t fingerprint,
                                                                int64_t messages) {
-  CallState* call = CurrentCall();
   if (call == nullptr) return -1;
-  call->agreed = true;
+  call->MarkAgreed();
   return transport_->Agree(op, fingerprint, messages, absl::OkStatus());
 }
 

@@ -7,7 +7,7 @@
 //
 // - Creation (GlobalDevices): each process describes its devices; one gather gives every process
 //   the same global list, process 0's devices first, numbered 0..N-1.
-// - Collective calls (RunCollective around ReshardArrays and CopyArrays): every process computes
+// - Collective calls (RunCall around ReshardArrays, CopyArrays and Execute): every process computes
 //   the same plans (the planner is pure geometry over memory ids, which are global), then one
 //   agreement (Transport::Agree) settles, before any byte moves, that every process accepted the
 //   call (guard, arguments, allocation) with the same fingerprint of its arguments. A refusal
@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ifrt/runtime/plan_executor.h"
+#include "ifrt/runtime/processes.h"
 #include "ifrt/runtime/runtime_device.h"
 #include "ifrt/spi/platform.h"
 #include "ifrt/spi/transport.h"
@@ -40,17 +41,6 @@
 #include "sharding/shard_layout.h"
 
 namespace tessera::runtime {
-
-// One array of a collective call, as its fingerprint sees it.
-struct CollectivePart {
-  int dtype_kind = 0;
-  int64_t element_bytes = 0;
-  const sharding::ShardLayout* src_layout = nullptr;
-  const std::vector<RuntimeMemory*>* src_memories = nullptr;
-  const sharding::ShardLayout* dst_layout = nullptr;
-  const std::vector<RuntimeMemory*>* dst_memories = nullptr;
-  const sharding::ReshardPlan* plan = nullptr;
-};
 
 // A fingerprint of a collective call's arguments: FNV-1a over 64-bit words, the same on every
 // process (absl::Hash is seeded per process, so it cannot be compared across processes).
@@ -88,13 +78,17 @@ class CallFingerprint {
   uint64_t h_ = 0xcbf29ce484222325ULL;
 };
 
-class DistributedRuntime {
+class DistributedRuntime final : public Processes {
  public:
   explicit DistributedRuntime(std::unique_ptr<Transport> transport);
-  ~DistributedRuntime();
+  ~DistributedRuntime() override;
 
-  int process_index() const { return transport_->process_index(); }
-  int process_count() const { return transport_->process_count(); }
+  int process_index() const override { return transport_->process_index(); }
+  int process_count() const override { return transport_->process_count(); }
+  // The transport, also for the messages of a call agreed with AgreeOnFingerprint (the collective
+  // steps of a program: runtime_executable.h).
+  Transport* transport() override { return transport_.get(); }
+  bool PlansItsPart() const override { return true; }
 
   // Every process's devices in the global order, with ids 0..N-1: this process's from
   // `platforms` (addressable), the others' described by their processes. Collective (at client
@@ -102,32 +96,28 @@ class DistributedRuntime {
   static absl::StatusOr<std::vector<std::unique_ptr<RuntimeDevice>>> GlobalDevices(
       Client* client, absl::Span<const std::unique_ptr<Platform>> platforms, Transport& transport);
 
-  // Runs `fn` (an entry point's body, returning absl::StatusOr<T>) as one collective call of
-  // `op`: when `fn` did not reach the agreement (AgreeOnCall) because it failed first, or
-  // because it had nothing to move, it takes part in it now, with its error: so that every
-  // process takes part in exactly one agreement per call.
-  template <typename F>
-  auto RunCollective(std::string_view op, F&& fn) -> decltype(fn());
+  // Runs `body` as one collective call of `op`, with its frame: when the body did not reach the
+  // agreement (AgreeOnCall) because it failed first, or because it had nothing to move, this
+  // process takes part in it now, with the body's error: so that every process takes part in
+  // exactly one agreement per call.
+  absl::Status RunCall(std::string_view op,
+                       absl::FunctionRef<absl::Status(CollectiveCall*)> body) override;
 
-  // Within RunCollective: the agreement of the call on `parts` (after the guard, before any byte
-  // moves). Returns the call's tag base, or the call's error (module comment). Outside
-  // RunCollective (a reshard inside Execute): -1, the call is local. The fingerprint covers the
+  // The agreement of `call` on `parts` (after the guard, before any byte moves). Returns the
+  // call's tag base, or the call's error (module comment). `call` null (a movement outside a
+  // collective call): -1, the call is local. The fingerprint covers the
   // call's specs (op, semantics, and per array dtype, element size, layouts and memories), which
   // every process holds whole, not the plans (each process plans only its part); each array
   // reserves MessageWindow tags, and a part with more messages to or from one process than that
   // refuses the call (RESOURCE_EXHAUSTED, on every process through the agreement).
-  absl::StatusOr<int64_t> AgreeOnCall(std::string_view op, int semantics,
-                                      absl::Span<const CollectivePart> parts);
+  absl::StatusOr<int64_t> AgreeOnCall(CollectiveCall* call, std::string_view op, int semantics,
+                                      absl::Span<const CollectivePart> parts) override;
 
-  // Within RunCollective: the agreement of a call whose arguments the caller fingerprinted itself
-  // (an Execute: the executable and its arguments' specs), reserving `messages` tags. Returns the
-  // call's tag base, or the call's error (as AgreeOnCall); outside RunCollective: -1.
-  absl::StatusOr<int64_t> AgreeOnFingerprint(std::string_view op, uint64_t fingerprint,
-                                             int64_t messages);
-
-  // The transport, for the messages of a call agreed with AgreeOnFingerprint (the collective
-  // steps of a program: runtime_executable.h).
-  Transport& transport() { return *transport_; }
+  // The agreement of a call whose arguments the caller fingerprinted itself (an Execute: the
+  // executable and its arguments' specs), reserving `messages` tags. Returns the call's tag base,
+  // or the call's error (as AgreeOnCall); `call` null: -1.
+  absl::StatusOr<int64_t> AgreeOnFingerprint(CollectiveCall* call, std::string_view op,
+                                             uint64_t fingerprint, int64_t messages) override;
 
   // The tags one array of a collective call reserves: one per (source slot, destination slot)
   // pair, the most messages one process can exchange with another when each pair of slots has at
@@ -143,7 +133,7 @@ class DistributedRuntime {
   PlanExecution Execute(const sharding::ReshardPlan& plan, int64_t element_bytes,
                         absl::Span<const PlanEndpoint> sources,
                         absl::Span<const PlanEndpoint> destinations, const PlanContext& context,
-                        int64_t tag_base);
+                        int64_t tag_base) override;
 
   // Settles this process's messages of `plan` without running it, for an array of a collective
   // call that failed on this process after the agreement (ran out of memory enqueueing an
@@ -153,7 +143,7 @@ class DistributedRuntime {
   // `error` is why; `tag_base` < 0: nothing to settle.
   void Abandon(const sharding::ReshardPlan& plan, int64_t element_bytes,
                absl::Span<const PlanEndpoint> sources, absl::Span<const PlanEndpoint> destinations,
-               const absl::Status& error, int64_t tag_base);
+               const absl::Status& error, int64_t tag_base) override;
 
   // The copies of `plan` whose both ends this process owns (host ends count as local), or
   // nullptr when that is all of them. `src_memories` null: the source is the host.
@@ -167,11 +157,6 @@ class DistributedRuntime {
   static bool AllAddressable(const std::vector<RuntimeMemory*>& memories);
 
  private:
-  struct CallState {
-    bool agreed = false;
-  };
-  static CallState*& CurrentCall();
-
   // The most copies between this process and one other process in one direction in `plan`.
   int64_t CountMessages(const sharding::ReshardPlan& plan,
                         const std::vector<RuntimeMemory*>& src_memories,
@@ -192,20 +177,6 @@ class DistributedRuntime {
 
   std::unique_ptr<Transport> transport_;
 };
-
-template <typename F>
-auto DistributedRuntime::RunCollective(std::string_view op, F&& fn) -> decltype(fn()) {
-  CallState state;
-  CallState* outer = CurrentCall();
-  CurrentCall() = &state;
-  auto result = std::forward<F>(fn)();
-  CurrentCall() = outer;
-  if (!state.agreed) {
-    absl::Status agreed = AgreeLate(op, result.status());
-    if (result.ok() && !agreed.ok()) return decltype(fn())(agreed);
-  }
-  return result;
-}
 
 }  // namespace tessera::runtime
 

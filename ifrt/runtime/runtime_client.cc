@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "guard/level.h"
+#include "ifrt/runtime/distributed_runtime.h"
 #include "ifrt/runtime/plan_executor.h"
 #include "ifrt/transfer_stats.h"
 #include "sharding/planner.h"
@@ -204,8 +205,8 @@ RuntimeClient::~RuntimeClient() {
       drained.push_back(p->EnqueueHostCallback(d, [] { return absl::OkStatus(); }, {}));
     }
   }
-  for (const Future<>& f : drained) f.Await().IgnoreError();   // a lost device drains at once
-  if (dispatcher_ != nullptr) dispatcher_->StopDistributed();  // waits for sends and receives
+  for (const Future<>& f : drained) f.Await().IgnoreError();  // a lost device drains at once
+  if (dispatcher_ != nullptr) dispatcher_->StopProcesses();   // waits for sends and receives
   // Compiled programs hold their kernels, and a kernel holds its platform's device objects (a
   // Vulkan pipeline, its device): they go before the platforms that own those devices.
   compiler_.reset();
@@ -217,12 +218,13 @@ absl::StatusOr<std::shared_ptr<RuntimeClient>> RuntimeClient::Create(
     std::unique_ptr<ProgramCompiler> program_compiler, std::unique_ptr<Transport> transport) {
   if (platforms.empty()) return absl::InvalidArgumentError("a client needs at least one platform");
   std::shared_ptr<RuntimeClient> client(new RuntimeClient());
-  std::unique_ptr<DistributedRuntime> distributed;
+  // How calls span processes, chosen once: one process, or every process of the transport.
+  std::unique_ptr<Processes> processes = std::make_unique<LocalProcesses>();
   if (transport != nullptr) {
     // Every process's devices, in one global order (ifrt/runtime/distributed_runtime.h).
     TESSERA_ASSIGN_OR_RETURN(
         client->devices_, DistributedRuntime::GlobalDevices(client.get(), platforms, *transport));
-    distributed = std::make_unique<DistributedRuntime>(std::move(transport));
+    processes = std::make_unique<DistributedRuntime>(std::move(transport));
   } else {
     for (std::unique_ptr<Platform>& platform : platforms) {
       for (int i = 0; i < platform->device_count(); ++i) {
@@ -241,7 +243,7 @@ absl::StatusOr<std::shared_ptr<RuntimeClient>> RuntimeClient::Create(
     client->addressable_ptrs_.push_back(device.get());
     for (Memory* m : device->Memories()) local_memory_ids.push_back(m->Id().value);
   }
-  client->dispatcher_ = std::make_unique<Dispatcher>(transfer_guard_policy, std::move(distributed),
+  client->dispatcher_ = std::make_unique<Dispatcher>(transfer_guard_policy, std::move(processes),
                                                      std::move(local_memory_ids));
   for (std::unique_ptr<Platform>& platform : platforms) {
     client->platforms_.push_back(std::move(platform));
@@ -471,14 +473,14 @@ absl::StatusOr<Future<>> RuntimeClient::EnqueueCopyToHost(
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardArrays(
     absl::Span<ArrayRef> arrays, absl::Span<const ArraySpec> specs, ArrayCopySemantics semantics,
     TransferOptions options) {
-  auto body = [&] {
-    return CatchAllocationFailure("ReshardArrays",
-                                  [&] { return ReshardImpl(arrays, specs, semantics, options); });
-  };
-  return dispatcher_->RunCall("ReshardArrays", body);
+  return dispatcher_->RunCall("ReshardArrays", [&](CollectiveCall* call) {
+    return CatchAllocationFailure(
+        "ReshardArrays", [&] { return ReshardImpl(call, arrays, specs, semantics, options); });
+  });
 }
 
-absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardImpl(absl::Span<ArrayRef> arrays,
+absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardImpl(CollectiveCall* call,
+                                                                 absl::Span<ArrayRef> arrays,
                                                                  absl::Span<const ArraySpec> specs,
                                                                  ArrayCopySemantics semantics,
                                                                  TransferOptions options) {
@@ -505,22 +507,22 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardImpl(absl::Span<Arra
         CheckSharding(spec.sharding, kOp, absl::StrCat("specs[", i, "].sharding")));
     inputs.push_back(a);
   }
-  return ReshardValidated(kOp, inputs, specs, semantics, options);
+  return ReshardValidated(call, kOp, inputs, specs, semantics, options);
 }
 
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::CopyArrays(
     absl::Span<ArrayRef> arrays, std::optional<DeviceListRef> devices,
     std::optional<MemoryKind> memory_kind, ArrayCopySemantics semantics, TransferOptions options) {
-  auto body = [&] {
+  return dispatcher_->RunCall("CopyArrays", [&](CollectiveCall* call) {
     return CatchAllocationFailure("CopyArrays", [&] {
-      return CopyArraysImpl(arrays, std::move(devices), std::move(memory_kind), semantics, options);
+      return CopyArraysImpl(call, arrays, std::move(devices), std::move(memory_kind), semantics,
+                            options);
     });
-  };
-  return dispatcher_->RunCall("CopyArrays", body);
+  });
 }
 
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::CopyArraysImpl(
-    absl::Span<ArrayRef> arrays, std::optional<DeviceListRef> devices,
+    CollectiveCall* call, absl::Span<ArrayRef> arrays, std::optional<DeviceListRef> devices,
     std::optional<MemoryKind> memory_kind, ArrayCopySemantics semantics, TransferOptions options) {
   constexpr std::string_view kOp = "CopyArrays";
   if (devices.has_value() && *devices == nullptr) {
@@ -564,14 +566,14 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::CopyArraysImpl(
     specs.push_back(ArraySpec{a->dtype(), a->shape(), std::move(sharding)});
     inputs.push_back(a);
   }
-  return ReshardValidated(kOp, inputs, specs, semantics, options);
+  return ReshardValidated(call, kOp, inputs, specs, semantics, options);
 }
 
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardValidated(
-    std::string_view op, absl::Span<RuntimeArray* const> arrays, absl::Span<const ArraySpec> specs,
-    ArrayCopySemantics semantics, TransferOptions options) {
+    CollectiveCall* call, std::string_view op, absl::Span<RuntimeArray* const> arrays,
+    absl::Span<const ArraySpec> specs, ArrayCopySemantics semantics, TransferOptions options) {
   TESSERA_ASSIGN_OR_RETURN(std::vector<MovedShards> moved,
-                           dispatcher_->Reshard(op, arrays, specs, semantics, options));
+                           dispatcher_->Reshard(call, op, arrays, specs, semantics, options));
   std::vector<ArrayRef> outputs;
   outputs.reserve(moved.size());
   for (size_t i = 0; i < moved.size(); ++i) {

@@ -120,12 +120,12 @@ class RuntimeClient final : public Client, public ClientIntrospection {
                                          std::function<void()>& on_done, TransferOptions options);
   absl::StatusOr<ArrayRef> AssembleImpl(DType dtype, Shape shape, ShardingRef sharding,
                                         absl::Span<ArrayRef> arrays, ArrayCopySemantics semantics);
-  absl::StatusOr<std::vector<ArrayRef>> CopyArraysImpl(absl::Span<ArrayRef> arrays,
-                                                       std::optional<DeviceListRef> devices,
-                                                       std::optional<MemoryKind> memory_kind,
-                                                       ArrayCopySemantics semantics,
-                                                       TransferOptions options);
-  absl::StatusOr<std::vector<ArrayRef>> ReshardImpl(absl::Span<ArrayRef> arrays,
+  // `call`: the collective call's frame (Dispatcher::RunCall; null in a single-process client).
+  absl::StatusOr<std::vector<ArrayRef>> CopyArraysImpl(
+      CollectiveCall* call, absl::Span<ArrayRef> arrays, std::optional<DeviceListRef> devices,
+      std::optional<MemoryKind> memory_kind, ArrayCopySemantics semantics, TransferOptions options);
+  absl::StatusOr<std::vector<ArrayRef>> ReshardImpl(CollectiveCall* call,
+                                                    absl::Span<ArrayRef> arrays,
                                                     absl::Span<const ArraySpec> specs,
                                                     ArrayCopySemantics semantics,
                                                     TransferOptions options);
@@ -147,7 +147,7 @@ class RuntimeClient final : public Client, public ClientIntrospection {
 
   // Reshards after validation (Dispatcher::Reshard), builds the outputs and deletes donated
   // inputs; `op` names the entry point for the guard and errors.
-  absl::StatusOr<std::vector<ArrayRef>> ReshardValidated(std::string_view op,
+  absl::StatusOr<std::vector<ArrayRef>> ReshardValidated(CollectiveCall* call, std::string_view op,
                                                          absl::Span<RuntimeArray* const> arrays,
                                                          absl::Span<const ArraySpec> specs,
                                                          ArrayCopySemantics semantics,

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "ifrt/runtime/collectives.h"
+#include "ifrt/runtime/distributed_runtime.h"
 #include "ifrt/runtime/kernel_targets.h"
 #include "ifrt/runtime/plan_executor.h"
 #include "ifrt/runtime/program_messages.h"
@@ -492,8 +493,8 @@ absl::StatusOr<std::shared_ptr<const CompiledProgram>> RuntimeCompiler::Bind(
 
 absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::Compile(std::unique_ptr<Program> program,
                                                              CompileOptions options) {
-  const bool collective =
-      client_->dispatcher().distributed() != nullptr && SpansSeveralProcesses(options.devices);
+  const bool collective = client_->dispatcher().processes().transport() != nullptr &&
+                          SpansSeveralProcesses(options.devices);
   uint64_t fingerprint = 0;
   absl::StatusOr<LoadedExecutableRef> result =
       CatchAllocationFailure("Compile", [&]() -> absl::StatusOr<LoadedExecutableRef> {
@@ -501,7 +502,7 @@ absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::Compile(std::unique_ptr<Pro
         return CompileImpl(std::move(program), std::move(options));
       });
   if (!collective) return result;
-  absl::StatusOr<int64_t> agreed = client_->dispatcher().distributed()->transport().Agree(
+  absl::StatusOr<int64_t> agreed = client_->dispatcher().processes().transport()->Agree(
       "Compile", fingerprint, /*messages=*/0, result.status());
   if (!agreed.ok()) return agreed.status();
   return result;

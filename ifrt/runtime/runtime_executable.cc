@@ -13,6 +13,7 @@
 #include "base/status_macros.h"
 #include "guard/transfer_event.h"
 #include "ifrt/runtime/collectives.h"
+#include "ifrt/runtime/distributed_runtime.h"
 #include "ifrt/runtime/plan_executor.h"
 #include "ifrt/runtime/program_messages.h"
 #include "ifrt/runtime/runtime_client.h"
@@ -412,7 +413,7 @@ RuntimeExecutable::ReceivedMap RuntimeExecutable::PostMessages(size_t index, int
   ReceivedMap received;
   if (exchange.tag_base < 0) return received;
   exchange.posted.insert({index, phase});
-  Transport& transport = dispatcher_->distributed()->transport();
+  Transport& transport = *dispatcher_->processes().transport();
   const CollectiveStep& step = program_->plan.steps[index].collective;
   const ProgramValue& input = program_->plan.values[step.input];
   const int64_t element_bytes = *input.dtype.byte_size();
@@ -451,7 +452,7 @@ RuntimeExecutable::ReceivedMap RuntimeExecutable::PostMessages(size_t index, int
 
 void RuntimeExecutable::Abandon(const Exchange& exchange, const absl::Status& error) {
   if (exchange.tag_base < 0) return;
-  Transport& transport = dispatcher_->distributed()->transport();
+  Transport& transport = *dispatcher_->processes().transport();
   const Future<> failed = MakeReadyFuture(error);
   const std::vector<ProgramStep>& steps = program_->plan.steps;
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -503,14 +504,17 @@ std::vector<ArrayRef> RuntimeExecutable::MakeOutputs(const ValueShards& values) 
 absl::StatusOr<ExecuteResult> RuntimeExecutable::Execute(absl::Span<ArrayRef> args,
                                                          const ExecuteOptions& options,
                                                          std::optional<DeviceListRef> devices) {
-  auto body = [&] {
-    return CatchAllocationFailure("Execute", [&] { return ExecuteImpl(args, options, devices); });
+  auto body = [&](CollectiveCall* call) {
+    return CatchAllocationFailure("Execute",
+                                  [&] { return ExecuteImpl(call, args, options, devices); });
   };
-  if (program_->spans_processes) return dispatcher_->distributed()->RunCollective("Execute", body);
-  return body();
+  // Over several processes' devices every process runs it, as one collective call.
+  if (program_->spans_processes) return dispatcher_->RunCall("Execute", body);
+  return body(nullptr);
 }
 
-absl::StatusOr<int64_t> RuntimeExecutable::AgreeOnExecute(absl::Span<RuntimeArray* const> checked,
+absl::StatusOr<int64_t> RuntimeExecutable::AgreeOnExecute(CollectiveCall* call,
+                                                          absl::Span<RuntimeArray* const> checked,
                                                           const ExecuteOptions& options) {
   CallFingerprint f;
   f.Add(std::string_view(program_->fingerprint));
@@ -524,10 +528,12 @@ absl::StatusOr<int64_t> RuntimeExecutable::AgreeOnExecute(absl::Span<RuntimeArra
   std::sort(kept.begin(), kept.end());
   f.Add(static_cast<uint64_t>(kept.size()));
   for (int k : kept) f.Add(static_cast<uint64_t>(k));
-  return dispatcher_->distributed()->AgreeOnFingerprint("Execute", f.value(), program_->tag_count);
+  return dispatcher_->processes().AgreeOnFingerprint(call, "Execute", f.value(),
+                                                     program_->tag_count);
 }
 
-absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteImpl(absl::Span<ArrayRef> args,
+absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteImpl(CollectiveCall* call,
+                                                             absl::Span<ArrayRef> args,
                                                              const ExecuteOptions& options,
                                                              std::optional<DeviceListRef> devices) {
   TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeArray*> checked,
@@ -535,7 +541,7 @@ absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteImpl(absl::Span<ArrayRef
   TESSERA_RETURN_IF_ERROR(GuardCommunication());
   Exchange exchange;
   if (program_->spans_processes) {
-    TESSERA_ASSIGN_OR_RETURN(exchange.tag_base, AgreeOnExecute(checked, options));
+    TESSERA_ASSIGN_OR_RETURN(exchange.tag_base, AgreeOnExecute(call, checked, options));
   }
   absl::StatusOr<ExecuteResult> result = CatchAllocationFailure(
       "Execute", [&] { return ExecuteChecked(args, checked, options, exchange); });

@@ -17,7 +17,7 @@
 //
 // Devices of several processes (multi-controller, as in JAX: every process compiles the same
 // program and calls Execute with the same arguments): Execute is a collective call. One agreement
-// (DistributedRuntime::RunCollective and AgreeOnFingerprint) settles, before any kernel runs or
+// (Dispatcher::RunCall and Processes::AgreeOnFingerprint) settles, before any kernel runs or
 // byte moves, every process's argument checks and guard verdict and a fingerprint of the
 // executable and its arguments' specs: a refusal anywhere fails Execute everywhere with the
 // refusing process's message, different arguments are INVALID_ARGUMENT everywhere. Each process
@@ -38,6 +38,7 @@
 
 #include "ifrt/executable.h"
 #include "ifrt/runtime/collectives.h"
+#include "ifrt/runtime/processes.h"
 #include "ifrt/runtime/runtime_array.h"
 #include "ifrt/runtime/runtime_device.h"
 #include "ifrt/spi/kernel.h"
@@ -110,7 +111,8 @@ class RuntimeExecutable final : public LoadedExecutable {
 
  private:
   // Execute, with allocation failures (std::bad_alloc) as RESOURCE_EXHAUSTED by Execute.
-  absl::StatusOr<ExecuteResult> ExecuteImpl(absl::Span<ArrayRef> args,
+  // `call`: the collective call's frame when the program spans processes, else null.
+  absl::StatusOr<ExecuteResult> ExecuteImpl(CollectiveCall* call, absl::Span<ArrayRef> args,
                                             const ExecuteOptions& options,
                                             std::optional<DeviceListRef> devices);
   // Per value, one shard per slot.
@@ -137,7 +139,8 @@ class RuntimeExecutable final : public LoadedExecutable {
   absl::Status CheckDonations(absl::Span<const ArrayRef> args, const ExecuteOptions& options) const;
   absl::Status GuardCommunication();
   // Multi-process: the Execute's agreement (module comment); its tag base.
-  absl::StatusOr<int64_t> AgreeOnExecute(absl::Span<RuntimeArray* const> checked,
+  absl::StatusOr<int64_t> AgreeOnExecute(CollectiveCall* call,
+                                         absl::Span<RuntimeArray* const> checked,
                                          const ExecuteOptions& options);
   // The arguments as the parameters' shardings want them (resharded where they differ).
   absl::StatusOr<std::vector<ArrayRef>> MatchShardings(absl::Span<ArrayRef> args,

@@ -1,8 +1,8 @@
 // The dispatcher's own contract (ifrt/runtime/dispatcher.h), without devices: the one guard door
 // (a refusal before anything is counted, no action for a call that moves no bytes), the transfer
-// statistics by direction and device pair, a single-process client's process view and call
-// frame, and the enqueue order's lock. Every movement through a client is tested end to end by
-// the conformance suites.
+// statistics by direction and device pair, the processes' call frame (none for a single process;
+// one per call, and a late refusal, for several), and the enqueue order's lock. Every movement
+// through a client is tested end to end by the conformance suites.
 
 #include "ifrt/runtime/dispatcher.h"
 
@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -75,21 +76,92 @@ TEST(DispatcherStats, CountsEachDirectionAndDevicePair) {
   EXPECT_EQ(stats.per_device_pair.at({0, 1}).bytes, 12);
 }
 
-TEST(DispatcherProcesses, ASingleProcessRunsEachCallAsItIs) {
+TEST(DispatcherProcesses, ASingleProcessRunsEachCallAsItIsWithoutAFrame) {
   Dispatcher dispatcher(guard::Policy(), nullptr, {});
-  EXPECT_EQ(dispatcher.distributed(), nullptr);
+  EXPECT_EQ(dispatcher.processes().transport(), nullptr);
+  EXPECT_FALSE(dispatcher.processes().PlansItsPart());
   EXPECT_EQ(dispatcher.process_index(), 0);
   EXPECT_EQ(dispatcher.process_count(), 1);
   int calls = 0;
-  absl::StatusOr<int> result = dispatcher.RunCall("ReshardArrays", [&]() -> absl::StatusOr<int> {
-    ++calls;
-    return 7;
-  });
+  absl::StatusOr<int> result =
+      dispatcher.RunCall("ReshardArrays", [&](CollectiveCall* call) -> absl::StatusOr<int> {
+        ++calls;
+        EXPECT_EQ(call, nullptr);
+        return 7;
+      });
   EXPECT_EQ(calls, 1);
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(*result, 7);
-  dispatcher.StopDistributed();  // a no-op without processes
+  absl::StatusOr<int64_t> tag = dispatcher.processes().AgreeOnCall(nullptr, "ReshardArrays", 0, {});
+  ASSERT_TRUE(tag.ok()) << tag.status();
+  EXPECT_EQ(*tag, -1);         // a local call: no tags
+  dispatcher.StopProcesses();  // nothing to wait for
   EXPECT_EQ(dispatcher.process_count(), 1);
+}
+
+// Several processes, as far as RunCall sees them: a frame per call, and a late agreement that
+// another process refused when the body never reached the agreement itself.
+class TwoProcesses final : public Processes {
+ public:
+  int process_index() const override { return 0; }
+  int process_count() const override { return 2; }
+  Transport* transport() override { return nullptr; }
+  bool PlansItsPart() const override { return true; }
+  absl::Status RunCall(std::string_view op,
+                       absl::FunctionRef<absl::Status(CollectiveCall*)> body) override {
+    CollectiveCall call;
+    const absl::Status status = body(&call);
+    ++calls;
+    if (call.agreed() || !status.ok()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(std::string(op), ": process 1 refused"));
+  }
+  absl::StatusOr<int64_t> AgreeOnCall(CollectiveCall* call, std::string_view, int,
+                                      absl::Span<const CollectivePart>) override {
+    call->MarkAgreed();
+    return 100;
+  }
+  absl::StatusOr<int64_t> AgreeOnFingerprint(CollectiveCall* call, std::string_view, uint64_t,
+                                             int64_t) override {
+    call->MarkAgreed();
+    return 100;
+  }
+  PlanExecution Execute(const sharding::ReshardPlan& plan, int64_t element_bytes,
+                        absl::Span<const PlanEndpoint> sources,
+                        absl::Span<const PlanEndpoint> destinations, const PlanContext& context,
+                        int64_t) override {
+    return ExecutePlan(plan, element_bytes, sources, destinations, context);
+  }
+  void Abandon(const sharding::ReshardPlan&, int64_t, absl::Span<const PlanEndpoint>,
+               absl::Span<const PlanEndpoint>, const absl::Status&, int64_t) override {}
+  int calls = 0;
+};
+
+TEST(DispatcherProcesses, EachCallGetsAFrameAndALateRefusalFailsIt) {
+  auto owned = std::make_unique<TwoProcesses>();
+  TwoProcesses* processes = owned.get();
+  Dispatcher dispatcher(guard::Policy(), std::move(owned), {});
+  EXPECT_EQ(dispatcher.process_count(), 2);
+  // The body agrees: its result stands.
+  absl::StatusOr<int> agreed =
+      dispatcher.RunCall("CopyArrays", [&](CollectiveCall* call) -> absl::StatusOr<int> {
+        EXPECT_NE(call, nullptr);
+        absl::StatusOr<int64_t> tag = dispatcher.processes().AgreeOnCall(call, "CopyArrays", 0, {});
+        if (!tag.ok()) return tag.status();
+        return static_cast<int>(*tag);
+      });
+  ASSERT_TRUE(agreed.ok()) << agreed.status();
+  EXPECT_EQ(*agreed, 100);
+  // The body succeeds without agreeing (nothing to move) and another process refused: the call
+  // fails with that refusal.
+  absl::StatusOr<int> late =
+      dispatcher.RunCall("ReshardArrays", [](CollectiveCall*) -> absl::StatusOr<int> { return 1; });
+  EXPECT_THAT(late, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("process 1 refused")));
+  // The body's own error stands.
+  absl::StatusOr<int> failed = dispatcher.RunCall("ReshardArrays", [](CollectiveCall*) {
+    return absl::StatusOr<int>(absl::NotFoundError("no such array"));
+  });
+  EXPECT_THAT(failed, StatusIs(absl::StatusCode::kNotFound, HasSubstr("no such array")));
+  EXPECT_EQ(processes->calls, 3);
 }
 
 TEST(DispatcherOrder, OneCallerEnqueuesAtATime) {
