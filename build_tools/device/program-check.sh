@@ -5,26 +5,29 @@
 #   2. the Megatron MLP (examples/mlp2_megatron.mlir's program at 2048 x 4096 -> 16384 -> 4096)
 #      on one GPU device.
 # Each run is `tessera run` (it also checks the result against the same program on one device and
-# fails when they differ). Preparing the machine: /work/shared/device/README.md:
-#   on the build machine: bash ../shared/device/prepare-gl.sh   (fills .gl/)
-#                         build (Release) the `tessera` target; copy build/tools/tessera into
-#                         .devrun/bin and the shared libraries it needs that the GPU machine lacks
-#                         (ldd: libMLIR, libLLVM, libtbb, libabsl_*, ...) into .devrun/lib
-#   on the GPU machine:   bash tools/device/program-check.sh [build-dir] [repeats]
-# The run tool: carry [".gl", ".devrun"], timeout_s ~300. libMLIR and libLLVM are large: if they do
-# not fit what the run tool carries, build with -DTESSERA_ENABLE_COMPILER=ON and link them statically,
-# or copy them in parts.
+# fails when they differ); each program is limited to 240 s:
+#   bash build_tools/device/program-check.sh [build-dir (build)] [repeats (5)]
+# The build folder is a Release build of the `tessera` target (it links libMLIR and libLLVM, from
+# Debian's llvm-22 packages, which the GPU machine needs as well).
+# The GPU machine needs the Vulkan loader (Debian: libvulkan1) and the GPU driver with its Vulkan
+# ICD (NVIDIA: the driver's nvidia_icd.json); see docs/backends.md, "A GPU machine". Binaries
+# built on another machine need their shared libraries there too (`ldd` lists them). Settings:
+#   TESSERA_DEVICE_PROLOGUE  a script sourced first (e.g. one exporting VK_DRIVER_FILES for the
+#                            driver's ICD); default .gl/on-device-prologue.sh when present
+#   TESSERA_DEVICE_LIB_DIR   a folder of shared libraries the machine lacks (put on the loader's
+#                            path for these binaries only); default .devrun/lib when present
+#   TESSERA_DEVICE_BIN_DIR   a folder of prebuilt binaries, used instead of the build folder's;
+#                            default .devrun/bin when present
+#   OUT                      where the logs go (default /tmp/<script name>)
 set -u
 BUILD=${1:-build}
 REPEAT=${2:-5}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-[ -f .gl/on-device-prologue.sh ] && source .gl/on-device-prologue.sh
-[ -d .devrun/lib ] && export LD_LIBRARY_PATH=$ROOT/.devrun/lib:${LD_LIBRARY_PATH:-}
+source "$ROOT/build_tools/device/device-env.sh"
 OUTDIR=${OUT:-/tmp/program-check}
 mkdir -p "$OUTDIR"
-TESSERA=$BUILD/tools/tessera
-[ -x .devrun/bin/tessera ] && TESSERA=.devrun/bin/tessera
+TESSERA=$(device_binary "$BUILD/tools/tessera")
 if [ ! -x "$TESSERA" ]; then
   echo "missing $TESSERA"
   exit 127

@@ -1,26 +1,30 @@
 #!/usr/bin/env bash
-# Runs the Vulkan platform's tests and transfer benchmark on a machine with a real GPU and prints a
-# short table last. See /work/shared/device/README.md for preparing such a machine:
-#   on the build machine: bash ../shared/device/prepare-gl.sh   (fills .gl/)
-#                         build build-vulkan (Release), copy missing shared libs into .devrun/lib
-#   on the GPU machine:   bash build_tools/device/vulkan-check.sh [build-dir] [bytes]
-# The run tool: copy the two binaries into .devrun/bin, carry [".gl", ".devrun"], and run
-#   bash build_tools/device/vulkan-check.sh   (timeout_s ~400; 1 GiB x 3 reps per row)
+# Runs the Vulkan platform's tests (on the system's drivers) and its transfer benchmark on a machine
+# with a real GPU, and prints a short table last (each limited to 300 s; 3 repetitions a row):
+#   bash build_tools/device/vulkan-check.sh [build-dir (build-vulkan)] [bytes (1 GiB)]
+# The build folder is a Release build with tests and benchmarks (the targets vulkan_platform_test
+# and vulkan_transfer_benchmark are enough).
+# The GPU machine needs the Vulkan loader (Debian: libvulkan1) and the GPU driver with its Vulkan
+# ICD (NVIDIA: the driver's nvidia_icd.json); see docs/backends.md, "A GPU machine". Binaries
+# built on another machine need their shared libraries there too (`ldd` lists them). Settings:
+#   TESSERA_DEVICE_PROLOGUE  a script sourced first (e.g. one exporting VK_DRIVER_FILES for the
+#                            driver's ICD); default .gl/on-device-prologue.sh when present
+#   TESSERA_DEVICE_LIB_DIR   a folder of shared libraries the machine lacks (put on the loader's
+#                            path for these binaries only); default .devrun/lib when present
+#   TESSERA_DEVICE_BIN_DIR   a folder of prebuilt binaries, used instead of the build folder's;
+#                            default .devrun/bin when present
+#   OUT                      where the logs go (default /tmp/<script name>)
 set -u
 BUILD=${1:-build-vulkan}
 BYTES=${2:-1073741824}   # 1 GiB
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-[ -f .gl/on-device-prologue.sh ] && source .gl/on-device-prologue.sh
-[ -d .devrun/lib ] && export LD_LIBRARY_PATH=$ROOT/.devrun/lib:${LD_LIBRARY_PATH:-}
+source "$ROOT/build_tools/device/device-env.sh"
 OUTDIR=${OUT:-/tmp/vulkan-check}
 mkdir -p "$OUTDIR"
 
-TEST=$BUILD/tests/backends/vulkan/vulkan_platform_test
-BENCH=$BUILD/benchmarks/backends/vulkan_transfer_benchmark
-# The run tool carries at most 64 MiB: binaries copied into .devrun/bin win.
-[ -x .devrun/bin/vulkan_platform_test ] && TEST=.devrun/bin/vulkan_platform_test
-[ -x .devrun/bin/vulkan_transfer_benchmark ] && BENCH=.devrun/bin/vulkan_transfer_benchmark
+TEST=$(device_binary "$BUILD/tests/backends/vulkan/vulkan_platform_test")
+BENCH=$(device_binary "$BUILD/benchmarks/backends/vulkan_transfer_benchmark")
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 
 echo "== tests (system drivers) =="
