@@ -11,7 +11,7 @@
 
 #include "base/status_macros.h"
 #include "guard/level.h"
-#include "ifrt/runtime/distributed_runtime.h"
+#include "ifrt/runtime/distributed/distributed_runtime.h"
 #include "ifrt/runtime/transfer_events.h"
 
 namespace tessera::runtime {

@@ -17,7 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "guard/level.h"
-#include "ifrt/runtime/distributed_runtime.h"
+#include "ifrt/runtime/distributed/distributed_runtime.h"
 #include "ifrt/runtime/plan_executor.h"
 #include "ifrt/transfer_stats.h"
 #include "sharding/planner.h"
@@ -221,7 +221,8 @@ absl::StatusOr<std::shared_ptr<RuntimeClient>> RuntimeClient::Create(
   // How calls span processes, chosen once: one process, or every process of the transport.
   std::unique_ptr<Processes> processes = std::make_unique<LocalProcesses>();
   if (transport != nullptr) {
-    // Every process's devices, in one global order (ifrt/runtime/distributed_runtime.h).
+    // Every process's devices, in one global order
+    // (ifrt/runtime/distributed/distributed_runtime.h).
     TESSERA_ASSIGN_OR_RETURN(
         client->devices_, DistributedRuntime::GlobalDevices(client.get(), platforms, *transport));
     processes = std::make_unique<DistributedRuntime>(std::move(transport));

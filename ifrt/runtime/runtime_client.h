@@ -27,8 +27,8 @@
 #include "ifrt/client.h"
 #include "ifrt/introspection.h"
 #include "ifrt/runtime/dispatcher.h"
+#include "ifrt/runtime/program/runtime_compiler.h"
 #include "ifrt/runtime/runtime_array.h"
-#include "ifrt/runtime/runtime_compiler.h"
 #include "ifrt/runtime/runtime_device.h"
 #include "ifrt/spi/platform.h"
 #include "ifrt/spi/program_compiler.h"
@@ -43,7 +43,7 @@ class RuntimeClient final : public Client, public ClientIntrospection {
   // INVALID_ARGUMENT when there is no platform or no device at all.
   // `program_compiler` (may be null: Compile is then UNIMPLEMENTED) turns programs into plans.
   // `transport` (may be null: a single-process client) makes the client span every process of
-  // the transport (ifrt/runtime/distributed_runtime.h); creation is then collective.
+  // the transport (ifrt/runtime/distributed/distributed_runtime.h); creation is then collective.
   static absl::StatusOr<std::shared_ptr<RuntimeClient>> Create(
       std::vector<std::unique_ptr<Platform>> platforms, guard::Policy transfer_guard_policy,
       std::unique_ptr<ProgramCompiler> program_compiler = nullptr,

@@ -5,9 +5,9 @@
 // each a view of one device (or memory) of a Platform. Owned by the
 // RuntimeClient; immutable after construction, so thread-safe.
 //
-// In a multi-process client (ifrt/runtime/distributed_runtime.h) the devices of other processes
-// are RuntimeDevices too, without a platform: not addressable, described by what their process
-// told at creation; nothing may be allocated in or copied by them.
+// In a multi-process client (ifrt/runtime/distributed/distributed_runtime.h) the devices of other
+// processes are RuntimeDevices too, without a platform: not addressable, described by what their
+// process told at creation; nothing may be allocated in or copied by them.
 
 #include <memory>
 #include <string>

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "ifrt/runtime/runtime_executable.h"
+#include "ifrt/runtime/program/runtime_executable.h"
 
 namespace tessera::runtime {
 namespace {

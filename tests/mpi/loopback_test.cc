@@ -1,7 +1,8 @@
-// tests/mpi/loopback_test.cc: the multi-process runtime (ifrt/runtime/distributed_runtime.h) with
-// its "processes" as threads of one test process, joined by a loopback transport instead of MPI:
-// so that the sanitizers (which MPI's libraries do not run clean under) see the runtime's side of
-// collective reshards, agreements and refusals.
+// tests/mpi/loopback_test.cc: the multi-process runtime
+// (ifrt/runtime/distributed/distributed_runtime.h) with its "processes" as threads of one test
+// process, joined by a loopback transport instead of MPI: so that the sanitizers (which MPI's
+// libraries do not run clean under) see the runtime's side of collective reshards, agreements and
+// refusals.
 
 #include <atomic>
 #include <chrono>

@@ -1,5 +1,5 @@
-#ifndef TESSERA_IFRT_RUNTIME_DISTRIBUTED_RUNTIME_H_
-#define TESSERA_IFRT_RUNTIME_DISTRIBUTED_RUNTIME_H_
+#ifndef TESSERA_IFRT_RUNTIME_DISTRIBUTED_DISTRIBUTED_RUNTIME_H_
+#define TESSERA_IFRT_RUNTIME_DISTRIBUTED_DISTRIBUTED_RUNTIME_H_
 
 // DistributedRuntime: the multi-process part of a RuntimeClient (multi-controller, as in JAX):
 // every process runs the same program, calls the same API with the same arguments, owns its
@@ -180,4 +180,4 @@ class DistributedRuntime final : public Processes {
 
 }  // namespace tessera::runtime
 
-#endif  // TESSERA_IFRT_RUNTIME_DISTRIBUTED_RUNTIME_H_
+#endif  // TESSERA_IFRT_RUNTIME_DISTRIBUTED_DISTRIBUTED_RUNTIME_H_

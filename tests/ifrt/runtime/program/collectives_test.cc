@@ -1,6 +1,6 @@
-// The runtime's collectives (ifrt/runtime/collectives.h): groups on a device grid and the
+// The runtime's collectives (ifrt/runtime/program/collectives.h): groups on a device grid and the
 // host-memory arithmetic of each kind, against the definitions in ifrt/spi/program_plan.h.
-#include "ifrt/runtime/collectives.h"
+#include "ifrt/runtime/program/collectives.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,5 +1,5 @@
-#ifndef TESSERA_IFRT_RUNTIME_KERNEL_TARGETS_H_
-#define TESSERA_IFRT_RUNTIME_KERNEL_TARGETS_H_
+#ifndef TESSERA_IFRT_RUNTIME_PROGRAM_KERNEL_TARGETS_H_
+#define TESSERA_IFRT_RUNTIME_PROGRAM_KERNEL_TARGETS_H_
 
 // KernelTargetsOf: what the devices of an executable can run, per platform, for the program
 // compiler (ProgramCompileRequest::targets, ifrt/spi/program_compiler.h), read from each device's
@@ -26,4 +26,4 @@ std::string KernelTargetsKey(const std::map<std::string, KernelTarget>& targets)
 
 }  // namespace tessera::runtime
 
-#endif  // TESSERA_IFRT_RUNTIME_KERNEL_TARGETS_H_
+#endif  // TESSERA_IFRT_RUNTIME_PROGRAM_KERNEL_TARGETS_H_

@@ -1,5 +1,5 @@
-#ifndef TESSERA_IFRT_RUNTIME_PROGRAM_MESSAGES_H_
-#define TESSERA_IFRT_RUNTIME_PROGRAM_MESSAGES_H_
+#ifndef TESSERA_IFRT_RUNTIME_PROGRAM_PROGRAM_MESSAGES_H_
+#define TESSERA_IFRT_RUNTIME_PROGRAM_PROGRAM_MESSAGES_H_
 
 // The messages between processes of a program's collective steps (an executable whose devices
 // span several processes: runtime_executable.h). Every process derives the same messages from
@@ -23,7 +23,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ifrt/runtime/runtime_executable.h"
+#include "ifrt/runtime/program/runtime_executable.h"
 
 namespace tessera::runtime {
 
@@ -59,4 +59,4 @@ int64_t BytesBetweenProcesses(const CompiledProgram& program);
 
 }  // namespace tessera::runtime
 
-#endif  // TESSERA_IFRT_RUNTIME_PROGRAM_MESSAGES_H_
+#endif  // TESSERA_IFRT_RUNTIME_PROGRAM_PROGRAM_MESSAGES_H_

@@ -1,5 +1,5 @@
-#ifndef TESSERA_IFRT_RUNTIME_COLLECTIVES_H_
-#define TESSERA_IFRT_RUNTIME_COLLECTIVES_H_
+#ifndef TESSERA_IFRT_RUNTIME_PROGRAM_COLLECTIVES_H_
+#define TESSERA_IFRT_RUNTIME_PROGRAM_COLLECTIVES_H_
 
 // The communication steps of a ProgramPlan (ifrt/spi/program_plan.h) as the runtime runs them:
 // group membership on the program's grid, the bytes each member reads from its peers, and the
@@ -59,4 +59,4 @@ absl::Status ComputeCollective(const CollectiveStep& step, DType dtype,
 
 }  // namespace tessera::runtime
 
-#endif  // TESSERA_IFRT_RUNTIME_COLLECTIVES_H_
+#endif  // TESSERA_IFRT_RUNTIME_PROGRAM_COLLECTIVES_H_

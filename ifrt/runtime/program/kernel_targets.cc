@@ -1,4 +1,4 @@
-#include "ifrt/runtime/kernel_targets.h"
+#include "ifrt/runtime/program/kernel_targets.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,5 +1,5 @@
-#ifndef TESSERA_IFRT_RUNTIME_RUNTIME_EXECUTABLE_H_
-#define TESSERA_IFRT_RUNTIME_RUNTIME_EXECUTABLE_H_
+#ifndef TESSERA_IFRT_RUNTIME_PROGRAM_RUNTIME_EXECUTABLE_H_
+#define TESSERA_IFRT_RUNTIME_PROGRAM_RUNTIME_EXECUTABLE_H_
 
 // CompiledProgram and RuntimeExecutable: the generic runtime's LoadedExecutable. A CompiledProgram
 // is a ProgramPlan (ifrt/spi/program_plan.h) bound to devices: each kernel loaded on each device's
@@ -37,8 +37,8 @@
 #include <vector>
 
 #include "ifrt/executable.h"
-#include "ifrt/runtime/collectives.h"
 #include "ifrt/runtime/processes.h"
+#include "ifrt/runtime/program/collectives.h"
 #include "ifrt/runtime/runtime_array.h"
 #include "ifrt/runtime/runtime_device.h"
 #include "ifrt/spi/kernel.h"
@@ -187,4 +187,4 @@ class RuntimeExecutable final : public LoadedExecutable {
 
 }  // namespace tessera::runtime
 
-#endif  // TESSERA_IFRT_RUNTIME_RUNTIME_EXECUTABLE_H_
+#endif  // TESSERA_IFRT_RUNTIME_PROGRAM_RUNTIME_EXECUTABLE_H_

@@ -1,4 +1,4 @@
-#include "ifrt/runtime/runtime_executable.h"
+#include "ifrt/runtime/program/runtime_executable.h"
 
 #include <algorithm>
 #include <cstring>
@@ -12,10 +12,10 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "guard/transfer_event.h"
-#include "ifrt/runtime/collectives.h"
-#include "ifrt/runtime/distributed_runtime.h"
+#include "ifrt/runtime/distributed/distributed_runtime.h"
 #include "ifrt/runtime/plan_executor.h"
-#include "ifrt/runtime/program_messages.h"
+#include "ifrt/runtime/program/collectives.h"
+#include "ifrt/runtime/program/program_messages.h"
 #include "ifrt/runtime/runtime_client.h"
 #include "ifrt/runtime/transfer_events.h"
 #include "ifrt/spi/transport.h"

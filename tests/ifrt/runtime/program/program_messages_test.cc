@@ -1,8 +1,9 @@
-// The messages between processes of a program's collective steps (ifrt/runtime/program_messages.h):
-// every message one process sends is the message another process receives (same peers, tag and
-// size), each exactly once, within the step's tags; processes without a member of a group take no
-// part in it; the bytes per run of an all-reduce (two phases) and an all-gather (whole inputs).
-#include "ifrt/runtime/program_messages.h"
+// The messages between processes of a program's collective steps
+// (ifrt/runtime/program/program_messages.h): every message one process sends is the message another
+// process receives (same peers, tag and size), each exactly once, within the step's tags; processes
+// without a member of a group take no part in it; the bytes per run of an all-reduce (two phases)
+// and an all-gather (whole inputs).
+#include "ifrt/runtime/program/program_messages.h"
 
 #include <algorithm>
 #include <map>
@@ -13,7 +14,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "ifrt/runtime/collectives.h"
+#include "ifrt/runtime/program/collectives.h"
 
 namespace tessera::runtime {
 namespace {

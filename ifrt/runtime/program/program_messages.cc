@@ -1,8 +1,8 @@
-#include "ifrt/runtime/program_messages.h"
+#include "ifrt/runtime/program/program_messages.h"
 
 #include <set>
 
-#include "ifrt/runtime/collectives.h"
+#include "ifrt/runtime/program/collectives.h"
 
 namespace tessera::runtime {
 namespace {

@@ -1,4 +1,4 @@
-#include "ifrt/runtime/runtime_compiler.h"
+#include "ifrt/runtime/program/runtime_compiler.h"
 
 #include <memory>
 #include <optional>
@@ -11,11 +11,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
-#include "ifrt/runtime/collectives.h"
-#include "ifrt/runtime/distributed_runtime.h"
-#include "ifrt/runtime/kernel_targets.h"
+#include "ifrt/runtime/distributed/distributed_runtime.h"
 #include "ifrt/runtime/plan_executor.h"
-#include "ifrt/runtime/program_messages.h"
+#include "ifrt/runtime/program/collectives.h"
+#include "ifrt/runtime/program/kernel_targets.h"
+#include "ifrt/runtime/program/program_messages.h"
 #include "ifrt/runtime/runtime_client.h"
 #include "ifrt/shape.h"
 #include "sharding/mesh.h"

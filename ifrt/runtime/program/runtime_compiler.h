@@ -1,5 +1,5 @@
-#ifndef TESSERA_IFRT_RUNTIME_RUNTIME_COMPILER_H_
-#define TESSERA_IFRT_RUNTIME_RUNTIME_COMPILER_H_
+#ifndef TESSERA_IFRT_RUNTIME_PROGRAM_RUNTIME_COMPILER_H_
+#define TESSERA_IFRT_RUNTIME_PROGRAM_RUNTIME_COMPILER_H_
 
 // RuntimeCompiler: the generic runtime's Compiler. Validates CompileOptions against its client,
 // hands the program to the client's ProgramCompiler (ifrt/spi/program_compiler.h; compiler/ in this
@@ -29,7 +29,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "ifrt/compiler.h"
 #include "ifrt/introspection.h"
-#include "ifrt/runtime/runtime_executable.h"
+#include "ifrt/runtime/program/runtime_executable.h"
 #include "ifrt/spi/program_compiler.h"
 
 namespace tessera::runtime {
@@ -75,4 +75,4 @@ std::string ProgramFingerprint(const std::string& text, const CompileOptions& op
 
 }  // namespace tessera::runtime
 
-#endif  // TESSERA_IFRT_RUNTIME_RUNTIME_COMPILER_H_
+#endif  // TESSERA_IFRT_RUNTIME_PROGRAM_RUNTIME_COMPILER_H_

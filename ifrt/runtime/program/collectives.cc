@@ -1,4 +1,4 @@
-#include "ifrt/runtime/collectives.h"
+#include "ifrt/runtime/program/collectives.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,4 +1,4 @@
-#include "ifrt/runtime/distributed_runtime.h"
+#include "ifrt/runtime/distributed/distributed_runtime.h"
 
 #include <cstring>
 #include <set>
