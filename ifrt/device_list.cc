@@ -44,7 +44,8 @@ absl::StatusOr<DeviceListRef> DeviceList::Create(absl::Span<Device* const> devic
           absl::StrCat("device ", devices[i]->ToString(), " appears twice in a device list"));
     }
   }
-  return std::make_shared<const DeviceList>(std::vector<Device*>(devices.begin(), devices.end()));
+  return std::shared_ptr<const DeviceList>(
+      new DeviceList(std::vector<Device*>(devices.begin(), devices.end())));
 }
 
 std::vector<int64_t> DeviceList::ids() const {

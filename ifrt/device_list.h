@@ -48,11 +48,11 @@ class DeviceList {
     return H::combine(std::move(h), l.hash_);
   }
 
-  // Unchecked; use Create. Precondition: no device is null (a null one aborts the process with a
-  // message naming the entry).
+ private:
+  // Unchecked: only Create (which validates) builds one. A null device aborts the process with a
+  // message naming the entry (never a later segfault).
   explicit DeviceList(std::vector<Device*> devices);
 
- private:
   std::vector<Device*> devices_;
   size_t hash_;
 };

@@ -86,8 +86,8 @@ absl::StatusOr<std::pair<DeviceListRef, MemoryKind>> Sharding::ResolveAssignment
 
 ShardingRef SingleDeviceSharding::Create(Device* device, MemoryKind memory_kind) {
   if (device == nullptr) DieNull("SingleDeviceSharding::Create", "device");
-  return std::make_shared<const SingleDeviceSharding>(
-      std::make_shared<const DeviceList>(std::vector<Device*>{device}), std::move(memory_kind));
+  return std::shared_ptr<const SingleDeviceSharding>(new SingleDeviceSharding(
+      *DeviceList::Create(absl::MakeConstSpan(&device, 1)), std::move(memory_kind)));
 }
 
 absl::StatusOr<ShardingRef> SingleDeviceSharding::CreateChecked(Device* device,
@@ -104,8 +104,8 @@ absl::StatusOr<ShardingRef> SingleDeviceSharding::WithDeviceAssignment(
     std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const {
   auto resolved = ResolveAssignment(std::move(devices), std::move(memory_kind));
   if (!resolved.ok()) return resolved.status();
-  return ShardingRef(
-      std::make_shared<const SingleDeviceSharding>(resolved->first, resolved->second));
+  return ShardingRef(std::shared_ptr<const SingleDeviceSharding>(
+      new SingleDeviceSharding(resolved->first, resolved->second)));
 }
 
 absl::StatusOr<sharding::ShardLayout> SingleDeviceSharding::Layout(const Shape& shape) const {
@@ -123,7 +123,8 @@ std::string SingleDeviceSharding::DebugString() const {
 
 ShardingRef OpaqueSharding::Create(DeviceListRef devices, MemoryKind memory_kind) {
   if (devices == nullptr) DieNull("OpaqueSharding::Create", "device list");
-  return std::make_shared<const OpaqueSharding>(std::move(devices), std::move(memory_kind));
+  return std::shared_ptr<const OpaqueSharding>(
+      new OpaqueSharding(std::move(devices), std::move(memory_kind)));
 }
 
 absl::StatusOr<ShardingRef> OpaqueSharding::CreateChecked(DeviceListRef devices,
@@ -142,7 +143,8 @@ absl::StatusOr<ShardingRef> OpaqueSharding::WithDeviceAssignment(
     std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const {
   auto resolved = ResolveAssignment(std::move(devices), std::move(memory_kind));
   if (!resolved.ok()) return resolved.status();
-  return ShardingRef(std::make_shared<const OpaqueSharding>(resolved->first, resolved->second));
+  return ShardingRef(
+      std::shared_ptr<const OpaqueSharding>(new OpaqueSharding(resolved->first, resolved->second)));
 }
 
 absl::StatusOr<sharding::ShardLayout> OpaqueSharding::Layout(const Shape& shape) const {
@@ -201,9 +203,9 @@ absl::StatusOr<ShardingRef> ConcreteSharding::Create(DeviceListRef devices, Memo
   absl::StatusOr<sharding::ShardLayout> layout =
       sharding::ShardLayout::FromBoxes(shape.dims(), std::move(boxes));
   if (!layout.ok()) return layout.status();
-  return ShardingRef(std::make_shared<const ConcreteSharding>(
-      std::move(devices), std::move(memory_kind), std::move(shape), std::move(shard_shapes),
-      std::move(index_domains), *std::move(layout)));
+  return ShardingRef(std::shared_ptr<const ConcreteSharding>(
+      new ConcreteSharding(std::move(devices), std::move(memory_kind), std::move(shape),
+                           std::move(shard_shapes), std::move(index_domains), *std::move(layout))));
 }
 
 bool ConcreteSharding::HasSamePartitioning(const Sharding& other) const {
@@ -219,8 +221,8 @@ absl::StatusOr<ShardingRef> ConcreteSharding::WithDeviceAssignment(
     std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const {
   auto resolved = ResolveAssignment(std::move(devices), std::move(memory_kind));
   if (!resolved.ok()) return resolved.status();
-  return ShardingRef(std::make_shared<const ConcreteSharding>(
-      resolved->first, resolved->second, shape_, shard_shapes_, index_domains_, layout_));
+  return ShardingRef(std::shared_ptr<const ConcreteSharding>(new ConcreteSharding(
+      resolved->first, resolved->second, shape_, shard_shapes_, index_domains_, layout_)));
 }
 
 absl::StatusOr<sharding::ShardLayout> ConcreteSharding::Layout(const Shape& shape) const {
@@ -273,9 +275,9 @@ absl::StatusOr<ShardingRef> ConcreteEvenSharding::Create(DeviceListRef devices,
                        "== shape; got ",
                        shard_shape.DebugString(), " for ", shape.DebugString()));
     }
-    return ShardingRef(std::make_shared<const ConcreteEvenSharding>(
-        std::move(devices), std::move(memory_kind), shape, shard_shape, true,
-        sharding::ShardLayout::Replicated(shape.dims(), n)));
+    return ShardingRef(std::shared_ptr<const ConcreteEvenSharding>(
+        new ConcreteEvenSharding(std::move(devices), std::move(memory_kind), shape, shard_shape,
+                                 true, sharding::ShardLayout::Replicated(shape.dims(), n))));
   }
   // A row-major grid of tiles of shard_shape; every tile held by n / tiles
   // consecutive devices.
@@ -322,9 +324,9 @@ absl::StatusOr<ShardingRef> ConcreteEvenSharding::Create(DeviceListRef devices,
       sharding::ShardLayout::FromBoxes(shape.dims(), std::move(boxes));
   if (!layout.ok()) return layout.status();
   const bool replicated = layout->IsFullyReplicated();
-  return ShardingRef(std::make_shared<const ConcreteEvenSharding>(
-      std::move(devices), std::move(memory_kind), std::move(shape), std::move(shard_shape),
-      replicated, *std::move(layout)));
+  return ShardingRef(std::shared_ptr<const ConcreteEvenSharding>(
+      new ConcreteEvenSharding(std::move(devices), std::move(memory_kind), std::move(shape),
+                               std::move(shard_shape), replicated, *std::move(layout))));
 }
 
 bool ConcreteEvenSharding::HasSamePartitioning(const Sharding& other) const {
@@ -341,8 +343,8 @@ absl::StatusOr<ShardingRef> ConcreteEvenSharding::WithDeviceAssignment(
     std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const {
   auto resolved = ResolveAssignment(std::move(devices), std::move(memory_kind));
   if (!resolved.ok()) return resolved.status();
-  return ShardingRef(std::make_shared<const ConcreteEvenSharding>(
-      resolved->first, resolved->second, shape_, shard_shape_, IsFullyReplicated(), layout_));
+  return ShardingRef(std::shared_ptr<const ConcreteEvenSharding>(new ConcreteEvenSharding(
+      resolved->first, resolved->second, shape_, shard_shape_, IsFullyReplicated(), layout_)));
 }
 
 absl::StatusOr<sharding::ShardLayout> ConcreteEvenSharding::Layout(const Shape& shape) const {
@@ -380,8 +382,8 @@ absl::StatusOr<ShardingRef> ShardingParamSharding::Create(sharding::ShardingPara
   }
   if (absl::Status s = param.Verify(); !s.ok()) return s;
   if (absl::Status s = param.VerifyDeviceCount(devices->size()); !s.ok()) return s;
-  return ShardingRef(std::make_shared<const ShardingParamSharding>(
-      std::move(param), std::move(devices), std::move(memory_kind)));
+  return ShardingRef(std::shared_ptr<const ShardingParamSharding>(
+      new ShardingParamSharding(std::move(param), std::move(devices), std::move(memory_kind))));
 }
 
 bool ShardingParamSharding::HasSamePartitioning(const Sharding& other) const {
@@ -395,8 +397,8 @@ absl::StatusOr<ShardingRef> ShardingParamSharding::WithDeviceAssignment(
     std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const {
   auto resolved = ResolveAssignment(std::move(devices), std::move(memory_kind));
   if (!resolved.ok()) return resolved.status();
-  return ShardingRef(
-      std::make_shared<const ShardingParamSharding>(param_, resolved->first, resolved->second));
+  return ShardingRef(std::shared_ptr<const ShardingParamSharding>(
+      new ShardingParamSharding(param_, resolved->first, resolved->second)));
 }
 
 absl::StatusOr<sharding::ShardLayout> ShardingParamSharding::Layout(const Shape& shape) const {
@@ -443,8 +445,8 @@ absl::StatusOr<ShardingRef> NamedSharding::Create(sharding::Mesh mesh, sharding:
   // spec's own length).
   if (auto p = sharding::ToShardingParam(mesh, spec, spec.size()); !p.ok()) return p.status();
   const bool replicated = SpecIsFullyReplicated(mesh, spec);
-  return ShardingRef(std::make_shared<const NamedSharding>(
-      std::move(mesh), std::move(spec), std::move(devices), std::move(memory_kind), replicated));
+  return ShardingRef(std::shared_ptr<const NamedSharding>(new NamedSharding(
+      std::move(mesh), std::move(spec), std::move(devices), std::move(memory_kind), replicated)));
 }
 
 absl::StatusOr<sharding::ShardingParam> NamedSharding::ToShardingParam(int rank) const {
@@ -462,8 +464,8 @@ absl::StatusOr<ShardingRef> NamedSharding::WithDeviceAssignment(
     std::optional<DeviceListRef> devices, std::optional<MemoryKind> memory_kind) const {
   auto resolved = ResolveAssignment(std::move(devices), std::move(memory_kind));
   if (!resolved.ok()) return resolved.status();
-  return ShardingRef(std::make_shared<const NamedSharding>(mesh_, spec_, resolved->first,
-                                                           resolved->second, IsFullyReplicated()));
+  return ShardingRef(std::shared_ptr<const NamedSharding>(
+      new NamedSharding(mesh_, spec_, resolved->first, resolved->second, IsFullyReplicated())));
 }
 
 absl::StatusOr<sharding::ShardLayout> NamedSharding::Layout(const Shape& shape) const {

@@ -114,6 +114,8 @@ class SingleDeviceSharding final : public Sharding {
   absl::StatusOr<sharding::ShardLayout> Layout(const Shape& shape) const override;
   std::string DebugString() const override;
 
+ private:
+  // Unchecked: only Create (which validates) builds one.
   SingleDeviceSharding(DeviceListRef devices, MemoryKind memory_kind)
       : Sharding(std::move(devices), std::move(memory_kind), true) {}
 
@@ -134,6 +136,8 @@ class OpaqueSharding final : public Sharding {
   absl::StatusOr<sharding::ShardLayout> Layout(const Shape& shape) const override;
   std::string DebugString() const override;
 
+ private:
+  // Unchecked: only Create (which validates) builds one.
   OpaqueSharding(DeviceListRef devices, MemoryKind memory_kind)
       : Sharding(std::move(devices), std::move(memory_kind), false) {}
 
@@ -158,6 +162,8 @@ class ConcreteSharding final : public Sharding {
   absl::StatusOr<sharding::ShardLayout> Layout(const Shape& shape) const override;
   std::string DebugString() const override;
 
+ private:
+  // Unchecked: only Create (which validates) builds one.
   ConcreteSharding(DeviceListRef devices, MemoryKind memory_kind, Shape shape,
                    std::vector<Shape> shard_shapes, std::vector<IndexDomain> index_domains,
                    sharding::ShardLayout layout);
@@ -190,6 +196,8 @@ class ConcreteEvenSharding final : public Sharding {
   absl::StatusOr<sharding::ShardLayout> Layout(const Shape& shape) const override;
   std::string DebugString() const override;
 
+ private:
+  // Unchecked: only Create (which validates) builds one.
   ConcreteEvenSharding(DeviceListRef devices, MemoryKind memory_kind, Shape shape,
                        Shape shard_shape, bool is_fully_replicated, sharding::ShardLayout layout);
 
@@ -214,6 +222,8 @@ class ShardingParamSharding final : public Sharding {
   absl::StatusOr<sharding::ShardLayout> Layout(const Shape& shape) const override;
   std::string DebugString() const override;
 
+ private:
+  // Unchecked: only Create (which validates) builds one.
   ShardingParamSharding(sharding::ShardingParam param, DeviceListRef devices,
                         MemoryKind memory_kind);
 
@@ -241,6 +251,8 @@ class NamedSharding final : public Sharding {
   absl::StatusOr<sharding::ShardLayout> Layout(const Shape& shape) const override;
   std::string DebugString() const override;
 
+ private:
+  // Unchecked: only Create (which validates) builds one.
   NamedSharding(sharding::Mesh mesh, sharding::PartitionSpec spec, DeviceListRef devices,
                 MemoryKind memory_kind, bool is_fully_replicated);
 

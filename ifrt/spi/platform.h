@@ -111,6 +111,10 @@ class Platform {
     return absl::UnimplementedError("this platform cannot use host memory in place");
   }
 
+  // The futures of the copy methods below carry: OK; the first error among `after` (the copies did
+  // not run); RESOURCE_EXHAUSTED when host or staging memory ran out while copying; INTERNAL for a
+  // failure of the device or its driver (a Vulkan device lost, a failed submission), naming it.
+  //
   // Copies on the stream of `device`, all copies of one call as one operation (the platform may
   // run them in parallel). Every destination buffer belongs to `device`.
   virtual Future<> CopyHostToBuffers(int device, std::vector<HostToBufferCopy> copies,
@@ -124,7 +128,8 @@ class Platform {
                                         absl::Span<const Future<>> after) = 0;
 
   // Runs `fn` on the stream of `device` (after `after`), e.g. to release a host buffer once the
-  // operations before it have finished. Its status becomes the future's.
+  // operations before it have finished. The future carries `fn`'s status, or the first error
+  // among `after` (then `fn` does not run).
   virtual Future<> EnqueueHostCallback(int device, std::function<absl::Status()> fn,
                                        absl::Span<const Future<>> after) = 0;
 
@@ -136,7 +141,8 @@ class Platform {
         absl::StrCat("platform '", std::string(name()), "' cannot run compiled kernels"));
   }
   // Runs a loaded kernel on the stream of `device` after `after`, like a copy: in order with the
-  // stream's other operations; its failure fails the returned future only.
+  // stream's other operations; its failure fails the returned future only. The future carries
+  // the copies' codes (above), and the kernel's own error when it failed on the device.
   virtual Future<> LaunchKernel(int device, KernelLaunch launch, absl::Span<const Future<>> after) {
     return MakeReadyFuture(absl::UnimplementedError(
         absl::StrCat("platform '", std::string(name()), "' cannot run compiled kernels")));
