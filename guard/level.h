@@ -34,8 +34,8 @@ namespace tessera::guard {
 // user did not ask for); `kLogExplicit`/`kDisallowExplicit` act on every movement.
 enum class Level { kAllow, kLog, kDisallow, kLogExplicit, kDisallowExplicit };
 
-// Which way bytes move. A movement between two devices that is staged through
-// host memory is device-to-device, never host-to-device plus device-to-host.
+// Which way bytes move. A movement between two devices that is staged through host memory is
+// device-to-device, never host-to-device plus device-to-host.
 enum class Direction { kHostToDevice, kDeviceToDevice, kDeviceToHost };
 
 // What the guard does with one movement.
@@ -53,8 +53,8 @@ Action Decide(Level level, bool is_explicit);
 // "allow", "log", "disallow", "log_explicit", "disallow_explicit" ("invalid" out of range).
 std::string_view LevelName(Level level);
 
-// The inverse of LevelName; ASCII case-insensitive, surrounding blanks ignored.
-// INVALID_ARGUMENT naming the text and the accepted names otherwise.
+// The inverse of LevelName; ASCII case-insensitive, surrounding blanks ignored. INVALID_ARGUMENT
+// naming the text and the accepted names otherwise.
 absl::StatusOr<Level> ParseLevel(std::string_view text);
 
 // "host-to-device", "device-to-device", "device-to-host" ("invalid" out of range).

@@ -4,14 +4,14 @@
 //
 //   "WARNING: tessera: host-to-device transfer: <TransferEvent::Description()>"
 //
-// written to a `LineWriter` (default: stderr, one fwrite per line so concurrent
-// lines do not interleave). Refused movements (Action::kDisallow) are not
-// written: the refusal comes back to the caller as an INVALID_ARGUMENT status
-// carrying the same description, and writing it too would report it twice.
+// written to a `LineWriter` (default: stderr, one fwrite per line so concurrent lines do not
+// interleave). Refused movements (Action::kDisallow) are not written: the refusal comes back to the
+// caller as an INVALID_ARGUMENT status carrying the same description, and writing it too would
+// report it twice.
 //
 // Every TransferGuard owns one of these, enabled by default
-// (TransferGuard::SetDefaultLogSinkEnabled). Add another instance with a custom
-// writer to send the lines elsewhere.
+// (TransferGuard::SetDefaultLogSinkEnabled). Add another instance with a custom writer to send the
+// lines elsewhere.
 //
 // Thread-safety: thread-safe if the writer is (the default one is).
 

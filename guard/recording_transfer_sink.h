@@ -1,8 +1,8 @@
 // guard/recording_transfer_sink.h: a sink that keeps every event it receives.
 //
-// `RecordingTransferSink` stores a copy of each (event, action) pair in arrival
-// order, for tests and for tools that want to show what a run logged or
-// refused. It grows without bound until Clear().
+// `RecordingTransferSink` stores a copy of each (event, action) pair in arrival order, for tests
+// and for tools that want to show what a run logged or refused. It grows without bound until
+// Clear().
 //
 // Thread-safety: thread-safe.
 //

@@ -1,14 +1,13 @@
 // guard/transfer_event.h: one movement of bytes, as the guard sees it.
 //
-// A `TransferEvent` describes one call's movement in one direction: the
-// operation that moves the bytes, what moves (dtype, shape, byte count), and
-// between which devices and memory kinds. The runtime fills one per call and
-// direction and hands it to TransferGuard::Enforce; sinks receive it for
-// movements that are logged or refused.
+// A `TransferEvent` describes one call's movement in one direction: the operation that moves the
+// bytes, what moves (dtype, shape, byte count), and between which devices and memory kinds. The
+// runtime fills one per call and direction and hands it to TransferGuard::Enforce; sinks receive it
+// for movements that are logged or refused.
 //
-// The human-readable `Description()` is built on demand only: the guard calls
-// it (through its sinks and its error message) for logged and refused
-// movements, never for allowed ones, so the allowed path formats nothing.
+// The human-readable `Description()` is built on demand only: the guard calls it (through its sinks
+// and its error message) for logged and refused movements, never for allowed ones, so the allowed
+// path formats nothing.
 //
 // Example:
 //   TransferEvent event{.direction = Direction::kHostToDevice,
@@ -34,9 +33,8 @@ namespace tessera::guard {
 
 struct TransferEvent {
   Direction direction = Direction::kHostToDevice;
-  // True when the user asked for this movement (an explicit device_put,
-  // reshard or copy to host); false for movements a framework makes on its
-  // own (TransferOptions{.is_explicit = false}).
+  // True when the user asked for this movement (an explicit device_put, reshard or copy to host);
+  // false for movements a framework makes on its own (TransferOptions{.is_explicit = false}).
   bool is_explicit = true;
   // "ReshardArrays", "CopyToHostBuffer", "MakeArrayFromHostBuffer", ...
   std::string operation;
@@ -63,8 +61,7 @@ struct TransferEvent {
 };
 
 namespace internal {
-// How many times TransferEvent::Description() has run in this process (for
-// tests of laziness).
+// How many times TransferEvent::Description() has run in this process (for tests of laziness).
 int64_t DescriptionCallCountForTesting();
 }  // namespace internal
 

@@ -36,8 +36,8 @@ Policy Sanitized(Policy policy) {
   return policy;
 }
 
-// The hot path's view of a policy: three 3-bit levels, then allow_below_bytes
-// in the upper bits (saturated at 2^55 - 1 bytes, far above any real movement).
+// The hot path's view of a policy: three 3-bit levels, then allow_below_bytes in the upper bits
+// (saturated at 2^55 - 1 bytes, far above any real movement).
 constexpr int kThresholdShift = 9;
 constexpr uint64_t kMaxPackedThreshold = (uint64_t{1} << (64 - kThresholdShift)) - 1;
 

@@ -56,9 +56,8 @@ namespace tessera::guard {
 
 class TransferGuard {
  public:
-  // What the guard decided so far in one direction. `*_events` count Enforce
-  // calls (zero-byte events excluded), `*_bytes` sum their
-  // TransferEvent::bytes.
+  // What the guard decided so far in one direction. `*_events` count Enforce calls (zero-byte
+  // events excluded), `*_bytes` sum their TransferEvent::bytes.
   struct DirectionCounters {
     int64_t allowed_events = 0;
     int64_t logged_events = 0;
@@ -74,17 +73,16 @@ class TransferGuard {
   TransferGuard(const TransferGuard&) = delete;
   TransferGuard& operator=(const TransferGuard&) = delete;
 
-  // A process-unique id (never reused), by which guard-limited
-  // ScopedTransferGuards refer to it.
+  // A process-unique id (never reused), by which guard-limited ScopedTransferGuards refer to it.
   uint64_t id() const { return id_; }
 
-  // Replaces the policy; Enforce calls that start afterwards see it. A negative
-  // allow_below_bytes is treated as 0.
+  // Replaces the policy; Enforce calls that start afterwards see it. A negative allow_below_bytes
+  // is treated as 0.
   void SetPolicy(const Policy& policy);
   Policy policy() const;
 
-  // The level in force for `direction` on the calling thread: the innermost
-  // applicable scope, else the policy.
+  // The level in force for `direction` on the calling thread: the innermost applicable scope, else
+  // the policy.
   Level EffectiveLevel(Direction direction) const;
 
   // What Enforce decided on one event. `status` is OK exactly when `action` is kAllow or kLog.
@@ -111,10 +109,9 @@ class TransferGuard {
   // bytes: one that then moves them must call Enforce, which decides, counts and reports at once.
   absl::StatusOr<Action> Decide(const TransferEvent& event) const;
 
-  // Registers `sink` and returns an id for RemoveSink (ids start at 1 and are
-  // never reused by this guard); a null sink is ignored and gets -1. RemoveSink
-  // of an unknown id does nothing. A sink removed while an Enforce on another
-  // thread is reporting to it may still receive that one event.
+  // Registers `sink` and returns an id for RemoveSink (ids start at 1 and are never reused by this
+  // guard); a null sink is ignored and gets -1. RemoveSink of an unknown id does nothing. A sink
+  // removed while an Enforce on another thread is reporting to it may still receive that one event.
   int AddSink(std::shared_ptr<TransferSink> sink);
   void RemoveSink(int id);
 
@@ -142,14 +139,12 @@ class TransferGuard {
   const uint64_t id_;
   const std::shared_ptr<LogTransferSink> default_sink_;
 
-  // The hot path's copy of the policy's levels and threshold, packed into one
-  // word (see Pack in transfer_guard.cc) so that Enforce reads a consistent
-  // policy without taking mu_.
+  // The hot path's copy of the policy's levels and threshold, packed into one word (see Pack in
+  // transfer_guard.cc) so that Enforce reads a consistent policy without taking mu_.
   std::atomic<uint64_t> packed_policy_;
 
-  // A standard-library lock rather than absl::Mutex so that ThreadSanitizer
-  // sees it even when Abseil itself is not built with -fsanitize=thread (as
-  // with a system Abseil).
+  // A standard-library lock rather than absl::Mutex so that ThreadSanitizer sees it even when
+  // Abseil itself is not built with -fsanitize=thread (as with a system Abseil).
   mutable std::shared_mutex mu_;
   // Guarded by mu_:
   Policy policy_;

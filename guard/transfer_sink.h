@@ -1,10 +1,9 @@
 // guard/transfer_sink.h: where a TransferGuard reports the movements it logs or refuses.
 //
-// A `TransferSink` receives every event that a guard's decision turns into
-// Action::kLog or Action::kDisallow, with that action; allowed movements never
-// reach a sink. Sinks are added to a guard with TransferGuard::AddSink and
-// shared with it (std::shared_ptr): a guard keeps a sink alive while it is
-// registered and while a call to it is in flight.
+// A `TransferSink` receives every event that a guard's decision turns into Action::kLog or
+// Action::kDisallow, with that action; allowed movements never reach a sink. Sinks are added to a
+// guard with TransferGuard::AddSink and shared with it (std::shared_ptr): a guard keeps a sink
+// alive while it is registered and while a call to it is in flight.
 //
 // Thread-safety: implementations must be thread-safe. The guard calls
 // OnTransfer synchronously on the thread that called TransferGuard::Enforce (or Check),
@@ -33,9 +32,8 @@ class TransferSink {
  public:
   virtual ~TransferSink();
 
-  // Called for each logged (`action == Action::kLog`) or refused
-  // (`Action::kDisallow`) movement. `event` is valid only for the duration of
-  // the call; copy what must outlive it.
+  // Called for each logged (`action == Action::kLog`) or refused (`Action::kDisallow`) movement.
+  // `event` is valid only for the duration of the call; copy what must outlive it.
   virtual void OnTransfer(const TransferEvent& event, Action action) = 0;
 };
 

@@ -11,12 +11,11 @@ int64_t IndexOf(const std::vector<int64_t>& sorted, int64_t v) {
   return std::lower_bound(sorted.begin(), sorted.end(), v) - sorted.begin();
 }
 
-// Recursive sweep: does the union of boxes `ids` contain `region` in dims
-// [d, rank)? All boxes already span region's extent in dims [0, d). The answer
-// depends only on (d, ids), so it is memoized per dim in `memo`: the sweep
-// visits each distinct set of boxes spanning a slab once, not each cell of the
-// grid of all boundaries (which grows as the product of boundaries per dim).
-// (A std::map: it stays destructible if an allocation throws.)
+// Recursive sweep: does the union of boxes `ids` contain `region` in dims [d, rank)? All boxes
+// already span region's extent in dims [0, d). The answer depends only on (d, ids), so it is
+// memoized per dim in `memo`: the sweep visits each distinct set of boxes spanning a slab once, not
+// each cell of the grid of all boundaries (which grows as the product of boundaries per dim). (A
+// std::map: it stays destructible if an allocation throws.)
 bool SweepCovers(const std::vector<Box>& boxes, const std::vector<int>& ids, const Box& region,
                  int d, std::vector<std::map<std::vector<int>, bool>>& memo) {
   if (ids.empty()) return false;

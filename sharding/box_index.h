@@ -11,26 +11,25 @@
 
 namespace tessera::sharding::internal {
 
-// BoxIndex: finds which of a fixed set of boxes (all of one rank) intersect a
-// query box. Immutable after construction; thread-compatible. Borrows nothing.
+// BoxIndex: finds which of a fixed set of boxes (all of one rank) intersect a query box. Immutable
+// after construction; thread-compatible. Borrows nothing.
 //
-// When the non-empty boxes form a grid (per dim a sorted list of boundaries,
-// every box exactly one cell, every cell one box) -- as every layout from a
-// ShardingParam and every 1-D partition does -- a query costs a binary
-// search per dim plus one step per hit. Otherwise boxes are sorted by their
+// When the non-empty boxes form a grid (per dim a sorted list of boundaries, every box exactly one
+// cell, every cell one box) -- as every layout from a ShardingParam and every 1-D partition does --
+// a query costs a binary search per dim plus one step per hit. Otherwise boxes are sorted by their
 // dim-0 minimum and a query scans the window of boxes that can reach it.
 class BoxIndex {
  public:
   BoxIndex(int rank, const std::vector<Box>& boxes);
 
-  // Calls fn(i) for each box i with a non-empty intersection with `query`, in
-  // increasing i for the fallback path and in row-major cell order for grids.
+  // Calls fn(i) for each box i with a non-empty intersection with `query`, in increasing i for the
+  // fallback path and in row-major cell order for grids.
   void ForEachIntersecting(const Box& query, absl::FunctionRef<void(int)> fn) const;
-  // True iff the union of the boxes contains `region` (precondition: the
-  // boxes and `region` have the index's rank).
+  // True iff the union of the boxes contains `region` (precondition: the boxes and `region` have
+  // the index's rank).
   bool Covers(const Box& region) const;
-  // True iff the non-empty boxes form a grid (see above): then they are
-  // pairwise disjoint and no box boundary crosses the interior of another box.
+  // True iff the non-empty boxes form a grid (see above): then they are pairwise disjoint and no
+  // box boundary crosses the interior of another box.
   bool is_grid() const { return is_grid_; }
 
  private:

@@ -1,7 +1,7 @@
 // sharding/index.h: the index vector type shared by all of sharding/.
 //
-// An `Index` holds one int64_t per array dimension (an origin, a shape, a tile
-// index). Rank is the vector's size; rank 0 is a scalar.
+// An `Index` holds one int64_t per array dimension (an origin, a shape, a tile index). Rank is the
+// vector's size; rank 0 is a scalar.
 #ifndef TESSERA_SHARDING_INDEX_H_
 #define TESSERA_SHARDING_INDEX_H_
 

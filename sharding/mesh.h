@@ -1,8 +1,8 @@
 // sharding/mesh.h: a JAX-style named device mesh.
 //
-// A Mesh names the axes of a logical grid of device slots, e.g.
-// "mesh{x=2,y=4}": 8 slots, numbered in row-major order of the axes (the
-// last axis varies fastest), as JAX numbers `Mesh.devices.flat`.
+// A Mesh names the axes of a logical grid of device slots, e.g. "mesh{x=2,y=4}": 8 slots, numbered
+// in row-major order of the axes (the last axis varies fastest), as JAX numbers
+// `Mesh.devices.flat`.
 #ifndef TESSERA_SHARDING_MESH_H_
 #define TESSERA_SHARDING_MESH_H_
 
@@ -17,10 +17,9 @@
 
 namespace tessera::sharding {
 
-// Mesh: an immutable value type (copyable, hashable, thread-compatible).
-// Axis names are identifiers ([A-Za-z_][A-Za-z0-9_]*, not "None"), unique;
-// sizes are >= 1; at least one axis; at most 2^24 slots in all. Create() and
-// Parse() return INVALID_ARGUMENT for anything else.
+// Mesh: an immutable value type (copyable, hashable, thread-compatible). Axis names are identifiers
+// ([A-Za-z_][A-Za-z0-9_]*, not "None"), unique; sizes are >= 1; at least one axis; at most 2^24
+// slots in all. Create() and Parse() return INVALID_ARGUMENT for anything else.
 class Mesh {
  public:
   struct Axis {

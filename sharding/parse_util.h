@@ -1,5 +1,5 @@
-// sharding/parse_util.h: internal cursor over text for the sharding parsers.
-// Not part of the public API.
+// sharding/parse_util.h: internal cursor over text for the sharding parsers. Not part of the public
+// API.
 #ifndef TESSERA_SHARDING_PARSE_UTIL_H_
 #define TESSERA_SHARDING_PARSE_UTIL_H_
 
@@ -11,8 +11,8 @@
 
 namespace tessera::sharding::internal {
 
-// Cursor over `text` (borrowed; must outlive the cursor). Every Consume*
-// skips leading white space and leaves the position unchanged on failure.
+// Cursor over `text` (borrowed; must outlive the cursor). Every Consume* skips leading white space
+// and leaves the position unchanged on failure.
 class TextCursor {
  public:
   TextCursor(std::string_view what, std::string_view text) : what_(what), text_(text) {}

@@ -130,8 +130,8 @@ absl::StatusOr<ShardingParam> ToShardingParam(const Mesh& mesh, const PartitionS
   for (int a = 0; a < m; ++a) {
     if (!used[a]) major_to_minor.push_back(a);  // replication axes, minor
   }
-  // IFRT numbers slots column-major over axis_sizes, JAX row-major over the
-  // mesh axes: IFRT axis i is mesh axis m-1-i.
+  // IFRT numbers slots column-major over axis_sizes, JAX row-major over the mesh axes: IFRT axis i
+  // is mesh axis m-1-i.
   ShardingParam::MinorToMajor m2m;
   for (int i = 0; i < m; ++i) {
     m2m.axis_sizes.push_back(static_cast<int>(mesh.axes()[m - 1 - i].size));

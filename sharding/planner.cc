@@ -38,8 +38,8 @@ class BoxArena {
   std::vector<int64_t> values_;
 };
 
-// A region of one destination slot (an arena box, global coordinates) and
-// where it comes from. depth orders forwards (0: reads a source slot).
+// A region of one destination slot (an arena box, global coordinates) and where it comes from.
+// depth orders forwards (0: reads a source slot).
 struct Piece {
   bool from_destination;
   int src_slot;
@@ -61,8 +61,8 @@ int FindSlotAtLocation(const SrcGroup& group, int64_t location) {
   return it->second;
 }
 
-// A cell of a destination box: a sub-box every source box either contains
-// or misses, and the source groups containing it.
+// A cell of a destination box: a sub-box every source box either contains or misses, and the source
+// groups containing it.
 struct Cell {
   Box box;
   absl::InlinedVector<int, 2> holders;
@@ -78,10 +78,10 @@ bool Overlaps(const Box& a, const Box& b) {
   return !a.is_empty() && !b.is_empty();
 }
 
-// Splits `cell` by `c` (which overlaps it but does not contain it): peels off,
-// dim by dim, the slabs of the cell below and above c (holders unchanged), then
-// appends what is left, cell ∩ c, with holder `g` added. At most 2*rank + 1
-// cells come out, and only dims that c actually cuts are split.
+// Splits `cell` by `c` (which overlaps it but does not contain it): peels off, dim by dim, the
+// slabs of the cell below and above c (holders unchanged), then appends what is left, cell ∩ c,
+// with holder `g` added. At most 2*rank + 1 cells come out, and only dims that c actually cuts are
+// split.
 void SplitCell(Cell cell, const Box& c, int g, std::vector<Cell>& out) {
   const int rank = cell.box.rank();
   Index lo = cell.box.origin(), hi(rank);
@@ -118,22 +118,19 @@ void SortCells(std::vector<Cell>& cells) {
   }
 }
 
-// Cuts destination box `b` into disjoint cells that every candidate source
-// box either contains or misses, refining one candidate at a time (each
-// splits only the cells it cuts, only along the dims it cuts). Cells come out
-// sorted by origin (row-major), holders ascending. Every cell is a union of
-// cells of the grid of all candidate boundaries, so there are at most
-// min(prod_d (boundaries in dim d + 1), (2*rank + 1)^candidates) of them; when
-// the candidates tile `b` as a grid, the cells are exactly their
-// intersections with `b`. RESOURCE_EXHAUSTED beyond `max_cells`. `next` is
+// Cuts destination box `b` into disjoint cells that every candidate source box either contains or
+// misses, refining one candidate at a time (each splits only the cells it cuts, only along the dims
+// it cuts). Cells come out sorted by origin (row-major), holders ascending. Every cell is a union
+// of cells of the grid of all candidate boundaries, so there are at most min(prod_d (boundaries in
+// dim d + 1), (2*rank + 1)^candidates) of them; when the candidates tile `b` as a grid, the cells
+// are exactly their intersections with `b`. RESOURCE_EXHAUSTED beyond `max_cells`. `next` is
 // scratch.
 //
-// `grid`: all source group boxes form a grid (BoxIndex::is_grid). No grid
-// line crosses the interior of a box of the grid, so the refinement would cut
-// `b` into exactly its intersections with the candidates, one holder each
-// (and its intermediate cell counts never exceed the final one): those are
-// built directly, in time linear in the candidates. `candidates` may then be
-// any subset of the groups intersecting `b` (the cells of that subset).
+// `grid`: all source group boxes form a grid (BoxIndex::is_grid). No grid line crosses the interior
+// of a box of the grid, so the refinement would cut `b` into exactly its intersections with the
+// candidates, one holder each (and its intermediate cell counts never exceed the final one): those
+// are built directly, in time linear in the candidates. `candidates` may then be any subset of the
+// groups intersecting `b` (the cells of that subset).
 absl::Status ComputeCells(const Box& b, const std::vector<int>& candidates,
                           const std::vector<SrcGroup>& groups, int64_t max_cells, bool grid,
                           std::vector<Cell>* cells, std::vector<Cell>& next) {
@@ -180,8 +177,7 @@ absl::Status ComputeCells(const Box& b, const std::vector<int>& candidates,
   return absl::OkStatus();
 }
 
-// Merges abutting boxes (equal extents in all dims but one, touching in it)
-// until no two merge.
+// Merges abutting boxes (equal extents in all dims but one, touching in it) until no two merge.
 void MergeBoxes(std::vector<Box>& boxes) {
   if (boxes.size() < 2) return;
   const int rank = boxes[0].rank();
@@ -325,11 +321,10 @@ std::vector<Box> BoxesOf(const std::vector<SrcGroup>& groups) {
   return boxes;
 }
 
-// The state of one PlanReshard or PlanReshardPart call: PlanGroup for each
-// destination replica group in order (or PlanPartGroups), then Assemble. Holds
-// what the groups share (the bytes each source location has sent so far, the
-// pieces of every destination slot) and scratch buffers reused between groups.
-// Borrows the layouts and locations.
+// The state of one PlanReshard or PlanReshardPart call: PlanGroup for each destination replica
+// group in order (or PlanPartGroups), then Assemble. Holds what the groups share (the bytes each
+// source location has sent so far, the pieces of every destination slot) and scratch buffers reused
+// between groups. Borrows the layouts and locations.
 class Planner {
  public:
   // `part`: null for a whole plan, else the locations whose copies Assemble keeps.
@@ -351,41 +346,40 @@ class Planner {
     if (part != nullptr) MarkPart(*part);
   }
 
-  // Plans the slots of one destination replica group (equal boxes): splits
-  // the box into cells, then aliases, local pieces, and remote fetches.
+  // Plans the slots of one destination replica group (equal boxes): splits the box into cells, then
+  // aliases, local pieces, and remote fetches.
   absl::Status PlanGroup(const std::vector<int>& dst_slots);
 
-  // Part plans: plans only the destination groups whose copies can touch the
-  // part: those holding a slot at a part location (whole), and those whose box
-  // meets a source group with a slot at a part location (from those source
-  // groups only, when the source groups form a grid). Afterwards exact() says
-  // whether that sufficed (no copy of the part depended on the choices made
-  // for earlier groups).
+  // Part plans: plans only the destination groups whose copies can touch the part: those holding a
+  // slot at a part location (whole), and those whose box meets a source group with a slot at a part
+  // location (from those source groups only, when the source groups form a grid). Afterwards
+  // exact() says whether that sufficed (no copy of the part depended on the choices made for
+  // earlier groups).
   absl::Status PlanPartGroups();
   bool exact() const { return exact_; }
 
-  // The plan (or its part): aliases and merged pieces, stably ordered by
-  // forward depth then destination slot, with the totals of its copies.
+  // The plan (or its part): aliases and merged pieces, stably ordered by forward depth then
+  // destination slot, with the totals of its copies.
   ReshardPlan Assemble();
 
  private:
   // Plans the slots of `dst_slots` over the source groups in candidates_.
   absl::Status PlanCandidates(const std::vector<int>& dst_slots);
-  // The source group holding exactly `box`, or -1; candidates_ must hold the
-  // groups intersecting it.
+  // The source group holding exactly `box`, or -1; candidates_ must hold the groups intersecting
+  // it.
   int AliasGroup(const Box& box) const;
-  // An alias of `slot` if possible, else its local pieces; the cells it needs
-  // remotely are added to remote_.
+  // An alias of `slot` if possible, else its local pieces; the cells it needs remotely are added to
+  // remote_.
   void PlanSlot(int slot, int alias_group);
-  // Cheapest remote replica among the holders of a cell for `dst_slot`: least
-  // bytes sent so far, then lowest slot. Returns the source slot. In a part
-  // plan of only some groups, a choice among several locations that touches
-  // the part clears exact_ (the bytes sent so far are those of the whole plan).
+  // Cheapest remote replica among the holders of a cell for `dst_slot`: least bytes sent so far,
+  // then lowest slot. Returns the source slot. In a part plan of only some groups, a choice among
+  // several locations that touches the part clears exact_ (the bytes sent so far are those of the
+  // whole plan).
   int ChooseRemote(const Cell& cell, int dst_slot);
   // Each slot in `needing` fetches cell i from a source.
   void FetchDirect(size_t i, const std::vector<int>& needing);
-  // One receiver per location fetches or is forwarded cell i through a
-  // binary tree; further slots at a receiver's location copy from it.
+  // One receiver per location fetches or is forwarded cell i through a binary tree; further slots
+  // at a receiver's location copy from it.
   void FetchFanOut(size_t i, const std::vector<int>& needing);
   // The box of cell i in arena_ (added on first use).
   int64_t CellBox(size_t i) {
@@ -394,8 +388,8 @@ class Planner {
   }
   // The copy that fills `piece` of destination slot `slot`.
   BoxCopy MakeCopy(int slot, const Piece& piece) const;
-  // Numbers the distinct locations 0..n-1 (src_index_, dst_index_) and sizes
-  // the per-location state.
+  // Numbers the distinct locations 0..n-1 (src_index_, dst_index_) and sizes the per-location
+  // state.
   void NumberLocations();
   // Sets src_in_part_ and dst_in_part_.
   void MarkPart(absl::Span<const int64_t> part);
@@ -414,8 +408,8 @@ class Planner {
   const internal::BoxIndex index_;
 
   // Locations are numbered densely; the state is in vectors (not hash maps:
-  // absl's containers are not safe to destroy after a failed allocation, and
-  // PlanReshard turns std::bad_alloc into RESOURCE_EXHAUSTED).
+  // absl's containers are not safe to destroy after a failed allocation, and PlanReshard turns
+  // std::bad_alloc into RESOURCE_EXHAUSTED).
   std::vector<int> src_index_, dst_index_;  // per slot: its location's number
   std::vector<int64_t> sent_;               // per location number: bytes sent
   std::vector<std::vector<Piece>> pieces_;  // per destination slot

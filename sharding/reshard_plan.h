@@ -1,13 +1,12 @@
-// sharding/reshard_plan.h: the output of the reshard planner -- a list of box
-// copies between slots at memory locations -- and its rendering.
+// sharding/reshard_plan.h: the output of the reshard planner -- a list of box copies between slots
+// at memory locations -- and its rendering.
 //
 // Locations are integers the caller chooses (the runtime passes memory ids):
 // two slots at one location share a memory, so copies between them are local.
 //
-// Coordinates: every BoxCopy names boxes in shard-local coordinates (origin 0
-// = the first element of the shard buffer), so a dispatcher can copy
-// src_box of the source buffer into dst_box of the destination buffer with
-// ForEachContiguousRun on each side.
+// Coordinates: every BoxCopy names boxes in shard-local coordinates (origin 0 = the first element
+// of the shard buffer), so a dispatcher can copy src_box of the source buffer into dst_box of the
+// destination buffer with ForEachContiguousRun on each side.
 #ifndef TESSERA_SHARDING_RESHARD_PLAN_H_
 #define TESSERA_SHARDING_RESHARD_PLAN_H_
 
@@ -30,9 +29,8 @@ struct BoxCopy {
     kCrossLocation,  // src_location != dst_location
   };
   Kind kind = Kind::kCrossLocation;
-  // fan_out plans only: src_slot names a DESTINATION slot that earlier copies
-  // of the plan fill (a forward in a broadcast tree); src_box is then in that
-  // destination shard's local coordinates.
+  // fan_out plans only: src_slot names a DESTINATION slot that earlier copies of the plan fill (a
+  // forward in a broadcast tree); src_box is then in that destination shard's local coordinates.
   bool from_destination = false;
   int src_slot = 0;
   Box src_box;  // source-shard-local coordinates
@@ -50,20 +48,19 @@ struct BoxCopy {
   }
 };
 
-// A complete reshard: executing `copies` in order fills every element of every
-// destination shard exactly once. Plain value type.
+// A complete reshard: executing `copies` in order fills every element of every destination shard
+// exactly once. Plain value type.
 struct ReshardPlan {
-  // Ordered so that every from_destination copy comes after all copies that
-  // fill the region it reads. Copies that do not read destinations come first.
+  // Ordered so that every from_destination copy comes after all copies that fill the region it
+  // reads. Copies that do not read destinations come first.
   std::vector<BoxCopy> copies;
   int64_t cross_location_bytes = 0;  // sum of kCrossLocation bytes (forwards too)
   int64_t local_bytes = 0;           // sum of kLocal bytes
   int64_t aliased_bytes = 0;         // sum of kAlias bytes
-  // Sum over destination slots of the bytes of its box that no source slot at
-  // the same location holds. A location holding k destination slots counts
-  // each slot (k times for a region all of them need). Without fan_out,
-  // cross_location_bytes == lower_bound_bytes; with fan_out it can be lower
-  // (a region fetched once per location, then copied locally).
+  // Sum over destination slots of the bytes of its box that no source slot at the same location
+  // holds. A location holding k destination slots counts each slot (k times for a region all of
+  // them need). Without fan_out, cross_location_bytes == lower_bound_bytes; with fan_out it can be
+  // lower (a region fetched once per location, then copied locally).
   int64_t lower_bound_bytes = 0;
   bool fan_out = false;
   // Bytes of from_destination copies (0 without fan_out).
@@ -92,9 +89,9 @@ std::string_view KindName(BoxCopy::Kind kind);
 //           lower_bound_bytes=32
 std::string RenderPlan(const ReshardPlan& plan);
 
-// The same, naming each location with `location_name` (called during the call
-// only), e.g. a runtime that plans over memory ids names a memory by its
-// device and kind: "device 2 (host) -> device 3 (host): 1 cross-location copy".
+// The same, naming each location with `location_name` (called during the call only), e.g. a runtime
+// that plans over memory ids names a memory by its device and kind: "device 2 (host) -> device 3
+// (host): 1 cross-location copy".
 std::string RenderPlan(const ReshardPlan& plan,
                        absl::FunctionRef<std::string(int64_t location)> location_name);
 

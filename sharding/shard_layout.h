@@ -1,9 +1,9 @@
 // sharding/shard_layout.h: where every shard of a global array lies.
 //
-// A ShardLayout is, for a global shape and a number of device slots, the box
-// (in global coordinates) each slot holds. Slots are positions in a device
-// list; ShardLayout knows no devices. Boxes may be empty (a trailing tile of a
-// ragged tiling) and several slots may hold the same box (replicas).
+// A ShardLayout is, for a global shape and a number of device slots, the box (in global
+// coordinates) each slot holds. Slots are positions in a device list; ShardLayout knows no devices.
+// Boxes may be empty (a trailing tile of a ragged tiling) and several slots may hold the same box
+// (replicas).
 //
 //   auto param = ShardingParam::Parse("2x1 to [0,1] on 2x3");
 //   auto layout = ShardLayout::FromShardingParam(*param, {5, 4});
@@ -25,23 +25,21 @@
 
 namespace tessera::sharding {
 
-// ShardLayout: an immutable value type (copyable, hashable,
-// thread-compatible). Invariants: every slot box has the global rank and lies
-// in [0, global_shape) (empty boxes too: 0 <= min <= max <= shape); the
-// union of the boxes is the whole array; at least one slot.
+// ShardLayout: an immutable value type (copyable, hashable, thread-compatible). Invariants: every
+// slot box has the global rank and lies in [0, global_shape) (empty boxes too: 0 <= min <= max <=
+// shape); the union of the boxes is the whole array; at least one slot.
 class ShardLayout {
  public:
-  // The layout of `param` over `global_shape`, slot i = device slot i of
-  // `param`. Each dim of size n cut into k tiles uses XLA's ceil division:
-  // tile t covers [min(t*c, n), min((t+1)*c, n)) with c = ceil(n/k), so the
-  // last tiles may be smaller or empty. INVALID_ARGUMENT when
-  // param.VerifyForShape(global_shape) fails or the element count of
-  // `global_shape` overflows int64_t (base::CheckedProduct).
+  // The layout of `param` over `global_shape`, slot i = device slot i of `param`. Each dim of size
+  // n cut into k tiles uses XLA's ceil division:
+  // tile t covers [min(t*c, n), min((t+1)*c, n)) with c = ceil(n/k), so the last tiles may be
+  // smaller or empty. INVALID_ARGUMENT when param.VerifyForShape(global_shape) fails or the element
+  // count of `global_shape` overflows int64_t (base::CheckedProduct).
   static absl::StatusOr<ShardLayout> FromShardingParam(const ShardingParam& param,
                                                        absl::Span<const int64_t> global_shape);
-  // Arbitrary boxes, one per slot. INVALID_ARGUMENT when: no slots; a
-  // negative global dim; a global element count that overflows int64_t; a box
-  // of another rank; a box outside the array; the boxes do not cover the array.
+  // Arbitrary boxes, one per slot. INVALID_ARGUMENT when: no slots; a negative global dim; a global
+  // element count that overflows int64_t; a box of another rank; a box outside the array; the boxes
+  // do not cover the array.
   static absl::StatusOr<ShardLayout> FromBoxes(absl::Span<const int64_t> global_shape,
                                                std::vector<Box> slot_boxes);
   // Every one of `num_slots` (>= 1, precondition) slots holds the whole array.
@@ -55,8 +53,8 @@ class ShardLayout {
   const Box& slot_box(int slot) const { return boxes_[slot]; }
   const std::vector<Box>& slot_boxes() const { return boxes_; }
   Index shard_shape(int slot) const { return boxes_[slot].shape(); }
-  // Partition of all slots into groups holding identical boxes (singletons
-  // included); each group ascending, groups ordered by their first slot.
+  // Partition of all slots into groups holding identical boxes (singletons included); each group
+  // ascending, groups ordered by their first slot.
   const std::vector<std::vector<int>>& replica_groups() const { return replica_groups_; }
   // True iff every slot holds the whole array.
   bool IsFullyReplicated() const;

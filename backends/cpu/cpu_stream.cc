@@ -151,7 +151,7 @@ void CpuStream::Start(std::shared_ptr<Op> op, const absl::Status& inputs) {
   backends::HandoffRelease(handed);  // the op, complete: see Task
   // oneTBB's header code, inlined here, builds its task wrapper around the Task in memory from its
   // small-object pool, which libtbb recycles across threads unseen by TSan (a client destroyed on
-  // one thread, then another's enqueue reusing the block, was reported as a race in Start).
+  // one thread, then another's enqueue reusing the block, would look like a race in Start).
   backends::ScopedIgnoreLibraryAccesses tbb_internals;
   arena_.enqueue(Task(this, handed));
 }

@@ -66,10 +66,10 @@ class CpuStream {
   struct Op;  // an enqueued operation: its work and its two promises
   // The arena task of an operation. oneTBB keeps a task's functor (const) until after the task
   // has returned, so after this stream may have counted it done and been destroyed, and in
-  // memory LeakSanitizer does not scan (tbbmalloc): an op still held there at exit was reported
-  // as leaked. So the task holds the op only by address, with the reference in the op itself
-  // (Op::self), which the task takes when it runs; Run drops it before it counts the task done;
-  // what TBB destroys later holds nothing.
+  // memory LeakSanitizer does not scan (tbbmalloc): an op still held there at exit would be
+  // reported as leaked. So the task holds the op only by address, with the reference in the op
+  // itself (Op::self), which the task takes when it runs; Run drops it before it counts the task
+  // done; what TBB destroys later holds nothing.
   //
   // ThreadSanitizer: the handoff to the arena thread goes through oneTBB, which TSan cannot see.
   // The op is handed over on an annotated edge keyed by its address (tsan_annotations.h): Start
