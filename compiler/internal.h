@@ -18,8 +18,10 @@
 //                         (cut.cc)
 //   DefineIntegerDivision integer division and remainder with defined results for every operand
 //                         pair, on each kernel module (integer_division.cc)
-//   LowerKernelForCpu     a kernel module (tensors) -> "mlir-llvm" artifact (cpu_codegen.cc)
-//   LowerKernelForVulkan  a kernel module (tensors) -> "spirv" artifact (vulkan_codegen.cc)
+//   LowerKernelForCpu     a kernel module (tensors) -> "mlir-llvm" artifact
+//                         (targets/llvm_cpu/cpu_codegen.cc)
+//   LowerKernelForVulkan  a kernel module (tensors) -> "spirv" artifact
+//                         (targets/spirv/vulkan_codegen.cc and the stages of spirv_codegen.h)
 //   (both code generators expand float max / min exactly: ExpandFloatMinMax, float_min_max.cc)
 
 #include <cstdint>
@@ -71,7 +73,7 @@ inline constexpr int kMaxFusedBodyOps = 64;
 
 // Whether fusing the producer of `fused` into its consumer (elementwise linalg op fusion) keeps
 // the fused body within kMaxFusedBodyOps; both code generators' fusion controls ask it.
-// cpu_codegen.cc.
+// targets/llvm_cpu/cpu_codegen.cc.
 bool FusedBodyFits(mlir::OpOperand* fused);
 
 // Adds the bufferization both code generators share: tensors -> memrefs across the whole module,
@@ -81,7 +83,7 @@ bool FusedBodyFits(mlir::OpOperand* fused);
 void AddBufferizationToOutParams(mlir::OpPassManager& pm);
 
 // Marks `func`'s tensor arguments not writable for bufferization: inputs are the runtime's
-// buffers, shared with other steps and the caller, never written. cpu_codegen.cc.
+// buffers, shared with other steps and the caller, never written. targets/llvm_cpu/cpu_codegen.cc.
 void MarkInputsReadOnly(mlir::func::FuncOp func);
 
 // "line:column" of `loc` when it is (or wraps) a file location, else its printed form.
@@ -184,7 +186,7 @@ void ExpandFloatMinMax(mlir::Operation* root, bool maximum_minimum_too);
 // dimensions first) with addf / maximumf / minimumf / maxnumf / minnumf on floats, or addi /
 // maxsi / minsi / maxui / minui on integers -> two
 // gpu.launch ops (work-groups reduce slices through workgroup memory, then combine the partials,
-// kept in a scratch allocation); other generics are left alone (vulkan_reduction.cc).
+// kept in a scratch allocation); other generics are left alone (targets/spirv/vulkan_reduction.cc).
 void EmitTwoPassReductions(mlir::func::FuncOp func, const KernelTarget& target);
 
 // Lowers one kernel module (as CutIntoSteps makes it; modified in place) to SPIR-V: artifact

@@ -51,7 +51,7 @@ struct Memref2D {
 };
 
 // C = beta * C + A @ B (beta 0 or 1) for the compiler's tessera_blas_{s,d}gemm{,_overwrite} calls
-// (compiler/cpu_codegen.cc): inner strides are 1 (the compiler casts to strided<[?, 1]>). Sizes
+// (compiler/targets/llvm_cpu/cpu_codegen.cc): inner strides are 1 (the compiler casts to strided<[?, 1]>). Sizes
 // BLAS cannot take (over INT_MAX) or cannot describe (an empty dimension) run as plain loops.
 template <typename T, typename Gemm>
 void Gemm2D(Memref2D<T>* a, Memref2D<T>* b, Memref2D<T>* c, T beta, Gemm gemm) {
@@ -105,7 +105,7 @@ extern "C" void TesseraBlasDgemmOverwrite(Memref2D<double>* a, Memref2D<double>*
 #endif
 
 // The allocation functions of the kernels' temporaries (MLIR's generic allocation functions,
-// compiler/cpu_codegen.cc): the per-thread cache of kernel_scratch.h.
+// compiler/targets/llvm_cpu/cpu_codegen.cc): the per-thread cache of kernel_scratch.h.
 extern "C" void* TesseraScratchAlloc(size_t bytes) { return cpu::ScratchAllocate(64, bytes); }
 extern "C" void* TesseraScratchAlignedAlloc(size_t alignment, size_t bytes) {
   return cpu::ScratchAllocate(alignment, bytes);

@@ -1,7 +1,7 @@
 #ifndef TESSERA_BACKENDS_CPU_KERNEL_SCRATCH_H_
 #define TESSERA_BACKENDS_CPU_KERNEL_SCRATCH_H_
 
-// The allocator of compiled CPU kernels' temporary buffers (compiler/cpu_codegen.cc lowers a
+// The allocator of compiled CPU kernels' temporary buffers (compiler/targets/llvm_cpu/cpu_codegen.cc lowers a
 // kernel's memref.alloc / dealloc to these through MLIR's generic allocation functions; the
 // kernel loader binds them). A kernel frees each temporary before it returns, and runs again
 // with the same sizes on the next Execute: freed blocks wait in a cache of the freeing thread,
@@ -20,7 +20,7 @@
 //   ScratchFree(p);                          // cached: the next 1 MiB request here reuses it
 //
 // A kernel run is bracketed by a ScratchRun on its thread: a kernel whose allocation fails returns
-// at once (compiler/cpu_codegen.cc), and the run reports it and frees what the kernel left:
+// at once (compiler/targets/llvm_cpu/cpu_codegen.cc), and the run reports it and frees what the kernel left:
 //
 //   ScratchRun run;
 //   kernel(args);
