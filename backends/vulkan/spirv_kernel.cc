@@ -114,10 +114,15 @@ absl::StatusOr<std::shared_ptr<const SpirvKernel>> SpirvKernel::Load(
     }
     return std::shared_ptr<const SpirvKernel>(std::move(kernel));
   }
+  const SpirvPayload* payload = GetSpirvPayload(artifact);
+  if (payload == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel ", artifact.entry, ": a \"spirv\" artifact without its SPIR-V payload"));
+  }
   kernel->scratch_bytes_ = artifact.scratch_bytes;
-  kernel->pipelines_.resize(artifact.dispatches.size());
-  for (size_t i = 0; i < artifact.dispatches.size(); ++i) {
-    const SpirvDispatch& d = artifact.dispatches[i];
+  kernel->pipelines_.resize(payload->dispatches.size());
+  for (size_t i = 0; i < payload->dispatches.size(); ++i) {
+    const SpirvDispatch& d = payload->dispatches[i];
     if (absl::Status s = CheckDispatch(d, limits); !s.ok()) return s;
     if (absl::Status s = CheckCapabilities(d, float64, int64); !s.ok()) return s;
     if (absl::Status s = kernel->CreatePipeline(d, kernel->pipelines_[i]); !s.ok()) return s;

@@ -35,6 +35,7 @@
 #include "backends/vulkan/compute_pipeline.h"
 #include "ifrt/spi/kernel.h"
 #include "ifrt/spi/program_plan.h"
+#include "ifrt/spi/spirv_artifact.h"
 
 namespace tessera::vulkan {
 

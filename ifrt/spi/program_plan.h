@@ -12,6 +12,7 @@
 // Values are numbered; each is one per-device tensor of a static local shape (the shard shape every
 // device holds: shardings must divide their dimensions evenly). Plain value types.
 
+#include <any>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -22,41 +23,17 @@
 
 namespace tessera {
 
-// One compute dispatch of a "spirv" artifact: a SPIR-V binary module with one entry point, run
-// with `workgroup_count` work-groups of `workgroup_size` invocations (x, y, z), its descriptor
-// set 0 binding i = the artifact's buffer `bindings[i]`: an index below the kernel's argument
-// count is that argument (inputs, then outputs), an index n at or above it is the scratch buffer
-// n - arguments (KernelArtifact::scratch_bytes).
-//
-// `ranges` empty: one run, each binding its whole buffer. Otherwise the dispatch runs once per
-// entry (in any order, without barriers between runs: they touch disjoint elements), binding i
-// then being bytes [offsets[i], offsets[i] + sizes[i]) of its buffer. The Vulkan code generator
-// splits this way an elementwise kernel (every buffer indexed by the same linear element index)
-// whose buffers exceed the target's max_storage_buffer_range: a module compiled for chunks of C
-// elements run over each whole chunk, then one compiled for the remainder; offsets are multiples
-// of the target's min_storage_buffer_offset_alignment, sizes at most its range.
-struct SpirvBufferRanges {
-  std::vector<int64_t> offsets;
-  std::vector<int64_t> sizes;
-};
-
-struct SpirvDispatch {
-  std::string code;  // SPIR-V words, little-endian bytes
-  std::string entry;
-  std::vector<int64_t> workgroup_size;
-  std::vector<int64_t> workgroup_count;
-  std::vector<int> bindings;
-  std::vector<SpirvBufferRanges> ranges;
-};
-
-// A compiled kernel for one platform. `format` says how it reads:
+// A compiled kernel for one platform: a format tag, and what that format needs in `code` and
+// `entry` (text formats) or in `payload` (a value of the format's own type, defined beside its
+// producer and its consumer). The formats:
 //   "mlir-llvm"  `code`: MLIR text in the LLVM dialect (CPU; the kernel loader JITs it), entry
 //                point `entry` called through MLIR's packed interface.
-//   "spirv"      `dispatches` (Vulkan), run in order on one stream, each after the previous one's
-//                writes; `scratch_bytes`: the temporary buffers they share, allocated per launch.
-//                A kernel that computes with the device's grid position has instead
-//                `position_variants`, one "spirv" artifact per position: entry i for the device
-//                whose coordinates, row-major over `variant_grid`, are i.
+//   "spirv"      `payload`: a SpirvPayload (ifrt/spi/spirv_artifact.h), the compute dispatches
+//                the Vulkan platform runs.
+// `scratch_bytes`: the temporary buffers a launch allocates and its parts share. A kernel that
+// computes with the device's grid position may have instead `position_variants`, one artifact of
+// the same format per position: entry i for the device whose coordinates, row-major over
+// `variant_grid`, are i.
 // Arguments, in order: each input value's buffer, then each output value's buffer (row-major,
 // contiguous, of the value's local shape), then, when `takes_device_position`, one int64 per grid
 // axis: this device's coordinate on the program's grid.
@@ -64,7 +41,7 @@ struct KernelArtifact {
   std::string format;
   std::string code;
   std::string entry;
-  std::vector<SpirvDispatch> dispatches;
+  std::any payload;  // empty for the text formats
   std::vector<int64_t> scratch_bytes;
   std::vector<KernelArtifact> position_variants;
   std::vector<int64_t> variant_grid;

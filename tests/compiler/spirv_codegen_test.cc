@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ifrt/spi/spirv_artifact.h"
 #include "tests/compiler/test_programs.h"
 #include "tests/testing/status_matchers.h"
 
@@ -46,6 +47,14 @@ absl::Status SpirvVal(const std::string& code) {
   return rc == 0 ? absl::OkStatus() : absl::InvalidArgumentError(text);
 }
 
+// The dispatches of a "spirv" artifact's payload (none for an artifact without one: a kernel of
+// position variants).
+const std::vector<SpirvDispatch>& Dispatches(const KernelArtifact& artifact) {
+  static const std::vector<SpirvDispatch>* const kNone = new std::vector<SpirvDispatch>();
+  const SpirvPayload* payload = GetSpirvPayload(artifact);
+  return payload != nullptr ? payload->dispatches : *kNone;
+}
+
 // Every dispatch of `artifact` (and of its position variants): well-formed (bindings in range,
 // sizes positive) and, where spirv-val exists, valid SPIR-V.
 void CheckArtifact(const KernelStep& step, const KernelArtifact& artifact, bool validate,
@@ -56,7 +65,7 @@ void CheckArtifact(const KernelStep& step, const KernelArtifact& artifact, bool 
   }
   {
     const int args = static_cast<int>(step.inputs.size() + step.outputs.size());
-    for (const SpirvDispatch& d : artifact.dispatches) {
+    for (const SpirvDispatch& d : Dispatches(artifact)) {
       SCOPED_TRACE(absl::StrCat(step.name, " / ", d.entry));
       ASSERT_EQ(d.workgroup_size.size(), 3u);
       ASSERT_EQ(d.workgroup_count.size(), 3u);
@@ -97,8 +106,8 @@ TEST(SpirvCodegenTest, MlpIsOneKernelOfFourDispatches) {
   const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("vulkan");
   EXPECT_FALSE(plan.steps[0].kernel.artifacts.contains("cpu"));
   // fill, matmul, and the bias + relu fused into elementwise kernels.
-  EXPECT_GE(artifact.dispatches.size(), 3u);
-  EXPECT_LE(artifact.dispatches.size(), 4u);
+  EXPECT_GE(Dispatches(artifact).size(), 3u);
+  EXPECT_LE(Dispatches(artifact).size(), 4u);
   // One 4x64 f32 temporary: the matmul's accumulator.
   EXPECT_THAT(artifact.scratch_bytes, ::testing::ElementsAre(4 * 64 * 4));
   CheckArtifacts(plan, HaveSpirvVal());
@@ -193,10 +202,10 @@ func.func @main(%a: tensor<4x8xf32> {tessera.sharding = "mesh{x=2} P(None,x)"},
   const KernelArtifact& artifact = step.artifacts.at("vulkan");
   EXPECT_THAT(artifact.variant_grid, ::testing::ElementsAre(2));
   ASSERT_EQ(artifact.position_variants.size(), 2u);
-  EXPECT_TRUE(artifact.dispatches.empty());
+  EXPECT_TRUE(Dispatches(artifact).empty());
   // Position 0 fills with 1.0, position 1 with 0.0: the variants differ.
-  EXPECT_NE(artifact.position_variants[0].dispatches[0].code,
-            artifact.position_variants[1].dispatches[0].code);
+  EXPECT_NE(Dispatches(artifact.position_variants[0])[0].code,
+            Dispatches(artifact.position_variants[1])[0].code);
   CheckArtifacts(plan, HaveSpirvVal());
 }
 
@@ -232,15 +241,15 @@ func.func @main(%a: tensor<1000xf32> {tessera.sharding = "mesh{x=1} P()"},
   ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileForTarget(program, SmallRangeTarget()));
   ASSERT_EQ(plan.steps.size(), 1u);
   const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("vulkan");
-  ASSERT_EQ(artifact.dispatches.size(), 2u);
-  const SpirvDispatch& chunks = artifact.dispatches[0];
+  ASSERT_EQ(Dispatches(artifact).size(), 2u);
+  const SpirvDispatch& chunks = Dispatches(artifact)[0];
   EXPECT_THAT(chunks.bindings, ::testing::ElementsAre(0, 1, 2));
   ASSERT_EQ(chunks.ranges.size(), 3u);
   for (int i = 0; i < 3; ++i) {
     EXPECT_THAT(chunks.ranges[i].offsets, ::testing::Each(i * 1024));
     EXPECT_THAT(chunks.ranges[i].sizes, ::testing::Each(1024));
   }
-  const SpirvDispatch& rest = artifact.dispatches[1];
+  const SpirvDispatch& rest = Dispatches(artifact)[1];
   ASSERT_EQ(rest.ranges.size(), 1u);
   EXPECT_THAT(rest.ranges[0].offsets, ::testing::Each(3072));
   EXPECT_THAT(rest.ranges[0].sizes, ::testing::Each(232 * 4));
@@ -336,7 +345,7 @@ TEST(SpirvCodegenTest, LoopsLongerThanTheDriverRunsAreRefused) {
   ASSERT_OK_AND_ASSIGN(
       ProgramPlan sum,
       CompileForTarget(IntegerReductionProgram({1000003}, "arith.addi"), lavapipe));
-  EXPECT_EQ(sum.steps[0].kernel.artifacts.at("vulkan").dispatches.size(), 3u);
+  EXPECT_EQ(Dispatches(sum.steps[0].kernel.artifacts.at("vulkan")).size(), 3u);
   CheckArtifacts(sum, HaveSpirvVal());
 }
 
@@ -361,14 +370,14 @@ TEST(SpirvCodegenTest, LongReductionRunsInTwoPasses) {
   ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileForTarget(program(5000), KernelTarget{}));
   const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("vulkan");
   // fill, partials, totals; the partials: 3 outputs x 5 slices (5000 / (64 x 16), rounded up).
-  ASSERT_EQ(artifact.dispatches.size(), 3u);
+  ASSERT_EQ(Dispatches(artifact).size(), 3u);
   EXPECT_THAT(artifact.scratch_bytes, ::testing::ElementsAre(3 * 5 * 4));
-  EXPECT_THAT(artifact.dispatches[1].workgroup_count, ::testing::ElementsAre(5, 3, 1));
-  EXPECT_THAT(artifact.dispatches[2].workgroup_count, ::testing::ElementsAre(1, 3, 1));
-  EXPECT_THAT(artifact.dispatches[1].workgroup_size, ::testing::ElementsAre(64, 1, 1));
+  EXPECT_THAT(Dispatches(artifact)[1].workgroup_count, ::testing::ElementsAre(5, 3, 1));
+  EXPECT_THAT(Dispatches(artifact)[2].workgroup_count, ::testing::ElementsAre(1, 3, 1));
+  EXPECT_THAT(Dispatches(artifact)[1].workgroup_size, ::testing::ElementsAre(64, 1, 1));
   CheckArtifacts(plan, HaveSpirvVal());
   ASSERT_OK_AND_ASSIGN(ProgramPlan short_plan, CompileForTarget(program(100), KernelTarget{}));
-  EXPECT_EQ(short_plan.steps[0].kernel.artifacts.at("vulkan").dispatches.size(), 2u);
+  EXPECT_EQ(Dispatches(short_plan.steps[0].kernel.artifacts.at("vulkan")).size(), 2u);
   // A maximum to a scalar: one output, 98 slices (100003 / 1024, rounded up).
   const std::string scalar = R"mlir(
 func.func @main(%a: tensor<100003xf32> {tessera.sharding = "mesh{x=1} P()"})
@@ -383,9 +392,9 @@ func.func @main(%a: tensor<100003xf32> {tessera.sharding = "mesh{x=1} P()"})
 })mlir";
   ASSERT_OK_AND_ASSIGN(ProgramPlan scalar_plan, CompileForTarget(scalar, KernelTarget{}));
   const KernelArtifact& scalar_artifact = scalar_plan.steps[0].kernel.artifacts.at("vulkan");
-  ASSERT_EQ(scalar_artifact.dispatches.size(), 3u);
+  ASSERT_EQ(Dispatches(scalar_artifact).size(), 3u);
   EXPECT_THAT(scalar_artifact.scratch_bytes, ::testing::ElementsAre(98 * 4));
-  EXPECT_THAT(scalar_artifact.dispatches[1].workgroup_count, ::testing::ElementsAre(98, 1, 1));
+  EXPECT_THAT(Dispatches(scalar_artifact)[1].workgroup_count, ::testing::ElementsAre(98, 1, 1));
   CheckArtifacts(scalar_plan, HaveSpirvVal());
 }
 
@@ -412,9 +421,9 @@ func.func @main(%a: tensor<40x24xf32> {tessera.sharding = "mesh{x=1} P()"},
     SCOPED_TRACE(tile);
     ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileForTarget(program, target));
     const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("vulkan");
-    ASSERT_EQ(artifact.dispatches.size(), 2u);  // fill, matmul
-    EXPECT_THAT(artifact.dispatches[1].workgroup_size, ::testing::ElementsAre(tile, rows, 1));
-    EXPECT_THAT(artifact.dispatches[1].workgroup_count,
+    ASSERT_EQ(Dispatches(artifact).size(), 2u);  // fill, matmul
+    EXPECT_THAT(Dispatches(artifact)[1].workgroup_size, ::testing::ElementsAre(tile, rows, 1));
+    EXPECT_THAT(Dispatches(artifact)[1].workgroup_count,
                 ::testing::ElementsAre((72 + tile - 1) / tile, (40 + tile - 1) / tile, 1));
     CheckArtifacts(plan, HaveSpirvVal(), target.max_workgroup_invocations);
   }

@@ -27,6 +27,7 @@
 #include "ifrt/attribute_map.h"
 #include "ifrt/device.h"
 #include "ifrt/device_list.h"
+#include "ifrt/spi/spirv_artifact.h"
 #include "ifrt/strided_copy.h"
 #include "tests/ifrt/test_util.h"
 
@@ -632,6 +633,29 @@ TEST(FutureTest, ManyThreadsSetAndWait) {
   for (std::thread& t : threads) t.join();
   EXPECT_THAT(joined.Await(), IsOk());
   EXPECT_EQ(sum.load(), int64_t{kFutures} * (kFutures - 1) / 2);
+}
+
+// The kernel seam: a format tag and an opaque payload; the "spirv" payload made by its producer,
+// read back by its consumer, copied with the artifact, and absent where another format's is.
+TEST(KernelArtifact, SpirvPayloadTravelsWithTheArtifact) {
+  KernelArtifact artifact;
+  artifact.format = "spirv";
+  EXPECT_EQ(GetSpirvPayload(artifact), nullptr);
+  SpirvDispatch dispatch;
+  dispatch.entry = "main_kernel";
+  dispatch.bindings = {0, 1};
+  MutableSpirvPayload(artifact).dispatches.push_back(dispatch);
+  MutableSpirvPayload(artifact).dispatches.push_back(dispatch);  // the same payload, not a new one
+  const KernelArtifact copy = artifact;
+  const SpirvPayload* payload = GetSpirvPayload(copy);
+  ASSERT_NE(payload, nullptr);
+  ASSERT_EQ(payload->dispatches.size(), 2u);
+  EXPECT_EQ(payload->dispatches[1].entry, "main_kernel");
+  KernelArtifact text;
+  text.format = "mlir-llvm";
+  text.code = "llvm.func @k()";
+  text.payload = std::string("another format's payload");
+  EXPECT_EQ(GetSpirvPayload(text), nullptr);
 }
 
 }  // namespace

@@ -139,7 +139,7 @@ absl::Status AppendSplitDispatches(mlir::func::CallOp call, mlir::func::FuncOp h
     for (int& binding : dispatch.bindings) {
       TESSERA_ASSIGN_OR_RETURN(binding, BindingOf(call.getOperand(binding), host, scratch));
     }
-    artifact.dispatches.push_back(std::move(dispatch));
+    MutableSpirvPayload(artifact).dispatches.push_back(std::move(dispatch));
   }
   return absl::OkStatus();
 }
@@ -164,7 +164,7 @@ absl::Status CollectDispatches(mlir::ModuleOp module, mlir::func::FuncOp host,
     }
     if (auto launch = mlir::dyn_cast<mlir::gpu::LaunchFuncOp>(op)) {
       TESSERA_ASSIGN_OR_RETURN(SpirvDispatch dispatch, MakeDispatch(module, launch, host, scratch));
-      artifact.dispatches.push_back(std::move(dispatch));
+      MutableSpirvPayload(artifact).dispatches.push_back(std::move(dispatch));
       continue;
     }
     if (auto call = mlir::dyn_cast<mlir::func::CallOp>(op)) {

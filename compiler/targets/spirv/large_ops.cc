@@ -132,10 +132,11 @@ absl::StatusOr<SpirvDispatch> ChunkDispatch(mlir::linalg::GenericOp op, int64_t 
   auto func = module->lookupSymbol<mlir::func::FuncOp>(fn);
   TESSERA_ASSIGN_OR_RETURN(KernelArtifact artifact,
                            LowerLoopsToDispatches(*module, func, fn, target, {}));
-  if (artifact.dispatches.size() != 1 || !artifact.scratch_bytes.empty()) {
+  SpirvPayload& chunk = MutableSpirvPayload(artifact);
+  if (chunk.dispatches.size() != 1 || !artifact.scratch_bytes.empty()) {
     return absl::InternalError(absl::StrCat(fn, ": a chunk is not one dispatch"));
   }
-  SpirvDispatch dispatch = std::move(artifact.dispatches[0]);
+  SpirvDispatch dispatch = std::move(chunk.dispatches[0]);
   for (int64_t first : first_elements) {
     SpirvBufferRanges ranges;
     for (mlir::Value v : op->getOperands()) {
