@@ -373,6 +373,21 @@ absl::StatusOr<std::vector<MovedShards>> Dispatcher::EnqueueReshards(
 // ---------------------------------------------------------------------------------------------
 // Local copies
 
+Future<> Dispatcher::CopyWithinDevice(RuntimeDevice* device, PlatformBufferRef src,
+                                      PlatformBufferRef dst, int64_t bytes, const Future<>& after) {
+  std::vector<BufferToBufferCopy> copies;
+  copies.push_back(
+      BufferToBufferCopy{std::move(src), std::move(dst),
+                         StridedCopy::BetweenDenseArrays(1, {bytes}, {0}, {bytes}, {0}, {bytes})});
+  Future<> done = device->platform()->CopyBuffersToBuffers(
+      device->platform_device(), std::move(copies), absl::MakeConstSpan(&after, 1));
+  const int32_t id = device->Id().value;
+  done.OnReady([this, id, bytes](const absl::Status& status) {
+    if (status.ok()) Record(id, id, bytes, 1);
+  });
+  return done;
+}
+
 absl::StatusOr<std::vector<Shard>> Dispatcher::CopyShardsLocally(
     std::string_view op, const sharding::ShardLayout& layout,
     const std::vector<RuntimeMemory*>& memories, const std::vector<Shard>& shards,

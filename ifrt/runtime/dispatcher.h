@@ -152,6 +152,12 @@ class Dispatcher {
                                                        const std::vector<RuntimeMemory*>& memories,
                                                        const std::vector<Shard>& shards,
                                                        int64_t element_bytes);
+  // A copy of `bytes` bytes from the start of `src` to the start of `dst`, two buffers of memories
+  // of `device` (a program's staging between device memory and the device's host-visible memory),
+  // on the device's stream after `after`: local, never asked of the guard, counted as a local copy
+  // of the device once it succeeds.
+  Future<> CopyWithinDevice(RuntimeDevice* device, PlatformBufferRef src, PlatformBufferRef dst,
+                            int64_t bytes, const Future<>& after);
   // Held while a caller enqueues work of its own on the streams (an Execute's steps), so that
   // every call enqueues in one global order.
   [[nodiscard]] std::unique_lock<std::mutex> LockEnqueueOrder() {

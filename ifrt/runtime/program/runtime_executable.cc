@@ -323,20 +323,6 @@ absl::Status RuntimeExecutable::GatherReducedRanges(size_t index, const std::vec
   }
   return absl::OkStatus();
 }
-namespace {
-
-// A copy of `bytes` bytes from `src` to `dst` on the stream of `device` (same platform).
-Future<> CopyWhole(RuntimeDevice* device, PlatformBufferRef src, PlatformBufferRef dst,
-                   int64_t bytes, const Future<>& after) {
-  std::vector<BufferToBufferCopy> copies;
-  copies.push_back(
-      BufferToBufferCopy{std::move(src), std::move(dst),
-                         StridedCopy::BetweenDenseArrays(1, {bytes}, {0}, {bytes}, {0}, {bytes})});
-  return device->platform()->CopyBuffersToBuffers(device->platform_device(), std::move(copies),
-                                                  absl::MakeConstSpan(&after, 1));
-}
-
-}  // namespace
 
 absl::StatusOr<std::vector<Shard>> RuntimeExecutable::StageToHost(const std::vector<Shard>& shards,
                                                                   int64_t bytes) {
@@ -345,8 +331,8 @@ absl::StatusOr<std::vector<Shard>> RuntimeExecutable::StageToHost(const std::vec
     if (!IsMine(*program_, s)) continue;  // another process stages its own
     if (program_->slot_memories[s]->host_addressable() || bytes == 0) continue;
     TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef host, program_->host_memories[s]->Allocate(bytes));
-    staged[s].ready =
-        CopyWhole(program_->slot_devices[s], shards[s].buffer, host, bytes, shards[s].ready);
+    staged[s].ready = dispatcher_->CopyWithinDevice(program_->slot_devices[s], shards[s].buffer,
+                                                    host, bytes, shards[s].ready);
     staged[s].buffer = std::move(host);
   }
   return staged;
@@ -355,7 +341,8 @@ absl::StatusOr<std::vector<Shard>> RuntimeExecutable::StageToHost(const std::vec
 absl::StatusOr<Shard> RuntimeExecutable::StageToDevice(size_t s, Shard host, int64_t bytes) {
   if (program_->slot_memories[s]->host_addressable() || bytes == 0) return host;
   TESSERA_ASSIGN_OR_RETURN(PlatformBufferRef device, program_->slot_memories[s]->Allocate(bytes));
-  Future<> ready = CopyWhole(program_->slot_devices[s], host.buffer, device, bytes, host.ready);
+  Future<> ready = dispatcher_->CopyWithinDevice(program_->slot_devices[s], host.buffer, device,
+                                                 bytes, host.ready);
   return Shard{std::move(device), std::move(ready)};
 }
 
