@@ -51,8 +51,9 @@ struct Memref2D {
 };
 
 // C = beta * C + A @ B (beta 0 or 1) for the compiler's tessera_blas_{s,d}gemm{,_overwrite} calls
-// (compiler/targets/llvm_cpu/cpu_codegen.cc): inner strides are 1 (the compiler casts to strided<[?, 1]>). Sizes
-// BLAS cannot take (over INT_MAX) or cannot describe (an empty dimension) run as plain loops.
+// (compiler/targets/llvm_cpu/cpu_codegen.cc): inner strides are 1 (the compiler casts to
+// strided<[?, 1]>). Sizes BLAS cannot take (over INT_MAX) or cannot describe (an empty dimension)
+// run as plain loops.
 template <typename T, typename Gemm>
 void Gemm2D(Memref2D<T>* a, Memref2D<T>* b, Memref2D<T>* c, T beta, Gemm gemm) {
   const int64_t m = c->sizes[0], n = c->sizes[1], k = a->sizes[1];

@@ -5,10 +5,10 @@
 // by compiler/) for the host CPU with MLIR's ExecutionEngine (LLVM -O3, the host's CPU features)
 // and runs it on host buffers. This header names no MLIR or LLVM type.
 //
-// Calling convention (what compiler/targets/llvm_cpu/cpu_codegen.cc emits): the entry takes, in order, each input
-// buffer, each output buffer, then one int64 per grid axis when the kernel takes the device
-// position. Each buffer is a contiguous row-major array of its local shape, passed as an MLIR
-// memref descriptor expanded into scalars (allocated pointer, aligned pointer, offset 0, the
+// Calling convention (what compiler/targets/llvm_cpu/cpu_codegen.cc emits): the entry takes, in
+// order, each input buffer, each output buffer, then one int64 per grid axis when the kernel takes
+// the device position. Each buffer is a contiguous row-major array of its local shape, passed as an
+// MLIR memref descriptor expanded into scalars (allocated pointer, aligned pointer, offset 0, the
 // sizes, the row-major strides); the kernel writes its outputs in place and allocates nothing
 // that outlives the call (its temporaries come from the scratch cache of kernel_scratch.h, bound
 // to MLIR's generic allocation functions). The call goes through the packed wrapper

@@ -1,12 +1,13 @@
 #ifndef TESSERA_BACKENDS_CPU_KERNEL_SCRATCH_H_
 #define TESSERA_BACKENDS_CPU_KERNEL_SCRATCH_H_
 
-// The allocator of compiled CPU kernels' temporary buffers (compiler/targets/llvm_cpu/cpu_codegen.cc lowers a
-// kernel's memref.alloc / dealloc to these through MLIR's generic allocation functions; the
-// kernel loader binds them). A kernel frees each temporary before it returns, and runs again
-// with the same sizes on the next Execute: freed blocks wait in a cache of the freeing thread,
-// keyed by size, so the next run reuses memory whose pages are mapped instead of taking a page
-// fault per 4 KiB from a fresh malloc (glibc maps blocks of 128 KiB and more afresh each time).
+// The allocator of compiled CPU kernels' temporary buffers
+// (compiler/targets/llvm_cpu/cpu_codegen.cc lowers a kernel's memref.alloc / dealloc to these
+// through MLIR's generic allocation functions; the kernel loader binds them). A kernel frees each
+// temporary before it returns, and runs again with the same sizes on the next Execute: freed blocks
+// wait in a cache of the freeing thread, keyed by size, so the next run reuses memory whose pages
+// are mapped instead of taking a page fault per 4 KiB from a fresh malloc (glibc maps blocks of 128
+// KiB and more afresh each time).
 //
 // Ownership: ScratchAllocate returns a block the caller owns until ScratchFree. A thread's cache
 // holds at most kScratchCacheMaxBytes (beyond it freed blocks go back to the system) and is
@@ -20,7 +21,8 @@
 //   ScratchFree(p);                          // cached: the next 1 MiB request here reuses it
 //
 // A kernel run is bracketed by a ScratchRun on its thread: a kernel whose allocation fails returns
-// at once (compiler/targets/llvm_cpu/cpu_codegen.cc), and the run reports it and frees what the kernel left:
+// at once (compiler/targets/llvm_cpu/cpu_codegen.cc), and the run reports it and frees what the
+// kernel left:
 //
 //   ScratchRun run;
 //   kernel(args);

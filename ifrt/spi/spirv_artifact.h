@@ -48,7 +48,8 @@ struct SpirvDispatch {
 };
 
 // The dispatches of a "spirv" artifact, run in order on one stream, each after the previous one's
-// writes.
+// writes (none: a kernel with nothing to run, e.g. over an empty array). Every "spirv" artifact
+// has one, except one made of position variants (each of which has its own).
 struct SpirvPayload {
   std::vector<SpirvDispatch> dispatches;
 };

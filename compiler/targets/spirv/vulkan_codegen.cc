@@ -89,6 +89,7 @@ absl::StatusOr<KernelArtifact> LowerLoopsToDispatches(mlir::ModuleOp kernel,
   KernelArtifact artifact;
   artifact.format = "spirv";
   artifact.entry = name;
+  MutableSpirvPayload(artifact);  // also for a kernel with nothing to run (no dispatches)
   TESSERA_RETURN_IF_ERROR(CollectDispatches(kernel, func, splits, artifact));
   return artifact;
 }
