@@ -335,16 +335,24 @@ absl::StatusOr<int64_t> MpiTransport::Agree(std::string_view op, uint64_t finger
   return result.Await();
 }
 
-Future<> MpiTransport::Send(int peer, int64_t tag, HostRegion region, Future<> after,
-                            std::shared_ptr<void> keep_alive) {
+std::shared_ptr<MpiTransport::Operation> MpiTransport::NewMessage(
+    bool send, int peer, int64_t tag, HostRegion region, std::shared_ptr<void> keep_alive) {
   auto o = std::make_shared<Operation>();
-  o->kind = Operation::Kind::kSend;
-  o->what = absl::StrCat("a send of ", region.bytes(), " bytes to process ", peer);
+  o->kind = send ? Operation::Kind::kSend : Operation::Kind::kReceive;
+  o->what = send ? absl::StrCat("a send of ", region.bytes(), " bytes to process ", peer)
+                 : absl::StrCat("a receive of ", region.bytes(), " bytes from process ", peer);
   o->peer = peer;
   o->tag = static_cast<int>(tag % (static_cast<int64_t>(tag_ub_) + 1));
   o->region = std::move(region);
   o->keep_alive = std::move(keep_alive);
   o->framed = Framed(peer, o->region);
+  return o;
+}
+
+Future<> MpiTransport::Send(int peer, int64_t tag, HostRegion region, Future<> after,
+                            std::shared_ptr<void> keep_alive) {
+  std::shared_ptr<Operation> o =
+      NewMessage(/*send=*/true, peer, tag, std::move(region), std::move(keep_alive));
   Future<> done = o->done.future();
   pending_sends_.fetch_add(1);
   after.OnReady([this, o](const absl::Status& s) mutable {
@@ -357,14 +365,8 @@ Future<> MpiTransport::Send(int peer, int64_t tag, HostRegion region, Future<> a
 
 Future<> MpiTransport::Receive(int peer, int64_t tag, HostRegion region,
                                std::shared_ptr<void> keep_alive) {
-  auto o = std::make_shared<Operation>();
-  o->kind = Operation::Kind::kReceive;
-  o->what = absl::StrCat("a receive of ", region.bytes(), " bytes from process ", peer);
-  o->peer = peer;
-  o->tag = static_cast<int>(tag % (static_cast<int64_t>(tag_ub_) + 1));
-  o->region = std::move(region);
-  o->keep_alive = std::move(keep_alive);
-  o->framed = Framed(peer, o->region);
+  std::shared_ptr<Operation> o =
+      NewMessage(/*send=*/false, peer, tag, std::move(region), std::move(keep_alive));
   Future<> done = o->done.future();
   Submit(std::move(o));
   return done;

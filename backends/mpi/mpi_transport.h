@@ -100,6 +100,10 @@ class MpiTransport final : public Transport {
   // Copies the region a kShared frame describes into `op.region`.
   absl::Status CopyFromPeer(Operation& op);
   bool Framed(int peer, const HostRegion& region) const;
+  // A send (`send`) or receive of `region` with process `peer`, set up (its description, its tag
+  // within the engine's tag bound, whether it is framed), not yet submitted.
+  std::shared_ptr<Operation> NewMessage(bool send, int peer, int64_t tag, HostRegion region,
+                                        std::shared_ptr<void> keep_alive);
   void Finish(Operation& op);
   void CheckTimeouts(const std::vector<std::shared_ptr<Operation>>& active);
   void Stop();
