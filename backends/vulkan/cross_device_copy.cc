@@ -104,17 +104,24 @@ absl::Status CrossDeviceCopier::Copy(const BufferToBufferCopy& cp) {
 
 // Source device S copies chunks into its export ring (up to `slots` ahead); the host copies each
 // into this device's staging ring; this device uploads it. All on this device's worker.
-absl::Status CrossDeviceCopier::CopyThroughHost(const BufferToBufferCopy& copy) {
+CrossDeviceCopier::Legs CrossDeviceCopier::LegsOf(const BufferToBufferCopy& copy) const {
   VulkanBuffer* src = AsVulkanBuffer(copy.src);
-  VulkanBuffer* dst = AsVulkanBuffer(copy.dst);
-  VulkanDevice* s = src->dev();
+  VulkanDevice* source = src->dev();
+  return Legs{src,
+              AsVulkanBuffer(copy.dst),
+              source,
+              dst_->stream(),
+              source->stream(),
+              dst_->staging_ring(),
+              source->export_ring(),
+              {&copy.geometry},
+              dst_->options().staging_chunk_bytes};
+}
+
+absl::Status CrossDeviceCopier::CopyThroughHost(const BufferToBufferCopy& copy) {
+  Legs legs = LegsOf(copy);
+  auto& [src, dst, s, stream, src_stream, staging, exported, geoms, chunk] = legs;
   std::lock_guard<std::mutex> export_lock(s->export_mu());
-  VulkanStream& stream = dst_->stream();
-  VulkanStream& src_stream = s->stream();
-  StagingRing& staging = dst_->staging_ring();
-  StagingRing& exported = s->export_ring();
-  std::vector<const StridedCopy*> geoms = {&copy.geometry};
-  const int64_t chunk = dst_->options().staging_chunk_bytes;
   const int64_t src_chunk = s->options().staging_chunk_bytes;
   const int64_t cap = std::min(chunk, src_chunk);
   const int src_slots = exported.slots();
@@ -200,16 +207,9 @@ absl::StatusOr<CrossDeviceCopier::SharedStaging*> CrossDeviceCopier::GetSharedSt
 // once the host sees it done, this device copies the slot into the destination.
 absl::Status CrossDeviceCopier::CopyThroughSharedStaging(const BufferToBufferCopy& copy,
                                                          SharedStaging& shared) {
-  VulkanBuffer* src = AsVulkanBuffer(copy.src);
-  VulkanBuffer* dst = AsVulkanBuffer(copy.dst);
-  VulkanDevice* s = src->dev();
+  Legs legs = LegsOf(copy);
+  auto& [src, dst, s, stream, src_stream, staging, exported, geoms, chunk] = legs;
   std::lock_guard<std::mutex> export_lock(s->export_mu());
-  VulkanStream& stream = dst_->stream();
-  VulkanStream& src_stream = s->stream();
-  StagingRing& staging = dst_->staging_ring();
-  StagingRing& exported = s->export_ring();
-  std::vector<const StridedCopy*> geoms = {&copy.geometry};
-  const int64_t chunk = dst_->options().staging_chunk_bytes;
   const int slots = std::min(staging.slots(), exported.slots());
   struct Pending {
     int slot;

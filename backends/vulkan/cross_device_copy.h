@@ -19,8 +19,10 @@
 // Thread-safety: the destination device's worker only (ReleaseSharedStaging after the worker is
 // joined).
 
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -28,7 +30,10 @@
 
 namespace tessera::vulkan {
 
+class VulkanBuffer;
 class VulkanDevice;
+class VulkanStream;
+struct StagingRing;
 
 class CrossDeviceCopier {
  public:
@@ -47,6 +52,21 @@ class CrossDeviceCopier {
 
  private:
   struct SharedStaging;
+  // What both paths of a copy start from: its two buffers, the source device, both devices'
+  // streams, this device's staging ring and the source's export ring, the copy's geometry, this
+  // device's chunk size. The caller holds the source's export lock while it uses them.
+  struct Legs {
+    VulkanBuffer* src;
+    VulkanBuffer* dst;
+    VulkanDevice* source;
+    VulkanStream& stream;
+    VulkanStream& src_stream;
+    StagingRing& staging;
+    StagingRing& exported;
+    std::vector<const StridedCopy*> geoms;
+    int64_t chunk;
+  };
+  Legs LegsOf(const BufferToBufferCopy& copy) const;
 
   // The shared ring for copies from `src`, made on first use; an error (then and for every later
   // call with `src`) when it cannot be made.
