@@ -161,13 +161,8 @@ void Dispatcher::SetTransferTrace(std::shared_ptr<TransferTrace> trace) {
 
 PlanContext Dispatcher::Context(std::string_view op, std::string guard_action,
                                 bool forwards_are_host_to_device) {
-  return PlanContext{
-      [this](int32_t s, int32_t d, int64_t bytes, int64_t copies) { Record(s, d, bytes, copies); },
-      [this](const TransferTraffic& traffic) { RecordTraffic(traffic); },
-      trace_,
-      std::string(op),
-      std::move(guard_action),
-      forwards_are_host_to_device};
+  return PlanContext{[this](const TransferTraffic& traffic) { RecordTraffic(traffic); }, trace_,
+                     std::string(op), std::move(guard_action), forwards_are_host_to_device};
 }
 
 PlanExecution Dispatcher::ExecuteLocked(const sharding::ReshardPlan& plan, int64_t element_bytes,

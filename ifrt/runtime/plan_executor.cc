@@ -187,16 +187,9 @@ const char* DirectionOf(int32_t src, int32_t dst) {
 
 using Traffic = TransferTraffic;
 
-// Counts `traffic` through `record_traffic` when set, else pair by pair through `record`.
-void RecordTraffic(const TransferRecorder& record, const TrafficRecorder& record_traffic,
-                   const Traffic& traffic) {
-  if (record_traffic) {
-    record_traffic(traffic);
-  } else if (record) {
-    for (const auto& [pair, amount] : traffic) {
-      record(pair.first, pair.second, amount.first, amount.second);
-    }
-  }
+// Counts `traffic` through `record` when there is one.
+void RecordTraffic(const TrafficRecorder& record, const Traffic& traffic) {
+  if (record) record(traffic);
 }
 
 // One trace event per (source, destination) pair of a finished batch.
@@ -432,9 +425,7 @@ void PlanRun::StartStagedCopy(const sharding::BoxCopy& c, const PlanEndpoint& s,
                   c.dst_box.ToString(), StartTracing(context_.trace, {s.ready}), staged);
   }
   staged.OnReady([record = context_.record, pair, bytes, counted](const absl::Status& st) {
-    RecordAndSet(counted, st, [&] {
-      if (record) record(pair.first, pair.second, bytes, 1);
-    });
+    RecordAndSet(counted, st, [&] { RecordTraffic(record, Traffic{{pair, {bytes, 1}}}); });
   });
   Future<> f = counted.future();
   slot_writes_[c.dst_slot].push_back(f);
@@ -469,13 +460,12 @@ void PlanRun::SubmitBatch(Batch& b) {
     // Ran inline (the platform did the copies on this thread): count them now, no promise.
     keep_alive.clear();
     const absl::Status& status = enqueued.Await();
-    f = status.ok() && (context_.record || context_.record_traffic)
-            ? MakeReadyFuture(CatchAllocationFailure(
-                  "counting a finished copy",
-                  [&]() -> absl::Status {
-                    RecordTraffic(context_.record, context_.record_traffic, traffic);
-                    return absl::OkStatus();
-                  }))
+    f = status.ok() && context_.record
+            ? MakeReadyFuture(CatchAllocationFailure("counting a finished copy",
+                                                     [&]() -> absl::Status {
+                                                       RecordTraffic(context_.record, traffic);
+                                                       return absl::OkStatus();
+                                                     }))
             : enqueued;
   } else {
     f = CountWhenDone(enqueued, std::move(traffic), std::move(keep_alive));
@@ -492,14 +482,13 @@ Future<> PlanRun::CountWhenDone(const Future<>& enqueued, Traffic traffic,
   // before it runs callbacks), so that a caller who awaits an array and then reads the client's
   // statistics sees them.
   Promise<> counted;
-  enqueued.OnReady([record = context_.record, record_traffic = context_.record_traffic, counted,
-                    traffic = std::move(traffic),
+  enqueued.OnReady([record = context_.record, counted, traffic = std::move(traffic),
                     keep_alive = std::move(keep_alive)](const absl::Status& st) mutable {
     // The copy is over: release the buffers it read or wrote through raw pointers before anyone
     // learns so. A waiter woken below may destroy the client, and with it the platforms that own
     // those buffers, while this callback is still on its way out.
     keep_alive.clear();
-    RecordAndSet(counted, st, [&] { RecordTraffic(record, record_traffic, traffic); });
+    RecordAndSet(counted, st, [&] { RecordTraffic(record, traffic); });
   });
   return counted.future();
 }

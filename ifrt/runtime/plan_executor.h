@@ -72,19 +72,17 @@ struct PlanExecution {
   Future<> all_done;                // every copy of the plan finished (all reads of sources done)
 };
 
-// Called once per batch that succeeded: (source device id, destination device id, bytes, copies),
-// with TransferStats::kHost (ifrt/transfer_stats.h) for the host side.
-using TransferRecorder = std::function<void(int32_t, int32_t, int64_t, int64_t)>;
-// (source device id, destination device id) -> (bytes, copies) of one batch. A B-tree: the few
-// pairs of a batch share one node instead of one allocation each.
+// (source device id, destination device id) -> (bytes, copies) of one batch, with
+// TransferStats::kHost (ifrt/transfer_stats.h) for the host side. A B-tree: the few pairs of a
+// batch share one node instead of one allocation each.
 using TransferTraffic = absl::btree_map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>>;
-// Counts a whole batch at once (one lock instead of one per device pair).
+// Called once per batch (or single copy) that succeeded, with what it moved: a whole batch at once
+// (one lock instead of one per device pair).
 using TrafficRecorder = std::function<void(const TransferTraffic&)>;
 
 // What a call tells the executor besides the plan.
 struct PlanContext {
-  TransferRecorder record;               // may be empty
-  TrafficRecorder record_traffic;        // may be empty; used instead of `record` when set
+  TrafficRecorder record;                // may be empty: nothing is counted
   std::shared_ptr<TransferTrace> trace;  // null: nothing is traced and no time is taken
   std::string operation;                 // for the trace
   std::string guard_action;              // the guard's action for the call, for the trace

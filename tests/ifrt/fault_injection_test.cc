@@ -508,7 +508,7 @@ TEST_P(FaultTest, BadAllocInAStreamCallbackBecomesTheFuturesError) {
     dst[i] = {.memory = memory, .buffer = buffer, .shard_shape = layout.shard_shape(i)};
   }
   runtime::PlanContext context;
-  context.record = [](int32_t, int32_t, int64_t, int64_t) { throw std::bad_alloc(); };
+  context.record = [](const runtime::TransferTraffic&) { throw std::bad_alloc(); };
   context.operation = "test";
   runtime::PlanExecution exec = runtime::ExecutePlan(*plan, 4, src, dst, context);
   ASSERT_THAT(exec.status, IsOk());

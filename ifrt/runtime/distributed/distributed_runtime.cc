@@ -459,7 +459,7 @@ Future<> DistributedRuntime::ReceivePart(const sharding::BoxCopy& c, const PlanE
   done.OnReady([record = context.record, counted, src = s.memory->device()->Id().value,
                 dst = d.memory->device()->Id().value, bytes = c.bytes](const absl::Status& st) {
     counted.Set(CatchAllocationFailure("counting a received copy", [&]() -> absl::Status {
-      if (st.ok() && record) record(src, dst, bytes, 1);
+      if (st.ok() && record) record(TransferTraffic{{{src, dst}, {bytes, 1}}});
       return st;
     }));
   });
