@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/conformance/transport_suite.h"
 
@@ -28,7 +29,7 @@ TEST_P(LoopbackTransportContract, EveryParticipantPassesIt) {
 
 INSTANTIATE_TEST_SUITE_P(Participants, LoopbackTransportContract, ::testing::Values(2, 3),
                          [](const ::testing::TestParamInfo<int>& info) {
-                           return "n" + std::to_string(info.param);
+                           return absl::StrCat("n", info.param);
                          });
 
 }  // namespace
