@@ -103,6 +103,17 @@ void DenseMessagesBetweenEveryPair(Transport& t) {
   }
 }
 
+// The 3x4 box at (`row`, `column`) of a row-major int32 array with `columns` columns at `base`.
+HostRegion Box3x4(int32_t* base, int64_t columns, int64_t row, int64_t column) {
+  HostRegion r;
+  r.base = base;
+  r.element_bytes = 4;
+  r.extent = {3, 4};
+  r.byte_strides = {columns * 4, 4};
+  r.offset = (row * columns + column) * 4;
+  return r;
+}
+
 void StridedRegionsMoveTheBoxOnly(Transport& t) {
   const int n = t.process_count(), me = t.process_index();
   const int to = (me + 1) % n, from = (me + n - 1) % n;
@@ -112,19 +123,10 @@ void StridedRegionsMoveTheBoxOnly(Transport& t) {
   // array whose other elements must stay -1.
   auto source = std::make_shared<std::vector<int32_t>>(5 * 6);
   for (int64_t i = 0; i < 5 * 6; ++i) (*source)[i] = Pattern(me, to, i);
-  HostRegion send_region;
-  send_region.base = source->data();
-  send_region.element_bytes = 4;
-  send_region.extent = {3, 4};
-  send_region.byte_strides = {6 * 4, 4};
-  send_region.offset = (1 * 6 + 2) * 4;
+  const HostRegion send_region = Box3x4(source->data(), /*columns=*/6, /*row=*/1, /*column=*/2);
   auto destination = std::make_shared<std::vector<int32_t>>(4 * 8, -1);
-  HostRegion receive_region;
-  receive_region.base = destination->data();
-  receive_region.element_bytes = 4;
-  receive_region.extent = {3, 4};
-  receive_region.byte_strides = {8 * 4, 4};
-  receive_region.offset = (1 * 8 + 1) * 4;
+  const HostRegion receive_region =
+      Box3x4(destination->data(), /*columns=*/8, /*row=*/1, /*column=*/1);
   Future<> received = t.Receive(from, base + from, receive_region, destination);
   Future<> sent = t.Send(to, base + me, send_region, MakeReadyFuture(), source);
   ASSERT_TRUE(sent.Await().ok()) << sent.Await();
