@@ -282,6 +282,9 @@ absl::StatusOr<std::vector<MovedShards>> Dispatcher::Reshard(
 absl::Status Dispatcher::AgreeOnReshard(CollectiveCall* call, std::string_view op,
                                         std::vector<ReshardWork>& work,
                                         ArrayCopySemantics semantics) {
+  // Outside a collective call (every call of a single-process client) the tags stay -1: nothing
+  // to agree on, and no parts to build on this per-call path.
+  if (call == nullptr) return absl::OkStatus();
   std::vector<CollectivePart> parts;
   for (const ReshardWork& w : work) {
     parts.push_back(CollectivePart{

@@ -17,7 +17,6 @@
 // client.
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
