@@ -11,14 +11,19 @@ out_shardings against Tessera's compiler and LoadedExecutable::Execute, for
   megatron     relu(x @ w1 + b1) @ w2, w1 column-, b1 and w2 row-sharded, x and y replicated
   elementwise  x * 2 + 1 over f32[size, size] rows-sharded (Tessera's row adds a memcpy floor)
   latency      x * 2 + 1 over f32[8, 8]: the fixed cost of one call
-An empty --tessera or --tessera-programs skips that part.
+Programs JAX lowers (--tessera-python, the build's Python package): the same mlp and megatron
+lowered by jax.jit and compiled by Tessera from their StableHLO, against the hand-written linalg
+programs of program_benchmark, both run by Tessera from Python in turns (--repeat calls each, per
+round); with each one's compile time and JAX's.
+An empty --tessera, --tessera-programs or --tessera-python skips that part.
 
 The two runtimes take turns: each of --rounds rounds times every case in Tessera (a fresh benchmark
 process, median of --repeat) and then in JAX (median of --repeat, compiled once). A table shows the
 median over rounds of each runtime's time, and of the per-round ratio with its range: on a shared
 machine a burst of load then lands on both sides of a ratio rather than on one runtime.
 
-JAX is only a point of comparison (`pip install jax`); nothing in Tessera's build or tests needs it.
+JAX is a point of comparison and, for the lowered programs, their front end (the build's venv has it
+for the tests); nothing in Tessera's C++ library needs it.
 """
 import argparse
 import os
@@ -220,6 +225,107 @@ def print_reshards(args):
               f"{median_ms(t[1] for t in tessera):16.3f}")
 
 
+LINALG_MLP = """
+func.func @main(%x: tensor<{B}x{N}xf32> {{tessera.sharding = "mesh{{x={D}}} P(x,None)"}},
+                %w: tensor<{N}x{N}xf32> {{tessera.sharding = "mesh{{x={D}}} P()"}},
+                %b: tensor<{N}xf32> {{tessera.sharding = "mesh{{x={D}}} P()"}})
+    -> (tensor<{B}x{N}xf32> {{tessera.sharding = "mesh{{x={D}}} P(x,None)"}}) {{
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<{B}x{N}xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<{B}x{N}xf32>) -> tensor<{B}x{N}xf32>
+  %h = linalg.matmul ins(%x, %w : tensor<{B}x{N}xf32>, tensor<{N}x{N}xf32>)
+                     outs(%acc : tensor<{B}x{N}xf32>) -> tensor<{B}x{N}xf32>
+  %bias = linalg.broadcast ins(%b : tensor<{N}xf32>) outs(%e : tensor<{B}x{N}xf32>) dimensions = [0]
+  %sum = arith.addf %h, %bias : tensor<{B}x{N}xf32>
+  %y = arith.maximumf %sum, %acc : tensor<{B}x{N}xf32>
+  return %y : tensor<{B}x{N}xf32>
+}}
+"""
+
+LINALG_MEGATRON = """
+func.func @main(%x: tensor<{B}x{N}xf32> {{tessera.sharding = "mesh{{x={D}}} P()"}},
+                %w1: tensor<{N}x{N}xf32> {{tessera.sharding = "mesh{{x={D}}} P(None,x)"}},
+                %b1: tensor<{N}xf32> {{tessera.sharding = "mesh{{x={D}}} P(x)"}},
+                %w2: tensor<{N}x{N}xf32> {{tessera.sharding = "mesh{{x={D}}} P(x,None)"}})
+    -> (tensor<{B}x{N}xf32> {{tessera.sharding = "mesh{{x={D}}} P()"}}) {{
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<{B}x{N}xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<{B}x{N}xf32>) -> tensor<{B}x{N}xf32>
+  %mm1 = linalg.matmul ins(%x, %w1 : tensor<{B}x{N}xf32>, tensor<{N}x{N}xf32>)
+                       outs(%acc : tensor<{B}x{N}xf32>) -> tensor<{B}x{N}xf32>
+  %bias = linalg.broadcast ins(%b1 : tensor<{N}xf32>) outs(%e : tensor<{B}x{N}xf32>) dimensions = [0]
+  %pre = arith.addf %mm1, %bias : tensor<{B}x{N}xf32>
+  %h = arith.maximumf %pre, %acc : tensor<{B}x{N}xf32>
+  %y = linalg.matmul ins(%h, %w2 : tensor<{B}x{N}xf32>, tensor<{N}x{N}xf32>)
+                     outs(%acc : tensor<{B}x{N}xf32>) -> tensor<{B}x{N}xf32>
+  return %y : tensor<{B}x{N}xf32>
+}}
+"""
+
+
+def print_lowered(args):
+    """JAX-lowered programs against the hand-written linalg ones, both on Tessera."""
+    os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.devices}"
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    sys.path.insert(0, args.tessera_python)
+    import jax
+    import numpy as np
+    import tessera
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    b, n, d = args.batch, args.width, args.devices
+    mesh = Mesh(np.array(jax.devices()[:d]), ("x",))
+    sh = lambda *spec: NamedSharding(mesh, P(*spec))  # noqa: E731
+    rng = np.random.default_rng(0)
+    rand = lambda *shape: rng.uniform(-1, 1, shape).astype(np.float32)  # noqa: E731
+    client = tessera.Client(cpu_devices=d, vulkan="off")
+    cases = {
+        "mlp": (lambda x, w, bias: jax.nn.relu(x @ w + bias), [("x", None), (), ()], ("x", None),
+                [rand(b, n), rand(n, n), rand(n)], LINALG_MLP),
+        "megatron": (lambda x, w1, b1, w2: jax.nn.relu(x @ w1 + b1) @ w2,
+                     [(), (None, "x"), ("x",), ("x", None)], (),
+                     [rand(b, n), rand(n, n), rand(n), rand(n, n)], LINALG_MEGATRON),
+    }
+
+    def timed(f):
+        t = time.perf_counter()
+        out = f()
+        return out, time.perf_counter() - t
+
+    def median_call(exe, arrays):
+        times = []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            for o in exe.execute(arrays):
+                o.block_until_ready()
+            times.append(time.perf_counter() - t)
+        return statistics.median(times)
+
+    print(f"programs JAX lowers, on Tessera: batch {b}, width {n} f32; {d} CPU devices; median of "
+          f"{args.repeat} calls a round, {args.rounds} rounds taking turns; JAX {jax.__version__}; "
+          f"{os.cpu_count()} cores")
+    print(f"{'program':10} {'lowered ms':>11} {'linalg ms':>10} {'lowered/linalg (range)':>24} "
+          f"{'compile ms JAX / lowered / linalg':>34}")
+    for name, (fn, in_specs, out_spec, host, linalg) in cases.items():
+        jitted = jax.jit(fn, in_shardings=tuple(sh(*s) for s in in_specs),
+                         out_shardings=sh(*out_spec))
+        lowered = jitted.lower(*host)
+        _, jax_compile = timed(lambda: lowered.compile())
+        exe_lowered, lowered_compile = timed(lambda: client.compile(lowered))
+        exe_linalg, linalg_compile = timed(
+            lambda: client.compile(linalg.format(B=b, N=n, D=d)))
+        arrays = [client.put(a, f"mesh{{x={d}}} P({','.join(str(x) for x in s)})")
+                  for a, s in zip(host, in_specs)]
+        ours, theirs = [], []
+        for _ in range(args.rounds):
+            ours.append(median_call(exe_lowered, arrays))
+            theirs.append(median_call(exe_linalg, arrays))
+        ratios = [o / t for o, t in zip(ours, theirs)]
+        print(f"{name:10} {median_ms(ours):11.3f} {median_ms(theirs):10.3f} "
+              f"{ratio_text(ratios, 24)} {jax_compile * 1e3:13.0f} / {lowered_compile * 1e3:.0f} / "
+              f"{linalg_compile * 1e3:.0f}")
+
+
 def time_tessera(binary, size, devices, repeat):
     out = subprocess.run([binary, "--size", str(size), "--devices", str(devices), "--repeat",
                           str(repeat)], check=True, capture_output=True, text=True).stdout
@@ -241,6 +347,7 @@ def main():
     ap.add_argument("--tessera-programs", default="build/benchmarks/ifrt/program_benchmark")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--width", type=int, default=2048)
+    ap.add_argument("--tessera-python", default="build/python")
     args = ap.parse_args()
     if args.rounds < 1 or args.repeat < 1:
         ap.error("--rounds and --repeat must be at least 1")
@@ -250,6 +357,10 @@ def main():
         if args.tessera_programs:
             print()
         print_reshards(args)
+    if args.tessera_python:
+        if args.tessera_programs or args.tessera:
+            print()
+        print_lowered(args)
     return 0
 
 

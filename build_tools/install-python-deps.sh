@@ -6,7 +6,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 venv="${PYTHON_VENV:-$here/../build/pyenv}"
 requirements="$here/python-requirements.txt"
-modules=(nanobind scikit_build_core numpy pytest)  # the import name of each requirement
+modules=(nanobind scikit_build_core numpy pytest jax)  # the import name of each requirement
 
 check="import importlib.util, sys; sys.exit(any(importlib.util.find_spec(m) is None for m in sys.argv[1:]))"
 if [ -x "$venv/bin/python3" ] && "$venv/bin/python3" -c "$check" "${modules[@]}"; then

@@ -6,7 +6,8 @@
 // function works on IR owned by the caller's MLIRContext, which is confined to one Compile call
 // (one thread).
 //
-//   ParseProgram          text -> module with a verified func.func @main (parse.cc)
+//   ParseProgram          text -> module with a verified func.func @main (parse.cc), or
+//   ImportProgram         StableHLO text -> the same (stablehlo/, then parse.cc's checks)
 //   ResolveShardings      request / tessera.sharding attributes -> one mesh, a spec per value
 //                         (shardings.cc)
 //   AnnotateShardings     shard.grid, shard.sharding and shard.shard ops around @main
@@ -90,7 +91,8 @@ void MarkInputsReadOnly(mlir::func::FuncOp func);
 std::string FormatLocation(mlir::Location loc);
 
 // The dtype and shape of a ranked static tensor type. INVALID_ARGUMENT: not a ranked static
-// tensor; UNIMPLEMENTED: an element type other than f32, f64, i32, i64.
+// tensor; UNIMPLEMENTED: an element type other than f32, f64, i1 (pred), i8, i16, i32, i64
+// (signless integers are signed: s8 ... s64).
 absl::StatusOr<ProgramValue> ValueOfType(mlir::Type type);
 
 // The op printed in MLIR's generic-free (custom) form.
@@ -103,9 +105,19 @@ std::string PrintOp(mlir::Operation* op);
 // tensors, or a value anywhere in the program (an intermediate inside a kernel too) whose type is
 // not static or whose byte count overflows int64 (named by its op and location).
 // UNIMPLEMENTED: an op outside the supported set (the outermost one, named with its location;
-// control flow says so), a dtype other than f32, f64, i32, i64, or a second function.
+// control flow says so), a dtype ValueOfType does not take, or a second function.
 absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ParseProgram(mlir::MLIRContext& context,
                                                                std::string_view text);
+
+// What ParseProgram checks once the text is a module: supported ops, one @main with a body over
+// ranked static tensors, values whose byte counts fit in int64. The StableHLO importer's output
+// passes the same checks (ImportProgram).
+absl::Status CheckProgram(mlir::ModuleOp module);
+
+// StableHLO text (compiler/stablehlo/stablehlo_import.h) imported, then checked as ParseProgram
+// checks a linalg program.
+absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportProgram(mlir::MLIRContext& context,
+                                                                std::string_view text);
 
 // The shardings of the program: one mesh (the grid) and a PartitionSpec per argument and result.
 struct ProgramShardings {

@@ -36,45 +36,6 @@ std::unique_ptr<mlir::MLIRContext> CreateCompilerContext() {
   return context;
 }
 
-std::string FormatLocation(mlir::Location loc) {
-  if (auto file = loc->findInstanceOf<mlir::FileLineColRange>()) {
-    return absl::StrCat(file.getStartLine(), ":", file.getStartColumn());
-  }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  loc.print(os);
-  return text;
-}
-
-DiagnosticCollector::DiagnosticCollector(mlir::MLIRContext* context)
-    : handler_(context, [this](mlir::Diagnostic& diagnostic) {
-        if (diagnostic.getSeverity() != mlir::DiagnosticSeverity::Error) {
-          return mlir::success();  // remarks and warnings are not errors
-        }
-        std::string text =
-            absl::StrCat(FormatLocation(diagnostic.getLocation()), ": ", diagnostic.str());
-        for (const mlir::Diagnostic& note : diagnostic.getNotes()) {
-          if (note.str().rfind("see current operation", 0) == 0) continue;  // the whole op, noise
-          absl::StrAppend(&text, " (", note.str(), ")");
-        }
-        errors_.push_back(std::move(text));
-        return mlir::success();
-      }) {}
-
-std::string DiagnosticCollector::Message(std::string_view fallback) const {
-  return errors_.empty() ? std::string(fallback) : absl::StrJoin(errors_, "; ");
-}
-
-absl::Status RunPipeline(mlir::PassManager& pm, mlir::ModuleOp module, absl::StatusCode code,
-                         std::string_view what) {
-  DiagnosticCollector diagnostics(module.getContext());
-  if (mlir::failed(pm.run(module))) {
-    return absl::Status(
-        code, absl::StrCat(std::string(what), " failed: ", diagnostics.Message("no diagnostic")));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<ProgramValue> ValueOfType(mlir::Type type) {
   auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape()) {
@@ -86,12 +47,19 @@ absl::StatusOr<ProgramValue> ValueOfType(mlir::Type type) {
     dtype = DType(DType::kF32);
   } else if (element.isF64()) {
     dtype = DType(DType::kF64);
+  } else if (element.isSignlessInteger(1)) {
+    dtype = DType(DType::kPred);
+  } else if (element.isSignlessInteger(8)) {
+    dtype = DType(DType::kS8);
+  } else if (element.isSignlessInteger(16)) {
+    dtype = DType(DType::kS16);
   } else if (element.isSignlessInteger(32)) {
     dtype = DType(DType::kS32);
   } else if (element.isSignlessInteger(64)) {
     dtype = DType(DType::kS64);
   } else {
-    return absl::UnimplementedError("unsupported element type (f32, f64, i32, i64 are)");
+    return absl::UnimplementedError(
+        "unsupported element type (f32, f64, i1, i8, i16, i32, i64 are)");
   }
   llvm::ArrayRef<int64_t> dims = tensor.getShape();
   return ProgramValue{dtype, Shape(absl::MakeConstSpan(dims.data(), dims.size()))};
@@ -229,7 +197,9 @@ class MlirProgramCompiler final : public ProgramCompiler {
     TESSERA_RETURN_IF_ERROR(CheckRequest(request));
     std::unique_ptr<mlir::MLIRContext> context = CreateCompilerContext();
     TESSERA_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
-                             ParseProgram(*context, request.mlir_text));
+                             request.format == ProgramFormat::kStableHlo
+                                 ? ImportProgram(*context, request.mlir_text)
+                                 : ParseProgram(*context, request.mlir_text));
     auto main = module->lookupSymbol<mlir::func::FuncOp>("main");
     TESSERA_ASSIGN_OR_RETURN(ProgramShardings shardings, ResolveShardings(main, request));
     ProgramPlan signature;

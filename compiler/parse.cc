@@ -13,6 +13,7 @@
 #include "base/status_macros.h"
 #include "compiler/internal.h"
 #include "compiler/nesting.h"
+#include "compiler/stablehlo/stablehlo_import.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -162,17 +163,31 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ParseProgram(mlir::MLIRContext
   {
     DiagnosticCollector diagnostics(&context);
     mlir::ParserConfig config(&context, /*verifyAfterParse=*/true);
-    module = mlir::parseSourceString<mlir::ModuleOp>(llvm::StringRef(text.data(), text.size()),
-                                                     config, "program");
+    // MLIR's lexer reads up to the NUL after the text (an unterminated string literal runs on to
+    // a quote or a newline): a view need not have one, a std::string has.
+    const std::string terminated(text);
+    module = mlir::parseSourceString<mlir::ModuleOp>(terminated, config, "program");
     if (!module) {
       return absl::InvalidArgumentError(
           absl::StrCat("invalid program: ", diagnostics.Message("could not parse")));
     }
   }
-  TESSERA_RETURN_IF_ERROR(CheckOps(*module));
-  TESSERA_ASSIGN_OR_RETURN(mlir::func::FuncOp main, FindMain(*module));
+  TESSERA_RETURN_IF_ERROR(CheckProgram(*module));
+  return module;
+}
+
+absl::Status CheckProgram(mlir::ModuleOp module) {
+  TESSERA_RETURN_IF_ERROR(CheckOps(module));
+  TESSERA_ASSIGN_OR_RETURN(mlir::func::FuncOp main, FindMain(module));
   TESSERA_RETURN_IF_ERROR(CheckSignature(main));
-  TESSERA_RETURN_IF_ERROR(CheckValueSizes(*module));
+  return CheckValueSizes(module);
+}
+
+absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportProgram(mlir::MLIRContext& context,
+                                                                std::string_view text) {
+  TESSERA_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module,
+                           stablehlo::ImportStableHlo(context, text));
+  TESSERA_RETURN_IF_ERROR(CheckProgram(*module));
   return module;
 }
 

@@ -53,10 +53,12 @@ void BuildPropagationPipeline(mlir::OpPassManager& pm) {
   // Elementwise arith / math on tensors -> linalg.generic: the partitioner only knows ops that
   // implement the sharding interface (linalg does, tensor-level arith does not).
   func.addPass(mlir::createConvertElementwiseToLinalgPass());
-  // Give every tensor op a sharding, from the annotations on arguments and results.
+  // Give every tensor op a sharding, from the annotations on arguments and results. No CSE
+  // around it: after propagation CSE would merge two identical tensor.empty inits annotated with
+  // different shardings into one value with two, on which MLIR 22's partitioner crashes; before
+  // it, one empty shared by ops of different shardings would be resharded (a collective of
+  // nothing). The clean-up after partitioning merges duplicates.
   func.addPass(mlir::shard::createShardingPropagation());
-  // Merge the duplicate shard.sharding ops propagation leaves.
-  func.addPass(mlir::createCSEPass());
 }
 
 // The rewrite to the per-device program, on @main (after CheckShardedReductions).
@@ -79,8 +81,9 @@ void BuildCleanupPipeline(mlir::OpPassManager& pm) {
 
 // A collective that only moves elements (all_gather, all_slice, all_to_all) of a fill with a
 // constant holds that constant everywhere on every device: it becomes a local fill of its result
-// shape, and the communication disappears. (The partitioner makes these when one zero fill
-// initializes matmuls of different shardings, as in `relu(x @ w1 + b1) @ w2` with one %acc.)
+// shape, and the communication disappears; one of a tensor.empty becomes a local tensor.empty. (The
+// partitioner makes these when one zero fill initializes matmuls of different shardings, as in
+// `relu(x @ w1 + b1) @ w2` with one %acc.)
 void FoldCollectivesOfConstantFills(mlir::ModuleOp module) {
   std::vector<mlir::Operation*> collectives;
   module.walk([&](mlir::Operation* op) {
@@ -89,8 +92,18 @@ void FoldCollectivesOfConstantFills(mlir::ModuleOp module) {
     }
   });
   for (mlir::Operation* op : collectives) {
-    auto fill = op->getOperand(0).getDefiningOp<mlir::linalg::FillOp>();
     auto type = mlir::dyn_cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    // A collective of an uninitialized tensor (an init the program shares between ops of
+    // different shardings) moves nothing anyone reads: a local tensor.empty.
+    if (op->getOperand(0).getDefiningOp<mlir::tensor::EmptyOp>() && type && type.hasStaticShape()) {
+      mlir::OpBuilder builder(op);
+      auto empty = mlir::tensor::EmptyOp::create(builder, op->getLoc(), type.getShape(),
+                                                 type.getElementType(), type.getEncoding());
+      op->getResult(0).replaceAllUsesWith(empty.getResult());
+      op->erase();
+      continue;
+    }
+    auto fill = op->getOperand(0).getDefiningOp<mlir::linalg::FillOp>();
     if (!fill || !fill.hasPureTensorSemantics() || !type || !type.hasStaticShape() ||
         !mlir::matchPattern(fill.getInputs()[0], mlir::m_Constant())) {
       continue;

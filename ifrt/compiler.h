@@ -40,13 +40,14 @@ class Compiler {
   virtual ~Compiler() = default;
   // INVALID_ARGUMENT: no devices, devices of another client, a parse or verifier error (with
   // line:column), shardings that do not fit (count, rank, devices, uneven division), neither
-  // shardings in the options nor attributes in the program, a donated index out of range, a null
-  // sharding, program text nested too deeply, a value of the program (an intermediate too)
+  // shardings in the options nor attributes in a linalg program, a donated index out of range, a
+  // null sharding, program text nested too deeply, a value of the program (an intermediate too)
   // whose shape is not static or whose byte count overflows int64.
-  // UNIMPLEMENTED: a program other than MlirProgram; an op, dtype or sharding the compiler cannot
-  // partition or lower (naming the op, its location and the sharding asked for; a
-  // ShardingParamSharding that is no mesh + PartitionSpec on the program's mesh, with the
-  // reason: sharding::ToPartitionSpec); a device whose platform has no code generator.
+  // A StableHloProgram without shardings (in the options or its sdy attributes) is replicated.
+  // UNIMPLEMENTED: a program other than MlirProgram and StableHloProgram; an op, dtype or
+  // sharding the compiler cannot partition or lower (naming the op, its location and the sharding
+  // asked for; a ShardingParamSharding that is no mesh + PartitionSpec on the program's mesh, with
+  // the reason: sharding::ToPartitionSpec); a device whose platform has no code generator.
   virtual absl::StatusOr<LoadedExecutableRef> Compile(std::unique_ptr<Program> program,
                                                       CompileOptions options) = 0;
 };

@@ -1,10 +1,12 @@
-// `tessera run PROGRAM.mlir`: compiles a program for the chosen devices, runs it on random inputs,
-// checks every output against the same program run unsharded on one device, and prints the
+// `tessera run PROGRAM.mlir`: compiles a program (linalg MLIR, or StableHLO as JAX lowers it:
+// ifrt/program.h's ProgramFromText tells them apart) for the chosen devices, runs it on random
+// inputs, checks every output against the same program run unsharded on one device, and prints the
 // partitioned program (--explain) and a timing table.
 //
 // --distributed mpi (under mpirun): every process compiles and runs the program over the devices
 // of every process (Execute is collective), and runs the 1-device reference on its own first
 // device; each process checks the shards of the outputs it holds, and process 0 alone prints.
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -52,6 +54,32 @@ std::optional<sharding::Mesh> MeshInProgram(const std::string& text) {
   absl::StatusOr<sharding::Mesh> mesh = sharding::Mesh::Parse(text.substr(open, close - open + 1));
   if (!mesh.ok()) return std::nullopt;
   return *mesh;
+}
+
+// The number of devices of a StableHLO program's first Shardy mesh (`sdy.mesh<["dp"=2, "tp"=4]>`:
+// 8), if it has one with axes.
+std::optional<int64_t> DevicesOfSdyMesh(const std::string& text) {
+  const size_t at = text.find("sdy.mesh<[");
+  if (at == std::string::npos) return std::nullopt;
+  const size_t end = text.find(']', at);
+  if (end == std::string::npos) return std::nullopt;
+  int64_t devices = 1;
+  bool any = false;
+  for (size_t eq = text.find('=', at); eq != std::string::npos && eq < end;
+       eq = text.find('=', eq + 1)) {
+    int64_t size = 0;
+    size_t digit = eq + 1;
+    for (; digit < end && std::isdigit(static_cast<unsigned char>(text[digit])) && size < (1 << 20);
+         ++digit) {
+      size = size * 10 + (text[digit] - '0');
+    }
+    if (digit == eq + 1 || size < 1) return std::nullopt;
+    devices *= size;
+    any = true;
+    if (devices > (int64_t{1} << 20)) return std::nullopt;
+  }
+  if (!any) return std::nullopt;
+  return devices;
 }
 
 // --fit-mesh: a program whose attributes all name one single-axis mesh larger than the devices
@@ -226,7 +254,7 @@ absl::StatusOr<LoadedExecutableRef> CompileReference(Client& client, const std::
   for (size_t i = 0; i < exe.GetOutputSpecs().size(); ++i) {
     options.output_shardings.push_back(SingleDeviceSharding::Create(device, MemoryKind()));
   }
-  return client.GetDefaultCompiler()->Compile(std::make_unique<MlirProgram>(text), options);
+  return client.GetDefaultCompiler()->Compile(ProgramFromText(text), options);
 }
 
 // --in / --out: each a sharding over `devices`.
@@ -262,6 +290,8 @@ absl::StatusOr<DeviceListRef> ChooseDevices(const RunOptions& options, const std
     count = first.num_devices();
   } else if (std::optional<sharding::Mesh> mesh = MeshInProgram(text); mesh.has_value()) {
     count = mesh->num_devices();
+  } else if (std::optional<int64_t> sdy = DevicesOfSdyMesh(text); sdy.has_value()) {
+    count = *sdy;
   }
   if (count > static_cast<int64_t>(setup.devices.size())) {
     return absl::InvalidArgumentError(
@@ -320,7 +350,7 @@ int RunProgram(const RunOptions& options) {
 
   const auto start = Clock::now();
   absl::StatusOr<LoadedExecutableRef> exe =
-      c.GetDefaultCompiler()->Compile(std::make_unique<MlirProgram>(*text), compile);
+      c.GetDefaultCompiler()->Compile(ProgramFromText(*text), compile);
   const double compile_seconds = SecondsSince(start);
   if (!exe.ok()) return Fail(kExitBadInput, exe.status().ToString());
   if (options.explain) std::cout << (*exe)->Explain() << "\n";

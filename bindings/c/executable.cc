@@ -32,7 +32,7 @@ absl::Status Compile(TSR_Executable_Compile_Args& a) {
   absl::StatusOr<DeviceListRef> devices = CompileDevices(client, a.device_ids, a.num_device_ids);
   if (!devices.ok()) return devices.status();
   absl::StatusOr<LoadedExecutableRef> exe = client.GetDefaultCompiler()->Compile(
-      std::make_unique<MlirProgram>(std::string(TextOf(a.mlir, a.mlir_size))),
+      ProgramFromText(std::string(TextOf(a.mlir, a.mlir_size))),
       CompileOptions{.devices = *devices});
   if (!exe.ok()) return exe.status();
   a.num_outputs = (*exe)->GetOutputShardings().size();

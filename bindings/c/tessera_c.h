@@ -446,9 +446,11 @@ typedef struct {
 #define TSR_Guard_Counters_Args_STRUCT_SIZE TSR_STRUCT_SIZE(TSR_Guard_Counters_Args, refused_bytes)
 
 /* ---- Programs --------------------------------------------------------------------------- */
-/* Compiles an MLIR program (as `tessera run` reads) for `device_ids` (NULL: the client's first
- * devices, as many as the program's shardings need — all of them here). Shardings come from the
- * program's tessera.sharding attributes. UNIMPLEMENTED in a build without the compiler. */
+/* Compiles a program (as `tessera run` reads) for `device_ids` (NULL: the client's first
+ * devices, as many as the program's shardings need — all of them here): linalg MLIR, its
+ * shardings from its tessera.sharding attributes, or StableHLO in generic form (a text naming
+ * "stablehlo.", "chlo." or "sdy."), its shardings from its Shardy attributes (none: replicated).
+ * UNIMPLEMENTED in a build without the compiler. */
 typedef struct {
   size_t struct_size;
   TSR_Client* client;

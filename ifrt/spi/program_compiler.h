@@ -48,8 +48,13 @@ struct KernelTarget {
   friend bool operator==(const KernelTarget&, const KernelTarget&) = default;
 };
 
+// The language of a request's text: linalg MLIR with `tessera.sharding` attributes (MlirProgram)
+// or StableHLO in generic form with Shardy shardings (StableHloProgram).
+enum class ProgramFormat { kLinalg, kStableHlo };
+
 struct ProgramCompileRequest {
   std::string mlir_text;
+  ProgramFormat format = ProgramFormat::kLinalg;
   // One per argument / result of the entry function, or empty: then the compiler reads each
   // argument's and result's `tessera.sharding` attribute ("mesh{x=4} P(x,None)"); an argument or
   // result without one is replicated over the grid.

@@ -3,6 +3,7 @@
 # it over its checked-in seed corpus (tests/fuzz/corpus/<target>) for a few seconds.
 #   usage: run_fuzz.sh <repo root> <work dir> <target> [extra libFuzzer flags]
 #   targets: sharding_parser guard_policy remap_plan planner cli_options program_nesting
+#            stablehlo_attributes stablehlo_import
 # FUZZ_SECONDS (default 5) sets the run time; FUZZ_CXX the compiler. New inputs
 # go to <work dir>/corpus, crashes to <work dir>/crash-*; the seeds are read only.
 # Exit 77 (reported as skipped by ctest) when clang++-14 or libFuzzer is absent.
@@ -23,6 +24,7 @@ BASE=()
 for f in "$ROOT"/base/*.cc; do BASE+=("base/$(basename "$f")"); done
 SHARDING=("${BASE[@]}")
 for f in "$ROOT"/sharding/*.cc; do SHARDING+=("sharding/$(basename "$f")"); done
+EXTRA_CFLAGS=()
 EXTRA_LIBS=()
 MAX_LEN=256
 case "$TARGET" in
@@ -40,6 +42,23 @@ case "$TARGET" in
     # The bound on a program's nesting, checked before MLIR parses it (Abseil only).
     SRCS=("${BASE[@]}" compiler/nesting.cc tests/fuzz/program_nesting_fuzzer.cc)
     MAX_LEN=4096 ;;
+  stablehlo_attributes)
+    # The StableHLO / Shardy attribute text parsers (Abseil only).
+    SRCS=("${BASE[@]}" compiler/stablehlo/attribute_text.cc
+          tests/fuzz/stablehlo_attributes_fuzzer.cc) ;;
+  stablehlo_import)
+    # The StableHLO importer on program text, over MLIR 22. Only Tessera's sources are
+    # instrumented: the shared libMLIR / libLLVM are not (inside them ASan catches only accesses
+    # that fault, UBSan nothing, libFuzzer sees no coverage), so the run explores the importer.
+    # TESSERA_FUZZ_INTERNAL=abort (or =report) stops at (or prints) an INTERNAL status.
+    SRCS=("${BASE[@]}" compiler/nesting.cc compiler/diagnostics.cc
+          compiler/stablehlo/stablehlo_import.cc compiler/stablehlo/import_state.cc
+          compiler/stablehlo/attribute_text.cc compiler/stablehlo/elementwise.cc
+          compiler/stablehlo/structural.cc compiler/stablehlo/contraction.cc
+          tests/compiler/stablehlo_import_fuzzer.cc)
+    EXTRA_CFLAGS=(-isystem /usr/lib/llvm-22/include)
+    EXTRA_LIBS=(-L/usr/lib/llvm-22/lib -Wl,-rpath,/usr/lib/llvm-22/lib -lMLIR -lLLVM)
+    MAX_LEN=8192 ;;
   planner)
     # plan_checker.h reports through gtest's AssertionResult.
     SRCS=("${SHARDING[@]}" tests/fuzz/planner_fuzzer.cc)
@@ -54,7 +73,11 @@ BIN="$WORK/${TARGET}_fuzzer"
 # Rebuild only when a source or header is newer than the binary.
 NEED_BUILD=0
 [[ -x "$BIN" ]] || NEED_BUILD=1
-for f in "${SRCS[@]}" base/*.h sharding/*.h guard/*.h ifrt/*.h tools/option_text.h compiler/nesting.h tests/fuzz/*.h tests/sharding/*.h; do
+# The header globs expand in the repo root, wherever the script runs from.
+HEADERS=($(cd "$ROOT" && echo base/*.h sharding/*.h guard/*.h ifrt/*.h tools/option_text.h \
+           compiler/nesting.h compiler/internal.h compiler/stablehlo/*.h tests/fuzz/*.h \
+           tests/sharding/*.h))
+for f in "${SRCS[@]}" "${HEADERS[@]}"; do
   [[ "$ROOT/$f" -nt "$BIN" ]] && NEED_BUILD=1
 done
 if [[ $NEED_BUILD == 1 ]]; then
@@ -66,8 +89,8 @@ if [[ $NEED_BUILD == 1 ]]; then
   FULL_SRCS=()
   for f in "${SRCS[@]}"; do FULL_SRCS+=("$ROOT/$f"); done
   if ! "$CXX" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined \
-      -fno-sanitize-recover=undefined -I"$ROOT" "${FULL_SRCS[@]}" "${ABSL_LIBS[@]}" \
-      "${EXTRA_LIBS[@]}" -o "$BIN.tmp" 2> "$WORK/build.log"; then
+      -fno-sanitize-recover=undefined -I"$ROOT" "${EXTRA_CFLAGS[@]}" "${FULL_SRCS[@]}" \
+      "${ABSL_LIBS[@]}" "${EXTRA_LIBS[@]}" -o "$BIN.tmp" 2> "$WORK/build.log"; then
     if grep -q -e "libclang_rt.fuzzer" -e "cannot find -l.*fuzzer" "$WORK/build.log"; then
       echo "SKIP: libFuzzer runtime missing (install libclang-rt-14-dev)"
       cat "$WORK/build.log"

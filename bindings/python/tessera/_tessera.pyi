@@ -206,10 +206,13 @@ class Client:
 
     def __repr__(self) -> str: ...
 
-    def compile(self, mlir: str, devices: Sequence[Device] | None = None) -> Executable:
+    def compile(self, program: object, devices: Sequence[Device] | None = None) -> Executable:
         """
-        Compiles an MLIR program (shardings from its tessera.sharding attributes) for `devices`
-        (default: all). RuntimeError (UNIMPLEMENTED) in a build without the program compiler.
+        Compiles a program for `devices` (default: all): linalg MLIR text (shardings from its
+        tessera.sharding attributes), StableHLO text in generic form, or a jax.stages.Lowered
+        (`jax.jit(f, in_shardings=..., out_shardings=...).lower(*args)`; shardings from its
+        Shardy attributes, none: replicated). RuntimeError (UNIMPLEMENTED) in a build without
+        the program compiler; TypeError for anything else.
         """
 
 def from_dlpack(x: object, device: Device) -> Array:

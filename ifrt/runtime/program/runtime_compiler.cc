@@ -27,9 +27,26 @@ namespace {
 constexpr const char* kCollectiveNames[] = {"all_reduce", "all_gather", "all_to_all", "all_slice",
                                             "reduce_scatter"};
 
+// The text and language of a program the compiler takes; null text for any other Program.
+struct ProgramSource {
+  const std::string* text = nullptr;
+  ProgramFormat format = ProgramFormat::kLinalg;
+};
+ProgramSource SourceOf(const Program* program) {
+  if (const auto* mlir = dynamic_cast<const MlirProgram*>(program)) {
+    return {&mlir->text(), ProgramFormat::kLinalg};
+  }
+  if (const auto* stablehlo = dynamic_cast<const StableHloProgram*>(program)) {
+    return {&stablehlo->text(), ProgramFormat::kStableHlo};
+  }
+  return {};
+}
+
 // The text that identifies a compile: equal texts compile to the same executable.
-std::string CompileKey(const std::string& text, const CompileOptions& options) {
-  std::string key = text;
+std::string CompileKey(const std::string& text, const CompileOptions& options,
+                       ProgramFormat format = ProgramFormat::kLinalg) {
+  std::string key = format == ProgramFormat::kStableHlo ? "--stablehlo\n" : "";
+  key += text;
   absl::StrAppend(&key, "\n--devices:");
   for (Device* d : options.devices->devices()) absl::StrAppend(&key, " ", d->Id().value);
   for (const auto* list : {&options.input_shardings, &options.output_shardings}) {
@@ -230,9 +247,12 @@ bool SpansSeveralProcesses(const DeviceListRef& devices) {
 uint64_t CompileFingerprint(const Program* program, const CompileOptions& options) {
   CallFingerprint f;
   f.Add(std::string_view("Compile"));
-  const auto* mlir = dynamic_cast<const MlirProgram*>(program);
-  f.Add(mlir != nullptr ? std::string_view(mlir->text())
-                        : std::string_view("(not an MlirProgram)"));
+  const ProgramSource source = SourceOf(program);
+  f.Add(source.format == ProgramFormat::kStableHlo ? std::string_view("stablehlo")
+                                                   : std::string_view("linalg"));
+  f.Add(source.text != nullptr
+            ? std::string_view(*source.text)
+            : std::string_view("(neither an MlirProgram nor a StableHloProgram)"));
   for (Device* d : options.devices->devices()) {
     f.Add(static_cast<uint64_t>(d == nullptr ? -1 : d->Id().value));
   }
@@ -297,9 +317,10 @@ absl::Status RuntimeCompiler::CheckOptions(const CompileOptions& options,
 }
 
 absl::StatusOr<ProgramCompileRequest> RuntimeCompiler::MakeRequest(
-    const MlirProgram& program, const CompileOptions& options) const {
+    const std::string& text, ProgramFormat format, const CompileOptions& options) const {
   ProgramCompileRequest request;
-  request.mlir_text = program.text();
+  request.mlir_text = text;
+  request.format = format;
   request.num_devices = options.devices->size();
   request.targets = KernelTargetsOf(*options.devices);
   for (Device* d : options.devices->devices()) {
@@ -510,10 +531,10 @@ absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::Compile(std::unique_ptr<Pro
 
 absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::CompileImpl(std::unique_ptr<Program> program,
                                                                  CompileOptions options) {
-  const auto* mlir = dynamic_cast<const MlirProgram*>(program.get());
-  if (mlir == nullptr) {
+  const ProgramSource source = SourceOf(program.get());
+  if (source.text == nullptr) {
     return absl::UnimplementedError(
-        absl::StrCat("Compile: only MlirProgram is supported, got ",
+        absl::StrCat("Compile: only MlirProgram and StableHloProgram are supported, got ",
                      program == nullptr ? std::string("null") : program->DebugString()));
   }
   size_t num_devices = 0;
@@ -523,7 +544,7 @@ absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::CompileImpl(std::unique_ptr
         "Compile: give both input_shardings and output_shardings, or neither (then the program's "
         "tessera.sharding attributes say)");
   }
-  const std::string key = CompileKey(mlir->text(), options);
+  const std::string key = CompileKey(*source.text, options, source.format);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = cache_.find(key); it != cache_.end()) {
@@ -534,9 +555,13 @@ absl::StatusOr<LoadedExecutableRef> RuntimeCompiler::CompileImpl(std::unique_ptr
   if (compiler_ == nullptr) {
     return absl::UnimplementedError("Compile: this build of Tessera has no program compiler");
   }
-  TESSERA_ASSIGN_OR_RETURN(ProgramCompileRequest request, MakeRequest(*mlir, options));
+  TESSERA_ASSIGN_OR_RETURN(ProgramCompileRequest request,
+                           MakeRequest(*source.text, source.format, options));
   TESSERA_ASSIGN_OR_RETURN(ProgramPlan plan, compiler_->Compile(request));
-  if (options.input_shardings.empty() && plan.sharding_attributes == 0) {
+  // A StableHLO program without shardings is replicated, as a framework's unsharded function is;
+  // a linalg program must say (its author may have forgotten the attributes).
+  if (options.input_shardings.empty() && plan.sharding_attributes == 0 &&
+      source.format == ProgramFormat::kLinalg) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Compile: no shardings for '", plan.name, "': CompileOptions has none and no argument or ",
         "result of the program carries a tessera.sharding attribute"));

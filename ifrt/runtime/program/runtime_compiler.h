@@ -50,7 +50,7 @@ class RuntimeCompiler final : public Compiler {
   absl::StatusOr<LoadedExecutableRef> CompileImpl(std::unique_ptr<Program> program,
                                                   CompileOptions options);
   absl::Status CheckOptions(const CompileOptions& options, size_t* num_devices) const;
-  absl::StatusOr<ProgramCompileRequest> MakeRequest(const MlirProgram& program,
+  absl::StatusOr<ProgramCompileRequest> MakeRequest(const std::string& text, ProgramFormat format,
                                                     const CompileOptions& options) const;
   absl::StatusOr<std::shared_ptr<const CompiledProgram>> Bind(ProgramPlan plan,
                                                               const CompileOptions& options,

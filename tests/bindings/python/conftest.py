@@ -1,8 +1,15 @@
 """Fixtures of the tessera pytest suite (run by ctest with PYTHONPATH=<build>/python)."""
-import numpy as np
-import pytest
+import os
 
-import tessera
+# JAX (the tests' reference for programs it lowers) gets 8 host CPU devices, before any test
+# module imports it.
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import tessera  # noqa: E402
 
 
 @pytest.fixture

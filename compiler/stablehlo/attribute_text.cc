@@ -1,0 +1,365 @@
+#include "compiler/stablehlo/attribute_text.h"
+
+#include <cctype>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "base/message_text.h"
+#include "base/status_macros.h"
+#include "base/string_view.h"
+
+namespace tessera::compiler::stablehlo {
+namespace {
+
+bool IsIdentifierChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$';
+}
+
+// A cursor over one attribute's text; every Eat* skips white space first and leaves the position
+// unchanged when it fails.
+class Lexer {
+ public:
+  Lexer(std::string_view what, std::string_view text) : what_(what), text_(text) {}
+
+  bool Eat(std::string_view token) {
+    SkipSpaces();
+    if (text_.substr(pos_, token.size()) != token) return false;
+    pos_ += token.size();
+    return true;
+  }
+  // `word` not followed by an identifier character ("comparison_directionEQ" does not start with
+  // the word "comparison_direction").
+  bool EatWord(std::string_view word) {
+    SkipSpaces();
+    const size_t end = pos_ + word.size();
+    if (text_.substr(pos_, word.size()) != word ||
+        (end < text_.size() && IsIdentifierChar(text_[end]))) {
+      return false;
+    }
+    pos_ = end;
+    return true;
+  }
+  bool Peek(char c) {
+    SkipSpaces();
+    return pos_ < text_.size() && text_[pos_] == c;
+  }
+  // [A-Za-z_][A-Za-z0-9_.$]*
+  bool EatIdentifier(std::string_view* out) {
+    SkipSpaces();
+    size_t end = pos_;
+    while (end < text_.size() && IsIdentifierChar(text_[end])) ++end;
+    if (end == pos_ || std::isdigit(static_cast<unsigned char>(text_[pos_]))) return false;
+    *out = text_.substr(pos_, end - pos_);
+    pos_ = end;
+    return true;
+  }
+  // A decimal of at most 18 digits, optionally negative.
+  bool EatInteger(int64_t* out) {
+    SkipSpaces();
+    size_t end = pos_;
+    const bool negative = end < text_.size() && text_[end] == '-';
+    if (negative) ++end;
+    int64_t value = 0;
+    size_t digits = 0;
+    while (end < text_.size() && std::isdigit(static_cast<unsigned char>(text_[end]))) {
+      if (++digits > 18) return false;
+      value = value * 10 + (text_[end] - '0');
+      ++end;
+    }
+    if (digits == 0) return false;
+    *out = negative ? -value : value;
+    pos_ = end;
+    return true;
+  }
+  // "..."; a backslash takes the byte after it literally (\" is a quote; JAX's axis names have
+  // no escapes).
+  bool EatString(std::string* out) {
+    SkipSpaces();
+    if (pos_ >= text_.size() || text_[pos_] != '"') return false;
+    size_t end = pos_ + 1;
+    std::string value;
+    while (end < text_.size() && text_[end] != '"') {
+      if (text_[end] == '\\' && end + 1 < text_.size()) ++end;
+      value += text_[end++];
+    }
+    if (end >= text_.size()) return false;
+    *out = std::move(value);
+    pos_ = end + 1;
+    return true;
+  }
+  bool AtEnd() {
+    SkipSpaces();
+    return pos_ == text_.size();
+  }
+  // Where the next token starts (for an error about a token already eaten).
+  size_t Position() {
+    SkipSpaces();
+    return pos_;
+  }
+  absl::Status Error(std::string_view expected) const { return ErrorAt(pos_, expected); }
+  absl::Status ErrorAt(size_t at, std::string_view expected) const {
+    absl::Status status = absl::InvalidArgumentError(
+        absl::StrCat("invalid ", base::AsAbsl(what_), " ", base::QuoteExcerpt(text_, at),
+                     ": expected ", base::AsAbsl(expected), " at position ", at));
+    base::AttachParseLocation(status, {at, std::string(expected)});
+    return status;
+  }
+
+  absl::Status Expect(std::string_view token) {
+    if (Eat(token)) return absl::OkStatus();
+    return Error(absl::StrCat("'", base::AsAbsl(token), "'"));
+  }
+
+  // "[a, b, ...]" of integers.
+  absl::StatusOr<std::vector<int64_t>> IntegerList() {
+    TESSERA_RETURN_IF_ERROR(Expect("["));
+    std::vector<int64_t> values;
+    if (Eat("]")) return values;
+    do {
+      int64_t value = 0;
+      if (!EatInteger(&value)) return Error("an integer");
+      values.push_back(value);
+    } while (Eat(","));
+    TESSERA_RETURN_IF_ERROR(Expect("]"));
+    return values;
+  }
+
+  // The mnemonic `name` when the text starts with it (OpaqueAttr keeps "dot<...>" for
+  // `#stablehlo.dot<...>`), then '<'.
+  absl::Status Open(std::string_view mnemonic) {
+    (void)Eat(mnemonic);
+    return Expect("<");
+  }
+  absl::Status Close() {
+    TESSERA_RETURN_IF_ERROR(Expect(">"));
+    if (!AtEnd()) return Error("the end of the attribute");
+    return absl::OkStatus();
+  }
+
+ private:
+  void SkipSpaces() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
+
+  std::string_view what_;
+  std::string_view text_;
+  size_t pos_ = 0;
+};
+
+// `name = [..]` fields separated by commas until '>', each stored by `field`; an unknown name is
+// an error at the name, naming the known ones.
+template <typename Field>
+absl::Status ParseFields(Lexer& lexer, std::string_view known, Field field) {
+  if (lexer.Peek('>')) return absl::OkStatus();
+  do {
+    const size_t at = lexer.Position();
+    std::string_view name;
+    if (!lexer.EatIdentifier(&name)) {
+      return lexer.Error(absl::StrCat("one of ", base::AsAbsl(known)));
+    }
+    TESSERA_RETURN_IF_ERROR(lexer.Expect("="));
+    bool found = false;
+    TESSERA_RETURN_IF_ERROR(field(name, found));
+    if (!found) {
+      return lexer.ErrorAt(
+          at, absl::StrCat("one of ", base::AsAbsl(known), " (not '", base::AsAbsl(name), "')"));
+    }
+  } while (lexer.Eat(","));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SdyMesh> ParseMeshBody(Lexer& lexer) {
+  SdyMesh mesh;
+  TESSERA_RETURN_IF_ERROR(lexer.Expect("["));
+  if (!lexer.Eat("]")) {
+    do {
+      SdyMesh::Axis axis;
+      if (!lexer.EatString(&axis.name)) return lexer.Error("an axis name in double quotes");
+      TESSERA_RETURN_IF_ERROR(lexer.Expect("="));
+      const size_t at = lexer.Position();
+      if (!lexer.EatInteger(&axis.size) || axis.size < 1) {
+        return lexer.ErrorAt(at, "a positive axis size");
+      }
+      mesh.axes.push_back(std::move(axis));
+    } while (lexer.Eat(","));
+    TESSERA_RETURN_IF_ERROR(lexer.Expect("]"));
+  }
+  if (lexer.Eat(",")) {
+    TESSERA_RETURN_IF_ERROR(lexer.Expect("device_ids"));
+    TESSERA_RETURN_IF_ERROR(lexer.Expect("="));
+    TESSERA_ASSIGN_OR_RETURN(mesh.device_ids, lexer.IntegerList());
+  }
+  return mesh;
+}
+
+// `{"a", "b"}` (a dimension's axes; "?" marks it open, which Tessera reads as closed) or
+// `{"a"}p1` (a priority, ignored).
+absl::StatusOr<std::vector<std::string>> ParseAxisSet(Lexer& lexer) {
+  TESSERA_RETURN_IF_ERROR(lexer.Expect("{"));
+  std::vector<std::string> axes;
+  if (!lexer.Eat("}")) {
+    do {
+      if (lexer.Eat("?")) continue;
+      std::string axis;
+      if (!lexer.EatString(&axis)) return lexer.Error("an axis name in double quotes or '?'");
+      if (lexer.Peek(':')) {
+        return lexer.Error("the end of the axis name (sub-axes \"x\":(1)2 are not supported)");
+      }
+      axes.push_back(std::move(axis));
+    } while (lexer.Eat(","));
+    TESSERA_RETURN_IF_ERROR(lexer.Expect("}"));
+  }
+  std::string_view priority;
+  if (lexer.Peek('p')) (void)lexer.EatIdentifier(&priority);
+  return axes;
+}
+
+// `@mesh, [{..}, ..] (replicated={..})? (unreduced={..})?` or with `mesh<[...]>` inline.
+absl::StatusOr<SdySharding> ParseShardingBody(Lexer& lexer) {
+  SdySharding sharding;
+  if (lexer.Eat("@")) {
+    std::string_view name;
+    if (!lexer.EatIdentifier(&name)) return lexer.Error("a mesh name after '@'");
+    sharding.mesh_name = std::string(name);
+  } else {
+    TESSERA_RETURN_IF_ERROR(lexer.Open("mesh"));
+    TESSERA_ASSIGN_OR_RETURN(sharding.inline_mesh, ParseMeshBody(lexer));
+    TESSERA_RETURN_IF_ERROR(lexer.Expect(">"));
+  }
+  TESSERA_RETURN_IF_ERROR(lexer.Expect(","));
+  TESSERA_RETURN_IF_ERROR(lexer.Expect("["));
+  if (!lexer.Eat("]")) {
+    do {
+      TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> axes, ParseAxisSet(lexer));
+      sharding.dims.push_back(std::move(axes));
+    } while (lexer.Eat(","));
+    TESSERA_RETURN_IF_ERROR(lexer.Expect("]"));
+  }
+  while (lexer.Eat(",")) {
+    const size_t at = lexer.Position();
+    std::string_view field;
+    if (!lexer.EatIdentifier(&field) || (field != "replicated" && field != "unreduced")) {
+      return lexer.ErrorAt(at, "replicated= or unreduced=");
+    }
+    TESSERA_RETURN_IF_ERROR(lexer.Expect("="));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> axes, ParseAxisSet(lexer));
+    (field == "replicated" ? sharding.replicated : sharding.unreduced) = std::move(axes);
+  }
+  return sharding;
+}
+
+}  // namespace
+
+absl::StatusOr<DotDimensions> ParseDotDimensions(std::string_view text) {
+  Lexer lexer("dot_dimension_numbers", text);
+  TESSERA_RETURN_IF_ERROR(lexer.Open("dot"));
+  DotDimensions dims;
+  TESSERA_RETURN_IF_ERROR(ParseFields(
+      lexer,
+      "lhs_batching_dimensions, rhs_batching_dimensions, lhs_contracting_dimensions, "
+      "rhs_contracting_dimensions",
+      [&](std::string_view name, bool& found) -> absl::Status {
+        std::vector<int64_t>* list = name == "lhs_batching_dimensions"      ? &dims.lhs_batch
+                                     : name == "rhs_batching_dimensions"    ? &dims.rhs_batch
+                                     : name == "lhs_contracting_dimensions" ? &dims.lhs_contracting
+                                     : name == "rhs_contracting_dimensions" ? &dims.rhs_contracting
+                                                                            : nullptr;
+        if (list == nullptr) return absl::OkStatus();
+        found = true;
+        TESSERA_ASSIGN_OR_RETURN(*list, lexer.IntegerList());
+        return absl::OkStatus();
+      }));
+  TESSERA_RETURN_IF_ERROR(lexer.Close());
+  return dims;
+}
+
+absl::StatusOr<GatherDimensions> ParseGatherDimensions(std::string_view text) {
+  Lexer lexer("gather / scatter dimension numbers", text);
+  std::string_view mnemonic;
+  (void)lexer.EatIdentifier(&mnemonic);  // "gather" or "scatter"
+  TESSERA_RETURN_IF_ERROR(lexer.Expect("<"));
+  GatherDimensions dims;
+  TESSERA_RETURN_IF_ERROR(ParseFields(
+      lexer,
+      "offset_dims, collapsed_slice_dims, operand_batching_dims, start_indices_batching_dims, "
+      "start_index_map, update_window_dims, inserted_window_dims, input_batching_dims, "
+      "scatter_indices_batching_dims, scatter_dims_to_operand_dims, index_vector_dim",
+      [&](std::string_view name, bool& found) -> absl::Status {
+        if (name == "index_vector_dim") {
+          found = true;
+          if (!lexer.EatInteger(&dims.index_vector_dim)) return lexer.Error("an integer");
+          return absl::OkStatus();
+        }
+        std::vector<int64_t>* list =
+            name == "offset_dims"                     ? &dims.offset_dims
+            : name == "collapsed_slice_dims"          ? &dims.collapsed_slice_dims
+            : name == "operand_batching_dims"         ? &dims.operand_batching_dims
+            : name == "input_batching_dims"           ? &dims.operand_batching_dims
+            : name == "start_indices_batching_dims"   ? &dims.start_indices_batching_dims
+            : name == "scatter_indices_batching_dims" ? &dims.start_indices_batching_dims
+            : name == "start_index_map"               ? &dims.start_index_map
+            : name == "update_window_dims"            ? &dims.update_window_dims
+            : name == "inserted_window_dims"          ? &dims.inserted_window_dims
+            : name == "scatter_dims_to_operand_dims"  ? &dims.scatter_dims_to_operand_dims
+                                                      : nullptr;
+        if (list == nullptr) return absl::OkStatus();
+        found = true;
+        TESSERA_ASSIGN_OR_RETURN(*list, lexer.IntegerList());
+        return absl::OkStatus();
+      }));
+  TESSERA_RETURN_IF_ERROR(lexer.Close());
+  return dims;
+}
+
+absl::StatusOr<std::string> ParseEnumAttr(std::string_view text, std::string_view name) {
+  Lexer lexer(name, text);
+  const bool bracketed = lexer.Eat("<");  // OpaqueAttr keeps "<name VALUE>" or "name VALUE"
+  if (!lexer.EatWord(name)) return lexer.Error(absl::StrCat("'", base::AsAbsl(name), "'"));
+  std::string_view value;
+  if (!lexer.EatIdentifier(&value)) return lexer.Error(absl::StrCat("the ", base::AsAbsl(name)));
+  if (bracketed) TESSERA_RETURN_IF_ERROR(lexer.Expect(">"));
+  if (!lexer.AtEnd()) return lexer.Error("the end of the attribute");
+  return std::string(value);
+}
+
+absl::StatusOr<SdyMesh> ParseSdyMesh(std::string_view text) {
+  Lexer lexer("sdy mesh", text);
+  TESSERA_RETURN_IF_ERROR(lexer.Open("mesh"));
+  TESSERA_ASSIGN_OR_RETURN(SdyMesh mesh, ParseMeshBody(lexer));
+  TESSERA_RETURN_IF_ERROR(lexer.Close());
+  return mesh;
+}
+
+absl::StatusOr<SdySharding> ParseSdySharding(std::string_view text) {
+  Lexer lexer("sdy sharding", text);
+  TESSERA_RETURN_IF_ERROR(lexer.Open("sharding"));
+  TESSERA_ASSIGN_OR_RETURN(SdySharding sharding, ParseShardingBody(lexer));
+  TESSERA_RETURN_IF_ERROR(lexer.Close());
+  return sharding;
+}
+
+absl::StatusOr<std::vector<SdySharding>> ParseSdyShardingPerValue(std::string_view text) {
+  Lexer lexer("sdy sharding_per_value", text);
+  TESSERA_RETURN_IF_ERROR(lexer.Open("sharding_per_value"));
+  TESSERA_RETURN_IF_ERROR(lexer.Expect("["));
+  std::vector<SdySharding> shardings;
+  if (!lexer.Eat("]")) {
+    do {
+      TESSERA_RETURN_IF_ERROR(lexer.Expect("<"));
+      TESSERA_ASSIGN_OR_RETURN(SdySharding sharding, ParseShardingBody(lexer));
+      TESSERA_RETURN_IF_ERROR(lexer.Expect(">"));
+      shardings.push_back(std::move(sharding));
+    } while (lexer.Eat(","));
+    TESSERA_RETURN_IF_ERROR(lexer.Expect("]"));
+  }
+  TESSERA_RETURN_IF_ERROR(lexer.Close());
+  return shardings;
+}
+
+}  // namespace tessera::compiler::stablehlo

@@ -1,0 +1,84 @@
+#ifndef TESSERA_COMPILER_STABLEHLO_ATTRIBUTE_TEXT_H_
+#define TESSERA_COMPILER_STABLEHLO_ATTRIBUTE_TEXT_H_
+
+// compiler/stablehlo/attribute_text.h: the bodies of the StableHLO and Shardy attributes that a
+// program in generic form carries as opaque text (their dialects are not registered: no Debian
+// package has them), parsed into plain values.
+//
+//   ParseDotDimensions("dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], "
+//                      "lhs_contracting_dimensions = [2], rhs_contracting_dimensions = [1]>")
+//   ParseEnumAttr("<comparison_direction EQ>", "comparison_direction")     // "EQ"
+//   ParseSdyMesh("mesh<[\"dp\"=2, \"tp\"=4]>")                             // axes dp=2, tp=4
+//   ParseSdySharding("sharding<@mesh, [{\"dp\"}, {}]>")                    // mesh "mesh", [[dp],
+//   []]
+//
+// Each parser takes the attribute's text after its dialect prefix, as MLIR's OpaqueAttr holds it,
+// with or without the mnemonic. INVALID_ARGUMENT names what was expected and where ("... at
+// position N" into the text, quoted). Abseil only (no MLIR), so that a fuzz target builds it.
+// Free functions, thread-safe.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tessera::compiler::stablehlo {
+
+// stablehlo.dot_general's dimension numbers; a list the text omits is empty.
+struct DotDimensions {
+  std::vector<int64_t> lhs_batch;
+  std::vector<int64_t> rhs_batch;
+  std::vector<int64_t> lhs_contracting;
+  std::vector<int64_t> rhs_contracting;
+};
+absl::StatusOr<DotDimensions> ParseDotDimensions(std::string_view text);
+
+// stablehlo.gather's and stablehlo.scatter's dimension numbers (the fields JAX sets; a list the
+// text omits is empty).
+struct GatherDimensions {
+  std::vector<int64_t> offset_dims;                   // gather
+  std::vector<int64_t> collapsed_slice_dims;          // gather
+  std::vector<int64_t> operand_batching_dims;         // both
+  std::vector<int64_t> start_indices_batching_dims;   // both
+  std::vector<int64_t> start_index_map;               // gather
+  std::vector<int64_t> update_window_dims;            // scatter
+  std::vector<int64_t> inserted_window_dims;          // scatter
+  std::vector<int64_t> scatter_dims_to_operand_dims;  // scatter
+  int64_t index_vector_dim = -1;
+};
+absl::StatusOr<GatherDimensions> ParseGatherDimensions(std::string_view text);
+
+// The value of an enum attribute "<name VALUE>" ("comparison_direction EQ" -> "EQ").
+absl::StatusOr<std::string> ParseEnumAttr(std::string_view text, std::string_view name);
+
+// A Shardy mesh: its axes in order and, when the text lists them, the device ids in mesh order.
+struct SdyMesh {
+  struct Axis {
+    std::string name;
+    int64_t size = 0;
+  };
+  std::vector<Axis> axes;
+  std::vector<int64_t> device_ids;  // empty: 0, 1, ..., n-1
+};
+absl::StatusOr<SdyMesh> ParseSdyMesh(std::string_view text);
+
+// A Shardy tensor sharding: the mesh (by name, or inline), the axes each dimension is sharded
+// over (major to minor), and the axes it is explicitly replicated or left unreduced over.
+struct SdySharding {
+  std::string mesh_name;  // "@mesh" without the "@"; empty when inline
+  std::optional<SdyMesh> inline_mesh;
+  std::vector<std::vector<std::string>> dims;
+  std::vector<std::string> replicated;
+  std::vector<std::string> unreduced;
+};
+absl::StatusOr<SdySharding> ParseSdySharding(std::string_view text);
+
+// A list of Shardy shardings, one per value (`#sdy.sharding_per_value<[<@mesh, ...>, ...]>`).
+absl::StatusOr<std::vector<SdySharding>> ParseSdyShardingPerValue(std::string_view text);
+
+}  // namespace tessera::compiler::stablehlo
+
+#endif  // TESSERA_COMPILER_STABLEHLO_ATTRIBUTE_TEXT_H_

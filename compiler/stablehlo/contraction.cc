@@ -1,0 +1,374 @@
+// The StableHLO ops that contract or reduce: dot_general and reduce.
+//
+// dot_general becomes linalg.matmul (batch_matmul with one batch dimension) whenever its operands
+// can be put in that form by transposes alone: lhs [batch, M, K], rhs [batch, K, N]. This is the
+// form both code generators have fast paths for (BLAS or the streaming kernel on the CPU, the
+// tiled kernel on Vulkan). Other contractions (several batch, free or contracting dimensions)
+// become one linalg.generic with reduction loops.
+//
+// reduce becomes linalg.reduce into its init broadcast to the result's shape, its body converted
+// op by op on scalars.
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "compiler/stablehlo/attribute_text.h"
+#include "compiler/stablehlo/import_state.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/AffineMap.h"
+
+namespace tessera::compiler::stablehlo {
+namespace {
+
+using mlir::Value;
+
+// Dimensions of a rank-`rank` operand other than `a` and `b`, in order.
+std::vector<int64_t> FreeDims(int64_t rank, const std::vector<int64_t>& a,
+                              const std::vector<int64_t>& b) {
+  std::vector<int64_t> free;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (std::find(a.begin(), a.end(), d) == a.end() &&
+        std::find(b.begin(), b.end(), d) == b.end()) {
+      free.push_back(d);
+    }
+  }
+  return free;
+}
+
+bool DistinctInRange(const std::vector<int64_t>& dims, int64_t rank) {
+  std::vector<bool> seen(rank, false);
+  for (int64_t d : dims) {
+    if (d < 0 || d >= rank || seen[d]) return false;
+    seen[d] = true;
+  }
+  return true;
+}
+
+// `value` (old type `type`) with its dimensions in the order `order`: itself when already so.
+Value Permute(ImportState& state, mlir::Location loc, Value value, mlir::RankedTensorType type,
+              const std::vector<int64_t>& order) {
+  if (std::is_sorted(order.begin(), order.end())) return value;
+  llvm::SmallVector<int64_t> shape;
+  for (int64_t d : order) shape.push_back(type.getDimSize(d));
+  auto permuted = mlir::RankedTensorType::get(shape, SignlessType(type.getElementType()));
+  Value init = state.Empty(loc, permuted);
+  return mlir::linalg::TransposeOp::create(state.builder(), loc, value, init, order)->getResult(0);
+}
+
+// A zero of the result's type to accumulate into.
+Value ZeroInit(ImportState& state, mlir::Location loc, mlir::RankedTensorType result) {
+  mlir::RankedTensorType type = ImportState::NewType(result);
+  return state.Fill(
+      loc, type, mlir::cast<mlir::TypedAttr>(state.builder().getZeroAttr(type.getElementType())));
+}
+
+absl::Status ConvertDotGeneral(ImportState& state, mlir::Operation* op) {
+  TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 2, 1));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType lhs, state.OperandType(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType rhs, state.OperandType(op, 1));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType result, state.ResultType(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(std::string text,
+                           ImportState::OpaqueAttrText(op, "dot_dimension_numbers"));
+  absl::StatusOr<DotDimensions> parsed = ParseDotDimensions(text);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(op), ": ", parsed.status().message()));
+  }
+  const DotDimensions& dims = *parsed;
+  const std::vector<int64_t> lhs_free =
+      FreeDims(lhs.getRank(), dims.lhs_batch, dims.lhs_contracting);
+  const std::vector<int64_t> rhs_free =
+      FreeDims(rhs.getRank(), dims.rhs_batch, dims.rhs_contracting);
+  // The result is [batch..., lhs free..., rhs free...].
+  bool valid = DistinctInRange(dims.lhs_batch, lhs.getRank()) &&
+               DistinctInRange(dims.rhs_batch, rhs.getRank()) &&
+               DistinctInRange(dims.lhs_contracting, lhs.getRank()) &&
+               DistinctInRange(dims.rhs_contracting, rhs.getRank()) &&
+               dims.lhs_batch.size() == dims.rhs_batch.size() &&
+               dims.lhs_contracting.size() == dims.rhs_contracting.size() &&
+               static_cast<size_t>(lhs.getRank()) ==
+                   dims.lhs_batch.size() + dims.lhs_contracting.size() + lhs_free.size() &&
+               static_cast<size_t>(rhs.getRank()) ==
+                   dims.rhs_batch.size() + dims.rhs_contracting.size() + rhs_free.size();
+  llvm::SmallVector<int64_t> expected;
+  for (size_t k = 0; valid && k < dims.lhs_batch.size(); ++k) {
+    valid = lhs.getDimSize(dims.lhs_batch[k]) == rhs.getDimSize(dims.rhs_batch[k]);
+    expected.push_back(lhs.getDimSize(dims.lhs_batch[k]));
+  }
+  for (size_t k = 0; valid && k < dims.lhs_contracting.size(); ++k) {
+    valid = lhs.getDimSize(dims.lhs_contracting[k]) == rhs.getDimSize(dims.rhs_contracting[k]);
+  }
+  for (int64_t d : lhs_free) expected.push_back(lhs.getDimSize(d));
+  for (int64_t d : rhs_free) expected.push_back(rhs.getDimSize(d));
+  if (!valid || result.getShape() != llvm::ArrayRef<int64_t>(expected)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ImportState::Where(op), ": dot_dimension_numbers ", text, " do not contract ",
+        absl::StrJoin(lhs.getShape(), "x"), " with ", absl::StrJoin(rhs.getShape(), "x"), " into ",
+        absl::StrJoin(result.getShape(), "x")));
+  }
+  if (!mlir::isa<mlir::FloatType>(result.getElementType()) &&
+      !mlir::isa<mlir::IntegerType>(result.getElementType())) {
+    return absl::UnimplementedError(absl::StrCat(ImportState::Where(op), ": element type"));
+  }
+  TESSERA_ASSIGN_OR_RETURN(Value a, state.Operand(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(Value b, state.Operand(op, 1));
+  mlir::Location loc = op->getLoc();
+  mlir::OpBuilder& builder = state.builder();
+  mlir::RankedTensorType new_result = ImportState::NewType(result);
+  const bool same_types = lhs.getElementType() == result.getElementType() &&
+                          rhs.getElementType() == result.getElementType();
+
+  // lhs [batch, M, K] x rhs [batch, K, N] after transposes: a (batch) matmul.
+  if (dims.lhs_batch.size() <= 1 && dims.lhs_contracting.size() == 1 && lhs_free.size() == 1 &&
+      rhs_free.size() == 1 && same_types) {
+    std::vector<int64_t> lhs_order = dims.lhs_batch;
+    lhs_order.push_back(lhs_free[0]);
+    lhs_order.push_back(dims.lhs_contracting[0]);
+    std::vector<int64_t> rhs_order = dims.rhs_batch;
+    rhs_order.push_back(dims.rhs_contracting[0]);
+    rhs_order.push_back(rhs_free[0]);
+    Value a2 = Permute(state, loc, a, lhs, lhs_order);
+    Value b2 = Permute(state, loc, b, rhs, rhs_order);
+    Value init = ZeroInit(state, loc, result);
+    Value product =
+        dims.lhs_batch.empty()
+            ? mlir::linalg::MatmulOp::create(builder, loc, mlir::TypeRange{new_result},
+                                             mlir::ValueRange{a2, b2}, mlir::ValueRange{init})
+                  ->getResult(0)
+            : mlir::linalg::BatchMatmulOp::create(builder, loc, mlir::TypeRange{new_result},
+                                                  mlir::ValueRange{a2, b2}, mlir::ValueRange{init})
+                  ->getResult(0);
+    state.Map(op->getResult(0), product);
+    return absl::OkStatus();
+  }
+
+  // The general contraction: loops [batch..., lhs free..., rhs free..., contracting...].
+  const unsigned batch = dims.lhs_batch.size();
+  const unsigned loops = result.getRank() + dims.lhs_contracting.size();
+  llvm::SmallVector<mlir::AffineExpr> lhs_exprs(lhs.getRank()), rhs_exprs(rhs.getRank()), out_exprs;
+  for (unsigned k = 0; k < batch; ++k) {
+    lhs_exprs[dims.lhs_batch[k]] = builder.getAffineDimExpr(k);
+    rhs_exprs[dims.rhs_batch[k]] = builder.getAffineDimExpr(k);
+  }
+  for (size_t k = 0; k < lhs_free.size(); ++k) {
+    lhs_exprs[lhs_free[k]] = builder.getAffineDimExpr(batch + k);
+  }
+  for (size_t k = 0; k < rhs_free.size(); ++k) {
+    rhs_exprs[rhs_free[k]] = builder.getAffineDimExpr(batch + lhs_free.size() + k);
+  }
+  for (size_t k = 0; k < dims.lhs_contracting.size(); ++k) {
+    lhs_exprs[dims.lhs_contracting[k]] = builder.getAffineDimExpr(result.getRank() + k);
+    rhs_exprs[dims.rhs_contracting[k]] = builder.getAffineDimExpr(result.getRank() + k);
+  }
+  for (unsigned d = 0; d < result.getRank(); ++d) out_exprs.push_back(builder.getAffineDimExpr(d));
+  mlir::MLIRContext* context = builder.getContext();
+  llvm::SmallVector<mlir::AffineMap> maps = {mlir::AffineMap::get(loops, 0, lhs_exprs, context),
+                                             mlir::AffineMap::get(loops, 0, rhs_exprs, context),
+                                             mlir::AffineMap::get(loops, 0, out_exprs, context)};
+  llvm::SmallVector<mlir::utils::IteratorType> iterators(result.getRank(),
+                                                         mlir::utils::IteratorType::parallel);
+  iterators.append(dims.lhs_contracting.size(), mlir::utils::IteratorType::reduction);
+  mlir::Type element = new_result.getElementType();
+  const mlir::Type lhs_old = lhs.getElementType(), rhs_old = rhs.getElementType(),
+                   out_old = result.getElementType();
+  const bool is_float = mlir::isa<mlir::FloatType>(element);
+  // Each operand converted to the result's type (as XLA accumulates), then multiply-add.
+  auto cast = [&](mlir::OpBuilder& nb, mlir::Location l, Value x, mlir::Type from) -> Value {
+    if (from == out_old) return x;
+    if (is_float && mlir::isa<mlir::FloatType>(from)) {
+      const unsigned from_width = from.getIntOrFloatBitWidth();
+      const unsigned to_width = element.getIntOrFloatBitWidth();
+      if (from_width < to_width) return mlir::arith::ExtFOp::create(nb, l, element, x);
+      if (from_width > to_width) return mlir::arith::TruncFOp::create(nb, l, element, x);
+      // f16 <-> bf16: through f32.
+      Value wide = mlir::arith::ExtFOp::create(nb, l, nb.getF32Type(), x);
+      return mlir::arith::TruncFOp::create(nb, l, element, wide);
+    }
+    if (is_float) {  // i1 (pred) is unsigned: true is 1.0
+      return from.isUnsignedInteger() || from.isInteger(1)
+                 ? Value(mlir::arith::UIToFPOp::create(nb, l, element, x))
+                 : Value(mlir::arith::SIToFPOp::create(nb, l, element, x));
+    }
+    if (from.getIntOrFloatBitWidth() == element.getIntOrFloatBitWidth()) return x;
+    if (from.getIntOrFloatBitWidth() > element.getIntOrFloatBitWidth()) {
+      return mlir::arith::TruncIOp::create(nb, l, element, x);
+    }
+    return from.isUnsignedInteger() || from.isInteger(1)
+               ? Value(mlir::arith::ExtUIOp::create(nb, l, element, x))
+               : Value(mlir::arith::ExtSIOp::create(nb, l, element, x));
+  };
+  if (mlir::isa<mlir::FloatType>(lhs_old) != is_float ||
+      mlir::isa<mlir::FloatType>(rhs_old) != is_float) {
+    if (!is_float) {
+      return absl::UnimplementedError(
+          absl::StrCat(ImportState::Where(op), ": a dot_general of floats into integers"));
+    }
+  }
+  Value init = ZeroInit(state, loc, result);
+  auto generic = mlir::linalg::GenericOp::create(
+      builder, loc, mlir::TypeRange{new_result}, mlir::ValueRange{a, b}, mlir::ValueRange{init},
+      maps, iterators, [&](mlir::OpBuilder& nb, mlir::Location l, mlir::ValueRange args) {
+        Value x = cast(nb, l, args[0], lhs_old);
+        Value y = cast(nb, l, args[1], rhs_old);
+        Value sum = is_float ? Value(mlir::arith::AddFOp::create(
+                                   nb, l, args[2], mlir::arith::MulFOp::create(nb, l, x, y)))
+                             : Value(mlir::arith::AddIOp::create(
+                                   nb, l, args[2], mlir::arith::MulIOp::create(nb, l, x, y)));
+        mlir::linalg::YieldOp::create(nb, l, sum);
+      });
+  state.Map(op->getResult(0), generic.getResult(0));
+  return absl::OkStatus();
+}
+
+absl::Status ConvertReduce(ImportState& state, mlir::Operation* op) {
+  if (op->getNumOperands() != 2 || op->getNumResults() != 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        ImportState::Where(op), ": a reduce of ", op->getNumOperands() / 2,
+        " operands together (as argmax / argmin emit) is not supported; one operand is"));
+  }
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType init_type, state.OperandType(op, 1));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ImportState::I64ArrayAttr(op, "dimensions"));
+  std::vector<int64_t> kept = FreeDims(in.getRank(), dims, {});
+  llvm::SmallVector<int64_t> expected;
+  for (int64_t d : kept) expected.push_back(in.getDimSize(d));
+  if (!DistinctInRange(dims, in.getRank()) || init_type.getRank() != 0 ||
+      init_type.getElementType() != in.getElementType() ||
+      out.getElementType() != in.getElementType() ||
+      out.getShape() != llvm::ArrayRef<int64_t>(expected)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ImportState::Where(op), ": dimensions [", absl::StrJoin(dims, ", "), "] do not reduce ",
+        absl::StrJoin(in.getShape(), "x"), " with a scalar init into ",
+        absl::StrJoin(out.getShape(), "x"), " of the same element type"));
+  }
+  if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock() ||
+      op->getRegion(0).front().getNumArguments() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(op), ": expected a body of one block with two arguments"));
+  }
+  mlir::Block& body = op->getRegion(0).front();
+  const mlir::Type scalar = mlir::RankedTensorType::get({}, in.getElementType());
+  if (body.getArgument(0).getType() != scalar || body.getArgument(1).getType() != scalar) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(op),
+                     ": the reduce body's arguments are not scalars of the input's type"));
+  }
+  // The body: scalar ops on rank-0 tensors, ending in stablehlo.return of one value.
+  for (mlir::Operation& inner : body) {
+    const std::string name = inner.getName().getStringRef().str();
+    if (name == "stablehlo.return") {
+      if (inner.getNumOperands() != 1 || &inner != &body.back()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            ImportState::Where(&inner), ": a reduce body returns one value, at its end"));
+      }
+      continue;
+    }
+    if (!IsScalarOp(name) || inner.getNumResults() != 1) {
+      return absl::UnimplementedError(
+          absl::StrCat(ImportState::Where(&inner), ": not supported in the body of a reduce"));
+    }
+    // Its operands and result: rank-0 tensors of supported element types.
+    for (unsigned i = 0; i <= inner.getNumOperands(); ++i) {
+      TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType type, i < inner.getNumOperands()
+                                                                ? state.OperandType(&inner, i)
+                                                                : state.ResultType(&inner, 0));
+      if (type.getRank() != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            ImportState::Where(&inner), ": a reduce body computes on rank-0 tensors only"));
+      }
+    }
+    for (mlir::Value v : inner.getOperands()) {
+      if (v.getParentBlock() != &body) {
+        return absl::UnimplementedError(absl::StrCat(
+            ImportState::Where(&inner), ": a reduce body that uses a value from outside"));
+      }
+    }
+  }
+  if (body.empty() || body.back().getName().getStringRef() != "stablehlo.return") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(op), ": the reduce body does not end in stablehlo.return"));
+  }
+  TESSERA_ASSIGN_OR_RETURN(Value input, state.Operand(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(Value init_value, state.Operand(op, 1));
+  mlir::Location loc = op->getLoc();
+  mlir::RankedTensorType new_out = ImportState::NewType(out);
+  Value init;
+  if (mlir::TypedAttr splat = state.SplatOf(init_value)) {
+    init = state.Fill(loc, new_out, splat);
+  } else {
+    init = BuildElementwise(
+        state, loc, out, {init_value}, {},
+        [](mlir::OpBuilder&, mlir::Location, mlir::ValueRange args) { return args[0]; });
+  }
+  mlir::Type element = in.getElementType();
+  // StableHLO takes the dimensions in any order, linalg.reduce in increasing order.
+  std::sort(dims.begin(), dims.end());
+  absl::Status status;
+  auto reduce = mlir::linalg::ReduceOp::create(
+      state.builder(), loc, mlir::ValueRange{input}, mlir::ValueRange{init}, dims,
+      [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange args) {
+        // StableHLO's body takes (accumulator, element); linalg.reduce's gives (element, acc).
+        llvm::DenseMap<mlir::Value, mlir::Value> scalars;
+        scalars[body.getArgument(0)] = args[1];
+        scalars[body.getArgument(1)] = args[0];
+        for (mlir::Operation& inner : body) {
+          if (&inner == &body.back()) break;
+          llvm::SmallVector<mlir::Value> operands;
+          llvm::SmallVector<mlir::Type> types;
+          for (mlir::Value v : inner.getOperands()) {
+            operands.push_back(scalars.lookup(v));
+            auto shaped = mlir::dyn_cast<mlir::ShapedType>(v.getType());
+            types.push_back(shaped ? shaped.getElementType() : element);
+          }
+          auto result_type = mlir::dyn_cast<mlir::ShapedType>(inner.getResult(0).getType());
+          absl::StatusOr<mlir::Value> v =
+              status.ok() && llvm::all_of(operands, [](mlir::Value x) { return bool(x); })
+                  ? BuildScalarOp(b, l, &inner, operands, types,
+                                  result_type ? result_type.getElementType() : element)
+                  : absl::StatusOr<mlir::Value>(absl::InvalidArgumentError(absl::StrCat(
+                        ImportState::Where(&inner), ": an operand the body does not define")));
+          if (!v.ok()) {
+            if (status.ok()) status = v.status();
+            continue;
+          }
+          scalars[inner.getResult(0)] = *v;
+        }
+        mlir::Value yielded = scalars.lookup(body.back().getOperand(0));
+        if (!yielded || yielded.getType() != SignlessType(element)) {
+          if (status.ok()) {
+            status = absl::InvalidArgumentError(absl::StrCat(
+                ImportState::Where(op), ": the reduce body returns another type than its input"));
+          }
+          yielded = args[1];
+        }
+        mlir::linalg::YieldOp::create(b, l, yielded);
+      });
+  if (!status.ok()) {
+    reduce->erase();
+    return status;
+  }
+  state.Map(op->getResult(0), reduce->getResult(0));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddContractionConversions(ConversionTable& table) {
+  table["stablehlo.dot_general"] = ConvertDotGeneral;
+  table["stablehlo.dot"] = [](ImportState& state, mlir::Operation* op) -> absl::Status {
+    return absl::UnimplementedError(
+        absl::StrCat(ImportState::Where(op), ": stablehlo.dot (use dot_general)"));
+  };
+  table["stablehlo.reduce"] = ConvertReduce;
+}
+
+}  // namespace tessera::compiler::stablehlo

@@ -1,0 +1,528 @@
+// The StableHLO (and CHLO) elementwise ops: one scalar op each (BuildScalarOp), applied over a
+// tensor by a linalg.generic whose loops are all parallel (BuildElementwise). The scalar forms
+// also build the bodies of reductions (contraction.cc).
+//
+// Semantics follow the StableHLO spec where arith leaves a case open: shifts by the bit width or
+// more give 0 (or the sign, arithmetic right), float max / min propagate NaN, `sign` keeps 0 and
+// NaN, integer division by 0 is defined later for every kernel (DefineIntegerDivision).
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "compiler/stablehlo/attribute_text.h"
+#include "compiler/stablehlo/import_state.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+namespace tessera::compiler::stablehlo {
+namespace {
+
+using mlir::Value;
+
+std::string TypeText(mlir::Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
+
+bool IsUnsigned(mlir::Type type) {
+  auto integer = mlir::dyn_cast<mlir::IntegerType>(type);
+  return integer && (integer.isUnsigned() || integer.getWidth() == 1);
+}
+
+Value Constant(mlir::OpBuilder& b, mlir::Location loc, mlir::Type type, double value) {
+  if (mlir::isa<mlir::FloatType>(type)) {
+    return mlir::arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+  }
+  return mlir::arith::ConstantOp::create(b, loc,
+                                         b.getIntegerAttr(type, static_cast<int64_t>(value)));
+}
+
+// stablehlo.convert from `from` (old type) to `to` (old type) of `x` (in arith's type).
+Value Convert(mlir::OpBuilder& b, mlir::Location loc, Value x, mlir::Type from, mlir::Type to) {
+  mlir::Type target = SignlessType(to);
+  const bool from_float = mlir::isa<mlir::FloatType>(from);
+  const bool to_float = mlir::isa<mlir::FloatType>(to);
+  if (from_float && to_float) {
+    const unsigned from_width = from.getIntOrFloatBitWidth();
+    const unsigned to_width = to.getIntOrFloatBitWidth();
+    if (from == to) return x;
+    if (from_width < to_width) return mlir::arith::ExtFOp::create(b, loc, target, x);
+    if (from_width > to_width) return mlir::arith::TruncFOp::create(b, loc, target, x);
+    // f16 <-> bf16: through f32.
+    Value wide = mlir::arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+    return mlir::arith::TruncFOp::create(b, loc, target, wide);
+  }
+  if (to.isInteger(1)) {  // x != 0
+    if (from_float) {
+      return mlir::arith::CmpFOp::create(b, loc, mlir::arith::CmpFPredicate::UNE, x,
+                                         Constant(b, loc, x.getType(), 0));
+    }
+    return mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne, x,
+                                       Constant(b, loc, x.getType(), 0));
+  }
+  if (!from_float && to_float) {
+    if (IsUnsigned(from)) return mlir::arith::UIToFPOp::create(b, loc, target, x);
+    return mlir::arith::SIToFPOp::create(b, loc, target, x);
+  }
+  if (from_float && !to_float) {
+    if (IsUnsigned(to)) return mlir::arith::FPToUIOp::create(b, loc, target, x);
+    return mlir::arith::FPToSIOp::create(b, loc, target, x);
+  }
+  const unsigned from_width = from.getIntOrFloatBitWidth();
+  const unsigned to_width = to.getIntOrFloatBitWidth();
+  if (from_width == to_width) return x;
+  if (from_width > to_width) return mlir::arith::TruncIOp::create(b, loc, target, x);
+  if (IsUnsigned(from)) return mlir::arith::ExtUIOp::create(b, loc, target, x);
+  return mlir::arith::ExtSIOp::create(b, loc, target, x);
+}
+
+absl::StatusOr<Value> Compare(mlir::OpBuilder& b, mlir::Location loc, mlir::Operation* op,
+                              Value lhs, Value rhs, mlir::Type type) {
+  TESSERA_ASSIGN_OR_RETURN(std::string text,
+                           ImportState::OpaqueAttrText(op, "comparison_direction"));
+  TESSERA_ASSIGN_OR_RETURN(std::string direction, ParseEnumAttr(text, "comparison_direction"));
+  std::string compare_type;
+  if (ImportState::GetAttr(op, "compare_type")) {
+    TESSERA_ASSIGN_OR_RETURN(std::string type_text,
+                             ImportState::OpaqueAttrText(op, "compare_type"));
+    TESSERA_ASSIGN_OR_RETURN(compare_type, ParseEnumAttr(type_text, "comparison_type"));
+  }
+  if (compare_type == "TOTALORDER") {
+    return absl::UnimplementedError(
+        absl::StrCat(ImportState::Where(op), ": comparison_type TOTALORDER is not supported"));
+  }
+  if (mlir::isa<mlir::FloatType>(type)) {
+    using P = mlir::arith::CmpFPredicate;
+    P predicate;
+    if (direction == "EQ") {
+      predicate = P::OEQ;
+    } else if (direction == "NE") {
+      predicate = P::UNE;
+    } else if (direction == "LT") {
+      predicate = P::OLT;
+    } else if (direction == "LE") {
+      predicate = P::OLE;
+    } else if (direction == "GT") {
+      predicate = P::OGT;
+    } else if (direction == "GE") {
+      predicate = P::OGE;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat(ImportState::Where(op), ": unknown comparison_direction ", direction));
+    }
+    return Value(mlir::arith::CmpFOp::create(b, loc, predicate, lhs, rhs));
+  }
+  const bool is_unsigned = compare_type == "UNSIGNED" || (compare_type.empty() && IsUnsigned(type));
+  using P = mlir::arith::CmpIPredicate;
+  P predicate;
+  if (direction == "EQ") {
+    predicate = P::eq;
+  } else if (direction == "NE") {
+    predicate = P::ne;
+  } else if (direction == "LT") {
+    predicate = is_unsigned ? P::ult : P::slt;
+  } else if (direction == "LE") {
+    predicate = is_unsigned ? P::ule : P::sle;
+  } else if (direction == "GT") {
+    predicate = is_unsigned ? P::ugt : P::sgt;
+  } else if (direction == "GE") {
+    predicate = is_unsigned ? P::uge : P::sge;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(op), ": unknown comparison_direction ", direction));
+  }
+  return Value(mlir::arith::CmpIOp::create(b, loc, predicate, lhs, rhs));
+}
+
+// Shifts: an amount of the bit width or more gives 0 (left, logical right) or fills with the sign
+// (arithmetic right), as StableHLO defines them; arith leaves them poison.
+Value Shift(mlir::OpBuilder& b, mlir::Location loc, std::string_view name, Value x, Value amount) {
+  mlir::Type type = x.getType();
+  const unsigned width = type.getIntOrFloatBitWidth();
+  Value limit = Constant(b, loc, type, width);
+  Value in_range =
+      mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ult, amount, limit);
+  if (name == "stablehlo.shift_right_arithmetic") {
+    Value clamped =
+        mlir::arith::SelectOp::create(b, loc, in_range, amount, Constant(b, loc, type, width - 1));
+    return mlir::arith::ShRSIOp::create(b, loc, x, clamped);
+  }
+  Value zero = Constant(b, loc, type, 0);
+  Value safe = mlir::arith::SelectOp::create(b, loc, in_range, amount, zero);
+  Value shifted = name == "stablehlo.shift_left"
+                      ? Value(mlir::arith::ShLIOp::create(b, loc, x, safe))
+                      : Value(mlir::arith::ShRUIOp::create(b, loc, x, safe));
+  return mlir::arith::SelectOp::create(b, loc, in_range, shifted, zero);
+}
+
+// sign(x): -1, 0 or 1 (floats: -1.0, ±0.0 or 1.0, NaN for NaN).
+Value Sign(mlir::OpBuilder& b, mlir::Location loc, Value x) {
+  mlir::Type type = x.getType();
+  if (mlir::isa<mlir::FloatType>(type)) {
+    Value one = Constant(b, loc, type, 1.0);
+    Value signed_one = mlir::math::CopySignOp::create(b, loc, one, x);
+    Value zero_or_nan = mlir::arith::CmpFOp::create(b, loc, mlir::arith::CmpFPredicate::UEQ, x,
+                                                    Constant(b, loc, type, 0.0));
+    return mlir::arith::SelectOp::create(b, loc, zero_or_nan, x, signed_one);
+  }
+  Value zero = Constant(b, loc, type, 0);
+  Value positive = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::sgt, x, zero);
+  Value negative = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::slt, x, zero);
+  Value p = mlir::arith::ExtUIOp::create(b, loc, type, positive);
+  Value n = mlir::arith::ExtUIOp::create(b, loc, type, negative);
+  return mlir::arith::SubIOp::create(b, loc, p, n);
+}
+
+const absl::flat_hash_set<std::string_view>& ScalarOps() {
+  static const auto* const kOps = new absl::flat_hash_set<std::string_view>{
+      "stablehlo.add",
+      "stablehlo.subtract",
+      "stablehlo.multiply",
+      "stablehlo.divide",
+      "stablehlo.remainder",
+      "stablehlo.maximum",
+      "stablehlo.minimum",
+      "stablehlo.power",
+      "stablehlo.atan2",
+      "stablehlo.and",
+      "stablehlo.or",
+      "stablehlo.xor",
+      "stablehlo.shift_left",
+      "stablehlo.shift_right_logical",
+      "stablehlo.shift_right_arithmetic",
+      "stablehlo.negate",
+      "stablehlo.abs",
+      "stablehlo.exponential",
+      "stablehlo.exponential_minus_one",
+      "stablehlo.log",
+      "stablehlo.log_plus_one",
+      "stablehlo.logistic",
+      "stablehlo.tanh",
+      "stablehlo.sqrt",
+      "stablehlo.rsqrt",
+      "stablehlo.cbrt",
+      "stablehlo.sine",
+      "stablehlo.cosine",
+      "stablehlo.tan",
+      "stablehlo.floor",
+      "stablehlo.ceil",
+      "stablehlo.round_nearest_even",
+      "stablehlo.round_nearest_afz",
+      "stablehlo.sign",
+      "stablehlo.not",
+      "stablehlo.popcnt",
+      "stablehlo.count_leading_zeros",
+      "stablehlo.is_finite",
+      "stablehlo.compare",
+      "stablehlo.select",
+      "stablehlo.clamp",
+      "stablehlo.convert",
+      "stablehlo.bitcast_convert",
+      "chlo.erf",
+      "chlo.erfc",
+      "chlo.tan",
+      "chlo.square",
+  };
+  return *kOps;
+}
+
+// The element types StableHLO relates for `op` (the input was never verified): each value in
+// `args` of its old type's arith type; convert and bitcast_convert take any types; compare takes
+// two of one type into i1, select an i1 predicate, is_finite gives i1; every other operand has the
+// result's type. INVALID_ARGUMENT naming the op otherwise.
+absl::Status CheckElementTypes(mlir::Operation* op, std::string_view name, mlir::ValueRange args,
+                               mlir::TypeRange arg_types, mlir::Type result_type) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].getType() != SignlessType(arg_types[i])) {
+      return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": operand ", i,
+                                                     " is not of its declared type ",
+                                                     TypeText(arg_types[i])));
+    }
+  }
+  if (name == "stablehlo.convert" || name == "stablehlo.bitcast_convert") return absl::OkStatus();
+  mlir::Type expected = result_type;
+  if (name == "stablehlo.compare" || name == "stablehlo.is_finite") {
+    if (!result_type.isInteger(1)) {
+      return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op),
+                                                     ": the result has element type ",
+                                                     TypeText(result_type), ", expected i1"));
+    }
+    if (name == "stablehlo.is_finite" || arg_types.empty()) return absl::OkStatus();
+    expected = arg_types[0];
+  }
+  for (size_t i = 0; i < arg_types.size(); ++i) {
+    const bool predicate = name == "stablehlo.select" && i == 0;
+    if (predicate ? !arg_types[i].isInteger(1) : arg_types[i] != expected) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          ImportState::Where(op), ": operand ", i, " has element type ", TypeText(arg_types[i]),
+          ", expected ", predicate ? "i1" : TypeText(expected)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Binary arithmetic on two values of one arith type (`type` the old element type).
+absl::StatusOr<Value> Binary(mlir::OpBuilder& b, mlir::Location loc, std::string_view name, Value x,
+                             Value y, mlir::Type type) {
+  namespace arith = mlir::arith;
+  const bool is_float = mlir::isa<mlir::FloatType>(type);
+  const bool is_unsigned = IsUnsigned(type);
+  if (name == "stablehlo.add") {
+    return is_float ? Value(arith::AddFOp::create(b, loc, x, y))
+                    : Value(arith::AddIOp::create(b, loc, x, y));
+  }
+  if (name == "stablehlo.subtract") {
+    return is_float ? Value(arith::SubFOp::create(b, loc, x, y))
+                    : Value(arith::SubIOp::create(b, loc, x, y));
+  }
+  if (name == "stablehlo.multiply") {
+    if (type.isInteger(1)) return Value(arith::AndIOp::create(b, loc, x, y));
+    return is_float ? Value(arith::MulFOp::create(b, loc, x, y))
+                    : Value(arith::MulIOp::create(b, loc, x, y));
+  }
+  if (name == "stablehlo.divide") {
+    if (is_float) return Value(arith::DivFOp::create(b, loc, x, y));
+    return is_unsigned ? Value(arith::DivUIOp::create(b, loc, x, y))
+                       : Value(arith::DivSIOp::create(b, loc, x, y));
+  }
+  if (name == "stablehlo.remainder") {
+    if (is_float) return Value(arith::RemFOp::create(b, loc, x, y));
+    return is_unsigned ? Value(arith::RemUIOp::create(b, loc, x, y))
+                       : Value(arith::RemSIOp::create(b, loc, x, y));
+  }
+  if (name == "stablehlo.maximum") {
+    if (is_float) return Value(arith::MaximumFOp::create(b, loc, x, y));
+    return is_unsigned ? Value(arith::MaxUIOp::create(b, loc, x, y))
+                       : Value(arith::MaxSIOp::create(b, loc, x, y));
+  }
+  if (name == "stablehlo.minimum") {
+    if (is_float) return Value(arith::MinimumFOp::create(b, loc, x, y));
+    return is_unsigned ? Value(arith::MinUIOp::create(b, loc, x, y))
+                       : Value(arith::MinSIOp::create(b, loc, x, y));
+  }
+  if (name == "stablehlo.power") {
+    if (is_float) return Value(mlir::math::PowFOp::create(b, loc, x, y));
+    return Value(mlir::math::IPowIOp::create(b, loc, x, y));
+  }
+  if (name == "stablehlo.atan2" && is_float)
+    return Value(mlir::math::Atan2Op::create(b, loc, x, y));
+  if (name == "stablehlo.and" && !is_float) return Value(arith::AndIOp::create(b, loc, x, y));
+  if (name == "stablehlo.or" && !is_float) return Value(arith::OrIOp::create(b, loc, x, y));
+  if (name == "stablehlo.xor" && !is_float) return Value(arith::XOrIOp::create(b, loc, x, y));
+  if (name.rfind("stablehlo.shift_", 0) == 0 && !is_float) return Shift(b, loc, name, x, y);
+  return absl::UnimplementedError(absl::StrCat("on ", is_float ? "floats" : "integers"));
+}
+
+absl::StatusOr<Value> Unary(mlir::OpBuilder& b, mlir::Location loc, std::string_view name, Value x,
+                            mlir::Type type) {
+  namespace math = mlir::math;
+  namespace arith = mlir::arith;
+  const bool is_float = mlir::isa<mlir::FloatType>(type);
+  if (name == "stablehlo.negate") {
+    if (is_float) return Value(arith::NegFOp::create(b, loc, x));
+    return Value(arith::SubIOp::create(b, loc, Constant(b, loc, x.getType(), 0), x));
+  }
+  if (name == "stablehlo.abs") {
+    return is_float ? Value(math::AbsFOp::create(b, loc, x))
+                    : Value(math::AbsIOp::create(b, loc, x));
+  }
+  if (name == "stablehlo.sign" && !type.isInteger(1)) return Sign(b, loc, x);
+  if (name == "stablehlo.not" && !is_float) {
+    return Value(arith::XOrIOp::create(
+        b, loc, x, arith::ConstantOp::create(b, loc, b.getIntegerAttr(x.getType(), -1))));
+  }
+  if (name == "stablehlo.popcnt" && !is_float) return Value(math::CtPopOp::create(b, loc, x));
+  if (name == "stablehlo.count_leading_zeros" && !is_float) {
+    return Value(math::CountLeadingZerosOp::create(b, loc, x));
+  }
+  if (!is_float) return absl::UnimplementedError("on integers");
+  if (name == "stablehlo.exponential") return Value(math::ExpOp::create(b, loc, x));
+  if (name == "stablehlo.exponential_minus_one") return Value(math::ExpM1Op::create(b, loc, x));
+  if (name == "stablehlo.log") return Value(math::LogOp::create(b, loc, x));
+  if (name == "stablehlo.log_plus_one") return Value(math::Log1pOp::create(b, loc, x));
+  if (name == "stablehlo.tanh") return Value(math::TanhOp::create(b, loc, x));
+  if (name == "stablehlo.sqrt") return Value(math::SqrtOp::create(b, loc, x));
+  if (name == "stablehlo.rsqrt") return Value(math::RsqrtOp::create(b, loc, x));
+  if (name == "stablehlo.cbrt") return Value(math::CbrtOp::create(b, loc, x));
+  if (name == "stablehlo.sine") return Value(math::SinOp::create(b, loc, x));
+  if (name == "stablehlo.cosine") return Value(math::CosOp::create(b, loc, x));
+  if (name == "stablehlo.tan" || name == "chlo.tan") return Value(math::TanOp::create(b, loc, x));
+  if (name == "stablehlo.floor") return Value(math::FloorOp::create(b, loc, x));
+  if (name == "stablehlo.ceil") return Value(math::CeilOp::create(b, loc, x));
+  if (name == "stablehlo.round_nearest_even") return Value(math::RoundEvenOp::create(b, loc, x));
+  if (name == "stablehlo.round_nearest_afz") return Value(math::RoundOp::create(b, loc, x));
+  if (name == "stablehlo.is_finite") return Value(math::IsFiniteOp::create(b, loc, x));
+  if (name == "chlo.erf") return Value(math::ErfOp::create(b, loc, x));
+  if (name == "chlo.erfc") return Value(math::ErfcOp::create(b, loc, x));
+  if (name == "chlo.square") return Value(arith::MulFOp::create(b, loc, x, x));
+  if (name == "stablehlo.logistic") {  // 1 / (1 + exp(-x))
+    Value one = Constant(b, loc, x.getType(), 1.0);
+    Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+    return Value(arith::DivFOp::create(b, loc, one, arith::AddFOp::create(b, loc, one, e)));
+  }
+  return absl::UnimplementedError("on floats");
+}
+
+// Converts one elementwise StableHLO op over tensors: checks that every operand has the result's
+// shape (or, for select's predicate and clamp's bounds, is a scalar), then one linalg.generic.
+// How many operands the elementwise op `name` takes.
+unsigned OperandCount(std::string_view name) {
+  static const auto* const kUnary = new absl::flat_hash_set<std::string_view>{
+      "stablehlo.negate",
+      "stablehlo.abs",
+      "stablehlo.exponential",
+      "stablehlo.exponential_minus_one",
+      "stablehlo.log",
+      "stablehlo.log_plus_one",
+      "stablehlo.logistic",
+      "stablehlo.tanh",
+      "stablehlo.sqrt",
+      "stablehlo.rsqrt",
+      "stablehlo.cbrt",
+      "stablehlo.sine",
+      "stablehlo.cosine",
+      "stablehlo.tan",
+      "stablehlo.floor",
+      "stablehlo.ceil",
+      "stablehlo.round_nearest_even",
+      "stablehlo.round_nearest_afz",
+      "stablehlo.sign",
+      "stablehlo.not",
+      "stablehlo.popcnt",
+      "stablehlo.count_leading_zeros",
+      "stablehlo.is_finite",
+      "stablehlo.convert",
+      "stablehlo.bitcast_convert",
+      "chlo.erf",
+      "chlo.erfc",
+      "chlo.tan",
+      "chlo.square",
+  };
+  if (name == "stablehlo.select" || name == "stablehlo.clamp") return 3;
+  return kUnary->contains(name) ? 1 : 2;
+}
+
+absl::Status ConvertElementwise(ImportState& state, mlir::Operation* op) {
+  TESSERA_RETURN_IF_ERROR(
+      ImportState::CheckArity(op, OperandCount(op->getName().getStringRef().str()), 1));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType result, state.ResultType(op, 0));
+  llvm::SmallVector<Value> inputs;
+  llvm::SmallVector<mlir::Type> old_types;
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType type, state.OperandType(op, i));
+    const bool scalar_allowed = (op->getName().getStringRef() == "stablehlo.select" && i == 0) ||
+                                (op->getName().getStringRef() == "stablehlo.clamp" && i != 1);
+    if (type.getShape() != result.getShape() && !(scalar_allowed && type.getRank() == 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": operand ", i,
+                                                     " has another shape than the result"));
+    }
+    TESSERA_ASSIGN_OR_RETURN(Value input, state.Operand(op, i));
+    inputs.push_back(input);
+    old_types.push_back(type.getElementType());
+  }
+  // Check the scalar op once on scalars of the right types, outside any region, before building.
+  absl::Status status;
+  mlir::Location loc = op->getLoc();
+  Value built = BuildElementwise(
+      state, loc, result, inputs, {},
+      [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange args) -> Value {
+        absl::StatusOr<Value> v = BuildScalarOp(b, l, op, args, old_types, result.getElementType());
+        if (v.ok()) return *v;
+        status = v.status();
+        return mlir::arith::ConstantOp::create(
+            b, l, b.getZeroAttr(SignlessType(result.getElementType())));
+      });
+  if (!status.ok()) {
+    built.getDefiningOp()->erase();
+    return status;
+  }
+  state.Map(op->getResult(0), built);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+mlir::Value BuildElementwise(
+    ImportState& state, mlir::Location loc, mlir::RankedTensorType result_type,
+    mlir::ValueRange inputs, llvm::ArrayRef<mlir::AffineMap> maps,
+    const std::function<Value(mlir::OpBuilder&, mlir::Location, mlir::ValueRange)>& body) {
+  mlir::OpBuilder& b = state.builder();
+  const unsigned rank = result_type.getRank();
+  mlir::MLIRContext* context = b.getContext();
+  llvm::SmallVector<mlir::AffineMap> indexing;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!maps.empty()) {
+      indexing.push_back(maps[i]);
+    } else if (mlir::cast<mlir::RankedTensorType>(inputs[i].getType()).getRank() == 0 && rank > 0) {
+      indexing.push_back(mlir::AffineMap::get(rank, 0, context));
+    } else {
+      indexing.push_back(b.getMultiDimIdentityMap(rank));
+    }
+  }
+  indexing.push_back(b.getMultiDimIdentityMap(rank));
+  mlir::RankedTensorType new_type = ImportState::NewType(result_type);
+  Value init = state.Empty(loc, new_type);
+  llvm::SmallVector<mlir::utils::IteratorType> iterators(rank, mlir::utils::IteratorType::parallel);
+  auto generic = mlir::linalg::GenericOp::create(
+      b, loc, mlir::TypeRange{new_type}, inputs, mlir::ValueRange{init}, indexing, iterators,
+      [&](mlir::OpBuilder& nested, mlir::Location l, mlir::ValueRange args) {
+        Value v = body(nested, l, args.drop_back());
+        mlir::linalg::YieldOp::create(nested, l, v);
+      });
+  return generic.getResult(0);
+}
+
+bool IsScalarOp(std::string_view name) { return ScalarOps().contains(name); }
+
+absl::StatusOr<Value> BuildScalarOp(mlir::OpBuilder& b, mlir::Location loc, mlir::Operation* op,
+                                    mlir::ValueRange args, mlir::TypeRange arg_types,
+                                    mlir::Type result_type) {
+  const std::string name = op->getName().getStringRef().str();
+  TESSERA_RETURN_IF_ERROR(CheckElementTypes(op, name, args, arg_types, result_type));
+  absl::StatusOr<Value> value = absl::UnimplementedError("");
+  if (name == "stablehlo.compare" && args.size() == 2) {
+    return Compare(b, loc, op, args[0], args[1], arg_types[0]);
+  } else if (name == "stablehlo.select" && args.size() == 3) {
+    return Value(mlir::arith::SelectOp::create(b, loc, args[0], args[1], args[2]));
+  } else if (name == "stablehlo.clamp" && args.size() == 3) {
+    TESSERA_ASSIGN_OR_RETURN(Value low,
+                             Binary(b, loc, "stablehlo.maximum", args[1], args[0], arg_types[1]));
+    return Binary(b, loc, "stablehlo.minimum", low, args[2], arg_types[1]);
+  } else if (name == "stablehlo.convert" && args.size() == 1) {
+    return Convert(b, loc, args[0], arg_types[0], result_type);
+  } else if (name == "stablehlo.bitcast_convert" && args.size() == 1) {
+    if (arg_types[0].getIntOrFloatBitWidth() != result_type.getIntOrFloatBitWidth()) {
+      return absl::UnimplementedError(absl::StrCat(
+          ImportState::Where(op), ": bitcast_convert between element types of different widths"));
+    }
+    if (SignlessType(arg_types[0]) == SignlessType(result_type)) return args[0];
+    return Value(mlir::arith::BitcastOp::create(b, loc, SignlessType(result_type), args[0]));
+  } else if (args.size() == 2) {
+    value = Binary(b, loc, name, args[0], args[1], arg_types[0]);
+  } else if (args.size() == 1) {
+    value = Unary(b, loc, name, args[0], arg_types[0]);
+  }
+  if (value.ok()) return value;
+  if (!IsScalarOp(name)) {
+    return absl::UnimplementedError(absl::StrCat(ImportState::Where(op), ": not supported"));
+  }
+  return absl::UnimplementedError(absl::StrCat(ImportState::Where(op), ": not supported ",
+                                               value.status().message(), " with ", args.size(),
+                                               " operands"));
+}
+
+void AddElementwiseConversions(ConversionTable& table) {
+  for (std::string_view name : ScalarOps()) table[std::string(name)] = ConvertElementwise;
+}
+
+}  // namespace tessera::compiler::stablehlo

@@ -1,0 +1,190 @@
+#include "compiler/stablehlo/import_state.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/checked_math.h"
+#include "base/string_view.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Location.h"
+
+namespace tessera::compiler::stablehlo {
+namespace {
+
+std::string TypeText(mlir::Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
+
+bool IsSupportedElement(mlir::Type type) {
+  if (type.isF16() || type.isBF16() || type.isF32() || type.isF64()) return true;
+  auto integer = mlir::dyn_cast<mlir::IntegerType>(type);
+  if (!integer || integer.isSigned()) return false;
+  const unsigned width = integer.getWidth();
+  return width == 1 || width == 8 || width == 16 || width == 32 || width == 64;
+}
+
+absl::StatusOr<mlir::RankedTensorType> CheckedType(mlir::Operation* op, mlir::Value value,
+                                                   const std::string& what) {
+  auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(value.getType());
+  if (!tensor) {
+    return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": ", what, " has type ",
+                                                   TypeText(value.getType()),
+                                                   ", not a ranked tensor"));
+  }
+  for (int64_t d = 0; d < tensor.getRank(); ++d) {
+    if (tensor.isDynamicDim(d)) {
+      return absl::UnimplementedError(absl::StrCat(
+          ImportState::Where(op), ": ", what, " of type ", TypeText(tensor), " has dimension ", d,
+          " dynamic; programs need static shapes (lower the function for concrete shapes)"));
+    }
+  }
+  if (!IsSupportedElement(tensor.getElementType())) {
+    return absl::UnimplementedError(absl::StrCat(
+        ImportState::Where(op), ": ", what, " has element type ", TypeText(tensor.getElementType()),
+        " (supported: f16, bf16, f32, f64, i1 and 8 to 64 bit integers)"));
+  }
+  // Converters compare element counts (reshape); MLIR's count wraps past int64.
+  llvm::ArrayRef<int64_t> dims = tensor.getShape();
+  if (!base::CheckedByteCount(absl::MakeConstSpan(dims.data(), dims.size()),
+                              (tensor.getElementTypeBitWidth() + 7) / 8)) {
+    return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": ", what, " of type ",
+                                                   TypeText(tensor),
+                                                   " has a byte count that overflows int64"));
+  }
+  return tensor;
+}
+
+}  // namespace
+
+std::string DescribeLocation(mlir::Location loc) {
+  std::string name;
+  std::string position;
+  loc->walk([&](mlir::Location inner) {
+    if (auto named = mlir::dyn_cast<mlir::NameLoc>(inner); named && name.empty()) {
+      name = named.getName().str();
+    }
+    if (auto file = mlir::dyn_cast<mlir::FileLineColRange>(inner); file && position.empty()) {
+      position = file.getFilename().str();
+      absl::StrAppend(&position, position.empty() ? "" : ":", file.getStartLine(), ":",
+                      file.getStartColumn());
+    }
+    return mlir::WalkResult::advance();
+  });
+  if (position.empty() && name.empty()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    loc.print(os);
+    return text;
+  }
+  if (name.empty()) return position;
+  if (position.empty()) return absl::StrCat("(", name, ")");
+  return absl::StrCat(position, " (", name, ")");
+}
+
+mlir::Type SignlessType(mlir::Type type) {
+  auto integer = mlir::dyn_cast<mlir::IntegerType>(type);
+  if (integer && !integer.isSignless()) {
+    return mlir::IntegerType::get(type.getContext(), integer.getWidth());
+  }
+  return type;
+}
+
+std::string ImportState::Where(mlir::Operation* op) {
+  return absl::StrCat("'", op->getName().getStringRef().str(), "' at ",
+                      DescribeLocation(op->getLoc()));
+}
+
+absl::Status ImportState::CheckArity(mlir::Operation* op, unsigned operands, unsigned results) {
+  if (op->getNumOperands() == operands && op->getNumResults() == results) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(Where(op), ": expected ", operands, " operand(s) and ", results,
+                   " result(s), got ", op->getNumOperands(), " and ", op->getNumResults()));
+}
+
+absl::StatusOr<mlir::Value> ImportState::Operand(mlir::Operation* op, unsigned i) {
+  if (i >= op->getNumOperands()) {
+    return absl::InvalidArgumentError(absl::StrCat(Where(op), ": has no operand ", i));
+  }
+  auto it = values_.find(op->getOperand(i));
+  if (it == values_.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(op), ": operand ", i, " is not defined before the op in @main"));
+  }
+  return it->second;
+}
+
+absl::StatusOr<mlir::RankedTensorType> ImportState::OperandType(mlir::Operation* op, unsigned i) {
+  if (i >= op->getNumOperands()) {
+    return absl::InvalidArgumentError(absl::StrCat(Where(op), ": has no operand ", i));
+  }
+  return CheckedType(op, op->getOperand(i), absl::StrCat("operand ", i));
+}
+
+absl::StatusOr<mlir::RankedTensorType> ImportState::ResultType(mlir::Operation* op, unsigned i) {
+  if (i >= op->getNumResults()) {
+    return absl::InvalidArgumentError(absl::StrCat(Where(op), ": has no result ", i));
+  }
+  return CheckedType(op, op->getResult(i), absl::StrCat("result ", i));
+}
+
+mlir::RankedTensorType ImportState::NewType(mlir::RankedTensorType old) {
+  return mlir::RankedTensorType::get(old.getShape(), SignlessType(old.getElementType()));
+}
+
+mlir::Attribute ImportState::GetAttr(mlir::Operation* op, std::string_view name) {
+  if (auto properties =
+          mlir::dyn_cast_or_null<mlir::DictionaryAttr>(op->getPropertiesAsAttribute())) {
+    if (mlir::Attribute attr = properties.get(name)) return attr;
+  }
+  return op->getDiscardableAttr(name);
+}
+
+absl::StatusOr<std::string> ImportState::OpaqueAttrText(mlir::Operation* op,
+                                                        std::string_view name) {
+  auto opaque = mlir::dyn_cast_or_null<mlir::OpaqueAttr>(GetAttr(op, name));
+  if (!opaque) {
+    return absl::InvalidArgumentError(absl::StrCat(Where(op), ": expected a `", base::AsAbsl(name),
+                                                   "` attribute (#stablehlo...<...>)"));
+  }
+  return opaque.getAttrData().str();
+}
+
+absl::StatusOr<std::vector<int64_t>> ImportState::I64ArrayAttr(mlir::Operation* op,
+                                                               std::string_view name,
+                                                               bool optional) {
+  mlir::Attribute attr = GetAttr(op, name);
+  if (!attr && optional) return std::vector<int64_t>{};
+  auto array = mlir::dyn_cast_or_null<mlir::DenseI64ArrayAttr>(attr);
+  if (!array) {
+    return absl::InvalidArgumentError(absl::StrCat(Where(op), ": expected an `", base::AsAbsl(name),
+                                                   "` attribute of array<i64: ...>"));
+  }
+  return std::vector<int64_t>(array.asArrayRef().begin(), array.asArrayRef().end());
+}
+
+mlir::Value ImportState::Empty(mlir::Location loc, mlir::RankedTensorType type) {
+  return mlir::tensor::EmptyOp::create(builder_, loc, type.getShape(), type.getElementType());
+}
+
+mlir::Value ImportState::Fill(mlir::Location loc, mlir::RankedTensorType type,
+                              mlir::TypedAttr scalar) {
+  mlir::Value value = mlir::arith::ConstantOp::create(builder_, loc, scalar);
+  mlir::Value filled = mlir::linalg::FillOp::create(builder_, loc, mlir::ValueRange{value},
+                                                    mlir::ValueRange{Empty(loc, type)})
+                           ->getResult(0);
+  SetSplat(filled, scalar);
+  return filled;
+}
+
+}  // namespace tessera::compiler::stablehlo

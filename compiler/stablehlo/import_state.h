@@ -1,0 +1,139 @@
+#ifndef TESSERA_COMPILER_STABLEHLO_IMPORT_STATE_H_
+#define TESSERA_COMPILER_STABLEHLO_IMPORT_STATE_H_
+
+// compiler/stablehlo/import_state.h: what the StableHLO importer's op converters share (internal
+// to compiler/stablehlo/). The importer walks @main of the parsed program (its StableHLO ops
+// unregistered, generic form) and builds a new @main in linalg / tensor / arith / math: each
+// converter reads one StableHLO op, checks what it relies on (operand count, ranks, shapes,
+// attributes: the input was never verified), and maps the op's results to new values.
+//
+// Types: tensors keep their shapes; unsigned integer element types become signless (arith's
+// ops carry the signedness instead), so each converter reads the signedness from the old types.
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "llvm/ADT/DenseMap.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
+#include "mlir/IR/Value.h"
+
+namespace tessera::compiler::stablehlo {
+
+// "file.py:12:3 (jit(f)/add)": the source position JAX recorded and the op's name-scope, or
+// MLIR's printed location when it has neither.
+std::string DescribeLocation(mlir::Location loc);
+
+// The signless (or float) element type arith computes in for `type` (an unsigned integer becomes
+// signless of its width; others are unchanged).
+mlir::Type SignlessType(mlir::Type type);
+
+class ImportState {
+ public:
+  explicit ImportState(mlir::OpBuilder& builder) : builder_(builder) {}
+
+  mlir::OpBuilder& builder() { return builder_; }
+
+  // "'stablehlo.add' at file.py:12:3 (jit(f)/add)", to start an error message about `op`.
+  static std::string Where(mlir::Operation* op);
+
+  // The new value of operand `i` of `op` (already converted). INVALID_ARGUMENT when the op has no
+  // such operand or it was not defined before `op`.
+  absl::StatusOr<mlir::Value> Operand(mlir::Operation* op, unsigned i);
+  // The old (StableHLO) type of operand `i` / result `i` as a ranked static tensor.
+  // INVALID_ARGUMENT: not a ranked tensor, a byte count past int64, or a missing operand;
+  // UNIMPLEMENTED: a dynamic
+  // dimension (named) or an element type outside f16, bf16, f32, f64, i1 and 8-64 bit integers.
+  absl::StatusOr<mlir::RankedTensorType> OperandType(mlir::Operation* op, unsigned i);
+  absl::StatusOr<mlir::RankedTensorType> ResultType(mlir::Operation* op, unsigned i);
+  // INVALID_ARGUMENT unless `op` has exactly `operands` operands and `results` results.
+  static absl::Status CheckArity(mlir::Operation* op, unsigned operands, unsigned results);
+
+  // The tensor type of the new value for an old type: same shape, SignlessType elements.
+  static mlir::RankedTensorType NewType(mlir::RankedTensorType old);
+
+  void Map(mlir::Value old_value, mlir::Value new_value) { values_[old_value] = new_value; }
+  // A new value known to hold one scalar everywhere (a splat constant): converters fold it (a
+  // broadcast of it becomes a fill, a reduction's init its scalar).
+  void SetSplat(mlir::Value new_value, mlir::TypedAttr scalar) { splats_[new_value] = scalar; }
+  mlir::TypedAttr SplatOf(mlir::Value new_value) const {
+    auto it = splats_.find(new_value);
+    return it == splats_.end() ? mlir::TypedAttr() : it->second;
+  }
+
+  // A new value that is `source` with size-1 dimensions inserted at `inserted` (ascending): a
+  // later squeeze of exactly those dimensions gives `source` back without computing anything.
+  struct UnitOrigin {
+    mlir::Value source;
+    std::vector<int64_t> inserted;
+  };
+  void SetUnitOrigin(mlir::Value new_value, UnitOrigin origin) {
+    unit_origins_[new_value] = std::move(origin);
+  }
+  const UnitOrigin* UnitOriginOf(mlir::Value new_value) const {
+    auto it = unit_origins_.find(new_value);
+    return it == unit_origins_.end() ? nullptr : &it->second;
+  }
+
+  // An attribute of `op`: from its properties (where generic form puts inherent attributes) or
+  // its attribute dictionary; null when neither has it.
+  static mlir::Attribute GetAttr(mlir::Operation* op, std::string_view name);
+  // The text of an opaque attribute `name` of `op` (`#stablehlo.dot<...>` -> "dot<...>").
+  // INVALID_ARGUMENT when missing or not opaque.
+  static absl::StatusOr<std::string> OpaqueAttrText(mlir::Operation* op, std::string_view name);
+  // A `array<i64: ...>` attribute. INVALID_ARGUMENT when missing (unless `optional`) or another
+  // kind.
+  static absl::StatusOr<std::vector<int64_t>> I64ArrayAttr(mlir::Operation* op,
+                                                           std::string_view name,
+                                                           bool optional = false);
+
+  // tensor.empty of `type`.
+  mlir::Value Empty(mlir::Location loc, mlir::RankedTensorType type);
+  // A tensor of `type` filled with `scalar` (tensor.empty + linalg.fill), recorded as a splat.
+  mlir::Value Fill(mlir::Location loc, mlir::RankedTensorType type, mlir::TypedAttr scalar);
+
+ private:
+  mlir::OpBuilder& builder_;
+  llvm::DenseMap<mlir::Value, mlir::Value> values_;
+  llvm::DenseMap<mlir::Value, mlir::TypedAttr> splats_;
+  llvm::DenseMap<mlir::Value, UnitOrigin> unit_origins_;
+};
+
+// Converts one StableHLO op (its operands already converted) into new ops at the builder's
+// insertion point, mapping its results.
+using OpConversion = std::function<absl::Status(ImportState&, mlir::Operation*)>;
+
+// The conversions by op name: elementwise.cc, structural.cc, contraction.cc each add theirs.
+using ConversionTable = absl::flat_hash_map<std::string, OpConversion>;
+void AddElementwiseConversions(ConversionTable& table);
+void AddStructuralConversions(ConversionTable& table);
+void AddContractionConversions(ConversionTable& table);
+
+// One StableHLO elementwise op on scalars (the body of a linalg op): `name` ("stablehlo.add"),
+// `args` in arith's types, `arg_types` / `result_type` the old element types (for signedness),
+// `op` the StableHLO op (for its attributes: comparison direction). UNIMPLEMENTED for an op this
+// converter does not know; INVALID_ARGUMENT for attributes it cannot read.
+absl::StatusOr<mlir::Value> BuildScalarOp(mlir::OpBuilder& builder, mlir::Location loc,
+                                          mlir::Operation* op, mlir::ValueRange args,
+                                          mlir::TypeRange arg_types, mlir::Type result_type);
+// Whether BuildScalarOp knows `name`.
+bool IsScalarOp(std::string_view name);
+
+// A linalg.generic over `result_type`'s shape, all loops parallel, each input read through its
+// map (identity when `maps` is empty; an input of rank 0 is read at every point), the body built
+// by `body` from the inputs' scalars.
+mlir::Value BuildElementwise(
+    ImportState& state, mlir::Location loc, mlir::RankedTensorType result_type,
+    mlir::ValueRange inputs, llvm::ArrayRef<mlir::AffineMap> maps,
+    const std::function<mlir::Value(mlir::OpBuilder&, mlir::Location, mlir::ValueRange)>& body);
+
+}  // namespace tessera::compiler::stablehlo
+
+#endif  // TESSERA_COMPILER_STABLEHLO_IMPORT_STATE_H_

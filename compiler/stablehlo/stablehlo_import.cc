@@ -1,0 +1,418 @@
+// The StableHLO importer's driver: parse the generic form, read the meshes and @main's shardings,
+// inline private functions, then convert @main op by op into a new module (import_state.h).
+
+#include "compiler/stablehlo/stablehlo_import.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "base/string_view.h"
+#include "compiler/internal.h"
+#include "compiler/nesting.h"
+#include "compiler/stablehlo/attribute_text.h"
+#include "compiler/stablehlo/import_state.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Parser/Parser.h"
+
+namespace tessera::compiler::stablehlo {
+namespace {
+
+// The most ops @main may hold once its calls are inlined: a program whose functions call each
+// other twice over a few dozen levels would otherwise expand exponentially. A JAX training step
+// of a large model holds tens of thousands.
+constexpr int64_t kMaxInlinedOps = 1 << 18;
+
+using Meshes = std::map<std::string, SdyMesh, std::less<>>;
+
+// What each op the importer cannot convert needs, where that helps the reader of the error.
+std::string UnsupportedHint(std::string_view name) {
+  if (name == "stablehlo.while" || name == "stablehlo.case" || name == "stablehlo.if") {
+    return "; control flow (fori_loop, scan, cond, while_loop) is not supported yet";
+  }
+  if (name == "sdy.manual_computation" || name == "stablehlo.all_reduce" ||
+      name == "stablehlo.all_gather" || name == "stablehlo.all_to_all" ||
+      name == "stablehlo.reduce_scatter" || name == "stablehlo.collective_permute") {
+    return "; shard_map (manual computations and their explicit collectives) is not supported "
+           "yet: shard with in_shardings / out_shardings instead";
+  }
+  return "";
+}
+
+absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Parse(mlir::MLIRContext& context,
+                                                        std::string_view text) {
+  TESSERA_RETURN_IF_ERROR(CheckNestingDepth(text, kMaxProgramNesting));
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::string errors;
+  {
+    DiagnosticCollector diagnostics(&context);
+    mlir::ParserConfig config(&context, /*verifyAfterParse=*/false);
+    // MLIR's lexer reads up to the NUL after the text (an unterminated string literal runs on to
+    // a quote or a newline): a view need not have one, a std::string has.
+    const std::string terminated(text);
+    module = mlir::parseSourceString<mlir::ModuleOp>(terminated, config, "program");
+    if (!module) errors = diagnostics.Message("could not parse");
+  }
+  if (!module)
+    return absl::InvalidArgumentError(absl::StrCat("invalid StableHLO program: ", errors));
+  return module;
+}
+
+// Every op of the program that the importer does not know, outermost first, is UNIMPLEMENTED
+// before anything else looks at the program (verification included: a manual computation holds
+// func.calls that MLIR's verifier cannot resolve).
+absl::Status CheckOpsKnown(mlir::ModuleOp module, const ConversionTable& table) {
+  absl::Status status;
+  module.walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation* op) {
+    const std::string name = op->getName().getStringRef().str();
+    if (table.contains(name) || name == "builtin.module" || name == "func.func" ||
+        name == "func.return" || name == "func.call" || name == "sdy.mesh" ||
+        name == "stablehlo.return") {
+      return mlir::WalkResult::advance();
+    }
+    status = absl::UnimplementedError(
+        absl::StrCat("unsupported StableHLO op ", ImportState::Where(op), UnsupportedHint(name),
+                     " (docs/computations.md, \"Programs from JAX\", lists the supported ones)"));
+    return mlir::WalkResult::interrupt();
+  });
+  return status;
+}
+
+absl::Status Verify(mlir::ModuleOp module, std::string_view what, absl::StatusCode code) {
+  DiagnosticCollector diagnostics(module.getContext());
+  if (mlir::failed(mlir::verify(module))) {
+    return absl::Status(
+        code, absl::StrCat(base::AsAbsl(what), ": ", diagnostics.Message("does not verify")));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Meshes> ReadMeshes(mlir::ModuleOp module) {
+  Meshes meshes;
+  for (mlir::Operation& op : module.getBody()->getOperations()) {
+    if (op.getName().getStringRef() != "sdy.mesh") continue;
+    auto name = mlir::dyn_cast_or_null<mlir::StringAttr>(ImportState::GetAttr(&op, "sym_name"));
+    TESSERA_ASSIGN_OR_RETURN(std::string text, ImportState::OpaqueAttrText(&op, "mesh"));
+    if (!name) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(ImportState::Where(&op), ": expected a sym_name"));
+    }
+    absl::StatusOr<SdyMesh> mesh = ParseSdyMesh(text);
+    if (!mesh.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(ImportState::Where(&op), ": ", mesh.status().message()));
+    }
+    meshes[name.getValue().str()] = *std::move(mesh);
+  }
+  return meshes;
+}
+
+// "mesh{dp=2,tp=4} P(dp,None)" for a Shardy sharding; empty for one over a mesh of no axes (the
+// value is then replicated, as without a sharding).
+absl::StatusOr<std::string> ShardingText(const SdySharding& sharding, const Meshes& meshes,
+                                         int64_t rank, const std::string& what) {
+  const SdyMesh* mesh = nullptr;
+  if (sharding.inline_mesh) {
+    mesh = &*sharding.inline_mesh;
+  } else {
+    auto it = meshes.find(sharding.mesh_name);
+    if (it == meshes.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": its sharding names mesh @", sharding.mesh_name,
+                       ", which the program does not define (sdy.mesh)"));
+    }
+    mesh = &it->second;
+  }
+  if (mesh->axes.empty()) return std::string();
+  for (size_t i = 0; i < mesh->device_ids.size(); ++i) {
+    if (mesh->device_ids[i] != static_cast<int64_t>(i)) {
+      return absl::UnimplementedError(
+          absl::StrCat(what, ": mesh @", sharding.mesh_name, " lists device_ids [",
+                       absl::StrJoin(mesh->device_ids, ", "),
+                       "]; only meshes over the devices in order (0, 1, ..., n-1) are supported"));
+    }
+  }
+  if (!sharding.unreduced.empty()) {
+    return absl::UnimplementedError(
+        absl::StrCat(what, ": unreduced axes in a sharding are not supported"));
+  }
+  if (static_cast<int64_t>(sharding.dims.size()) != rank) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": its sharding has ",
+                                                   sharding.dims.size(),
+                                                   " dimensions for a value of rank ", rank));
+  }
+  std::vector<std::string> axes;
+  for (const SdyMesh::Axis& axis : mesh->axes) {
+    axes.push_back(absl::StrCat(axis.name, "=", axis.size));
+  }
+  std::vector<std::string> dims;
+  for (const std::vector<std::string>& dim : sharding.dims) {
+    if (dim.empty()) {
+      dims.push_back("None");
+    } else if (dim.size() == 1) {
+      dims.push_back(dim[0]);
+    } else {
+      dims.push_back(absl::StrCat("(", absl::StrJoin(dim, ","), ")"));
+    }
+  }
+  return absl::StrCat("mesh{", absl::StrJoin(axes, ","), "} P(", absl::StrJoin(dims, ","), ")");
+}
+
+// The `tessera.sharding` text for argument / result `index` of @main ("" when replicated).
+absl::StatusOr<std::string> ValueSharding(mlir::DictionaryAttr attrs, const Meshes& meshes,
+                                          int64_t rank, const std::string& what) {
+  if (!attrs) return std::string();
+  if (mlir::Attribute sdy = attrs.get("sdy.sharding")) {
+    auto opaque = mlir::dyn_cast<mlir::OpaqueAttr>(sdy);
+    if (!opaque) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": sdy.sharding is not #sdy.sharding"));
+    }
+    absl::StatusOr<SdySharding> sharding = ParseSdySharding(opaque.getAttrData());
+    if (!sharding.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ", sharding.status().message()));
+    }
+    return ShardingText(*sharding, meshes, rank, what);
+  }
+  if (mlir::Attribute gspmd = attrs.get("mhlo.sharding")) {
+    auto text = mlir::dyn_cast<mlir::StringAttr>(gspmd);
+    if (text && (text.getValue() == "{replicated}" || text.getValue() == "{}"))
+      return std::string();
+    return absl::UnimplementedError(
+        absl::StrCat(what,
+                     ": GSPMD shardings (mhlo.sharding) are not supported; lower with Shardy "
+                     "(jax_use_shardy_partitioner=True, JAX's default)"));
+  }
+  return std::string();
+}
+
+// Inlines every func.call in `main` (callees' bodies cloned in place), until none is left.
+absl::Status InlineCalls(mlir::ModuleOp module, mlir::func::FuncOp main) {
+  for (int round = 0;; ++round) {
+    std::vector<mlir::func::CallOp> calls;
+    main.walk([&](mlir::func::CallOp call) { calls.push_back(call); });
+    if (calls.empty()) return absl::OkStatus();
+    if (round >= kMaxProgramNesting) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the program's function calls nest deeper than ", kMaxProgramNesting,
+                       " levels (or recurse), at ", DescribeLocation(calls.front().getLoc())));
+    }
+    int64_t ops = 0;
+    main.walk([&](mlir::Operation*) { ++ops; });
+    for (mlir::func::CallOp call : calls) {
+      const std::string where = ImportState::Where(call);
+      auto callee_attr = call->getAttrOfType<mlir::FlatSymbolRefAttr>("callee");
+      auto callee = callee_attr ? module.lookupSymbol<mlir::func::FuncOp>(callee_attr.getAttr())
+                                : mlir::func::FuncOp();
+      if (!callee || callee.isExternal() || !callee.getBody().hasOneBlock()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": calls a function the program does not define with one block"));
+      }
+      mlir::Block& body = callee.getBody().front();
+      auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(body.getTerminator());
+      if (body.getNumArguments() != call.getNumOperands() || !ret ||
+          ret.getNumOperands() != call.getNumResults()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": its operands or results do not match @", callee.getSymName().str()));
+      }
+      for (unsigned i = 0; i < call.getNumOperands(); ++i) {
+        if (body.getArgument(i).getType() != call.getOperand(i).getType()) {
+          return absl::InvalidArgumentError(absl::StrCat(where, ": operand ", i,
+                                                         " has another type than @",
+                                                         callee.getSymName().str(), " takes"));
+        }
+      }
+      callee.walk([&](mlir::Operation*) { ++ops; });
+      if (ops > kMaxInlinedOps) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the program's function calls expand to more than ", kMaxInlinedOps, " ops"));
+      }
+      mlir::IRMapping mapping;
+      for (unsigned i = 0; i < call.getNumOperands(); ++i) {
+        mapping.map(body.getArgument(i), call.getOperand(i));
+      }
+      mlir::OpBuilder builder(call);
+      for (mlir::Operation& op : body.without_terminator()) builder.clone(op, mapping);
+      for (unsigned i = 0; i < call.getNumResults(); ++i) {
+        mlir::Value result = mapping.lookupOrDefault(ret.getOperand(i));
+        if (result.getType() != call.getResult(i).getType()) {
+          return absl::InvalidArgumentError(absl::StrCat(where, ": result ", i,
+                                                         " has another type than @",
+                                                         callee.getSymName().str(), " returns"));
+        }
+        call.getResult(i).replaceAllUsesWith(result);
+      }
+      call.erase();
+    }
+  }
+}
+
+// A new module with @main converted: its signature with signless types and `tessera.sharding`
+// attributes, its body op by op.
+absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp main,
+                                                          const Meshes& meshes,
+                                                          const ConversionTable& table) {
+  mlir::MLIRContext* context = main.getContext();
+  if (!main.getBody().hasOneBlock()) {
+    return absl::InvalidArgumentError("@main must have one block");
+  }
+  mlir::Block& old_body = main.getBody().front();
+  mlir::FunctionType old_type = main.getFunctionType();
+  if (old_body.getNumArguments() != old_type.getNumInputs()) {
+    return absl::InvalidArgumentError("@main's block arguments do not match its function_type");
+  }
+  llvm::SmallVector<mlir::Type> inputs, results;
+  llvm::SmallVector<mlir::Attribute> arg_attrs, res_attrs;
+  mlir::Builder attrs_builder(context);
+  for (auto [what, types, new_types, new_attrs] :
+       {std::tuple{"argument", old_type.getInputs(), &inputs, &arg_attrs},
+        std::tuple{"result", old_type.getResults(), &results, &res_attrs}}) {
+    for (unsigned i = 0; i < types.size(); ++i) {
+      const std::string name = absl::StrCat("@main ", what, " ", i);
+      auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(types[i]);
+      if (!tensor || !tensor.hasStaticShape()) {
+        return absl::UnimplementedError(
+            absl::StrCat(name, ": not a tensor of static shape (lower for concrete shapes)"));
+      }
+      if (tensor.getElementType().isUnsignedInteger()) {
+        return absl::UnimplementedError(absl::StrCat(
+            name, ": unsigned element types at @main's boundary are not supported yet"));
+      }
+      new_types->push_back(ImportState::NewType(tensor));
+      mlir::DictionaryAttr attrs =
+          std::string_view(what) == "argument" ? main.getArgAttrDict(i) : main.getResultAttrDict(i);
+      TESSERA_ASSIGN_OR_RETURN(std::string sharding,
+                               ValueSharding(attrs, meshes, tensor.getRank(), name));
+      llvm::SmallVector<mlir::NamedAttribute> named;
+      if (!sharding.empty()) {
+        named.push_back(
+            attrs_builder.getNamedAttr(kShardingAttrName, attrs_builder.getStringAttr(sharding)));
+      }
+      new_attrs->push_back(attrs_builder.getDictionaryAttr(named));
+    }
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(main.getLoc());
+  mlir::OpBuilder builder(context);
+  builder.setInsertionPointToEnd(module->getBody());
+  auto new_main = mlir::func::FuncOp::create(builder, main.getLoc(), "main",
+                                             builder.getFunctionType(inputs, results));
+  new_main.setAllArgAttrs(arg_attrs);
+  new_main.setAllResultAttrs(res_attrs);
+  mlir::Block* body = new_main.addEntryBlock();
+  builder.setInsertionPointToEnd(body);
+  ImportState state(builder);
+  for (unsigned i = 0; i < old_body.getNumArguments(); ++i) {
+    state.Map(old_body.getArgument(i), body->getArgument(i));
+  }
+  for (mlir::Operation& op : old_body) {
+    const std::string name = op.getName().getStringRef().str();
+    if (name == "func.return") {
+      if (op.getNumOperands() != results.size()) {
+        return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(&op), ": returns ",
+                                                       op.getNumOperands(), " values, @main has ",
+                                                       results.size(), " results"));
+      }
+      llvm::SmallVector<mlir::Value> returned;
+      for (unsigned i = 0; i < op.getNumOperands(); ++i) {
+        TESSERA_ASSIGN_OR_RETURN(mlir::Value v, state.Operand(&op, i));
+        if (v.getType() != results[i]) {
+          return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(&op), ": value ", i,
+                                                         " has another type than @main's result"));
+        }
+        returned.push_back(v);
+      }
+      mlir::func::ReturnOp::create(builder, op.getLoc(), returned);
+      continue;
+    }
+    auto it = table.find(name);
+    if (it == table.end()) {
+      return absl::UnimplementedError(absl::StrCat("unsupported StableHLO op ",
+                                                   ImportState::Where(&op), UnsupportedHint(name)));
+    }
+    TESSERA_RETURN_IF_ERROR(it->second(state, &op));
+  }
+  if (body->empty() || !mlir::isa<mlir::func::ReturnOp>(body->back())) {
+    return absl::InvalidArgumentError("@main does not end in func.return");
+  }
+  // What no result needs (a broadcast's source once folded, a reduction's init constant) goes:
+  // the partitioner would otherwise shard values nothing uses.
+  for (mlir::Operation& op : llvm::make_early_inc_range(llvm::reverse(*body))) {
+    if (mlir::isOpTriviallyDead(&op)) op.erase();
+  }
+  return module;
+}
+
+const ConversionTable& Conversions() {
+  static const ConversionTable* const kTable = [] {
+    auto* table = new ConversionTable;
+    AddElementwiseConversions(*table);
+    AddStructuralConversions(*table);
+    AddContractionConversions(*table);
+    return table;
+  }();
+  return *kTable;
+}
+
+// Unregistered dialects allowed while alive (the source program's StableHLO, CHLO and Shardy
+// ops); the context's setting from before is restored after.
+class UnregisteredDialectsAllowed {
+ public:
+  explicit UnregisteredDialectsAllowed(mlir::MLIRContext& context)
+      : context_(context), before_(context.allowsUnregisteredDialects()) {
+    context_.allowUnregisteredDialects(true);
+  }
+  ~UnregisteredDialectsAllowed() { context_.allowUnregisteredDialects(before_); }
+  UnregisteredDialectsAllowed(const UnregisteredDialectsAllowed&) = delete;
+  UnregisteredDialectsAllowed& operator=(const UnregisteredDialectsAllowed&) = delete;
+
+ private:
+  mlir::MLIRContext& context_;
+  bool before_;
+};
+
+// The source program parsed, checked and converted (unregistered dialects allowed).
+absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportSource(mlir::MLIRContext& context,
+                                                               std::string_view text) {
+  TESSERA_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> source, Parse(context, text));
+  const ConversionTable& table = Conversions();
+  TESSERA_RETURN_IF_ERROR(CheckOpsKnown(*source, table));
+  TESSERA_RETURN_IF_ERROR(
+      Verify(*source, "invalid StableHLO program", absl::StatusCode::kInvalidArgument));
+  auto main = source->lookupSymbol<mlir::func::FuncOp>("main");
+  if (!main || main.isExternal()) {
+    return absl::InvalidArgumentError("the StableHLO program has no func.func @main with a body");
+  }
+  TESSERA_ASSIGN_OR_RETURN(Meshes meshes, ReadMeshes(*source));
+  TESSERA_RETURN_IF_ERROR(InlineCalls(*source, main));
+  return Convert(main, meshes, table);
+}
+
+}  // namespace
+
+absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportStableHlo(mlir::MLIRContext& context,
+                                                                  std::string_view text) {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  {
+    UnregisteredDialectsAllowed allowed(context);
+    TESSERA_ASSIGN_OR_RETURN(module, ImportSource(context, text));
+  }
+  // The imported program uses registered dialects only.
+  TESSERA_RETURN_IF_ERROR(Verify(*module,
+                                 "the imported StableHLO program is invalid (an importer "
+                                 "defect: please report it with the program)",
+                                 absl::StatusCode::kInternal));
+  return module;
+}
+
+}  // namespace tessera::compiler::stablehlo
