@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -183,55 +183,56 @@ Value Sign(mlir::OpBuilder& b, mlir::Location loc, Value x) {
   return mlir::arith::SubIOp::create(b, loc, p, n);
 }
 
-const absl::flat_hash_set<std::string_view>& ScalarOps() {
-  static const auto* const kOps = new absl::flat_hash_set<std::string_view>{
-      "stablehlo.add",
-      "stablehlo.subtract",
-      "stablehlo.multiply",
-      "stablehlo.divide",
-      "stablehlo.remainder",
-      "stablehlo.maximum",
-      "stablehlo.minimum",
-      "stablehlo.power",
-      "stablehlo.atan2",
-      "stablehlo.and",
-      "stablehlo.or",
-      "stablehlo.xor",
-      "stablehlo.shift_left",
-      "stablehlo.shift_right_logical",
-      "stablehlo.shift_right_arithmetic",
-      "stablehlo.negate",
-      "stablehlo.abs",
-      "stablehlo.exponential",
-      "stablehlo.exponential_minus_one",
-      "stablehlo.log",
-      "stablehlo.log_plus_one",
-      "stablehlo.logistic",
-      "stablehlo.tanh",
-      "stablehlo.sqrt",
-      "stablehlo.rsqrt",
-      "stablehlo.cbrt",
-      "stablehlo.sine",
-      "stablehlo.cosine",
-      "stablehlo.tan",
-      "stablehlo.floor",
-      "stablehlo.ceil",
-      "stablehlo.round_nearest_even",
-      "stablehlo.round_nearest_afz",
-      "stablehlo.sign",
-      "stablehlo.not",
-      "stablehlo.popcnt",
-      "stablehlo.count_leading_zeros",
-      "stablehlo.is_finite",
-      "stablehlo.compare",
-      "stablehlo.select",
-      "stablehlo.clamp",
-      "stablehlo.convert",
-      "stablehlo.bitcast_convert",
-      "chlo.erf",
-      "chlo.erfc",
-      "chlo.tan",
-      "chlo.square",
+// The elementwise ops this converter knows, each with the number of operands it takes.
+const absl::flat_hash_map<std::string_view, unsigned>& ScalarOps() {
+  static const auto* const kOps = new absl::flat_hash_map<std::string_view, unsigned>{
+      {"stablehlo.add", 2},
+      {"stablehlo.subtract", 2},
+      {"stablehlo.multiply", 2},
+      {"stablehlo.divide", 2},
+      {"stablehlo.remainder", 2},
+      {"stablehlo.maximum", 2},
+      {"stablehlo.minimum", 2},
+      {"stablehlo.power", 2},
+      {"stablehlo.atan2", 2},
+      {"stablehlo.and", 2},
+      {"stablehlo.or", 2},
+      {"stablehlo.xor", 2},
+      {"stablehlo.shift_left", 2},
+      {"stablehlo.shift_right_logical", 2},
+      {"stablehlo.shift_right_arithmetic", 2},
+      {"stablehlo.negate", 1},
+      {"stablehlo.abs", 1},
+      {"stablehlo.exponential", 1},
+      {"stablehlo.exponential_minus_one", 1},
+      {"stablehlo.log", 1},
+      {"stablehlo.log_plus_one", 1},
+      {"stablehlo.logistic", 1},
+      {"stablehlo.tanh", 1},
+      {"stablehlo.sqrt", 1},
+      {"stablehlo.rsqrt", 1},
+      {"stablehlo.cbrt", 1},
+      {"stablehlo.sine", 1},
+      {"stablehlo.cosine", 1},
+      {"stablehlo.tan", 1},
+      {"stablehlo.floor", 1},
+      {"stablehlo.ceil", 1},
+      {"stablehlo.round_nearest_even", 1},
+      {"stablehlo.round_nearest_afz", 1},
+      {"stablehlo.sign", 1},
+      {"stablehlo.not", 1},
+      {"stablehlo.popcnt", 1},
+      {"stablehlo.count_leading_zeros", 1},
+      {"stablehlo.is_finite", 1},
+      {"stablehlo.compare", 2},
+      {"stablehlo.select", 3},
+      {"stablehlo.clamp", 3},
+      {"stablehlo.convert", 1},
+      {"stablehlo.bitcast_convert", 1},
+      {"chlo.erf", 1},
+      {"chlo.erfc", 1},
+      {"chlo.tan", 1},
+      {"chlo.square", 1},
   };
   return *kOps;
 }
@@ -375,46 +376,9 @@ absl::StatusOr<Value> Unary(mlir::OpBuilder& b, mlir::Location loc, std::string_
 
 // Converts one elementwise StableHLO op over tensors: checks that every operand has the result's
 // shape (or, for select's predicate and clamp's bounds, is a scalar), then one linalg.generic.
-// How many operands the elementwise op `name` takes.
-unsigned OperandCount(std::string_view name) {
-  static const auto* const kUnary = new absl::flat_hash_set<std::string_view>{
-      "stablehlo.negate",
-      "stablehlo.abs",
-      "stablehlo.exponential",
-      "stablehlo.exponential_minus_one",
-      "stablehlo.log",
-      "stablehlo.log_plus_one",
-      "stablehlo.logistic",
-      "stablehlo.tanh",
-      "stablehlo.sqrt",
-      "stablehlo.rsqrt",
-      "stablehlo.cbrt",
-      "stablehlo.sine",
-      "stablehlo.cosine",
-      "stablehlo.tan",
-      "stablehlo.floor",
-      "stablehlo.ceil",
-      "stablehlo.round_nearest_even",
-      "stablehlo.round_nearest_afz",
-      "stablehlo.sign",
-      "stablehlo.not",
-      "stablehlo.popcnt",
-      "stablehlo.count_leading_zeros",
-      "stablehlo.is_finite",
-      "stablehlo.convert",
-      "stablehlo.bitcast_convert",
-      "chlo.erf",
-      "chlo.erfc",
-      "chlo.tan",
-      "chlo.square",
-  };
-  if (name == "stablehlo.select" || name == "stablehlo.clamp") return 3;
-  return kUnary->contains(name) ? 1 : 2;
-}
-
 absl::Status ConvertElementwise(ImportState& state, mlir::Operation* op) {
   TESSERA_RETURN_IF_ERROR(
-      ImportState::CheckArity(op, OperandCount(op->getName().getStringRef().str()), 1));
+      ImportState::CheckArity(op, ScalarOps().at(op->getName().getStringRef().str()), 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType result, state.ResultType(op, 0));
   llvm::SmallVector<Value> inputs;
   llvm::SmallVector<mlir::Type> old_types;
@@ -522,7 +486,7 @@ absl::StatusOr<Value> BuildScalarOp(mlir::OpBuilder& b, mlir::Location loc, mlir
 }
 
 void AddElementwiseConversions(ConversionTable& table) {
-  for (std::string_view name : ScalarOps()) table[std::string(name)] = ConvertElementwise;
+  for (const auto& [name, operands] : ScalarOps()) table[std::string(name)] = ConvertElementwise;
 }
 
 }  // namespace tessera::compiler::stablehlo

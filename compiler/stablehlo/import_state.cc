@@ -161,10 +161,8 @@ absl::StatusOr<std::string> ImportState::OpaqueAttrText(mlir::Operation* op,
 }
 
 absl::StatusOr<std::vector<int64_t>> ImportState::I64ArrayAttr(mlir::Operation* op,
-                                                               std::string_view name,
-                                                               bool optional) {
+                                                               std::string_view name) {
   mlir::Attribute attr = GetAttr(op, name);
-  if (!attr && optional) return std::vector<int64_t>{};
   auto array = mlir::dyn_cast_or_null<mlir::DenseI64ArrayAttr>(attr);
   if (!array) {
     return absl::InvalidArgumentError(absl::StrCat(Where(op), ": expected an `", base::AsAbsl(name),

@@ -88,11 +88,9 @@ class ImportState {
   // The text of an opaque attribute `name` of `op` (`#stablehlo.dot<...>` -> "dot<...>").
   // INVALID_ARGUMENT when missing or not opaque.
   static absl::StatusOr<std::string> OpaqueAttrText(mlir::Operation* op, std::string_view name);
-  // A `array<i64: ...>` attribute. INVALID_ARGUMENT when missing (unless `optional`) or another
-  // kind.
+  // An `array<i64: ...>` attribute. INVALID_ARGUMENT when missing or of another kind.
   static absl::StatusOr<std::vector<int64_t>> I64ArrayAttr(mlir::Operation* op,
-                                                           std::string_view name,
-                                                           bool optional = false);
+                                                           std::string_view name);
 
   // tensor.empty of `type`.
   mlir::Value Empty(mlir::Location loc, mlir::RankedTensorType type);

@@ -8,7 +8,6 @@
 // partitioner takes.
 
 #include <cstdint>
-#include <numeric>
 #include <string>
 #include <vector>
 

@@ -274,3 +274,16 @@ def test_two_lavapipe_devices_and_cpu_plus_vulkan():
         (got,) = exe.execute(arrays)
         np.testing.assert_allclose(np.asarray(got.block_until_ready()), want, rtol=1e-4,
                                    atol=1e-5)
+
+
+@pytest.mark.parametrize("f, x", [
+    (lambda x: x > 0, np.array([-1.0, 2.0, 0.5, -0.0], np.float32)),
+    (lambda x: (x * 2).astype(jnp.int8), np.array([1, -3, 5, 127], np.int8)),
+    (lambda x: x + 1, np.array([1, -2, 3, 32767], np.int16)),
+], ids=["f32_to_pred", "s8", "s16"])
+def test_pred_s8_and_s16_at_the_boundary(f, x):
+    client = tessera.Client(cpu_devices=1, vulkan="off")
+    exe = client.compile(jax.jit(f).lower(x))
+    (y,) = exe.execute([client.put(x, "mesh{x=1} P(None)")])
+    got, want = np.asarray(y.block_until_ready()), np.asarray(f(x))
+    assert got.dtype == want.dtype and np.array_equal(got, want), (got, want)
