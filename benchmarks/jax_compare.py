@@ -14,7 +14,10 @@ out_shardings against Tessera's compiler and LoadedExecutable::Execute, for
 Programs JAX lowers (--tessera-python, the build's Python package): the same mlp and megatron
 lowered by jax.jit and compiled by Tessera from their StableHLO, against the hand-written linalg
 programs of program_benchmark, both run by Tessera from Python in turns (--repeat calls each, per
-round); with each one's compile time and JAX's.
+round); with each one's compile time and JAX's. Then (unless --no-transformer) a transformer
+block's forward + backward (--block-batch 8, --block-seq 128, --block-width 512, --heads 8, hidden
+4x the width), data-parallel and Megatron: jax.jit against Tessera running the same lowering, with
+both compile times.
 An empty --tessera, --tessera-programs or --tessera-python skips that part.
 
 The two runtimes take turns: each of --rounds rounds times every case in Tessera (a fresh benchmark
@@ -326,6 +329,110 @@ def print_lowered(args):
               f"{linalg_compile * 1e3:.0f}")
 
 
+def transformer_block(x, wq, wk, wv, wo, w1, w2, g, b, heads):
+    import jax
+    import jax.numpy as jnp
+
+    def layernorm(t):
+        m = t.mean(-1, keepdims=True)
+        v = ((t - m) ** 2).mean(-1, keepdims=True)
+        return (t - m) * jax.lax.rsqrt(v + 1e-5) * g + b
+
+    def attention(t):
+        bs, s, d = t.shape
+        split = lambda u: u.reshape(bs, s, heads, d // heads)  # noqa: E731
+        q, k, v = split(t @ wq), split(t @ wk), split(t @ wv)
+        scores = jnp.einsum("bshd,bthd->bhst", q, k) / jnp.sqrt(d // heads).astype(t.dtype)
+        o = jnp.einsum("bhst,bthd->bshd", jax.nn.softmax(scores, -1), v).reshape(bs, s, d)
+        return o @ wo
+
+    h = x + attention(layernorm(x))
+    return h + jax.nn.gelu(layernorm(h) @ w1) @ w2
+
+
+def print_transformer(args):
+    """A transformer block's forward + backward (the gradients of a loss), jax.jit against the same
+    lowered function on Tessera, data-parallel and Megatron, rounds taking turns."""
+    os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={args.devices}"
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    sys.path.insert(0, args.tessera_python)
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import tessera
+    from jax.sharding import AxisType, NamedSharding, PartitionSpec as P
+
+    b, s, d, heads, devices = args.block_batch, args.block_seq, args.block_width, args.heads, \
+        args.devices
+    hidden = 4 * d
+    rng = np.random.default_rng(0)
+    rand = lambda scale, *shape: (scale * rng.standard_normal(shape)).astype(np.float32)  # noqa
+    params = (*[rand(d ** -0.5, d, d) for _ in range(4)], rand(d ** -0.5, d, hidden),
+              rand(hidden ** -0.5, hidden, d), 1.0 + rand(0.1, d), rand(0.1, d))
+    x = rand(1.0, b, s, d)
+
+    def fwd_bwd(params, x):
+        loss = lambda p: jnp.mean(transformer_block(x, *p, heads=heads) ** 2)  # noqa: E731
+        return jax.grad(loss)(params)
+
+    # data-parallel: the batch over every device, weights replicated; Megatron: the heads and the
+    # MLP's hidden units over every device (wq, wk, wv, w1 by columns, wo, w2 by rows), x
+    # replicated.
+    col, row, rep = P(None, "x"), P("x", None), P()
+    cases = {
+        "data-parallel": (P("x", None, None), (rep,) * 8),
+        "megatron": (P(None, None, None), (col, col, col, row, col, row, rep, rep)),
+    }
+    client = tessera.Client(cpu_devices=devices, vulkan="off")
+    mesh = jax.make_mesh((devices,), ("x",), axis_types=(AxisType.Auto,))
+
+    def spec_text(spec, ndim):
+        dims = list(spec) + [None] * (ndim - len(spec))
+        return f"mesh{{x={devices}}} P({','.join(str(e) for e in dims)})"
+
+    def median_call(call):
+        times = []
+        for _ in range(args.repeat):
+            t = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t)
+        return statistics.median(times)
+
+    print(f"transformer block forward + backward: batch {b}, sequence {s}, width {d}, {heads} "
+          f"heads, hidden {hidden}, f32; {devices} CPU devices; median of {args.repeat} calls a "
+          f"round, {args.rounds} rounds taking turns; JAX {jax.__version__}; {os.cpu_count()} cores")
+    print(f"{'sharding':14} {'Tessera ms':>11} {'JAX ms':>9} {'Tessera/JAX (range)':>22} "
+          f"{'compile ms JAX / Tessera':>26}")
+    for name, (x_spec, p_specs) in cases.items():
+        named = lambda spec: NamedSharding(mesh, spec)  # noqa: E731
+        jitted = jax.jit(fwd_bwd, in_shardings=(tuple(map(named, p_specs)), named(x_spec)),
+                         out_shardings=tuple(map(named, p_specs)))
+        lowered = jitted.lower(params, x)
+        t = time.perf_counter()
+        compiled = lowered.compile()
+        jax_compile = time.perf_counter() - t
+        t = time.perf_counter()
+        exe = client.compile(lowered)
+        ours_compile = time.perf_counter() - t
+        jax_args = (tuple(jax.device_put(p, named(sp)) for p, sp in zip(params, p_specs)),
+                    jax.device_put(x, named(x_spec)))
+        arrays = [client.put(p, spec_text(sp, p.ndim)) for p, sp in zip(params, p_specs)]
+        arrays.append(client.put(x, spec_text(x_spec, 3)))
+        # The two agree before they are timed.
+        want = compiled(*jax_args)
+        got = exe.execute(arrays)
+        for g_ours, g_jax in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g_ours.block_until_ready()), np.asarray(g_jax),
+                                       rtol=2e-3, atol=1e-5)
+        ours, theirs = [], []
+        for _ in range(args.rounds):
+            ours.append(median_call(lambda: [o.block_until_ready() for o in exe.execute(arrays)]))
+            theirs.append(median_call(lambda: jax.block_until_ready(compiled(*jax_args))))
+        ratios = [o / t for o, t in zip(ours, theirs)]
+        print(f"{name:14} {median_ms(ours):11.3f} {median_ms(theirs):9.3f} "
+              f"{ratio_text(ratios, 22)} {jax_compile * 1e3:15.0f} / {ours_compile * 1e3:.0f}")
+
+
 def time_tessera(binary, size, devices, repeat):
     out = subprocess.run([binary, "--size", str(size), "--devices", str(devices), "--repeat",
                           str(repeat)], check=True, capture_output=True, text=True).stdout
@@ -348,6 +455,11 @@ def main():
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--width", type=int, default=2048)
     ap.add_argument("--tessera-python", default="build/python")
+    ap.add_argument("--block-batch", type=int, default=8)
+    ap.add_argument("--block-seq", type=int, default=128)
+    ap.add_argument("--block-width", type=int, default=512)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--no-transformer", action="store_true")
     args = ap.parse_args()
     if args.rounds < 1 or args.repeat < 1:
         ap.error("--rounds and --repeat must be at least 1")
@@ -361,6 +473,9 @@ def main():
         if args.tessera_programs or args.tessera:
             print()
         print_lowered(args)
+        if not args.no_transformer:
+            print()
+            print_transformer(args)
     return 0
 
 

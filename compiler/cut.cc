@@ -187,6 +187,8 @@ class Cutter {
   void FormSegments();
   absl::Status CollectInputs(Segment& segment);
   absl::Status AddExternal(Segment& segment, mlir::Value value);
+  // Whether an op of `segment` defines `value`.
+  bool DefinedBy(const Segment& segment, mlir::Value value);
   absl::Status CollectOutputs(Segment& segment);
   absl::StatusOr<int> NewValue(mlir::Value value);
   absl::StatusOr<int> IdOf(mlir::Value value, std::string_view use);
@@ -245,11 +247,19 @@ void Cutter::FormSegments() {
   }
 }
 
+bool Cutter::DefinedBy(const Segment& segment, mlir::Value value) {
+  mlir::Operation* def = value.getDefiningOp();
+  mlir::Operation* owner = def ? block_.findAncestorOpInBlock(*def) : nullptr;
+  return owner != nullptr && segment.members.contains(owner);
+}
+
 absl::Status Cutter::AddExternal(Segment& segment, mlir::Value value) {
   mlir::Operation* def = value.getDefiningOp();
   if (def && IsRematerialized(def)) {
     if (segment.remat.contains(def)) return absl::OkStatus();
     for (mlir::Value operand : def->getOperands()) {
+      // An operand this kernel computes (a scalar read of its tensor): the clone goes after it.
+      if (DefinedBy(segment, operand)) continue;
       TESSERA_RETURN_IF_ERROR(AddExternal(segment, operand));
     }
     segment.remat.insert(def);
@@ -346,7 +356,15 @@ absl::Status Cutter::EmitKernel(Segment& segment, CutProgram& cut) {
   for (size_t i = 0; i < segment.inputs.size(); ++i) {
     mapping.map(segment.inputs[i], body->getArgument(i));
   }
+  // Rematerialized ops go first, except those reading a value the kernel computes (a scalar read
+  // of one of its tensors), which go right before their first user.
+  std::vector<mlir::Operation*> late;
   for (mlir::Operation* op : segment.remat) {
+    if (llvm::any_of(op->getOperands(),
+                     [&](mlir::Value operand) { return DefinedBy(segment, operand); })) {
+      late.push_back(op);
+      continue;
+    }
     auto position = mlir::dyn_cast<mlir::shard::ProcessMultiIndexOp>(op);
     if (!position) {
       builder.clone(*op, mapping);
@@ -364,7 +382,20 @@ absl::Status Cutter::EmitKernel(Segment& segment, CutProgram& cut) {
     }
   }
   std::vector<std::string> op_names;
+  auto uses = [](mlir::Operation* user, mlir::Operation* def) {
+    bool used = false;
+    user->walk([&](mlir::Operation* nested) {
+      for (mlir::Value operand : nested->getOperands()) used |= operand.getDefiningOp() == def;
+    });
+    return used;
+  };
   for (mlir::Operation* op : segment.ops) {
+    for (mlir::Operation*& pending : late) {
+      if (pending != nullptr && uses(op, pending)) {
+        builder.clone(*pending, mapping);
+        pending = nullptr;
+      }
+    }
     builder.clone(*op, mapping);
     if (!mlir::isa<mlir::arith::ConstantOp, mlir::tensor::EmptyOp>(op)) {
       op_names.push_back(op->getName().getStringRef().str());

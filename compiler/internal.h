@@ -48,9 +48,31 @@ namespace tessera::compiler {
 // The name of the argument / result attribute that carries a sharding in the program text.
 inline constexpr std::string_view kShardingAttrName = "tessera.sharding";
 
+// The unit attribute of an argument / result of integer type that the caller sees as unsigned
+// (u8 ... u64; the program computes on signless integers, whose bits are the same). The
+// StableHLO importer sets it for ui8 ... ui64 at @main's boundary.
+inline constexpr std::string_view kUnsignedAttrName = "tessera.unsigned";
+
 // A context with every dialect and interface the compiler uses registered (loaded lazily),
 // multithreading off: one Compile call runs on one thread.
 std::unique_ptr<mlir::MLIRContext> CreateCompilerContext();
+
+// Gives tensor.expand_shape and tensor.collapse_shape a sharding (a group of dimensions splits
+// through its first one), which MLIR 22 lacks (reshape_sharding.cc).
+void RegisterReshapeShardings(mlir::DialectRegistry& registry);
+
+// Gives tensor.extract_slice, pad and concat a sharding (the dimensions they leave
+// whole shard, the others do not), which MLIR 22 lacks (slice_sharding.cc).
+void RegisterSliceShardings(mlir::DialectRegistry& registry);
+
+// Gives scf.while, scf.if and tensor.extract a sharding: they run whole on every device
+// (control_flow_sharding.cc).
+void RegisterControlFlowShardings(mlir::DialectRegistry& registry);
+
+// Rewrites the tensor ops of a kernel that make views or copies (expand_shape, collapse_shape,
+// extract_slice, pad, concat) as linalg.generic over their results (tensor_ops_as_linalg.cc);
+// UNIMPLEMENTED naming `name` for one with dynamic sizes.
+absl::Status TensorOpsAsLinalg(mlir::func::FuncOp func, const std::string& name);
 
 // Collects the error diagnostics of a context while alive ("line:column: message", with notes).
 class DiagnosticCollector {

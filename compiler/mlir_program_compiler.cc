@@ -28,6 +28,9 @@ std::unique_ptr<mlir::MLIRContext> CreateCompilerContext() {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  RegisterReshapeShardings(registry);
+  RegisterSliceShardings(registry);
+  RegisterControlFlowShardings(registry);
   auto context =
       std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
   // The dialects whose ops the compiler builds itself (the rest load as the parser meets them).
@@ -74,15 +77,33 @@ std::string PrintOp(mlir::Operation* op) {
 
 namespace {
 
+// The unsigned dtype of the width of `dtype` (a signed integer), the others unchanged.
+DType Unsigned(DType dtype) {
+  switch (dtype.kind()) {
+    case DType::kS8:
+      return DType(DType::kU8);
+    case DType::kS16:
+      return DType(DType::kU16);
+    case DType::kS32:
+      return DType(DType::kU32);
+    case DType::kS64:
+      return DType(DType::kU64);
+    default:
+      return dtype;
+  }
+}
+
 // The global signature and the sharding texts of the plan, from @main before partitioning.
 absl::Status FillSignature(mlir::func::FuncOp main, const ProgramShardings& shardings,
                            ProgramPlan& plan) {
-  for (mlir::Type type : main.getArgumentTypes()) {
-    TESSERA_ASSIGN_OR_RETURN(ProgramValue value, ValueOfType(type));
+  for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(ProgramValue value, ValueOfType(main.getArgumentTypes()[i]));
+    if (main.getArgAttr(i, kUnsignedAttrName)) value.dtype = Unsigned(value.dtype);
     plan.global_parameters.push_back(std::move(value));
   }
-  for (mlir::Type type : main.getResultTypes()) {
-    TESSERA_ASSIGN_OR_RETURN(ProgramValue value, ValueOfType(type));
+  for (unsigned i = 0; i < main.getNumResults(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(ProgramValue value, ValueOfType(main.getResultTypes()[i]));
+    if (main.getResultAttr(i, kUnsignedAttrName)) value.dtype = Unsigned(value.dtype);
     plan.global_results.push_back(std::move(value));
   }
   const std::string mesh = shardings.mesh.ToString();

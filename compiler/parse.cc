@@ -23,14 +23,38 @@ namespace tessera::compiler {
 namespace {
 
 // The ops a program may use: the entry function, the linalg ops the partitioner and the CPU code
-// generator both handle (with the ops of their regions), and tensor.empty. arith and math ops are
-// accepted whole (on scalars inside regions, or elementwise on tensors).
+// generator both handle (with the ops of their regions), tensor.empty, the reshapes
+// tensor.expand_shape / collapse_shape (reshape_sharding.cc), tensor.extract_slice, pad and concat
+// (slice_sharding.cc), tensor.extract (inside a linalg body: a lookup; or of a rank-0 tensor), and
+// scf.while / scf.if, which run whole on every device (control_flow_sharding.cc). arith and math
+// ops are accepted whole (on scalars inside regions, or elementwise on tensors).
 bool IsSupportedOp(std::string_view name) {
   static const auto* const kOps = new absl::flat_hash_set<std::string_view>{
-      "builtin.module",      "func.func",    "func.return",      "linalg.matmul",
-      "linalg.batch_matmul", "linalg.fill",  "linalg.transpose", "linalg.broadcast",
-      "linalg.reduce",       "linalg.map",   "linalg.generic",   "linalg.yield",
-      "linalg.index",        "tensor.empty",
+      "builtin.module",
+      "func.func",
+      "func.return",
+      "linalg.matmul",
+      "linalg.batch_matmul",
+      "linalg.fill",
+      "linalg.transpose",
+      "linalg.broadcast",
+      "linalg.reduce",
+      "linalg.map",
+      "linalg.generic",
+      "linalg.yield",
+      "linalg.index",
+      "tensor.empty",
+      "tensor.expand_shape",
+      "tensor.collapse_shape",
+      "tensor.extract_slice",
+      "tensor.pad",
+      "tensor.yield",
+      "tensor.concat",
+      "tensor.extract",
+      "scf.while",
+      "scf.condition",
+      "scf.if",
+      "scf.yield",
   };
   return kOps->contains(name) || name.rfind("arith.", 0) == 0 || name.rfind("math.", 0) == 0;
 }
@@ -44,11 +68,13 @@ absl::Status CheckOps(mlir::ModuleOp module) {
     const std::string_view dialect = op->getName().getDialectNamespace();
     std::string why =
         " (supported: linalg matmul, batch_matmul, fill, transpose, broadcast, "
-        "reduce, map, generic; arith; math; tensor.empty)";
+        "reduce, map, generic; arith; math; tensor.empty, expand_shape, collapse_shape, "
+        "extract_slice, pad, concat, extract; scf.while, if)";
     if (dialect == "scf" || dialect == "cf" || dialect == "affine") {
       why =
-          ": programs have no control flow; write a loop as a linalg op (linalg.generic with "
-          "its iterator_types, linalg.reduce, linalg.map) and a choice as arith.select";
+          ": the control flow a program may use is scf.while and scf.if (run whole on every "
+          "device, on CPU devices); write a loop over elements as a linalg op (linalg.generic "
+          "with its iterator_types, linalg.reduce, linalg.map) and a choice as arith.select";
     }
     status = absl::UnimplementedError(
         absl::StrCat("unsupported op '", name, "' at ", FormatLocation(op->getLoc()), why));

@@ -1,4 +1,5 @@
-// Steps c: annotate @main with its shardings (shard dialect), propagate them, refuse the sharded
+// Steps c: annotate @main with its shardings (shard dialect; ops that read their position or a
+// captured tensor replicated: ReplicatePositionalOps), propagate them, refuse the sharded
 // reductions the partitioner cannot combine (CheckShardedReductions, reduction_check.cc) and
 // partition it for SPMD; then collectives of constant fills become local fills
 // (FoldCollectivesOfConstantFills), and every reduction whose devices reduce part of its extent
@@ -12,8 +13,11 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "compiler/internal.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Transforms/Passes.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -22,6 +26,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace tessera::compiler {
 namespace {
@@ -183,6 +188,101 @@ absl::Status CheckReductionsCombined(mlir::ModuleOp module) {
   return status;
 }
 
+// Whether `op`'s body reads its own position (linalg.index: an iota) or a tensor it does not take
+// as an operand (a tensor.extract from a tensor defined outside it). MLIR 22's partitioner gives
+// neither a device's offset: linalg.index would count from 0 on every device, and a captured
+// tensor would be the device's shard of it.
+bool ReadsPositionOrCapturedTensors(mlir::linalg::LinalgOp op) {
+  bool reads_position = false;
+  op->walk([&](mlir::linalg::IndexOp) { reads_position = true; });
+  llvm::SetVector<mlir::Value> captured;
+  mlir::getUsedValuesDefinedAbove(op->getRegions(), captured);
+  return reads_position || llvm::any_of(captured, [](mlir::Value value) {
+           return mlir::isa<mlir::RankedTensorType>(value.getType());
+         });
+}
+
+// Each op ReadsPositionOrCapturedTensors finds, and each scf.while / scf.if (whose regions the
+// partitioner does not enter: control_flow_sharding.cc), computes its whole result on every
+// device: its operands, its results and every tensor its regions use are annotated replicated, so
+// that the partitioner splits none of its loops and slices (locally) or gathers around it. Correct
+// whatever the shardings; an iota or a lookup is cheap beside the matmuls around it.
+void ReplicatePositionalOps(mlir::func::FuncOp main) {
+  std::vector<mlir::Operation*> ops;
+  for (mlir::Operation& op : main.getBody().front()) {
+    auto linalg = mlir::dyn_cast<mlir::linalg::LinalgOp>(&op);
+    if (linalg ? linalg.hasPureTensorSemantics() && ReadsPositionOrCapturedTensors(linalg)
+               : mlir::isa<mlir::scf::WhileOp, mlir::scf::IfOp>(op)) {
+      ops.push_back(&op);
+    }
+  }
+  mlir::OpBuilder builder(main.getContext());
+  auto grid = mlir::FlatSymbolRefAttr::get(main.getContext(), kGridName);
+  const std::vector<mlir::shard::GridAxesAttr> replicated = {
+      mlir::DenseI16ArrayAttr::get(main.getContext(), {})};
+  auto is_shardable = [](mlir::Value value) {
+    auto type = mlir::dyn_cast<mlir::RankedTensorType>(value.getType());
+    return type && type.getRank() > 0;
+  };
+  for (mlir::Operation* op : ops) {
+    builder.setInsertionPoint(op);
+    mlir::Location loc = op->getLoc();
+    mlir::Value sharding = mlir::shard::ShardingOp::create(builder, loc, grid, replicated);
+    llvm::SetVector<mlir::Value> captured;
+    mlir::getUsedValuesDefinedAbove(op->getRegions(), captured);
+    for (mlir::Value value : captured) {
+      if (!is_shardable(value)) continue;
+      auto whole = mlir::shard::ShardOp::create(builder, loc, value, sharding,
+                                                /*annotate_for_users=*/true);
+      value.replaceUsesWithIf(whole.getResult(), [&](mlir::OpOperand& use) {
+        return op->isProperAncestor(use.getOwner());
+      });
+    }
+    // Its operands too: a split loop would be counted from 0 on each device as well.
+    for (mlir::OpOperand& operand : op->getOpOperands()) {
+      if (!is_shardable(operand.get())) continue;
+      auto whole = mlir::shard::ShardOp::create(builder, loc, operand.get(), sharding,
+                                                /*annotate_for_users=*/true);
+      operand.set(whole.getResult());
+    }
+    builder.setInsertionPointAfter(op);
+    for (mlir::Value result : op->getResults()) {
+      if (!is_shardable(result)) continue;
+      auto whole = mlir::shard::ShardOp::create(builder, loc, result, sharding,
+                                                /*annotate_for_users=*/false);
+      result.replaceAllUsesExcept(whole.getResult(), whole);
+    }
+  }
+}
+
+// MLIR 22's partitioner crashes on an op with a tensor result nobody uses beside results that are
+// used (argmax's linalg.reduce: the values reduced beside their indices): it reads a sharding off
+// each result's one user. Each such result gets the sharding of a used sibling of its shape (the
+// results of one linalg op share its loops), annotated by a shard.shard that nothing reads.
+void AnnotateUnusedResults(mlir::func::FuncOp main) {
+  mlir::OpBuilder builder(main.getContext());
+  for (mlir::Operation& op : main.getBody().front()) {
+    if (op.getNumResults() < 2) continue;
+    for (mlir::OpResult result : op.getResults()) {
+      if (!result.use_empty() || !mlir::isa<mlir::RankedTensorType>(result.getType())) continue;
+      for (mlir::OpResult sibling : op.getResults()) {
+        auto shard = sibling.hasOneUse()
+                         ? mlir::dyn_cast<mlir::shard::ShardOp>(*sibling.getUsers().begin())
+                         : nullptr;
+        auto sibling_type = mlir::cast<mlir::ShapedType>(sibling.getType());
+        if (!shard ||
+            sibling_type.getShape() != mlir::cast<mlir::ShapedType>(result.getType()).getShape()) {
+          continue;
+        }
+        builder.setInsertionPointAfter(shard);
+        mlir::shard::ShardOp::create(builder, shard.getLoc(), result, shard.getSharding(),
+                                     /*annotate_for_users=*/false);
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
@@ -211,6 +311,7 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
                                               /*annotate_for_users=*/true);
     operand.set(shard.getResult());
   }
+  ReplicatePositionalOps(main);
 }
 
 absl::Status PartitionProgram(mlir::ModuleOp module) {
@@ -220,6 +321,7 @@ absl::Status PartitionProgram(mlir::ModuleOp module) {
   TESSERA_RETURN_IF_ERROR(
       RunPipeline(propagation, module, absl::StatusCode::kUnimplemented, "partitioning"));
   auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
+  if (main) AnnotateUnusedResults(main);
   if (main) TESSERA_RETURN_IF_ERROR(CheckShardedReductions(main));
   mlir::PassManager partition(module.getContext());
   BuildPartitionPipeline(partition);

@@ -228,47 +228,58 @@ absl::Status ConvertDotGeneral(ImportState& state, mlir::Operation* op) {
   return absl::OkStatus();
 }
 
+// stablehlo.reduce of N operands together (N = 1: a sum, a max; N = 2: argmax / argmin, values
+// and their indices) with their N scalar inits, into one linalg.reduce whose body is the
+// StableHLO body's scalar ops.
 absl::Status ConvertReduce(ImportState& state, mlir::Operation* op) {
-  if (op->getNumOperands() != 2 || op->getNumResults() != 1) {
-    return absl::UnimplementedError(absl::StrCat(
-        ImportState::Where(op), ": a reduce of ", op->getNumOperands() / 2,
-        " operands together (as argmax / argmin emit) is not supported; one operand is"));
+  const unsigned n = op->getNumResults();
+  if (n == 0 || op->getNumOperands() != 2 * n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ImportState::Where(op), ": a reduce takes as many inits as inputs, one result each"));
   }
-  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, 0));
-  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType init_type, state.OperandType(op, 1));
-  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, 0));
   TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ImportState::I64ArrayAttr(op, "dimensions"));
-  std::vector<int64_t> kept = FreeDims(in.getRank(), dims, {});
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType first, state.OperandType(op, 0));
+  std::vector<int64_t> kept = FreeDims(first.getRank(), dims, {});
   llvm::SmallVector<int64_t> expected;
-  for (int64_t d : kept) expected.push_back(in.getDimSize(d));
-  if (!DistinctInRange(dims, in.getRank()) || init_type.getRank() != 0 ||
-      init_type.getElementType() != in.getElementType() ||
-      out.getElementType() != in.getElementType() ||
-      out.getShape() != llvm::ArrayRef<int64_t>(expected)) {
+  for (int64_t d : kept) expected.push_back(first.getDimSize(d));
+  llvm::SmallVector<mlir::Type> elements;  // the old element type of operand i
+  bool valid = DistinctInRange(dims, first.getRank());
+  for (unsigned i = 0; valid && i < n; ++i) {
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, i));
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType init_type, state.OperandType(op, n + i));
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, i));
+    valid = in.getShape() == first.getShape() && init_type.getRank() == 0 &&
+            init_type.getElementType() == in.getElementType() &&
+            out.getElementType() == in.getElementType() &&
+            out.getShape() == llvm::ArrayRef<int64_t>(expected);
+    elements.push_back(in.getElementType());
+  }
+  if (!valid) {
     return absl::InvalidArgumentError(absl::StrCat(
         ImportState::Where(op), ": dimensions [", absl::StrJoin(dims, ", "), "] do not reduce ",
-        absl::StrJoin(in.getShape(), "x"), " with a scalar init into ",
-        absl::StrJoin(out.getShape(), "x"), " of the same element type"));
+        absl::StrJoin(first.getShape(), "x"), " (and the inputs beside it) with scalar inits into ",
+        absl::StrJoin(expected, "x"), " of the same element types"));
   }
   if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock() ||
-      op->getRegion(0).front().getNumArguments() != 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(ImportState::Where(op), ": expected a body of one block with two arguments"));
+      op->getRegion(0).front().getNumArguments() != 2 * n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ImportState::Where(op), ": expected a body of one block with ", 2 * n, " arguments"));
   }
   mlir::Block& body = op->getRegion(0).front();
-  const mlir::Type scalar = mlir::RankedTensorType::get({}, in.getElementType());
-  if (body.getArgument(0).getType() != scalar || body.getArgument(1).getType() != scalar) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(ImportState::Where(op),
-                     ": the reduce body's arguments are not scalars of the input's type"));
+  for (unsigned i = 0; i < 2 * n; ++i) {
+    if (body.getArgument(i).getType() != mlir::RankedTensorType::get({}, elements[i % n])) {
+      return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op),
+                                                     ": the reduce body's argument ", i,
+                                                     " is not a scalar of its input's type"));
+    }
   }
-  // The body: scalar ops on rank-0 tensors, ending in stablehlo.return of one value.
+  // The body: scalar ops on rank-0 tensors, ending in stablehlo.return of N values.
   for (mlir::Operation& inner : body) {
     const std::string name = inner.getName().getStringRef().str();
     if (name == "stablehlo.return") {
-      if (inner.getNumOperands() != 1 || &inner != &body.back()) {
+      if (inner.getNumOperands() != n || &inner != &body.back()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            ImportState::Where(&inner), ": a reduce body returns one value, at its end"));
+            ImportState::Where(&inner), ": a reduce body returns ", n, " values, at its end"));
       }
       continue;
     }
@@ -297,43 +308,46 @@ absl::Status ConvertReduce(ImportState& state, mlir::Operation* op) {
     return absl::InvalidArgumentError(
         absl::StrCat(ImportState::Where(op), ": the reduce body does not end in stablehlo.return"));
   }
-  TESSERA_ASSIGN_OR_RETURN(Value input, state.Operand(op, 0));
-  TESSERA_ASSIGN_OR_RETURN(Value init_value, state.Operand(op, 1));
   mlir::Location loc = op->getLoc();
-  mlir::RankedTensorType new_out = ImportState::NewType(out);
-  Value init;
-  if (mlir::TypedAttr splat = state.SplatOf(init_value)) {
-    init = state.Fill(loc, new_out, splat);
-  } else {
-    init = BuildElementwise(
-        state, loc, out, {init_value}, {},
-        [](mlir::OpBuilder&, mlir::Location, mlir::ValueRange args) { return args[0]; });
+  llvm::SmallVector<Value> inputs, inits;
+  for (unsigned i = 0; i < n; ++i) {
+    TESSERA_ASSIGN_OR_RETURN(Value input, state.Operand(op, i));
+    TESSERA_ASSIGN_OR_RETURN(Value init_value, state.Operand(op, n + i));
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, i));
+    inputs.push_back(input);
+    if (mlir::TypedAttr splat = state.SplatOf(init_value)) {
+      inits.push_back(state.Fill(loc, ImportState::NewType(out), splat));
+    } else {
+      inits.push_back(BuildElementwise(
+          state, loc, out, {init_value}, {},
+          [](mlir::OpBuilder&, mlir::Location, mlir::ValueRange args) { return args[0]; }));
+    }
   }
-  mlir::Type element = in.getElementType();
   // StableHLO takes the dimensions in any order, linalg.reduce in increasing order.
   std::sort(dims.begin(), dims.end());
   absl::Status status;
   auto reduce = mlir::linalg::ReduceOp::create(
-      state.builder(), loc, mlir::ValueRange{input}, mlir::ValueRange{init}, dims,
+      state.builder(), loc, inputs, inits, dims,
       [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange args) {
-        // StableHLO's body takes (accumulator, element); linalg.reduce's gives (element, acc).
+        // StableHLO's body takes (accumulators..., elements...); linalg.reduce's gives
+        // (elements..., accumulators...).
         llvm::DenseMap<mlir::Value, mlir::Value> scalars;
-        scalars[body.getArgument(0)] = args[1];
-        scalars[body.getArgument(1)] = args[0];
+        for (unsigned i = 0; i < n; ++i) {
+          scalars[body.getArgument(i)] = args[n + i];
+          scalars[body.getArgument(n + i)] = args[i];
+        }
         for (mlir::Operation& inner : body) {
           if (&inner == &body.back()) break;
           llvm::SmallVector<mlir::Value> operands;
           llvm::SmallVector<mlir::Type> types;
           for (mlir::Value v : inner.getOperands()) {
             operands.push_back(scalars.lookup(v));
-            auto shaped = mlir::dyn_cast<mlir::ShapedType>(v.getType());
-            types.push_back(shaped ? shaped.getElementType() : element);
+            types.push_back(mlir::cast<mlir::ShapedType>(v.getType()).getElementType());
           }
-          auto result_type = mlir::dyn_cast<mlir::ShapedType>(inner.getResult(0).getType());
+          auto result_type = mlir::cast<mlir::ShapedType>(inner.getResult(0).getType());
           absl::StatusOr<mlir::Value> v =
               status.ok() && llvm::all_of(operands, [](mlir::Value x) { return bool(x); })
-                  ? BuildScalarOp(b, l, &inner, operands, types,
-                                  result_type ? result_type.getElementType() : element)
+                  ? BuildScalarOp(b, l, &inner, operands, types, result_type.getElementType())
                   : absl::StatusOr<mlir::Value>(absl::InvalidArgumentError(absl::StrCat(
                         ImportState::Where(&inner), ": an operand the body does not define")));
           if (!v.ok()) {
@@ -342,13 +356,18 @@ absl::Status ConvertReduce(ImportState& state, mlir::Operation* op) {
           }
           scalars[inner.getResult(0)] = *v;
         }
-        mlir::Value yielded = scalars.lookup(body.back().getOperand(0));
-        if (!yielded || yielded.getType() != SignlessType(element)) {
-          if (status.ok()) {
-            status = absl::InvalidArgumentError(absl::StrCat(
-                ImportState::Where(op), ": the reduce body returns another type than its input"));
+        llvm::SmallVector<mlir::Value> yielded;
+        for (unsigned i = 0; i < n; ++i) {
+          mlir::Value value = scalars.lookup(body.back().getOperand(i));
+          if (!value || value.getType() != SignlessType(elements[i])) {
+            if (status.ok()) {
+              status = absl::InvalidArgumentError(
+                  absl::StrCat(ImportState::Where(op), ": the reduce body returns value ", i,
+                               " of another type than its input"));
+            }
+            value = args[n + i];
           }
-          yielded = args[1];
+          yielded.push_back(value);
         }
         mlir::linalg::YieldOp::create(b, l, yielded);
       });
@@ -356,7 +375,7 @@ absl::Status ConvertReduce(ImportState& state, mlir::Operation* op) {
     reduce->erase();
     return status;
   }
-  state.Map(op->getResult(0), reduce->getResult(0));
+  for (unsigned i = 0; i < n; ++i) state.Map(op->getResult(i), reduce->getResult(i));
   return absl::OkStatus();
 }
 

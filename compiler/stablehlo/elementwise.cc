@@ -374,6 +374,35 @@ absl::StatusOr<Value> Unary(mlir::OpBuilder& b, mlir::Location loc, std::string_
   return absl::UnimplementedError("on floats");
 }
 
+// stablehlo.convert of the scalar `value` (of old type `from`) to old type `to`, when exact
+// arithmetic on constants gives it (integers to floats or integers, floats to floats); null
+// otherwise (the op is then computed).
+mlir::TypedAttr FoldConvert(mlir::TypedAttr value, mlir::Type from, mlir::Type to) {
+  mlir::Type target = SignlessType(to);
+  const bool from_unsigned = from.isUnsignedInteger() || from.isInteger(1);
+  if (auto integer = mlir::dyn_cast<mlir::IntegerAttr>(value)) {
+    const llvm::APInt& bits = integer.getValue();
+    if (auto float_type = mlir::dyn_cast<mlir::FloatType>(target)) {
+      llvm::APFloat result(float_type.getFloatSemantics());
+      result.convertFromAPInt(bits, !from_unsigned, llvm::APFloat::rmNearestTiesToEven);
+      return mlir::FloatAttr::get(target, result);
+    }
+    if (auto int_type = mlir::dyn_cast<mlir::IntegerType>(target); int_type && !to.isInteger(1)) {
+      const unsigned width = int_type.getWidth();
+      return mlir::IntegerAttr::get(
+          target, from_unsigned ? bits.zextOrTrunc(width) : bits.sextOrTrunc(width));
+    }
+    return {};
+  }
+  auto floating = mlir::dyn_cast<mlir::FloatAttr>(value);
+  auto float_type = mlir::dyn_cast<mlir::FloatType>(target);
+  if (!floating || !float_type) return {};
+  llvm::APFloat result = floating.getValue();
+  bool loses = false;
+  result.convert(float_type.getFloatSemantics(), llvm::APFloat::rmNearestTiesToEven, &loses);
+  return mlir::FloatAttr::get(target, result);
+}
+
 // Converts one elementwise StableHLO op over tensors: checks that every operand has the result's
 // shape (or, for select's predicate and clamp's bounds, is a scalar), then one linalg.generic.
 absl::Status ConvertElementwise(ImportState& state, mlir::Operation* op) {
@@ -393,6 +422,21 @@ absl::Status ConvertElementwise(ImportState& state, mlir::Operation* op) {
     TESSERA_ASSIGN_OR_RETURN(Value input, state.Operand(op, i));
     inputs.push_back(input);
     old_types.push_back(type.getElementType());
+  }
+  // A convert to the type it has (JAX emits them around pad values) is its operand: a constant
+  // stays one.
+  if (op->getName().getStringRef() == "stablehlo.convert" &&
+      old_types[0] == result.getElementType()) {
+    state.Map(op->getResult(0), inputs[0]);
+    return absl::OkStatus();
+  }
+  if (op->getName().getStringRef() == "stablehlo.convert") {
+    if (mlir::TypedAttr splat = state.SplatOf(inputs[0])) {
+      if (mlir::TypedAttr folded = FoldConvert(splat, old_types[0], result.getElementType())) {
+        state.Map(op->getResult(0), state.Fill(op->getLoc(), ImportState::NewType(result), folded));
+        return absl::OkStatus();
+      }
+    }
   }
   // Check the scalar op once on scalars of the right types, outside any region, before building.
   absl::Status status;

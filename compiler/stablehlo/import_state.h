@@ -108,11 +108,19 @@ class ImportState {
 // insertion point, mapping its results.
 using OpConversion = std::function<absl::Status(ImportState&, mlir::Operation*)>;
 
-// The conversions by op name: elementwise.cc, structural.cc, contraction.cc each add theirs.
+// The conversions by op name: elementwise.cc, structural.cc, contraction.cc, gather_scatter.cc,
+// slicing.cc, control_flow.cc each add theirs.
 using ConversionTable = absl::flat_hash_map<std::string, OpConversion>;
 void AddElementwiseConversions(ConversionTable& table);
 void AddStructuralConversions(ConversionTable& table);
 void AddContractionConversions(ConversionTable& table);
+void AddGatherConversions(ConversionTable& table);
+void AddSlicingConversions(ConversionTable& table);
+void AddControlFlowConversions(ConversionTable& table);
+
+// Converts `op` (of @main's body or of a region inside it) with its entry in the conversion
+// table; UNIMPLEMENTED naming it when it has none (stablehlo_import.cc).
+absl::Status ConvertOp(ImportState& state, mlir::Operation* op);
 
 // One StableHLO elementwise op on scalars (the body of a linalg op): `name` ("stablehlo.add"),
 // `args` in arith's types, `arg_types` / `result_type` the old element types (for signedness),

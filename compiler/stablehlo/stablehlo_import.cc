@@ -37,10 +37,15 @@ constexpr int64_t kMaxInlinedOps = 1 << 18;
 
 using Meshes = std::map<std::string, SdyMesh, std::less<>>;
 
+// The conversions of every op the importer knows, by name (the files of compiler/stablehlo/ each
+// add theirs).
+const ConversionTable& Conversions();
+
 // What each op the importer cannot convert needs, where that helps the reader of the error.
 std::string UnsupportedHint(std::string_view name) {
-  if (name == "stablehlo.while" || name == "stablehlo.case" || name == "stablehlo.if") {
-    return "; control flow (fori_loop, scan, cond, while_loop) is not supported yet";
+  if (name == "stablehlo.dynamic_slice" || name == "stablehlo.dynamic_update_slice") {
+    return "; slices at computed offsets (as scan and indexing with a traced index emit) are not "
+           "supported yet";
   }
   if (name == "sdy.manual_computation" || name == "stablehlo.all_reduce" ||
       name == "stablehlo.all_gather" || name == "stablehlo.all_to_all" ||
@@ -285,10 +290,6 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
         return absl::UnimplementedError(
             absl::StrCat(name, ": not a tensor of static shape (lower for concrete shapes)"));
       }
-      if (tensor.getElementType().isUnsignedInteger()) {
-        return absl::UnimplementedError(absl::StrCat(
-            name, ": unsigned element types at @main's boundary are not supported yet"));
-      }
       new_types->push_back(ImportState::NewType(tensor));
       mlir::DictionaryAttr attrs =
           std::string_view(what) == "argument" ? main.getArgAttrDict(i) : main.getResultAttrDict(i);
@@ -298,6 +299,10 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
       if (!sharding.empty()) {
         named.push_back(
             attrs_builder.getNamedAttr(kShardingAttrName, attrs_builder.getStringAttr(sharding)));
+      }
+      // The program computes on signless integers; the signature keeps the caller's dtype.
+      if (tensor.getElementType().isUnsignedInteger()) {
+        named.push_back(attrs_builder.getNamedAttr(kUnsignedAttrName, attrs_builder.getUnitAttr()));
       }
       new_attrs->push_back(attrs_builder.getDictionaryAttr(named));
     }
@@ -335,12 +340,7 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
       mlir::func::ReturnOp::create(builder, op.getLoc(), returned);
       continue;
     }
-    auto it = table.find(name);
-    if (it == table.end()) {
-      return absl::UnimplementedError(absl::StrCat("unsupported StableHLO op ",
-                                                   ImportState::Where(&op), UnsupportedHint(name)));
-    }
-    TESSERA_RETURN_IF_ERROR(it->second(state, &op));
+    TESSERA_RETURN_IF_ERROR(ConvertOp(state, &op));
   }
   if (body->empty() || !mlir::isa<mlir::func::ReturnOp>(body->back())) {
     return absl::InvalidArgumentError("@main does not end in func.return");
@@ -359,6 +359,9 @@ const ConversionTable& Conversions() {
     AddElementwiseConversions(*table);
     AddStructuralConversions(*table);
     AddContractionConversions(*table);
+    AddGatherConversions(*table);
+    AddSlicingConversions(*table);
+    AddControlFlowConversions(*table);
     return table;
   }();
   return *kTable;
@@ -399,6 +402,16 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportSource(mlir::MLIRContext
 }
 
 }  // namespace
+
+absl::Status ConvertOp(ImportState& state, mlir::Operation* op) {
+  const std::string name = op->getName().getStringRef().str();
+  auto it = Conversions().find(name);
+  if (it == Conversions().end()) {
+    return absl::UnimplementedError(
+        absl::StrCat("unsupported StableHLO op ", ImportState::Where(op), UnsupportedHint(name)));
+  }
+  return it->second(state, op);
+}
 
 absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportStableHlo(mlir::MLIRContext& context,
                                                                   std::string_view text) {

@@ -1,11 +1,11 @@
 // The StableHLO ops that move elements without computing on them: constant, iota,
-// broadcast_in_dim, reshape (adding or removing dimensions of size 1), transpose, slice (the
-// whole operand); and the sharding hints that leave values
-// unchanged (sdy.sharding_constraint, custom_call @Sharding). Each becomes a linalg op on tensors
-// (linalg.fill, linalg.broadcast, linalg.transpose, linalg.reduce over size-1 dimensions, or a
-// linalg.generic reading its input through a permutation), so that the partitioner and both code
-// generators see only linalg whose maps are projected permutations, the only ones MLIR 22's
-// partitioner takes.
+// broadcast_in_dim, reshape, transpose; and the sharding hints that
+// leave values unchanged (sdy.sharding_constraint, custom_call @Sharding). Each becomes a linalg
+// op on tensors (linalg.fill, linalg.broadcast, linalg.transpose, linalg.reduce over size-1
+// dimensions, or a linalg.generic reading its input through a permutation), whose maps are
+// projected permutations, the only ones MLIR 22's partitioner takes; a reshape that splits or
+// merges dimensions becomes tensor.collapse_shape / expand_shape, sharded by
+// compiler/reshape_sharding.cc.
 
 #include <cstdint>
 #include <string>
@@ -19,6 +19,7 @@
 #include "compiler/stablehlo/import_state.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/AffineMap.h"
 
@@ -46,7 +47,6 @@ absl::Status ConvertConstant(ImportState& state, mlir::Operation* op) {
         absl::StrCat(ImportState::Where(op), ": expected a dense `value` of the result's type"));
   }
   mlir::RankedTensorType new_type = ImportState::NewType(type);
-  mlir::OpBuilder& b = state.builder();
   if (new_type.getElementType() != type.getElementType()) {  // unsigned -> signless: same bits
     value = mlir::cast<mlir::DenseIntOrFPElementsAttr>(value).bitcast(new_type.getElementType());
   }
@@ -56,8 +56,20 @@ absl::Status ConvertConstant(ImportState& state, mlir::Operation* op) {
     state.Map(op->getResult(0), state.Fill(op->getLoc(), new_type, scalar));
     return absl::OkStatus();
   }
-  state.Map(op->getResult(0),
-            mlir::arith::ConstantOp::create(b, op->getLoc(), new_type, value).getResult());
+  // A constant of distinct elements, read element by element inside a linalg op: MLIR 22's
+  // partitioner cannot split an arith.constant that is not a splat, and this op (it reads its
+  // position) runs whole on every device (ReplicatePositionalOps, partition.cc).
+  Value result =
+      BuildElementwise(state, op->getLoc(), type, {}, {},
+                       [&](mlir::OpBuilder& nb, mlir::Location loc, mlir::ValueRange) -> Value {
+                         Value table = mlir::arith::ConstantOp::create(nb, loc, new_type, value);
+                         llvm::SmallVector<Value> position;
+                         for (int64_t d = 0; d < type.getRank(); ++d) {
+                           position.push_back(mlir::linalg::IndexOp::create(nb, loc, d));
+                         }
+                         return mlir::tensor::ExtractOp::create(nb, loc, table, position);
+                       });
+  state.Map(op->getResult(0), result);
   return absl::OkStatus();
 }
 
@@ -210,6 +222,67 @@ absl::Status ConvertBroadcastInDim(ImportState& state, mlir::Operation* op) {
   return absl::OkStatus();
 }
 
+// The consecutive groups of dimensions of `in` and of `out` (no dimension of size 1 in either,
+// the same element count) whose sizes have equal products, in order: [6, 4] -> [4, 6] is one
+// group of 24 on each side, [8, 4, 6] -> [8, 4, 2, 3] is {0}{1}{2} against {0}{1}{2, 3}.
+struct Regrouping {
+  llvm::SmallVector<mlir::ReassociationIndices> in;
+  llvm::SmallVector<mlir::ReassociationIndices> out;
+  llvm::SmallVector<int64_t> products;
+};
+Regrouping CommonGroups(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out) {
+  Regrouping groups;
+  size_t i = 0;
+  size_t j = 0;
+  while (i < in.size() && j < out.size()) {
+    mlir::ReassociationIndices in_group{static_cast<int64_t>(i)};
+    mlir::ReassociationIndices out_group{static_cast<int64_t>(j)};
+    int64_t p = in[i];
+    int64_t q = out[j];
+    // Both products stay below the element count (sizes > 1, equal totals).
+    while (p != q) {
+      if (p < q && i + 1 < in.size()) {
+        p *= in[++i];
+        in_group.push_back(static_cast<int64_t>(i));
+      } else if (q < p && j + 1 < out.size()) {
+        q *= out[++j];
+        out_group.push_back(static_cast<int64_t>(j));
+      } else {
+        break;
+      }
+    }
+    groups.in.push_back(in_group);
+    groups.out.push_back(out_group);
+    groups.products.push_back(p);
+    ++i;
+    ++j;
+  }
+  return groups;
+}
+
+bool AllSingletons(llvm::ArrayRef<mlir::ReassociationIndices> groups) {
+  return llvm::all_of(groups, [](const mlir::ReassociationIndices& g) { return g.size() == 1; });
+}
+
+// `value` (no dimension of size 1) reshaped to `out` (none either, same element count): a
+// tensor.collapse_shape of each group of its dimensions, then a tensor.expand_shape into the
+// group of `out`'s (reshape_sharding.cc shards them through each group's first dimension).
+Value Regroup(ImportState& state, mlir::Location loc, Value value, llvm::ArrayRef<int64_t> out) {
+  auto type = mlir::cast<mlir::RankedTensorType>(value.getType());
+  const Regrouping groups = CommonGroups(type.getShape(), out);
+  if (!AllSingletons(groups.in)) {
+    auto collapsed = mlir::RankedTensorType::get(groups.products, type.getElementType());
+    value = mlir::tensor::CollapseShapeOp::create(state.builder(), loc, collapsed, value, groups.in)
+                .getResult();
+  }
+  if (!AllSingletons(groups.out)) {
+    auto expanded = mlir::RankedTensorType::get(out, type.getElementType());
+    value = mlir::tensor::ExpandShapeOp::create(state.builder(), loc, expanded, value, groups.out)
+                .getResult();
+  }
+  return value;
+}
+
 absl::Status ConvertReshape(ImportState& state, mlir::Operation* op) {
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, 0));
@@ -239,16 +312,8 @@ absl::Status ConvertReshape(ImportState& state, mlir::Operation* op) {
   const std::vector<int64_t> out_units = UnitDims(out.getShape());
   llvm::SmallVector<int64_t> in_core = Without(in.getShape(), in_units);
   llvm::SmallVector<int64_t> out_core = Without(out.getShape(), out_units);
-  if (in_core != out_core) {
-    // Splitting or merging dimensions needs affine maps MLIR 22's partitioner does not take
-    // (only projected permutations), nor has tensor.expand_shape / collapse_shape a sharding.
-    return absl::UnimplementedError(absl::StrCat(
-        ImportState::Where(op), ": a reshape of ", Dims(in.getShape()), " into ",
-        Dims(out.getShape()),
-        " splits or merges dimensions, which the partitioner cannot shard yet (a reshape that "
-        "only adds or removes dimensions of size 1 is supported)"));
-  }
   Value core = Squeeze(state, loc, input, in_units);
+  if (in_core != out_core) core = Regroup(state, loc, core, out_core);
   state.Map(op->getResult(0), InsertUnits(state, loc, core, new_out, out_units));
   return absl::OkStatus();
 }
@@ -285,48 +350,6 @@ absl::Status ConvertTranspose(ImportState& state, mlir::Operation* op) {
   return absl::OkStatus();
 }
 
-absl::Status ConvertSlice(ImportState& state, mlir::Operation* op) {
-  TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
-  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, 0));
-  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, 0));
-  TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> start,
-                           ImportState::I64ArrayAttr(op, "start_indices"));
-  TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> limit,
-                           ImportState::I64ArrayAttr(op, "limit_indices"));
-  TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> strides, ImportState::I64ArrayAttr(op, "strides"));
-  const size_t rank = in.getRank();
-  bool valid = start.size() == rank && limit.size() == rank && strides.size() == rank &&
-               out.getRank() == in.getRank() && in.getElementType() == out.getElementType();
-  for (size_t d = 0; valid && d < rank; ++d) {
-    // ceil((limit - start) / stride), without overflow for a stride near int64's limit.
-    valid = start[d] >= 0 && start[d] <= limit[d] && limit[d] <= in.getDimSize(d) &&
-            strides[d] > 0 &&
-            out.getDimSize(d) ==
-                (limit[d] == start[d] ? 0 : (limit[d] - start[d] - 1) / strides[d] + 1);
-  }
-  if (!valid) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(ImportState::Where(op), ": start_indices [", absl::StrJoin(start, ", "),
-                     "], limit_indices [", absl::StrJoin(limit, ", "), "] and strides [",
-                     absl::StrJoin(strides, ", "), "] do not slice ", Dims(in.getShape()), " into ",
-                     Dims(out.getShape())));
-  }
-  TESSERA_ASSIGN_OR_RETURN(Value input, state.Operand(op, 0));
-  if (in == out) {  // the whole operand
-    state.Map(op->getResult(0), input);
-    return absl::OkStatus();
-  }
-  if (mlir::TypedAttr splat = state.SplatOf(input)) {
-    state.Map(op->getResult(0), state.Fill(op->getLoc(), ImportState::NewType(out), splat));
-    return absl::OkStatus();
-  }
-  // Reading at offsets and strides needs affine maps MLIR 22's partitioner does not take.
-  return absl::UnimplementedError(absl::StrCat(ImportState::Where(op), ": a slice of ",
-                                               Dims(in.getShape()), " into ", Dims(out.getShape()),
-                                               " is not supported yet (the partitioner shards only "
-                                               "ops that read each element at its own index)"));
-}
-
 // A sharding hint on a value inside the program (with_sharding_constraint): the value itself.
 // Tessera's partitioner propagates the shardings of @main's arguments and results; a constraint
 // inside is not imposed (the results are the same either way).
@@ -361,7 +384,6 @@ void AddStructuralConversions(ConversionTable& table) {
   table["stablehlo.broadcast_in_dim"] = ConvertBroadcastInDim;
   table["stablehlo.reshape"] = ConvertReshape;
   table["stablehlo.transpose"] = ConvertTranspose;
-  table["stablehlo.slice"] = ConvertSlice;
   table["stablehlo.optimization_barrier"] = ConvertShardingHint;
   table["sdy.sharding_constraint"] = ConvertShardingHint;
   table["stablehlo.custom_call"] = ConvertCustomCall;

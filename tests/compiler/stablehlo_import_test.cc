@@ -119,8 +119,10 @@ void CheckAgainstOneDevice(const std::string& name, uint64_t seed) {
 
 TEST(StableHloImportTest, JaxProgramsComputeWhatOneDeviceComputes) {
   uint64_t seed = kSeed;
-  for (const char* name : {"mlp_data_parallel", "mlp_megatron", "elementwise_replicated",
-                           "layernorm_rows", "cross_entropy", "sgd_step"}) {
+  for (const char* name :
+       {"mlp_data_parallel", "mlp_megatron", "elementwise_replicated", "layernorm_rows",
+        "cross_entropy", "sgd_step", "iota_rows", "embedding", "take_columns", "slicing",
+        "reshapes", "transformer_block", "transformer_megatron", "transformer_train_step"}) {
     CheckAgainstOneDevice(name, seed++);
   }
 }
@@ -148,6 +150,24 @@ TEST(StableHloImportTest, CollectivesAreTheShardingsOwn) {
   // devices' rows, all-reduced.
   ASSERT_OK_AND_ASSIGN(ProgramPlan sgd, Compile(Corpus("sgd_step")));
   EXPECT_GE(Count(StepKinds(sgd), "all_reduce"), 1);
+}
+
+TEST(StableHloImportTest, ReshapesIntoHeadsKeepTheHeadsSharded) {
+  // Megatron attention: q, k, v are column-sharded over tp, and their reshape [b, s, d] ->
+  // [b, s, heads, d / heads] splits d through heads, which stay sharded; the block's only
+  // collectives are the all-reduces of the row-parallel matmuls (wo, w2).
+  ASSERT_OK_AND_ASSIGN(ProgramPlan megatron, Compile(Corpus("transformer_megatron")));
+  const std::vector<std::string> kinds = StepKinds(megatron);
+  EXPECT_EQ(Count(kinds, "all_reduce"), 2) << ::testing::PrintToString(kinds);
+  EXPECT_EQ(Count(kinds, "all_gather"), 0) << ::testing::PrintToString(kinds);
+  EXPECT_THAT(megatron.partitioned_text, HasSubstr("tensor.expand_shape"));
+  // Data parallel: the batch dimension is a group of its own; no communication.
+  ASSERT_OK_AND_ASSIGN(ProgramPlan data_parallel, Compile(Corpus("transformer_block")));
+  EXPECT_EQ(StepKinds(data_parallel), (std::vector<std::string>{"kernel"}));
+  // [8, 6] rows over 8 devices reshaped to [4, 12]: 8 devices cannot split 4 rows, so the rows
+  // are gathered first (a sharding the reshape cannot carry is resharded, never guessed).
+  ASSERT_OK_AND_ASSIGN(ProgramPlan regroup, Compile(Corpus("reshapes")));
+  EXPECT_GE(Count(StepKinds(regroup), "all_gather"), 1);
 }
 
 TEST(StableHloImportTest, MatmulsReachTheMatmulKernel) {
@@ -178,18 +198,19 @@ TEST(StableHloImportErrorTest, UnsupportedOpsAreNamedWithTheirLocation) {
                       1),
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("unsupported StableHLO op 'stablehlo.cholesky' at f.py:12:3")));
-  EXPECT_THAT(Compile(OneOp("\"stablehlo.while\"(%arg0) ({\n^bb0(%a: tensor<8x4xf32>):\n"
-                            "  \"stablehlo.return\"(%a) : (tensor<8x4xf32>) -> ()\n}, {\n"
-                            "^bb0(%b: tensor<8x4xf32>):\n"
-                            "  \"stablehlo.return\"(%b) : (tensor<8x4xf32>) -> ()\n}) : "
-                            "(tensor<8x4xf32>) -> tensor<8x4xf32>"),
+  EXPECT_THAT(
+      Compile(OneOp("\"stablehlo.while\"(%arg0) ({\n^bb0(%a: tensor<8x4xf32>):\n"
+                    "  \"stablehlo.return\"(%a) : (tensor<8x4xf32>) -> ()\n}, {\n"
+                    "^bb0(%b: tensor<8x4xf32>):\n"
+                    "  \"stablehlo.return\"(%b) : (tensor<8x4xf32>) -> ()\n}) : "
+                    "(tensor<8x4xf32>) -> tensor<8x4xf32>"),
+              1),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("a while condition returns one i1")));
+  EXPECT_THAT(Compile(OneOp("\"stablehlo.dynamic_slice\"(%arg0, %arg0, %arg0) "
+                            "<{slice_sizes = array<i64: 1, 4>}> : (tensor<8x4xf32>, "
+                            "tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>"),
                       1),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("control flow")));
-  EXPECT_THAT(Compile(OneOp("\"stablehlo.reshape\"(%arg0) : (tensor<8x4xf32>) -> tensor<32xf32>",
-                            "tensor<32xf32>"),
-                      1),
-              StatusIs(absl::StatusCode::kUnimplemented,
-                       HasSubstr("a reshape of 8x4 into 32 splits or merges dimensions")));
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("slices at computed offsets")));
 }
 
 TEST(StableHloImportErrorTest, MalformedTextAndOpsThatDoNotFit) {
@@ -222,6 +243,32 @@ TEST(StableHloImportErrorTest, DynamicShapesAndBoundaryTypes) {
       "    \"func.return\"(%arg0) : (tensor<?x4xf32>) -> ()\n  }) : () -> ()\n}) : () -> ()\n";
   EXPECT_THAT(Compile(dynamic, 1),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("static shape")));
+  // bf16 at the boundary: not a dtype the plan's values take yet.
+  const std::string bf16 =
+      "\"builtin.module\"() ({\n"
+      "  \"func.func\"() <{function_type = (tensor<4xbf16>) -> tensor<4xbf16>, sym_name = "
+      "\"main\"}> ({\n"
+      "  ^bb0(%arg0: tensor<4xbf16>):\n"
+      "    \"func.return\"(%arg0) : (tensor<4xbf16>) -> ()\n  }) : () -> ()\n}) : () -> ()\n";
+  EXPECT_THAT(Compile(bf16, 1),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("unsupported element type")));
+}
+
+TEST(StableHloImportTest, UnsignedIntegersKeepTheirDtypeAtTheBoundary) {
+  // ui32 in, ui8 out: the program computes on signless integers, the plan's signature says u32
+  // and u8 (the dtypes the caller's arrays have).
+  const std::string text =
+      "\"builtin.module\"() ({\n"
+      "  \"func.func\"() <{function_type = (tensor<4xui32>) -> tensor<4xui8>, sym_name = "
+      "\"main\"}> ({\n"
+      "  ^bb0(%arg0: tensor<4xui32>):\n"
+      "    %0 = \"stablehlo.convert\"(%arg0) : (tensor<4xui32>) -> tensor<4xui8>\n"
+      "    \"func.return\"(%0) : (tensor<4xui8>) -> ()\n  }) : () -> ()\n}) : () -> ()\n";
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(text, 1));
+  ASSERT_EQ(plan.global_parameters.size(), 1u);
+  EXPECT_EQ(plan.global_parameters[0].dtype, DType(DType::kU32));
+  ASSERT_EQ(plan.global_results.size(), 1u);
+  EXPECT_EQ(plan.global_results[0].dtype, DType(DType::kU8));
 }
 
 TEST(StableHloImportErrorTest, ShardingsThatDoNotFit) {

@@ -337,12 +337,13 @@ TEST(CompilerErrorTest, ParseErrorHasLineAndColumn) {
 }
 
 TEST(CompilerErrorTest, UnsupportedOpIsNamedWithItsLocation) {
-  EXPECT_THAT(CompileText("func.func @main(%a: tensor<4x4xf32>) -> tensor<16xf32> {\n"
-                          "  %r = tensor.collapse_shape %a [[0, 1]] : tensor<4x4xf32> into "
-                          "tensor<16xf32>\n"
-                          "  return %r : tensor<16xf32>\n}"),
+  EXPECT_THAT(CompileText("func.func @main(%a: tensor<4x4xf32>, %b: tensor<2x4xf32>) -> "
+                          "tensor<4x4xf32> {\n"
+                          "  %r = tensor.insert_slice %b into %a[0, 0] [2, 4] [1, 1] : "
+                          "tensor<2x4xf32> into tensor<4x4xf32>\n"
+                          "  return %r : tensor<4x4xf32>\n}"),
               StatusIs(absl::StatusCode::kUnimplemented,
-                       HasSubstr("unsupported op 'tensor.collapse_shape' at 2:8")));
+                       HasSubstr("unsupported op 'tensor.insert_slice' at 2:8")));
 }
 
 TEST(CompilerErrorTest, MissingMainAndOtherDtypes) {
@@ -412,7 +413,8 @@ TEST(CompilerErrorTest, ControlFlowIsNamedItselfNotByItsBody) {
                           "  return %r : tensor<4xf32>\n}"),
               StatusIs(absl::StatusCode::kUnimplemented,
                        AllOf(HasSubstr("unsupported op 'scf.for' at 5:8"),
-                             HasSubstr("programs have no control flow"))));
+                             HasSubstr("the control flow a program may use is scf.while and "
+                                       "scf.if"))));
 }
 
 // A tensor of 2^62 x 4 f32: 2^66 bytes.

@@ -55,6 +55,8 @@ case "$TARGET" in
           compiler/stablehlo/stablehlo_import.cc compiler/stablehlo/import_state.cc
           compiler/stablehlo/attribute_text.cc compiler/stablehlo/elementwise.cc
           compiler/stablehlo/structural.cc compiler/stablehlo/contraction.cc
+          compiler/stablehlo/gather_scatter.cc compiler/stablehlo/slicing.cc
+          compiler/stablehlo/control_flow.cc
           tests/compiler/stablehlo_import_fuzzer.cc)
     EXTRA_CFLAGS=(-isystem /usr/lib/llvm-22/include)
     EXTRA_LIBS=(-L/usr/lib/llvm-22/lib -Wl,-rpath,/usr/lib/llvm-22/lib -lMLIR -lLLVM)

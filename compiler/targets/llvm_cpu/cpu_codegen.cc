@@ -278,6 +278,9 @@ bool FusedBodyFits(mlir::OpOperand* fused) {
 void AddBufferizationToOutParams(mlir::OpPassManager& pm) {
   mlir::bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
+  // A loop (scf.while: a program's while) may carry a new buffer into its next iteration; the
+  // deallocation pipeline frees the one it replaces.
+  bufferize.allowReturnAllocsFromLoops = true;
   bufferize.functionBoundaryTypeConversion =
       mlir::bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(mlir::bufferization::createOneShotBufferizePass(bufferize));
@@ -409,6 +412,27 @@ absl::Status ReturnWhenAnAllocationFails(mlir::ModuleOp kernel, const std::strin
   return status;
 }
 
+// A memref.copy between buffers of which one is strided (a loop's or a branch's yielded view,
+// after bufferization) would lower to a call of MLIR's runtime `memrefCopy`, which a kernel cannot
+// call: it becomes a linalg.copy, lowered to loops with the rest. Copies between contiguous
+// buffers stay memref.copy (an llvm.memcpy).
+void StridedCopiesToLoops(mlir::ModuleOp kernel) {
+  std::vector<mlir::memref::CopyOp> copies;
+  kernel.walk([&](mlir::memref::CopyOp copy) {
+    auto source = mlir::cast<mlir::MemRefType>(copy.getSource().getType());
+    auto target = mlir::cast<mlir::MemRefType>(copy.getTarget().getType());
+    if (!source.getLayout().isIdentity() || !target.getLayout().isIdentity()) {
+      copies.push_back(copy);
+    }
+  });
+  mlir::OpBuilder builder(kernel.getContext());
+  for (mlir::memref::CopyOp copy : copies) {
+    builder.setInsertionPoint(copy);
+    mlir::linalg::CopyOp::create(builder, copy.getLoc(), copy.getSource(), copy.getTarget());
+    copy->erase();
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const std::string& name,
@@ -419,6 +443,9 @@ absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const st
   for (mlir::Type type : func.getArgumentTypes()) num_position += type.isInteger(64) ? 1 : 0;
   if (!takes_device_position) num_position = 0;
   MarkInputsReadOnly(func);
+  // Reshapes, slices, pads and concatenations as loop nests (fused below with their elementwise
+  // neighbours) rather than the views and copies bufferization would make of them.
+  TESSERA_RETURN_IF_ERROR(TensorOpsAsLinalg(func, name));
   TESSERA_RETURN_IF_ERROR(TileMatmuls(kernel, name));
   TESSERA_RETURN_IF_ERROR(FuseElementwiseOps(kernel, name));
   DropZeroFillsOfBlasMatmuls(kernel);
@@ -429,6 +456,7 @@ absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const st
                                       absl::StrCat("bufferizing ", name)));
   TESSERA_RETURN_IF_ERROR(MovePositionLast(func, num_position));
   CallBlasForMatmuls(kernel);
+  StridedCopiesToLoops(kernel);
   // maxnumf / minnumf with -0 < +0 (LLVM's maxnum leaves max(-0, +0) open).
   ExpandFloatMinMax(kernel, /*maximum_minimum_too=*/false);
 

@@ -167,6 +167,7 @@ void CopiesToLinalg(mlir::func::FuncOp func) {
 // Named linalg ops (fill, broadcast, transpose, reduce, batch_matmul, ...) -> linalg.generic;
 // linalg.matmul stays named for EmitTiledMatmuls.
 absl::Status GeneralizeNamedOps(mlir::func::FuncOp func, const std::string& name) {
+  TESSERA_RETURN_IF_ERROR(TensorOpsAsLinalg(func, name));
   std::vector<mlir::linalg::LinalgOp> named;
   func.walk([&](mlir::linalg::LinalgOp op) {
     if (!mlir::isa<mlir::linalg::GenericOp, mlir::linalg::MatmulOp>(op)) named.push_back(op);

@@ -87,7 +87,9 @@ void PreserveSignedZeroInfNan(mlir::ModuleOp kernel, const KernelTarget& target)
 void CopiesToLinalg(mlir::func::FuncOp func);
 
 // Named linalg ops (fill, broadcast, transpose, reduce, batch_matmul, ...) -> linalg.generic;
-// linalg.matmul stays named for EmitTiledMatmuls.
+// linalg.matmul stays named for EmitTiledMatmuls. The tensor ops that make views or copies
+// (reshapes, slices, pad, concat) become linalg.generic first (TensorOpsAsLinalg): a view of a
+// buffer cannot be a dispatch's argument.
 absl::Status GeneralizeNamedOps(mlir::func::FuncOp func, const std::string& name);
 
 // UNIMPLEMENTED when the kernel holds f64 / i64 data and `target` lacks the Float64 / Int64

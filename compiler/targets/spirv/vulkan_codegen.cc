@@ -179,6 +179,19 @@ absl::StatusOr<KernelArtifact> LowerKernelForVulkan(mlir::ModuleOp kernel, const
                                                     const KernelTarget& target) {
   auto func = kernel.lookupSymbol<mlir::func::FuncOp>(name);
   if (!func) return absl::InternalError(absl::StrCat("kernel module has no @", name));
+  // Control flow around kernels (scf.while, scf.if on tensors) would need the host to loop over
+  // dispatches: compiled for CPU devices only.
+  mlir::Operation* control_flow = nullptr;
+  func.walk([&](mlir::Operation* op) {
+    if (mlir::isa<mlir::scf::WhileOp, mlir::scf::IfOp>(op) && !control_flow) control_flow = op;
+  });
+  if (control_flow) {
+    return absl::UnimplementedError(
+        absl::StrCat("vulkan code generation: kernel ", name, " holds '",
+                     control_flow->getName().getStringRef().str(), "' at ",
+                     FormatLocation(control_flow->getLoc()),
+                     ": loops and branches around kernels (while, case) run on CPU devices only"));
+  }
   TESSERA_RETURN_IF_ERROR(
       spirv::RunPipelineText(kernel, "canonicalize,cse", absl::StrCat("simplifying ", name)));
   if (takes_device_position && spirv::PositionUsed(func)) {

@@ -8,6 +8,7 @@ the files do not depend on where this script lives). The shapes are small and od
 shardings allow it; the Python tests (tests/bindings/python/test_stablehlo.py) lower and run
 larger ones at test time against JAX's own results.
 """
+import functools
 import os
 import pathlib
 import re
@@ -41,9 +42,52 @@ def attention(x, wq, wk, wv, wo, heads):
     return o @ wo
 
 
-def block(x, wq, wk, wv, wo, w1, w2, g, b):
-    h = x + attention(layernorm(x, g, b), wq, wk, wv, wo, heads=2)
+def block(x, wq, wk, wv, wo, w1, w2, g, b, heads=2):
+    h = x + attention(layernorm(x, g, b), wq, wk, wv, wo, heads=heads)
     return h + jax.nn.gelu(layernorm(h, g, b) @ w1) @ w2
+
+
+def block_train_step(params, x):
+    loss = lambda p: jnp.sum(block(x, *p) ** 2)  # noqa: E731
+    grads = jax.grad(loss)(params)
+    return jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)
+
+
+def iota_rows(x):
+    # An iota along the sharded dimension: each device's rows are numbered from its offset.
+    return x + jnp.arange(x.shape[0], dtype=x.dtype)[:, None]
+
+
+def embedding(table, ids, w):
+    # A lookup (gather) and, in its gradient, the scatter-add of the rows back into the table.
+    loss = lambda t: jnp.sum((t[ids] @ w) ** 2)  # noqa: E731
+    return table[ids] @ w, jax.grad(loss)(table)
+
+
+def take_columns(x, idx):
+    return jnp.take(x, idx, axis=1, mode="clip") * 2.0
+
+
+def slicing(x):
+    # Slices, pads and concatenations along the unsharded columns keep the rows sharded; a pad of
+    # the sharded rows, and a reverse, run on whole tensors.
+    half = x.shape[1] // 2
+    rotated = jnp.concatenate([-x[:, half:], x[:, :half]], axis=1)  # rotary embedding's half-turn
+    padded = jnp.pad(x[:, 1:5:2], ((0, 0), (2, 1)), constant_values=-1.0)
+    return rotated * 2.0, padded, jnp.pad(x, ((1, 0), (0, 0)))[:-1] + jnp.flip(x, 1)
+
+
+def loops_and_branches(x, n):
+    # fori_loop and while_loop (stablehlo.while), cond (stablehlo.case) on rows-sharded data.
+    y = jax.lax.fori_loop(0, 5, lambda i, a: a * 0.5 + i.astype(a.dtype), x)
+    z, count = jax.lax.while_loop(lambda c: c[1] < n, lambda c: (jnp.tanh(c[0]) + 1.0, c[1] + 1),
+                                  (y, 0))
+    return jax.lax.cond(jnp.sum(z) > 0, lambda t: t * 2.0, lambda t: -t, z), count
+
+
+def reshapes(x):
+    # Splits, merges and regroups [8, 6]: [8, 2, 3], [8, 6], then [4, 12] (one group of 48).
+    return (x.reshape(8, 2, 3) * 2.0).reshape(8, 6).reshape(4, 12) + 1.0
 
 
 def cross_entropy(logits, labels):
@@ -86,6 +130,25 @@ def main():
         "transformer_block": lower(block, (z(8, 4, 6), *[z(6, 6)] * 4, z(6, 12), z(12, 6),
                                            z(6), z(6)),
                                    (P("x"),) + (P(),) * 8, P("x"), mesh8),
+        "transformer_megatron": lower(functools.partial(block, heads=4),
+                                      (z(4, 3, 8), *[z(8, 8)] * 4, z(8, 16), z(16, 8), z(8),
+                                       z(8)),
+                                      (P("dp"), P(None, "tp"), P(None, "tp"), P(None, "tp"),
+                                       P("tp", None), P(None, "tp"), P("tp", None), P(), P()),
+                                      P("dp"), mesh2x4),
+        "transformer_train_step": lower(block_train_step,
+                                        ((*[z(6, 6)] * 4, z(6, 12), z(12, 6), z(6), z(6)),
+                                         z(8, 5, 6)),
+                                        ((P(),) * 8, P("x")), (P(),) * 8, mesh8),
+        "iota_rows": lower(iota_rows, (z(16, 3),), (P("x"),), P("x"), mesh8),
+        "embedding": lower(embedding, (z(11, 6), jnp.zeros(16, jnp.int32), z(6, 3)),
+                           (P(), P("x"), P()), (P("x"), P()), mesh8),
+        "take_columns": lower(take_columns, (z(8, 7), jnp.zeros(5, jnp.int32)), (P("x"), P()),
+                              P("x"), mesh8),
+        "slicing": lower(slicing, (z(16, 6),), (P("x"),), (P("x"), P("x"), P("x")), mesh8),
+        "loops_and_branches": lower(loops_and_branches, (z(16, 3), jnp.int32(3)), (P("x"), P()),
+                                    (P("x"), P()), mesh8),
+        "reshapes": lower(reshapes, (z(8, 6),), (P("x"),), P(), mesh8),
         "cross_entropy": lower(cross_entropy, (z(8, 10), jnp.zeros(8, jnp.int32)),
                                (P("x"), P("x")), P(), mesh8),
         "sgd_step": lower(sgd_step, ((z(7, 5), z(5), z(5, 3)), z(16, 7), z(16, 3)),

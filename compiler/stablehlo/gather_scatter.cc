@@ -1,0 +1,407 @@
+// stablehlo.gather and stablehlo.scatter (ConvertScatter, below). gather (an embedding lookup
+// `table[ids]`, `jnp.take`, indexing with an array): one linalg.generic over the result whose body
+// computes each element's operand position, as the StableHLO spec defines it, and reads it with
+// tensor.extract:
+//   batch index   the result's dimensions that are not offset_dims, in order
+//   start         start_indices[batch index, with index_vector_dim = k] for k of start_index_map,
+//                 clamped to [0, operand dimension - slice size] (as the spec does: a slice that
+//                 would run past the operand is moved inside it)
+//   offset        the result's offset_dims, in order, for the operand's dimensions that are not
+//                 collapsed, in order
+//   operand[start + offset]
+// The operand and the indices are read as whole tensors, so the partitioner runs the op on the
+// whole of both (ReplicatePositionalOps in partition.cc). operand_batching_dims (a batched
+// gather: vmap of a lookup) is UNIMPLEMENTED.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "compiler/stablehlo/attribute_text.h"
+#include "compiler/stablehlo/import_state.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/AffineMap.h"
+
+namespace tessera::compiler::stablehlo {
+namespace {
+
+using mlir::Value;
+
+bool DistinctSortedInRange(const std::vector<int64_t>& dims, int64_t rank) {
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= rank || (i > 0 && dims[i] <= dims[i - 1])) return false;
+  }
+  return true;
+}
+
+bool DistinctInRange(const std::vector<int64_t>& dims, int64_t rank) {
+  std::vector<bool> seen(rank > 0 ? rank : 0, false);
+  for (int64_t d : dims) {
+    if (d < 0 || d >= rank || seen[d]) return false;
+    seen[d] = true;
+  }
+  return true;
+}
+
+// What the body needs, checked against the op's types.
+struct GatherPlan {
+  std::vector<int64_t> batch_dims;         // result dimensions indexing start_indices, in order
+  std::vector<int64_t> offset_of_operand;  // per operand dimension: its result dimension, or -1
+  std::vector<int64_t> start_of_operand;   // per operand dimension: its k in start_index_map, or -1
+  std::vector<int64_t> max_start;          // per operand dimension: dim size - slice size
+  int64_t index_vector_dim = 0;
+  int64_t indices_rank = 0;
+};
+
+absl::StatusOr<GatherPlan> PlanGather(mlir::Operation* op, mlir::RankedTensorType operand,
+                                      mlir::RankedTensorType indices,
+                                      mlir::RankedTensorType result) {
+  TESSERA_ASSIGN_OR_RETURN(std::string text, ImportState::OpaqueAttrText(op, "dimension_numbers"));
+  absl::StatusOr<GatherDimensions> parsed = ParseGatherDimensions(text);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(op), ": ", parsed.status().message()));
+  }
+  const GatherDimensions& dims = *parsed;
+  if (!dims.operand_batching_dims.empty() || !dims.start_indices_batching_dims.empty()) {
+    return absl::UnimplementedError(
+        absl::StrCat(ImportState::Where(op),
+                     ": a gather with operand_batching_dims (a batched lookup, as vmap makes "
+                     "one) is not supported"));
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> slice_sizes,
+                           ImportState::I64ArrayAttr(op, "slice_sizes"));
+  const int64_t rank = operand.getRank();
+  GatherPlan plan;
+  plan.indices_rank = indices.getRank();
+  plan.index_vector_dim = dims.index_vector_dim;
+  const bool implicit_vector = dims.index_vector_dim == indices.getRank();
+  const int64_t vector_size =
+      implicit_vector ? 1
+                      : (dims.index_vector_dim >= 0 && dims.index_vector_dim < indices.getRank()
+                             ? indices.getDimSize(dims.index_vector_dim)
+                             : -1);
+  const int64_t batch_rank = indices.getRank() - (implicit_vector ? 0 : 1);
+  bool valid = static_cast<int64_t>(slice_sizes.size()) == rank && vector_size >= 0 &&
+               DistinctSortedInRange(dims.offset_dims, result.getRank()) &&
+               DistinctSortedInRange(dims.collapsed_slice_dims, rank) &&
+               DistinctInRange(dims.start_index_map, rank) &&
+               static_cast<int64_t>(dims.start_index_map.size()) == vector_size &&
+               result.getRank() == batch_rank + static_cast<int64_t>(dims.offset_dims.size()) &&
+               rank - static_cast<int64_t>(dims.collapsed_slice_dims.size()) ==
+                   static_cast<int64_t>(dims.offset_dims.size()) &&
+               operand.getElementType() == result.getElementType() &&
+               mlir::isa<mlir::IntegerType>(indices.getElementType());
+  plan.offset_of_operand.assign(valid ? rank : 0, -1);
+  plan.start_of_operand.assign(valid ? rank : 0, -1);
+  plan.max_start.assign(valid ? rank : 0, 0);
+  for (int64_t d = 0, j = 0; valid && d < rank; ++d) {
+    valid = slice_sizes[d] >= 0 && slice_sizes[d] <= operand.getDimSize(d);
+    if (!valid) break;
+    plan.max_start[d] = operand.getDimSize(d) - slice_sizes[d];
+    if (llvm::is_contained(dims.collapsed_slice_dims, d)) {
+      valid = slice_sizes[d] <= 1;
+      continue;
+    }
+    const int64_t r = dims.offset_dims[j++];
+    plan.offset_of_operand[d] = r;
+    valid = result.getDimSize(r) == slice_sizes[d];
+  }
+  for (size_t k = 0; valid && k < dims.start_index_map.size(); ++k) {
+    plan.start_of_operand[dims.start_index_map[k]] = static_cast<int64_t>(k);
+  }
+  for (int64_t r = 0, i = 0; valid && r < result.getRank(); ++r) {
+    if (llvm::is_contained(dims.offset_dims, r)) continue;
+    if (!implicit_vector && i == dims.index_vector_dim) ++i;
+    plan.batch_dims.push_back(r);
+    valid = i < indices.getRank() && result.getDimSize(r) == indices.getDimSize(i);
+    ++i;
+  }
+  if (!valid) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(op), ": gather dimension numbers ", text,
+                     " with slice sizes [", absl::StrJoin(slice_sizes, ", "),
+                     "] do not fit operand ", absl::StrJoin(operand.getShape(), "x"), ", indices ",
+                     absl::StrJoin(indices.getShape(), "x"), " and result ",
+                     absl::StrJoin(result.getShape(), "x")));
+  }
+  return plan;
+}
+
+// indices[batch position, k at index_vector_dim] widened to i64 (a u64 above 2^63 wraps negative:
+// past any operand either way), the batch position being the loops `batch_loops` in order.
+Value ReadIndex(mlir::OpBuilder& b, mlir::Location loc, Value indices, int64_t index_vector_dim,
+                llvm::ArrayRef<int64_t> batch_loops, bool is_unsigned, int64_t k) {
+  const int64_t rank = mlir::cast<mlir::RankedTensorType>(indices.getType()).getRank();
+  llvm::SmallVector<Value> position;
+  for (int64_t i = 0, j = 0; i < rank; ++i) {
+    if (i == index_vector_dim) {
+      position.push_back(mlir::arith::ConstantIndexOp::create(b, loc, k));
+    } else {
+      position.push_back(mlir::linalg::IndexOp::create(b, loc, batch_loops[j++]));
+    }
+  }
+  Value raw = mlir::tensor::ExtractOp::create(b, loc, indices, position);
+  mlir::Type i64 = b.getI64Type();
+  if (raw.getType().getIntOrFloatBitWidth() >= 64) return raw;
+  if (is_unsigned) return mlir::arith::ExtUIOp::create(b, loc, i64, raw);
+  return mlir::arith::ExtSIOp::create(b, loc, i64, raw);
+}
+
+// The start of gather's slice in operand dimension d: the index clamped to [0, max_start[d]].
+Value StartIndex(mlir::OpBuilder& b, mlir::Location loc, const GatherPlan& plan, Value indices,
+                 bool is_unsigned, int64_t k, int64_t d) {
+  Value wide = ReadIndex(b, loc, indices, plan.index_vector_dim, plan.batch_dims, is_unsigned, k);
+  mlir::Type i64 = b.getI64Type();
+  Value zero = mlir::arith::ConstantIntOp::create(b, loc, i64, 0);
+  Value max = mlir::arith::ConstantIntOp::create(b, loc, i64, plan.max_start[d]);
+  // Unsigned: an index above 2^63 (negative in i64) is past the end, clamped to it.
+  Value clamped = is_unsigned ? mlir::arith::MinUIOp::create(b, loc, wide, max).getResult()
+                              : mlir::arith::MinSIOp::create(
+                                    b, loc, mlir::arith::MaxSIOp::create(b, loc, wide, zero), max)
+                                    .getResult();
+  return mlir::arith::IndexCastOp::create(b, loc, b.getIndexType(), clamped);
+}
+
+absl::Status ConvertGather(ImportState& state, mlir::Operation* op) {
+  TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 2, 1));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType operand_type, state.OperandType(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType indices_type, state.OperandType(op, 1));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType result_type, state.ResultType(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(GatherPlan plan,
+                           PlanGather(op, operand_type, indices_type, result_type));
+  TESSERA_ASSIGN_OR_RETURN(Value operand, state.Operand(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(Value indices, state.Operand(op, 1));
+  const bool is_unsigned = indices_type.getElementType().isUnsignedInteger();
+  mlir::Location loc = op->getLoc();
+  if (result_type.getNumElements() == 0) {
+    state.Map(op->getResult(0), state.Empty(loc, ImportState::NewType(result_type)));
+    return absl::OkStatus();
+  }
+  Value result = BuildElementwise(
+      state, loc, result_type, {}, {},
+      [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange) -> Value {
+        llvm::SmallVector<Value> position;
+        for (int64_t d = 0; d < operand_type.getRank(); ++d) {
+          Value at = mlir::arith::ConstantIndexOp::create(b, l, 0);
+          if (plan.start_of_operand[d] >= 0) {
+            at = StartIndex(b, l, plan, indices, is_unsigned, plan.start_of_operand[d], d);
+          }
+          if (plan.offset_of_operand[d] >= 0) {
+            Value offset = mlir::linalg::IndexOp::create(b, l, plan.offset_of_operand[d]);
+            at = mlir::arith::AddIOp::create(b, l, at, offset);
+          }
+          position.push_back(at);
+        }
+        return mlir::tensor::ExtractOp::create(b, l, operand, position);
+      });
+  state.Map(op->getResult(0), result);
+  return absl::OkStatus();
+}
+
+// What a scatter's body needs, checked against the op's types.
+struct ScatterPlan {
+  std::vector<int64_t> scatter_loops;     // the loops of updates' scatter dimensions, in order
+  std::vector<int64_t> index_of_operand;  // per operand dimension: its k, or -1
+  std::vector<bool> inserted;             // per operand dimension
+  mlir::AffineMap updates_map;            // loops -> updates
+  int64_t index_vector_dim = 0;
+};
+
+absl::StatusOr<ScatterPlan> PlanScatter(mlir::Operation* op, mlir::RankedTensorType operand,
+                                        mlir::RankedTensorType indices,
+                                        mlir::RankedTensorType updates,
+                                        mlir::RankedTensorType result) {
+  TESSERA_ASSIGN_OR_RETURN(std::string text,
+                           ImportState::OpaqueAttrText(op, "scatter_dimension_numbers"));
+  absl::StatusOr<GatherDimensions> parsed = ParseGatherDimensions(text);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(op), ": ", parsed.status().message()));
+  }
+  const GatherDimensions& dims = *parsed;
+  if (!dims.operand_batching_dims.empty() || !dims.start_indices_batching_dims.empty()) {
+    return absl::UnimplementedError(absl::StrCat(
+        ImportState::Where(op), ": a scatter with operand_batching_dims is not supported"));
+  }
+  const int64_t rank = operand.getRank();
+  const bool implicit_vector = dims.index_vector_dim == indices.getRank();
+  const int64_t vector_size =
+      implicit_vector ? 1
+                      : (dims.index_vector_dim >= 0 && dims.index_vector_dim < indices.getRank()
+                             ? indices.getDimSize(dims.index_vector_dim)
+                             : -1);
+  const int64_t scatter_rank = indices.getRank() - (implicit_vector ? 0 : 1);
+  ScatterPlan plan;
+  plan.index_vector_dim = dims.index_vector_dim;
+  bool valid =
+      vector_size >= 0 && result == operand &&
+      operand.getElementType() == updates.getElementType() &&
+      mlir::isa<mlir::IntegerType>(indices.getElementType()) &&
+      DistinctSortedInRange(dims.update_window_dims, updates.getRank()) &&
+      DistinctSortedInRange(dims.inserted_window_dims, rank) &&
+      DistinctInRange(dims.scatter_dims_to_operand_dims, rank) &&
+      static_cast<int64_t>(dims.scatter_dims_to_operand_dims.size()) == vector_size &&
+      rank ==
+          static_cast<int64_t>(dims.inserted_window_dims.size() + dims.update_window_dims.size()) &&
+      updates.getRank() == static_cast<int64_t>(dims.update_window_dims.size()) + scatter_rank;
+  bool partial_window = false;
+  llvm::SmallVector<mlir::AffineExpr> updates_exprs;
+  mlir::MLIRContext* context = op->getContext();
+  plan.index_of_operand.assign(valid ? rank : 0, -1);
+  plan.inserted.assign(valid ? rank : 0, false);
+  std::vector<int64_t> window_operand_dims;  // the operand dimension of each window dimension
+  for (int64_t d = 0; valid && d < rank; ++d) {
+    plan.inserted[d] = llvm::is_contained(dims.inserted_window_dims, d);
+    if (!plan.inserted[d]) window_operand_dims.push_back(d);
+  }
+  for (size_t k = 0; valid && k < dims.scatter_dims_to_operand_dims.size(); ++k) {
+    plan.index_of_operand[dims.scatter_dims_to_operand_dims[k]] = static_cast<int64_t>(k);
+  }
+  for (int64_t u = 0, w = 0, i = 0; valid && u < updates.getRank(); ++u) {
+    if (llvm::is_contained(dims.update_window_dims, u)) {
+      const int64_t d = window_operand_dims[w++];
+      valid = updates.getDimSize(u) <= operand.getDimSize(d);
+      partial_window |= updates.getDimSize(u) != operand.getDimSize(d);
+      updates_exprs.push_back(mlir::getAffineDimExpr(d, context));
+      continue;
+    }
+    if (!implicit_vector && i == dims.index_vector_dim) ++i;
+    valid = i < indices.getRank() && updates.getDimSize(u) == indices.getDimSize(i);
+    ++i;
+    const int64_t loop = rank + static_cast<int64_t>(plan.scatter_loops.size());
+    plan.scatter_loops.push_back(loop);
+    updates_exprs.push_back(mlir::getAffineDimExpr(loop, context));
+  }
+  if (!valid) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(op), ": scatter dimension numbers ", text,
+                     " do not fit operand ", absl::StrJoin(operand.getShape(), "x"), ", indices ",
+                     absl::StrJoin(indices.getShape(), "x"), " and updates ",
+                     absl::StrJoin(updates.getShape(), "x")));
+  }
+  if (partial_window) {
+    return absl::UnimplementedError(absl::StrCat(
+        ImportState::Where(op),
+        ": a scatter whose update windows cover part of an operand dimension is not supported "
+        "(an update of whole rows, as the gradient of a lookup makes, is)"));
+  }
+  plan.updates_map =
+      mlir::AffineMap::get(rank + plan.scatter_loops.size(), 0, updates_exprs, context);
+  return plan;
+}
+
+// Whether the scatter's body adds its two arguments and returns the sum (`.at[].add`, the
+// gradient of a lookup).
+bool BodyAdds(mlir::Operation* op) {
+  if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock()) return false;
+  mlir::Block& body = op->getRegion(0).front();
+  if (body.getNumArguments() != 2 || body.getOperations().size() != 2) return false;
+  mlir::Operation& add = body.front();
+  mlir::Operation* ret = body.getTerminator();
+  return add.getName().getStringRef() == "stablehlo.add" && add.getNumOperands() == 2 &&
+         add.getOperand(0) == body.getArgument(0) && add.getOperand(1) == body.getArgument(1) &&
+         ret->getName().getStringRef() == "stablehlo.return" && ret->getNumOperands() == 1 &&
+         ret->getOperand(0) == add.getResult(0);
+}
+
+// stablehlo.scatter with an adding body: one linalg.generic whose loops are the operand's
+// dimensions (parallel) and the updates' scatter dimensions (reduction), accumulating into the
+// operand each update whose index names the element: out[v] = operand[v] + sum over the updates
+// of (index == v ? update : -0.0) (-0.0 adds nothing, to a -0.0 either; integers add 0). An index
+// past the operand matches no element: that update is dropped, as XLA and JAX's default mode do.
+// The sum over the scatter loops is a reduction the partitioner shards (updates split by rows:
+// partial sums, all-reduced).
+absl::Status ConvertScatter(ImportState& state, mlir::Operation* op) {
+  TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 3, 1));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType operand_type, state.OperandType(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType indices_type, state.OperandType(op, 1));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType updates_type, state.OperandType(op, 2));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType result_type, state.ResultType(op, 0));
+  if (!BodyAdds(op)) {
+    return absl::UnimplementedError(absl::StrCat(
+        ImportState::Where(op),
+        ": a scatter whose body does not add (only `.at[...].add` and the gradient of a lookup "
+        "are supported)"));
+  }
+  TESSERA_ASSIGN_OR_RETURN(ScatterPlan plan,
+                           PlanScatter(op, operand_type, indices_type, updates_type, result_type));
+  TESSERA_ASSIGN_OR_RETURN(Value operand, state.Operand(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(Value indices, state.Operand(op, 1));
+  TESSERA_ASSIGN_OR_RETURN(Value updates, state.Operand(op, 2));
+  const bool is_unsigned = indices_type.getElementType().isUnsignedInteger();
+  mlir::Operation* add = &op->getRegion(0).front().front();
+  mlir::Type element_type = operand_type.getElementType();
+  mlir::MLIRContext* context = op->getContext();
+  const int64_t rank = operand_type.getRank();
+  const int64_t loops = rank + static_cast<int64_t>(plan.scatter_loops.size());
+  llvm::SmallVector<mlir::utils::IteratorType> iterators(loops,
+                                                         mlir::utils::IteratorType::reduction);
+  for (int64_t d = 0; d < rank; ++d) iterators[d] = mlir::utils::IteratorType::parallel;
+  llvm::SmallVector<mlir::AffineExpr> out_exprs;
+  for (int64_t d = 0; d < rank; ++d) out_exprs.push_back(mlir::getAffineDimExpr(d, context));
+  llvm::SmallVector<mlir::AffineMap> maps = {plan.updates_map,
+                                             mlir::AffineMap::get(loops, 0, out_exprs, context)};
+  absl::Status status;
+  mlir::Location loc = op->getLoc();
+  auto generic = mlir::linalg::GenericOp::create(
+      state.builder(), loc, mlir::TypeRange{ImportState::NewType(result_type)},
+      mlir::ValueRange{updates}, mlir::ValueRange{operand}, maps, iterators,
+      [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange args) {
+        Value match = mlir::arith::ConstantIntOp::create(b, l, b.getI1Type(), 1);
+        mlir::Type i64 = b.getI64Type();
+        for (int64_t d = 0; d < rank; ++d) {
+          // The update's element lands at v[d] = start[d] + window offset, where the window
+          // offset is v[d] itself for a window dimension (whole: the start must be 0) and 0 for
+          // an inserted one.
+          Value target = mlir::arith::ConstantIntOp::create(b, l, i64, 0);
+          if (plan.inserted[d]) {
+            target =
+                mlir::arith::IndexCastOp::create(b, l, i64, mlir::linalg::IndexOp::create(b, l, d));
+          }
+          Value start = mlir::arith::ConstantIntOp::create(b, l, i64, 0);
+          if (plan.index_of_operand[d] >= 0) {
+            start = ReadIndex(b, l, indices, plan.index_vector_dim, plan.scatter_loops, is_unsigned,
+                              plan.index_of_operand[d]);
+          } else if (!plan.inserted[d]) {
+            continue;  // a whole window dimension from 0: every element matches
+          }
+          Value equal =
+              mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::eq, start, target);
+          match = mlir::arith::AndIOp::create(b, l, match, equal);
+        }
+        mlir::Type scalar = args[0].getType();
+        mlir::TypedAttr zero = mlir::isa<mlir::FloatType>(scalar)
+                                   ? mlir::TypedAttr(b.getFloatAttr(scalar, -0.0))
+                                   : mlir::cast<mlir::TypedAttr>(b.getZeroAttr(scalar));
+        Value none = mlir::arith::ConstantOp::create(b, l, zero);
+        Value addend = mlir::arith::SelectOp::create(b, l, match, args[0], none);
+        absl::StatusOr<Value> sum =
+            BuildScalarOp(b, l, add, {args[1], addend}, {element_type, element_type}, element_type);
+        if (!sum.ok()) {
+          status = sum.status();
+          mlir::linalg::YieldOp::create(b, l, args[1]);
+          return;
+        }
+        mlir::linalg::YieldOp::create(b, l, *sum);
+      });
+  TESSERA_RETURN_IF_ERROR(status);
+  state.Map(op->getResult(0), generic->getResult(0));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddGatherConversions(ConversionTable& table) {
+  table["stablehlo.gather"] = ConvertGather;
+  table["stablehlo.scatter"] = ConvertScatter;
+}
+
+}  // namespace tessera::compiler::stablehlo
