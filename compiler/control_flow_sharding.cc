@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/internal.h"
+#include "compiler/sharding_models.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
@@ -19,11 +20,6 @@ namespace {
 
 using mlir::shard::Sharding;
 using mlir::shard::ShardingOption;
-
-bool IsShardable(mlir::Value value) {
-  auto type = mlir::dyn_cast<mlir::RankedTensorType>(value.getType());
-  return type && type.getRank() > 0;
-}
 
 template <typename Op>
 struct WholeOpShardingModel

@@ -53,6 +53,10 @@ inline constexpr std::string_view kShardingAttrName = "tessera.sharding";
 // StableHLO importer sets it for ui8 ... ui64 at @main's boundary.
 inline constexpr std::string_view kUnsignedAttrName = "tessera.unsigned";
 
+// The unit attribute of an scf.if the program itself branches with (a StableHLO case), as opposed
+// to the ones the partitioner makes on the device position.
+inline constexpr std::string_view kProgramBranchAttrName = "tessera.program_branch";
+
 // A context with every dialect and interface the compiler uses registered (loaded lazily),
 // multithreading off: one Compile call runs on one thread.
 std::unique_ptr<mlir::MLIRContext> CreateCompilerContext();

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "compiler/internal.h"
+#include "compiler/sharding_models.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -220,10 +221,6 @@ void ReplicatePositionalOps(mlir::func::FuncOp main) {
   auto grid = mlir::FlatSymbolRefAttr::get(main.getContext(), kGridName);
   const std::vector<mlir::shard::GridAxesAttr> replicated = {
       mlir::DenseI16ArrayAttr::get(main.getContext(), {})};
-  auto is_shardable = [](mlir::Value value) {
-    auto type = mlir::dyn_cast<mlir::RankedTensorType>(value.getType());
-    return type && type.getRank() > 0;
-  };
   for (mlir::Operation* op : ops) {
     builder.setInsertionPoint(op);
     mlir::Location loc = op->getLoc();
@@ -231,7 +228,7 @@ void ReplicatePositionalOps(mlir::func::FuncOp main) {
     llvm::SetVector<mlir::Value> captured;
     mlir::getUsedValuesDefinedAbove(op->getRegions(), captured);
     for (mlir::Value value : captured) {
-      if (!is_shardable(value)) continue;
+      if (!IsShardable(value)) continue;
       auto whole = mlir::shard::ShardOp::create(builder, loc, value, sharding,
                                                 /*annotate_for_users=*/true);
       value.replaceUsesWithIf(whole.getResult(), [&](mlir::OpOperand& use) {
@@ -240,14 +237,14 @@ void ReplicatePositionalOps(mlir::func::FuncOp main) {
     }
     // Its operands too: a split loop would be counted from 0 on each device as well.
     for (mlir::OpOperand& operand : op->getOpOperands()) {
-      if (!is_shardable(operand.get())) continue;
+      if (!IsShardable(operand.get())) continue;
       auto whole = mlir::shard::ShardOp::create(builder, loc, operand.get(), sharding,
                                                 /*annotate_for_users=*/true);
       operand.set(whole.getResult());
     }
     builder.setInsertionPointAfter(op);
     for (mlir::Value result : op->getResults()) {
-      if (!is_shardable(result)) continue;
+      if (!IsShardable(result)) continue;
       auto whole = mlir::shard::ShardOp::create(builder, loc, result, sharding,
                                                 /*annotate_for_users=*/false);
       result.replaceAllUsesExcept(whole.getResult(), whole);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "compiler/internal.h"
+#include "compiler/sharding_models.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -44,11 +45,6 @@ int64_t DeviceCount(llvm::ArrayRef<GridAxis> axes, llvm::ArrayRef<int64_t> grid)
   return count;
 }
 
-bool IsPlain(const Sharding& sharding) {
-  return sharding.getStaticHaloSizes().empty() && sharding.getStaticShardedDimsOffsets().empty() &&
-         sharding.getDynamicHaloSizes().empty() && sharding.getDynamicShardedDimsOffsets().empty();
-}
-
 // Whether splitting the group's first dimension on `axes` is a block split of it.
 bool Divides(llvm::ArrayRef<GridAxis> axes, int64_t size, llvm::ArrayRef<int64_t> grid) {
   const int64_t count = DeviceCount(axes, grid);
@@ -61,7 +57,7 @@ bool Divides(llvm::ArrayRef<GridAxis> axes, int64_t size, llvm::ArrayRef<int64_t
 std::optional<ShardingArray> FromFine(const Sharding& sharding, mlir::RankedTensorType fine,
                                       llvm::ArrayRef<mlir::ReassociationIndices> groups,
                                       llvm::ArrayRef<int64_t> grid) {
-  if (!IsPlain(sharding)) return std::nullopt;
+  if (!IsPlainSharding(sharding)) return std::nullopt;
   llvm::ArrayRef<mlir::shard::GridAxesAttr> split = sharding.getSplitAxes();
   if (static_cast<int64_t>(split.size()) > fine.getRank()) return std::nullopt;
   ShardingArray loops(fine.getRank());
@@ -81,7 +77,7 @@ std::optional<ShardingArray> FromFine(const Sharding& sharding, mlir::RankedTens
 std::optional<ShardingArray> FromCoarse(const Sharding& sharding, mlir::RankedTensorType fine,
                                         llvm::ArrayRef<mlir::ReassociationIndices> groups,
                                         llvm::ArrayRef<int64_t> grid) {
-  if (!IsPlain(sharding)) return std::nullopt;
+  if (!IsPlainSharding(sharding)) return std::nullopt;
   llvm::ArrayRef<mlir::shard::GridAxesAttr> split = sharding.getSplitAxes();
   if (split.size() > groups.size()) return std::nullopt;
   ShardingArray loops(fine.getRank());
@@ -94,17 +90,6 @@ std::optional<ShardingArray> FromCoarse(const Sharding& sharding, mlir::RankedTe
     loops[first].assign(axes.begin(), axes.end());
   }
   return loops;
-}
-
-Sharding MakeSharding(mlir::MLIRContext* context, mlir::FlatSymbolRefAttr grid,
-                      const ShardingArray& split) {
-  std::vector<mlir::shard::GridAxesAttr> axes;
-  for (const llvm::SmallVector<GridAxis>& dim : split) {
-    axes.push_back(mlir::DenseI16ArrayAttr::get(context, dim));
-  }
-  while (axes.size() > 1 && axes.back().empty()) axes.pop_back();
-  if (axes.empty()) axes.push_back(mlir::DenseI16ArrayAttr::get(context, {}));
-  return Sharding::get(grid, axes);
 }
 
 // The coarse side's split axes for the loops' (fine side's) split axes.
@@ -181,9 +166,9 @@ struct ReshapeShardingModel
     ShardingArray loops = option.shardingArray;
     loops.resize(Fine(reshape).getRank());
     mlir::MLIRContext* context = op->getContext();
-    Sharding fine = MakeSharding(context, option.grid, loops);
+    Sharding fine = ShardingOfAxes(context, option.grid, loops);
     Sharding coarse =
-        MakeSharding(context, option.grid, CoarseOf(loops, reshape.getReassociationIndices()));
+        ShardingOfAxes(context, option.grid, CoarseOf(loops, reshape.getReassociationIndices()));
     if constexpr (kExpand) {
       return std::vector<Sharding>{coarse, fine};
     } else {
@@ -217,9 +202,9 @@ struct ReshapeShardingModel
         kExpand ? FromCoarse(operands[0], Fine(reshape), groups, grid_shape)
                 : FromFine(operands[0], Fine(reshape), groups, grid_shape);
     if (!loops) return op->emitError("a reshape whose operand is sharded across its groups");
-    const Sharding expected = MakeSharding(op->getContext(), operands[0].getGridAttr(),
-                                           kExpand ? *loops : CoarseOf(*loops, groups));
-    if (!expected.equalSplitAxes(results[0]) || !IsPlain(results[0])) {
+    const Sharding expected = ShardingOfAxes(op->getContext(), operands[0].getGridAttr(),
+                                             kExpand ? *loops : CoarseOf(*loops, groups));
+    if (!expected.equalSplitAxes(results[0]) || !IsPlainSharding(results[0])) {
       return op->emitError("a reshape whose result sharding does not follow its operand's");
     }
     mlir::shard::GridOp grid = mlir::shard::getGrid(op, results[0].getGridAttr(), symbols);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compiler/internal.h"
+#include "compiler/sharding_models.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -87,27 +88,6 @@ ShardingArray ThroughAxes(const Sharding& sharding, const std::vector<bool>& thr
   return loops;
 }
 
-bool IsPlain(const Sharding& sharding) {
-  return sharding.getStaticHaloSizes().empty() && sharding.getStaticShardedDimsOffsets().empty() &&
-         sharding.getDynamicHaloSizes().empty() && sharding.getDynamicShardedDimsOffsets().empty();
-}
-
-Sharding MakeSharding(mlir::MLIRContext* context, mlir::FlatSymbolRefAttr grid,
-                      const ShardingArray& split) {
-  std::vector<mlir::shard::GridAxesAttr> axes;
-  for (const llvm::SmallVector<GridAxis>& dim : split) {
-    axes.push_back(mlir::DenseI16ArrayAttr::get(context, dim));
-  }
-  while (axes.size() > 1 && axes.back().empty()) axes.pop_back();
-  if (axes.empty()) axes.push_back(mlir::DenseI16ArrayAttr::get(context, {}));
-  return Sharding::get(grid, axes);
-}
-
-bool IsTensor(mlir::Value value) {
-  auto type = mlir::dyn_cast<mlir::RankedTensorType>(value.getType());
-  return type && type.getRank() > 0;
-}
-
 template <typename SliceOp>
 struct SliceShardingModel
     : public mlir::shard::ShardingInterface::ExternalModel<SliceShardingModel<SliceOp>, SliceOp> {
@@ -127,7 +107,7 @@ struct SliceShardingModel
     std::vector<Sharding> known(operands.begin(), operands.end());
     known.insert(known.end(), results.begin(), results.end());
     for (const Sharding& sharding : known) {
-      if (sharding && IsPlain(sharding)) {
+      if (sharding && IsPlainSharding(sharding)) {
         return ShardingOption(ThroughAxes(sharding, through), sharding.getGridAttr());
       }
     }
@@ -149,10 +129,10 @@ struct SliceShardingModel
     for (size_t d = 0; d < through.size(); ++d) {
       if (!through[d] && !loops[d].empty()) return mlir::failure();
     }
-    const Sharding sharding = MakeSharding(op->getContext(), option.grid, loops);
+    const Sharding sharding = ShardingOfAxes(op->getContext(), option.grid, loops);
     std::vector<Sharding> shardings;
     for (mlir::Value operand : op->getOperands()) {
-      shardings.push_back(IsTensor(operand) ? sharding : Sharding());
+      shardings.push_back(IsShardable(operand) ? sharding : Sharding());
     }
     shardings.push_back(sharding);
     return shardings;
@@ -176,19 +156,19 @@ struct SliceShardingModel
                                 llvm::ArrayRef<Sharding> operands, llvm::ArrayRef<Sharding> results,
                                 mlir::IRMapping& map, mlir::SymbolTableCollection& symbols,
                                 mlir::OpBuilder& builder) const {
-    if (results.size() != 1 || !results[0] || !IsPlain(results[0]) ||
+    if (results.size() != 1 || !results[0] || !IsPlainSharding(results[0]) ||
         partitioned.size() != op->getNumOperands() || operands.size() != op->getNumOperands()) {
       return op->emitError("a slice, pad or concat without its shardings");
     }
     const std::vector<bool> through = PassThrough(op);
     const ShardingArray loops = ThroughAxes(results[0], through);
-    const Sharding expected = MakeSharding(op->getContext(), results[0].getGridAttr(), loops);
+    const Sharding expected = ShardingOfAxes(op->getContext(), results[0].getGridAttr(), loops);
     if (!expected.equalSplitAxes(results[0])) {
       return op->emitError("a slice, pad or concat split on a dimension it cuts, pads or joins");
     }
     for (size_t i = 0; i < operands.size(); ++i) {
-      if (!IsTensor(op->getOperand(i))) continue;
-      if (!operands[i] || !IsPlain(operands[i]) || !expected.equalSplitAxes(operands[i])) {
+      if (!IsShardable(op->getOperand(i))) continue;
+      if (!operands[i] || !IsPlainSharding(operands[i]) || !expected.equalSplitAxes(operands[i])) {
         return op->emitError("a slice, pad or concat whose operands are not split as its result");
       }
     }

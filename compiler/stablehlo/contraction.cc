@@ -1,10 +1,11 @@
 // The StableHLO ops that contract or reduce: dot_general and reduce.
 //
 // dot_general becomes linalg.matmul (batch_matmul with one batch dimension) whenever its operands
-// can be put in that form by transposes alone: lhs [batch, M, K], rhs [batch, K, N]. This is the
-// form both code generators have fast paths for (BLAS or the streaming kernel on the CPU, the
-// tiled kernel on Vulkan). Other contractions (several batch, free or contracting dimensions)
-// become one linalg.generic with reduction loops.
+// can be put in that form by transposes and collapses of runs of dimensions: lhs [batch, M...,
+// K...], rhs [batch, K..., N...] (x[b, s, d] @ w[d, e] is a matmul of b * s rows). This is the form
+// both code generators have fast paths for (BLAS or the streaming kernel on the CPU, the tiled
+// kernel on Vulkan). Other contractions (several batch, free or contracting dimensions) become one
+// linalg.generic with reduction loops.
 //
 // reduce becomes linalg.reduce into its init broadcast to the result's shape, its body converted
 // op by op on scalars.
@@ -23,6 +24,7 @@
 #include "compiler/stablehlo/import_state.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineMap.h"
 
 namespace tessera::compiler::stablehlo {
@@ -61,6 +63,25 @@ Value Permute(ImportState& state, mlir::Location loc, Value value, mlir::RankedT
   auto permuted = mlir::RankedTensorType::get(shape, SignlessType(type.getElementType()));
   Value init = state.Empty(loc, permuted);
   return mlir::linalg::TransposeOp::create(state.builder(), loc, value, init, order)->getResult(0);
+}
+
+// `value` with each group of consecutive dimensions collapsed into one: itself when every group
+// is one dimension.
+Value Collapse(ImportState& state, mlir::Location loc, Value value,
+               llvm::ArrayRef<mlir::ReassociationIndices> groups) {
+  if (llvm::all_of(groups, [](const mlir::ReassociationIndices& g) { return g.size() == 1; })) {
+    return value;
+  }
+  auto type = mlir::cast<mlir::RankedTensorType>(value.getType());
+  llvm::SmallVector<int64_t> shape;
+  for (const mlir::ReassociationIndices& group : groups) {
+    int64_t size = 1;
+    for (int64_t d : group) size *= type.getDimSize(d);  // bounded by the element count
+    shape.push_back(size);
+  }
+  auto collapsed = mlir::RankedTensorType::get(shape, type.getElementType());
+  return mlir::tensor::CollapseShapeOp::create(state.builder(), loc, collapsed, value, groups)
+      .getResult();
 }
 
 // A zero of the result's type to accumulate into.
@@ -126,26 +147,57 @@ absl::Status ConvertDotGeneral(ImportState& state, mlir::Operation* op) {
   const bool same_types = lhs.getElementType() == result.getElementType() &&
                           rhs.getElementType() == result.getElementType();
 
-  // lhs [batch, M, K] x rhs [batch, K, N] after transposes: a (batch) matmul.
-  if (dims.lhs_batch.size() <= 1 && dims.lhs_contracting.size() == 1 && lhs_free.size() == 1 &&
-      rhs_free.size() == 1 && same_types) {
+  // lhs [batch, M..., K...] x rhs [batch, K..., N...] after transposes, each run of dimensions
+  // collapsed into one: a (batch) matmul, expanded back ([b, s, d] @ [d, e] is a matmul of
+  // b * s rows; the reshapes shard through their first dimension, reshape_sharding.cc).
+  if (dims.lhs_batch.size() <= 1 && !dims.lhs_contracting.empty() && !lhs_free.empty() &&
+      !rhs_free.empty() && same_types) {
+    const int64_t nb = static_cast<int64_t>(dims.lhs_batch.size());
     std::vector<int64_t> lhs_order = dims.lhs_batch;
-    lhs_order.push_back(lhs_free[0]);
-    lhs_order.push_back(dims.lhs_contracting[0]);
+    lhs_order.insert(lhs_order.end(), lhs_free.begin(), lhs_free.end());
+    lhs_order.insert(lhs_order.end(), dims.lhs_contracting.begin(), dims.lhs_contracting.end());
     std::vector<int64_t> rhs_order = dims.rhs_batch;
-    rhs_order.push_back(dims.rhs_contracting[0]);
-    rhs_order.push_back(rhs_free[0]);
-    Value a2 = Permute(state, loc, a, lhs, lhs_order);
-    Value b2 = Permute(state, loc, b, rhs, rhs_order);
-    Value init = ZeroInit(state, loc, result);
+    rhs_order.insert(rhs_order.end(), dims.rhs_contracting.begin(), dims.rhs_contracting.end());
+    rhs_order.insert(rhs_order.end(), rhs_free.begin(), rhs_free.end());
+    // Runs of consecutive dimensions: [batch?], [first, first + count) per run.
+    auto runs = [nb](std::initializer_list<int64_t> counts) {
+      llvm::SmallVector<mlir::ReassociationIndices> groups;
+      int64_t next = 0;
+      if (nb == 1) groups.push_back({next++});
+      for (int64_t count : counts) {
+        mlir::ReassociationIndices group;
+        for (int64_t i = 0; i < count; ++i) group.push_back(next++);
+        groups.push_back(group);
+      }
+      return groups;
+    };
+    const int64_t m = static_cast<int64_t>(lhs_free.size());
+    const int64_t n = static_cast<int64_t>(rhs_free.size());
+    const int64_t k = static_cast<int64_t>(dims.lhs_contracting.size());
+    Value a2 = Collapse(state, loc, Permute(state, loc, a, lhs, lhs_order), runs({m, k}));
+    Value b2 = Collapse(state, loc, Permute(state, loc, b, rhs, rhs_order), runs({k, n}));
+    auto a2_type = mlir::cast<mlir::RankedTensorType>(a2.getType());
+    auto b2_type = mlir::cast<mlir::RankedTensorType>(b2.getType());
+    llvm::SmallVector<int64_t> product_shape(a2_type.getShape().drop_back());
+    product_shape.push_back(b2_type.getShape().back());
+    auto product_type = mlir::RankedTensorType::get(product_shape, new_result.getElementType());
+    Value init =
+        state.Fill(loc, product_type,
+                   mlir::cast<mlir::TypedAttr>(builder.getZeroAttr(new_result.getElementType())));
     Value product =
-        dims.lhs_batch.empty()
-            ? mlir::linalg::MatmulOp::create(builder, loc, mlir::TypeRange{new_result},
+        nb == 0
+            ? mlir::linalg::MatmulOp::create(builder, loc, mlir::TypeRange{product_type},
                                              mlir::ValueRange{a2, b2}, mlir::ValueRange{init})
                   ->getResult(0)
-            : mlir::linalg::BatchMatmulOp::create(builder, loc, mlir::TypeRange{new_result},
+            : mlir::linalg::BatchMatmulOp::create(builder, loc, mlir::TypeRange{product_type},
                                                   mlir::ValueRange{a2, b2}, mlir::ValueRange{init})
                   ->getResult(0);
+    llvm::SmallVector<mlir::ReassociationIndices> out_groups = runs({m, n});
+    if (!llvm::all_of(out_groups,
+                      [](const mlir::ReassociationIndices& g) { return g.size() == 1; })) {
+      product = mlir::tensor::ExpandShapeOp::create(builder, loc, new_result, product, out_groups)
+                    .getResult();
+    }
     state.Map(op->getResult(0), product);
     return absl::OkStatus();
   }

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "compiler/internal.h"
 #include "compiler/stablehlo/import_state.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -187,6 +188,7 @@ absl::Status ConvertCase(ImportState& state, mlir::Operation* op) {
         });
     Value is_k = mlir::tensor::ExtractOp::create(b, loc, is_k_tensor, mlir::ValueRange{});
     auto branch = mlir::scf::IfOp::create(b, loc, types, is_k, /*withElseRegion=*/true);
+    branch->setAttr(kProgramBranchAttrName, b.getUnitAttr());
     mlir::OpBuilder::InsertionGuard guard(b);
     for (auto [region, next] :
          {std::pair{&branch.getThenRegion(), false}, std::pair{&branch.getElseRegion(), true}}) {

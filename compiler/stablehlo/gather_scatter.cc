@@ -50,6 +50,30 @@ bool DistinctInRange(const std::vector<int64_t>& dims, int64_t rank) {
   return true;
 }
 
+// A gather's or scatter's dimension numbers from their attribute text; UNIMPLEMENTED with batching
+// dimensions (a batched lookup, as vmap makes one).
+absl::StatusOr<GatherDimensions> ReadDimensions(mlir::Operation* op, const std::string& text) {
+  absl::StatusOr<GatherDimensions> parsed = ParseGatherDimensions(text);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(op), ": ", parsed.status().message()));
+  }
+  if (!parsed->operand_batching_dims.empty() || !parsed->start_indices_batching_dims.empty()) {
+    return absl::UnimplementedError(absl::StrCat(
+        ImportState::Where(op),
+        ": batching dimensions (a batched lookup, as vmap makes one) are not supported"));
+  }
+  return parsed;
+}
+
+// The number of indices each start index vector holds (index_vector_dim past the last
+// dimension: one), or -1 when index_vector_dim is not a dimension of `indices` or just past it.
+int64_t IndexVectorSize(int64_t index_vector_dim, mlir::RankedTensorType indices) {
+  if (index_vector_dim == indices.getRank()) return 1;
+  if (index_vector_dim < 0 || index_vector_dim > indices.getRank()) return -1;
+  return indices.getDimSize(index_vector_dim);
+}
+
 // What the body needs, checked against the op's types.
 struct GatherPlan {
   std::vector<int64_t> batch_dims;         // result dimensions indexing start_indices, in order
@@ -64,18 +88,7 @@ absl::StatusOr<GatherPlan> PlanGather(mlir::Operation* op, mlir::RankedTensorTyp
                                       mlir::RankedTensorType indices,
                                       mlir::RankedTensorType result) {
   TESSERA_ASSIGN_OR_RETURN(std::string text, ImportState::OpaqueAttrText(op, "dimension_numbers"));
-  absl::StatusOr<GatherDimensions> parsed = ParseGatherDimensions(text);
-  if (!parsed.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(ImportState::Where(op), ": ", parsed.status().message()));
-  }
-  const GatherDimensions& dims = *parsed;
-  if (!dims.operand_batching_dims.empty() || !dims.start_indices_batching_dims.empty()) {
-    return absl::UnimplementedError(
-        absl::StrCat(ImportState::Where(op),
-                     ": a gather with operand_batching_dims (a batched lookup, as vmap makes "
-                     "one) is not supported"));
-  }
+  TESSERA_ASSIGN_OR_RETURN(GatherDimensions dims, ReadDimensions(op, text));
   TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> slice_sizes,
                            ImportState::I64ArrayAttr(op, "slice_sizes"));
   const int64_t rank = operand.getRank();
@@ -83,11 +96,7 @@ absl::StatusOr<GatherPlan> PlanGather(mlir::Operation* op, mlir::RankedTensorTyp
   plan.indices_rank = indices.getRank();
   plan.index_vector_dim = dims.index_vector_dim;
   const bool implicit_vector = dims.index_vector_dim == indices.getRank();
-  const int64_t vector_size =
-      implicit_vector ? 1
-                      : (dims.index_vector_dim >= 0 && dims.index_vector_dim < indices.getRank()
-                             ? indices.getDimSize(dims.index_vector_dim)
-                             : -1);
+  const int64_t vector_size = IndexVectorSize(dims.index_vector_dim, indices);
   const int64_t batch_rank = indices.getRank() - (implicit_vector ? 0 : 1);
   bool valid = static_cast<int64_t>(slice_sizes.size()) == rank && vector_size >= 0 &&
                DistinctSortedInRange(dims.offset_dims, result.getRank()) &&
@@ -221,23 +230,10 @@ absl::StatusOr<ScatterPlan> PlanScatter(mlir::Operation* op, mlir::RankedTensorT
                                         mlir::RankedTensorType result) {
   TESSERA_ASSIGN_OR_RETURN(std::string text,
                            ImportState::OpaqueAttrText(op, "scatter_dimension_numbers"));
-  absl::StatusOr<GatherDimensions> parsed = ParseGatherDimensions(text);
-  if (!parsed.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(ImportState::Where(op), ": ", parsed.status().message()));
-  }
-  const GatherDimensions& dims = *parsed;
-  if (!dims.operand_batching_dims.empty() || !dims.start_indices_batching_dims.empty()) {
-    return absl::UnimplementedError(absl::StrCat(
-        ImportState::Where(op), ": a scatter with operand_batching_dims is not supported"));
-  }
+  TESSERA_ASSIGN_OR_RETURN(GatherDimensions dims, ReadDimensions(op, text));
   const int64_t rank = operand.getRank();
   const bool implicit_vector = dims.index_vector_dim == indices.getRank();
-  const int64_t vector_size =
-      implicit_vector ? 1
-                      : (dims.index_vector_dim >= 0 && dims.index_vector_dim < indices.getRank()
-                             ? indices.getDimSize(dims.index_vector_dim)
-                             : -1);
+  const int64_t vector_size = IndexVectorSize(dims.index_vector_dim, indices);
   const int64_t scatter_rank = indices.getRank() - (implicit_vector ? 0 : 1);
   ScatterPlan plan;
   plan.index_vector_dim = dims.index_vector_dim;

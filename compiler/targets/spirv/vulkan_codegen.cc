@@ -183,7 +183,10 @@ absl::StatusOr<KernelArtifact> LowerKernelForVulkan(mlir::ModuleOp kernel, const
   // dispatches: compiled for CPU devices only.
   mlir::Operation* control_flow = nullptr;
   func.walk([&](mlir::Operation* op) {
-    if (mlir::isa<mlir::scf::WhileOp, mlir::scf::IfOp>(op) && !control_flow) control_flow = op;
+    // The partitioner's own scf.if (on the device position) is resolved per position variant.
+    const bool program_branch =
+        mlir::isa<mlir::scf::IfOp>(op) && op->hasAttr(kProgramBranchAttrName);
+    if ((mlir::isa<mlir::scf::WhileOp>(op) || program_branch) && !control_flow) control_flow = op;
   });
   if (control_flow) {
     return absl::UnimplementedError(

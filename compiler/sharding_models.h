@@ -1,0 +1,48 @@
+#ifndef TESSERA_COMPILER_SHARDING_MODELS_H_
+#define TESSERA_COMPILER_SHARDING_MODELS_H_
+
+// compiler/sharding_models.h: what the sharding models Tessera attaches to MLIR ops
+// (reshape_sharding.cc, slice_sharding.cc, control_flow_sharding.cc) share: which values carry a
+// sharding, which shardings they understand, and how they build one. Internal to compiler/.
+
+#include <vector>
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Value.h"
+
+namespace tessera::compiler {
+
+// A ranked tensor of rank 1 or more: the values the partitioner annotates (a rank-0 tensor is the
+// same on every device).
+inline bool IsShardable(mlir::Value value) {
+  auto type = mlir::dyn_cast<mlir::RankedTensorType>(value.getType());
+  return type && type.getRank() > 0;
+}
+
+// A sharding by split axes alone (no halos, no explicit shard offsets): the only kind the models
+// take.
+inline bool IsPlainSharding(const mlir::shard::Sharding& sharding) {
+  return sharding.getStaticHaloSizes().empty() && sharding.getStaticShardedDimsOffsets().empty() &&
+         sharding.getDynamicHaloSizes().empty() && sharding.getDynamicShardedDimsOffsets().empty();
+}
+
+// The sharding over `grid` that splits dimension d on `split[d]` (trailing unsplit dimensions
+// dropped, as MLIR's own shardings are).
+inline mlir::shard::Sharding ShardingOfAxes(mlir::MLIRContext* context,
+                                            mlir::FlatSymbolRefAttr grid,
+                                            const mlir::shard::ShardingArray& split) {
+  std::vector<mlir::shard::GridAxesAttr> axes;
+  for (const llvm::SmallVector<mlir::shard::GridAxis>& dim : split) {
+    axes.push_back(mlir::DenseI16ArrayAttr::get(context, dim));
+  }
+  while (axes.size() > 1 && axes.back().empty()) axes.pop_back();
+  if (axes.empty()) axes.push_back(mlir::DenseI16ArrayAttr::get(context, {}));
+  return mlir::shard::Sharding::get(grid, axes);
+}
+
+}  // namespace tessera::compiler
+
+#endif  // TESSERA_COMPILER_SHARDING_MODELS_H_
