@@ -208,7 +208,7 @@ bool ReadsPositionOrCapturedTensors(mlir::linalg::LinalgOp op) {
 // device: its operands, its results and every tensor its regions use are annotated replicated, so
 // that the partitioner splits none of its loops and slices (locally) or gathers around it. Correct
 // whatever the shardings; an iota or a lookup is cheap beside the matmuls around it.
-void ReplicatePositionalOps(mlir::func::FuncOp main) {
+void ReplicatePositionalOps(mlir::func::FuncOp main, const sharding::Mesh& mesh) {
   std::vector<mlir::Operation*> ops;
   for (mlir::Operation& op : main.getBody().front()) {
     auto linalg = mlir::dyn_cast<mlir::linalg::LinalgOp>(&op);
@@ -218,18 +218,15 @@ void ReplicatePositionalOps(mlir::func::FuncOp main) {
     }
   }
   mlir::OpBuilder builder(main.getContext());
-  auto grid = mlir::FlatSymbolRefAttr::get(main.getContext(), kGridName);
-  const std::vector<mlir::shard::GridAxesAttr> replicated = {
-      mlir::DenseI16ArrayAttr::get(main.getContext(), {})};
   for (mlir::Operation* op : ops) {
     builder.setInsertionPoint(op);
     mlir::Location loc = op->getLoc();
-    mlir::Value sharding = mlir::shard::ShardingOp::create(builder, loc, grid, replicated);
+    mlir::Value replicated = MakeSharding(builder, loc, mesh, sharding::PartitionSpec());
     llvm::SetVector<mlir::Value> captured;
     mlir::getUsedValuesDefinedAbove(op->getRegions(), captured);
     for (mlir::Value value : captured) {
       if (!IsShardable(value)) continue;
-      auto whole = mlir::shard::ShardOp::create(builder, loc, value, sharding,
+      auto whole = mlir::shard::ShardOp::create(builder, loc, value, replicated,
                                                 /*annotate_for_users=*/true);
       value.replaceUsesWithIf(whole.getResult(), [&](mlir::OpOperand& use) {
         return op->isProperAncestor(use.getOwner());
@@ -238,14 +235,14 @@ void ReplicatePositionalOps(mlir::func::FuncOp main) {
     // Its operands too: a split loop would be counted from 0 on each device as well.
     for (mlir::OpOperand& operand : op->getOpOperands()) {
       if (!IsShardable(operand.get())) continue;
-      auto whole = mlir::shard::ShardOp::create(builder, loc, operand.get(), sharding,
+      auto whole = mlir::shard::ShardOp::create(builder, loc, operand.get(), replicated,
                                                 /*annotate_for_users=*/true);
       operand.set(whole.getResult());
     }
     builder.setInsertionPointAfter(op);
     for (mlir::Value result : op->getResults()) {
       if (!IsShardable(result)) continue;
-      auto whole = mlir::shard::ShardOp::create(builder, loc, result, sharding,
+      auto whole = mlir::shard::ShardOp::create(builder, loc, result, replicated,
                                                 /*annotate_for_users=*/false);
       result.replaceAllUsesExcept(whole.getResult(), whole);
     }
@@ -308,7 +305,7 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
                                               /*annotate_for_users=*/true);
     operand.set(shard.getResult());
   }
-  ReplicatePositionalOps(main);
+  ReplicatePositionalOps(main, shardings.mesh);
 }
 
 absl::Status PartitionProgram(mlir::ModuleOp module) {

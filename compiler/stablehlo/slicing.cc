@@ -110,7 +110,10 @@ absl::Status ConvertPad(ImportState& state, mlir::Operation* op) {
     kept[d] = size - cut_start[d] - cut_end;
     pad_low[d] = low[d] > 0 ? low[d] : 0;
     pad_high[d] = high[d] > 0 ? high[d] : 0;
-    valid = kept[d] >= 0 && out.getDimSize(d) == pad_low[d] + kept[d] + pad_high[d];
+    // Each term is below 2^62, and the sum is checked for overflow.
+    int64_t padded = 0;
+    valid = kept[d] >= 0 && !__builtin_add_overflow(pad_low[d], kept[d], &padded) &&
+            !__builtin_add_overflow(padded, pad_high[d], &padded) && out.getDimSize(d) == padded;
   }
   if (valid && absl::c_any_of(interior, [](int64_t i) { return i != 0; })) {
     return absl::UnimplementedError(
@@ -181,7 +184,8 @@ absl::Status ConvertConcatenate(ImportState& state, mlir::Operation* op) {
       valid = k == d || in.getDimSize(k) == out.getDimSize(k);
     }
     if (!valid) break;
-    total += in.getDimSize(d);  // bounded by the operands' element counts, which fit
+    valid = !__builtin_add_overflow(total, in.getDimSize(d), &total);  // many operands
+    if (!valid) break;
     if (in.getNumElements() == 0) continue;
     TESSERA_ASSIGN_OR_RETURN(Value input, state.Operand(op, i));
     inputs.push_back(input);
