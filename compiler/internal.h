@@ -13,8 +13,9 @@
 //   AnnotateShardings     shard.grid, shard.sharding and shard.shard ops around @main
 //                         (partition.cc)
 //   PartitionProgram      sharding propagation, CheckShardedReductions (reduction_check.cc),
-//                         SPMD partitioning, collectives of constant fills folded into local
-//                         fills, CheckReductionsCombined (partition.cc)
+//                         reshards split into steps (reshard_steps.cc), SPMD partitioning,
+//                         collectives of constant fills folded into local fills,
+//                         CheckReductionsCombined (partition.cc)
 //   CutIntoSteps          partitioned @main -> plan skeleton + one kernel module per kernel step
 //                         (cut.cc)
 //   DefineIntegerDivision integer division and remainder with defined results for every operand
@@ -28,6 +29,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -77,6 +79,12 @@ void RegisterControlFlowShardings(mlir::DialectRegistry& registry);
 // extract_slice, pad, concat) as linalg.generic over their results (tensor_ops_as_linalg.cc);
 // UNIMPLEMENTED naming `name` for one with dynamic sizes.
 absl::Status TensorOpsAsLinalg(mlir::func::FuncOp func, const std::string& name);
+
+// Rewrites each f32 / f64 contraction of a kernel (on tensors, local shapes) that has batch
+// dimensions or is a linalg.generic (attention's `bhsd,bhtd->bhst`) as transposes into (batch, m,
+// k) x (batch, k, n), collapses, and a loop of linalg.matmul over the batch, which the CPU code
+// generator calls BLAS for (targets/llvm_cpu/contractions_as_matmuls.cc).
+void ContractionsAsMatmuls(mlir::func::FuncOp func);
 
 // Collects the error diagnostics of a context while alive ("line:column: message", with notes).
 class DiagnosticCollector {
@@ -145,13 +153,18 @@ absl::Status CheckProgram(mlir::ModuleOp module);
 absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportProgram(mlir::MLIRContext& context,
                                                                 std::string_view text);
 
-// The shardings of the program: one mesh (the grid) and a PartitionSpec per argument and result.
+// The shardings of the program: one mesh (the grid), a PartitionSpec per argument and result, and
+// one per sharding constraint: an identity linalg.generic of @main's body with a
+// `tessera.sharding` attribute (the StableHLO importer makes one of each
+// sdy.sharding_constraint). A constraint over another mesh than the request's is left out (and
+// stays a copy).
 struct ProgramShardings {
   sharding::Mesh mesh;
   std::vector<sharding::PartitionSpec> parameters;
   std::vector<sharding::PartitionSpec> results;
   // Arguments and results whose sharding came from a `tessera.sharding` attribute.
   int from_attributes = 0;
+  std::vector<std::pair<mlir::Operation*, sharding::PartitionSpec>> constraints;
 };
 
 // Reads the shardings from the request (when given) or from @main's `tessera.sharding`
@@ -163,7 +176,8 @@ absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
                                                   const ProgramCompileRequest& request);
 
 // Adds `shard.grid @grid` (the mesh's axis sizes) and annotates every argument (shard.shard) and
-// every returned value (shard.shard annotate_for_users) of @main with its sharding.
+// every returned value (shard.shard annotate_for_users) of @main with its sharding; each
+// constraint op becomes a shard.shard of its input (the op is erased).
 void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
                        const ProgramShardings& shardings);
 
@@ -173,6 +187,11 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
 // ...), a region that is not one combining op, or several outputs. Names the op, its location
 // and the combiner.
 absl::Status CheckShardedReductions(mlir::func::FuncOp main);
+
+// Each change of sharding between two chained shard.shard ops of @main that MLIR 22's partitioner
+// would make in part (it recognizes one axis added, removed or moved per change: from P(None, y,
+// x) to replicated it gathers y only) becomes a chain of such changes (reshard_steps.cc).
+void SplitReshardsIntoSteps(mlir::func::FuncOp main);
 
 // Propagates the shardings and partitions @main into the program one device runs (local shapes,
 // shard collectives); an all_gather / all_slice / all_to_all of a fill of a constant becomes a

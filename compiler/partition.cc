@@ -53,6 +53,14 @@ mlir::Value MakeSharding(mlir::OpBuilder& builder, mlir::Location loc, const sha
   return mlir::shard::ShardingOp::create(builder, loc, grid, split_axes).getResult();
 }
 
+// `shard.sharding @grid split_axes = [[]]`: replicated.
+mlir::Value MakeReplicatedSharding(mlir::OpBuilder& builder, mlir::Location loc) {
+  auto grid = mlir::FlatSymbolRefAttr::get(builder.getContext(), kGridName);
+  return mlir::shard::ShardingOp::create(builder, loc, grid,
+                                         {mlir::DenseI16ArrayAttr::get(builder.getContext(), {})})
+      .getResult();
+}
+
 // Propagation on @main: every tensor op gets a sharding.
 void BuildPropagationPipeline(mlir::OpPassManager& pm) {
   mlir::OpPassManager& func = pm.nest<mlir::func::FuncOp>();
@@ -277,6 +285,60 @@ void AnnotateUnusedResults(mlir::func::FuncOp main) {
   }
 }
 
+// Whether `spec` splits any dimension.
+bool IsSplit(const sharding::PartitionSpec& spec) {
+  return llvm::any_of(spec.dims(),
+                      [](const sharding::PartitionSpec::Dim& dim) { return !dim.empty(); });
+}
+
+// The arguments and results (indices) whose replicated sharding AnnotateShardings leaves off
+// until propagation has run once.
+constexpr char kArgumentsReplicatedLaterAttr[] = "tessera.arguments_replicated_later";
+constexpr char kResultsReplicatedLaterAttr[] = "tessera.results_replicated_later";
+
+// `name`'s indices on `main`, removed.
+std::vector<int64_t> TakeIndices(mlir::func::FuncOp main, llvm::StringRef name) {
+  auto indices = main->getAttrOfType<mlir::DenseI64ArrayAttr>(name);
+  if (!indices) return {};
+  main->removeAttr(name);
+  return std::vector<int64_t>(indices.asArrayRef().begin(), indices.asArrayRef().end());
+}
+
+// In a program with split arguments (or constraints), the replicated arguments and results are
+// annotated only after a first propagation, as what the values must be at the boundary rather than
+// how to compute them. MLIR 22's propagation runs backward first and takes a replicated sharding as
+// seriously as a split one: a matmul by a replicated weight would replicate its other operand, and
+// a replicated result (a gradient of replicated weights, a loss) everything it depends on. In a
+// data-parallel training step every device would gather the batch and compute all of it. Annotated
+// afterwards, the values keep the split their arguments give them; the partitioner slices a
+// replicated argument locally where a split is wanted, and gathers or all-reduces into a replicated
+// result. Returns whether it annotated any (the caller then propagates again, for the ops the first
+// pass left without a sharding).
+bool AnnotateReplicatedLater(mlir::func::FuncOp main) {
+  const std::vector<int64_t> arguments = TakeIndices(main, kArgumentsReplicatedLaterAttr);
+  const std::vector<int64_t> results = TakeIndices(main, kResultsReplicatedLaterAttr);
+  mlir::Block& entry = main.getBody().front();
+  mlir::OpBuilder builder(main.getContext());
+  builder.setInsertionPointToStart(&entry);
+  for (int64_t index : arguments) {
+    mlir::BlockArgument arg = entry.getArgument(index);
+    mlir::Value replicated = MakeReplicatedSharding(builder, arg.getLoc());
+    auto shard = mlir::shard::ShardOp::create(builder, arg.getLoc(), arg, replicated,
+                                              /*annotate_for_users=*/false);
+    arg.replaceAllUsesExcept(shard.getResult(), shard);
+  }
+  mlir::Operation* ret = entry.getTerminator();
+  builder.setInsertionPoint(ret);
+  for (int64_t index : results) {
+    mlir::OpOperand& operand = ret->getOpOperand(index);
+    mlir::Value replicated = MakeReplicatedSharding(builder, ret->getLoc());
+    auto shard = mlir::shard::ShardOp::create(builder, ret->getLoc(), operand.get(), replicated,
+                                              /*annotate_for_users=*/true);
+    operand.set(shard.getResult());
+  }
+  return !arguments.empty() || !results.empty();
+}
+
 }  // namespace
 
 void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
@@ -287,23 +349,54 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
   for (const sharding::Mesh::Axis& axis : shardings.mesh.axes()) shape.push_back(axis.size);
   mlir::shard::GridOp::create(builder, module.getLoc(), kGridName, shape);
 
+  // Replicated arguments and results wait for AnnotateReplicatedLater where an argument or a
+  // constraint is split.
+  const bool any_argument_split =
+      llvm::any_of(shardings.parameters, IsSplit) ||
+      llvm::any_of(shardings.constraints, [](const auto& c) { return IsSplit(c.second); });
+  std::vector<int64_t> arguments_later, results_later;
   mlir::Block& entry = main.getBody().front();
   builder.setInsertionPointToStart(&entry);
   for (mlir::BlockArgument arg : entry.getArguments()) {
+    const sharding::PartitionSpec& spec = shardings.parameters[arg.getArgNumber()];
+    if (any_argument_split && !IsSplit(spec)) {
+      arguments_later.push_back(arg.getArgNumber());
+      continue;
+    }
     mlir::Location loc = arg.getLoc();
-    mlir::Value sharding =
-        MakeSharding(builder, loc, shardings.mesh, shardings.parameters[arg.getArgNumber()]);
+    mlir::Value sharding = MakeSharding(builder, loc, shardings.mesh, spec);
     auto shard = mlir::shard::ShardOp::create(builder, loc, arg, sharding, false);
     arg.replaceAllUsesExcept(shard.getResult(), shard);
   }
   mlir::Operation* ret = entry.getTerminator();
   builder.setInsertionPoint(ret);
   for (mlir::OpOperand& operand : ret->getOpOperands()) {
-    mlir::Value sharding = MakeSharding(builder, ret->getLoc(), shardings.mesh,
-                                        shardings.results[operand.getOperandNumber()]);
+    const sharding::PartitionSpec& spec = shardings.results[operand.getOperandNumber()];
+    if (any_argument_split && !IsSplit(spec)) {
+      results_later.push_back(operand.getOperandNumber());
+      continue;
+    }
+    mlir::Value sharding = MakeSharding(builder, ret->getLoc(), shardings.mesh, spec);
     auto shard = mlir::shard::ShardOp::create(builder, ret->getLoc(), operand.get(), sharding,
                                               /*annotate_for_users=*/true);
     operand.set(shard.getResult());
+  }
+  // Sharding constraints: the constrained value is the op's input, given the sharding.
+  for (const auto& [op, spec] : shardings.constraints) {
+    builder.setInsertionPoint(op);
+    mlir::Value sharding = MakeSharding(builder, op->getLoc(), shardings.mesh, spec);
+    auto shard = mlir::shard::ShardOp::create(builder, op->getLoc(), op->getOperand(0), sharding,
+                                              /*annotate_for_users=*/false);
+    op->getResult(0).replaceAllUsesWith(shard.getResult());
+    mlir::Operation* init = op->getNumOperands() > 1 ? op->getOperand(1).getDefiningOp() : nullptr;
+    op->erase();
+    if (init && mlir::isa<mlir::tensor::EmptyOp>(init) && init->use_empty()) init->erase();
+  }
+  if (!arguments_later.empty()) {
+    main->setAttr(kArgumentsReplicatedLaterAttr, builder.getDenseI64ArrayAttr(arguments_later));
+  }
+  if (!results_later.empty()) {
+    main->setAttr(kResultsReplicatedLaterAttr, builder.getDenseI64ArrayAttr(results_later));
   }
   ReplicatePositionalOps(main, shardings.mesh);
 }
@@ -315,8 +408,17 @@ absl::Status PartitionProgram(mlir::ModuleOp module) {
   TESSERA_RETURN_IF_ERROR(
       RunPipeline(propagation, module, absl::StatusCode::kUnimplemented, "partitioning"));
   auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
+  if (main && AnnotateReplicatedLater(main)) {
+    // Again, for the ops the first pass left without a sharding of their own (a fill only a
+    // reduction reads, a transpose of a replicated weight).
+    mlir::PassManager again(module.getContext());
+    BuildPropagationPipeline(again);
+    TESSERA_RETURN_IF_ERROR(
+        RunPipeline(again, module, absl::StatusCode::kUnimplemented, "partitioning"));
+  }
   if (main) AnnotateUnusedResults(main);
   if (main) TESSERA_RETURN_IF_ERROR(CheckShardedReductions(main));
+  if (main) SplitReshardsIntoSteps(main);
   mlir::PassManager partition(module.getContext());
   BuildPartitionPipeline(partition);
   TESSERA_RETURN_IF_ERROR(

@@ -13,6 +13,8 @@
 #include "base/message_text.h"
 #include "base/status_macros.h"
 #include "compiler/internal.h"
+#include "llvm/ADT/STLExtras.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "sharding/sharding_text.h"
@@ -122,6 +124,22 @@ absl::StatusOr<sharding::PartitionSpec> ResolveSpec(const ShardingText& text,
   return *spec;
 }
 
+// Whether `op` is a linalg.generic on tensors computing its result as a copy of its one input.
+bool IsIdentityGeneric(mlir::Operation* op) {
+  auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+      generic->getNumResults() != 1 || !generic.hasPureTensorSemantics() ||
+      generic->getOperand(0).getType() != generic->getResult(0).getType() ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](mlir::AffineMap map) { return map.isIdentity(); })) {
+    return false;
+  }
+  mlir::Block& body = generic.getRegion().front();
+  auto yield = mlir::dyn_cast<mlir::linalg::YieldOp>(body.getTerminator());
+  return body.getOperations().size() == 1 && yield && yield->getNumOperands() == 1 &&
+         yield->getOperand(0) == body.getArgument(0);
+}
+
 }  // namespace
 
 absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
@@ -134,8 +152,32 @@ absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
       std::vector<ShardingText> results,
       CollectTexts("result", main.getNumResults(), request.result_shardings,
                    [&](size_t i) { return main.getResultAttr(i, kShardingAttrName); }));
+  // Sharding constraints: identity ops of @main's body with a sharding attribute.
+  std::vector<mlir::Operation*> constraint_ops;
+  std::vector<ShardingText> constraints;
+  for (mlir::Operation& op : main.getBody().front()) {
+    mlir::Attribute attr = op.getAttr(kShardingAttrName);
+    if (!attr) continue;
+    auto text = mlir::dyn_cast<mlir::StringAttr>(attr);
+    const std::string what =
+        absl::StrCat("the sharding constraint at ", FormatLocation(op.getLoc()));
+    if (!text || !IsIdentityGeneric(&op)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": ", std::string(kShardingAttrName),
+                       " on an op must be a string, on a linalg.generic that yields its one input "
+                       "unchanged (identity indexing maps)"));
+    }
+    TESSERA_ASSIGN_OR_RETURN(ShardingText parsed, ParseNamed(text.getValue().str(), what));
+    constraint_ops.push_back(&op);
+    constraints.push_back(std::move(parsed));
+  }
   std::vector<ShardingText> all = params;
   all.insert(all.end(), results.begin(), results.end());
+  // The program's constraints name its mesh too, unless the request gives the shardings: then
+  // the request's mesh is the program's, and a constraint over another mesh is not imposed (a
+  // hint on how to compute: the results are the same).
+  const bool requested = !request.parameter_shardings.empty() || !request.result_shardings.empty();
+  if (!requested) all.insert(all.end(), constraints.begin(), constraints.end());
   TESSERA_ASSIGN_OR_RETURN(sharding::Mesh mesh, ResolveMesh(all, request.num_devices));
 
   ProgramShardings out{mesh, {}, {}, 0};
@@ -161,6 +203,16 @@ absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
         ResolveSpec(results[i], mesh, mlir::cast<mlir::RankedTensorType>(type.getResult(i)),
                     absl::StrCat("result ", i)));
     out.results.push_back(std::move(spec));
+  }
+  for (size_t i = 0; i < constraints.size(); ++i) {
+    mlir::Operation* op = constraint_ops[i];
+    if (*constraints[i]->mesh != mesh) continue;
+    TESSERA_ASSIGN_OR_RETURN(
+        sharding::PartitionSpec spec,
+        ResolveSpec(constraints[i], mesh,
+                    mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType()),
+                    absl::StrCat("the constraint at ", FormatLocation(op->getLoc()))));
+    out.constraints.emplace_back(op, std::move(spec));
   }
   return out;
 }

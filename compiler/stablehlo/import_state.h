@@ -109,13 +109,14 @@ class ImportState {
 using OpConversion = std::function<absl::Status(ImportState&, mlir::Operation*)>;
 
 // The conversions by op name: elementwise.cc, structural.cc, contraction.cc, gather_scatter.cc,
-// slicing.cc, control_flow.cc each add theirs.
+// slicing.cc, dynamic_slicing.cc, control_flow.cc each add theirs.
 using ConversionTable = absl::flat_hash_map<std::string, OpConversion>;
 void AddElementwiseConversions(ConversionTable& table);
 void AddStructuralConversions(ConversionTable& table);
 void AddContractionConversions(ConversionTable& table);
 void AddGatherConversions(ConversionTable& table);
 void AddSlicingConversions(ConversionTable& table);
+void AddDynamicSlicingConversions(ConversionTable& table);
 void AddControlFlowConversions(ConversionTable& table);
 
 // Converts `op` (of @main's body or of a region inside it) with its entry in the conversion

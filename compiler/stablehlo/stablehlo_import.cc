@@ -43,10 +43,6 @@ const ConversionTable& Conversions();
 
 // What each op the importer cannot convert needs, where that helps the reader of the error.
 std::string UnsupportedHint(std::string_view name) {
-  if (name == "stablehlo.dynamic_slice" || name == "stablehlo.dynamic_update_slice") {
-    return "; slices at computed offsets (as scan and indexing with a traced index emit) are not "
-           "supported yet";
-  }
   if (name == "sdy.manual_computation" || name == "stablehlo.all_reduce" ||
       name == "stablehlo.all_gather" || name == "stablehlo.all_to_all" ||
       name == "stablehlo.reduce_scatter" || name == "stablehlo.collective_permute") {
@@ -265,6 +261,41 @@ absl::Status InlineCalls(mlir::ModuleOp module, mlir::func::FuncOp main) {
 
 // A new module with @main converted: its signature with signless types and `tessera.sharding`
 // attributes, its body op by op.
+// An sdy.sharding_constraint of @main's body (with_sharding_constraint): an identity
+// linalg.generic carrying the constraint's `tessera.sharding`, which AnnotateShardings
+// (compiler/partition.cc) turns into a shard.shard of its input. A constraint over a mesh of no
+// axes is the value itself.
+absl::Status ConvertShardingConstraint(ImportState& state, mlir::Operation* op,
+                                       const Meshes& meshes) {
+  TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(std::string text, ImportState::OpaqueAttrText(op, "sharding"));
+  if (in != out) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(op), ": the result's type differs from the operand's"));
+  }
+  absl::StatusOr<SdySharding> sharding = ParseSdySharding(text);
+  if (!sharding.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(op), ": ", sharding.status().message()));
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::string constraint,
+                           ShardingText(*sharding, meshes, in.getRank(), ImportState::Where(op)));
+  TESSERA_ASSIGN_OR_RETURN(mlir::Value input, state.Operand(op, 0));
+  if (constraint.empty() || in.getRank() == 0) {
+    state.Map(op->getResult(0), input);
+    return absl::OkStatus();
+  }
+  mlir::Value constrained = BuildElementwise(
+      state, op->getLoc(), out, {input}, {},
+      [](mlir::OpBuilder&, mlir::Location, mlir::ValueRange scalars) { return scalars[0]; });
+  constrained.getDefiningOp()->setAttr(kShardingAttrName,
+                                       state.builder().getStringAttr(constraint));
+  state.Map(op->getResult(0), constrained);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp main,
                                                           const Meshes& meshes,
                                                           const ConversionTable& table) {
@@ -340,6 +371,10 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
       mlir::func::ReturnOp::create(builder, op.getLoc(), returned);
       continue;
     }
+    if (name == "sdy.sharding_constraint") {
+      TESSERA_RETURN_IF_ERROR(ConvertShardingConstraint(state, &op, meshes));
+      continue;
+    }
     TESSERA_RETURN_IF_ERROR(ConvertOp(state, &op));
   }
   if (body->empty() || !mlir::isa<mlir::func::ReturnOp>(body->back())) {
@@ -361,6 +396,7 @@ const ConversionTable& Conversions() {
     AddContractionConversions(*table);
     AddGatherConversions(*table);
     AddSlicingConversions(*table);
+    AddDynamicSlicingConversions(*table);
     AddControlFlowConversions(*table);
     return table;
   }();

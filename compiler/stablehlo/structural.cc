@@ -350,9 +350,9 @@ absl::Status ConvertTranspose(ImportState& state, mlir::Operation* op) {
   return absl::OkStatus();
 }
 
-// A sharding hint on a value inside the program (with_sharding_constraint): the value itself.
-// Tessera's partitioner propagates the shardings of @main's arguments and results; a constraint
-// inside is not imposed (the results are the same either way).
+// A sharding hint the partitioner does not impose: the value itself. An optimization_barrier, a
+// GSPMD custom_call @Sharding, and an sdy.sharding_constraint inside a region (a loop's or a
+// branch's, which run whole); one in @main's body is imposed (stablehlo_import.cc).
 absl::Status ConvertShardingHint(ImportState& state, mlir::Operation* op) {
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, 0));

@@ -119,10 +119,10 @@ void CheckAgainstOneDevice(const std::string& name, uint64_t seed) {
 
 TEST(StableHloImportTest, JaxProgramsComputeWhatOneDeviceComputes) {
   uint64_t seed = kSeed;
-  for (const char* name :
-       {"mlp_data_parallel", "mlp_megatron", "elementwise_replicated", "layernorm_rows",
-        "cross_entropy", "sgd_step", "iota_rows", "embedding", "take_columns", "slicing",
-        "reshapes", "transformer_block", "transformer_megatron", "transformer_train_step"}) {
+  for (const char* name : {"mlp_data_parallel", "mlp_megatron", "elementwise_replicated",
+                           "layernorm_rows", "cross_entropy", "sgd_step", "iota_rows", "embedding",
+                           "take_columns", "slicing", "reshapes", "scan_windows",
+                           "transformer_block", "transformer_megatron", "transformer_train_step"}) {
     CheckAgainstOneDevice(name, seed++);
   }
 }
@@ -206,11 +206,51 @@ TEST(StableHloImportErrorTest, UnsupportedOpsAreNamedWithTheirLocation) {
                     "(tensor<8x4xf32>) -> tensor<8x4xf32>"),
               1),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("a while condition returns one i1")));
-  EXPECT_THAT(Compile(OneOp("\"stablehlo.dynamic_slice\"(%arg0, %arg0, %arg0) "
-                            "<{slice_sizes = array<i64: 1, 4>}> : (tensor<8x4xf32>, "
-                            "tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>"),
+}
+
+// dynamic_slice / dynamic_update_slice whose start indices, sizes or update do not fit.
+TEST(StableHloImportErrorTest, DynamicSlicesThatDoNotFit) {
+  // `op` over %arg0 (f32[8,4]) and %i (an i32 constant 1), returning `result`.
+  auto program = [](const std::string& op, const std::string& result) {
+    return "\"builtin.module\"() ({\n  \"func.func\"() <{function_type = (tensor<8x4xf32>) -> " +
+           result + ", sym_name = \"main\"}> ({\n  ^bb0(%arg0: tensor<8x4xf32>):\n" +
+           "    %i = \"stablehlo.constant\"() <{value = dense<1> : tensor<i32>}> : () -> " +
+           "tensor<i32>\n    %0 = " + op + "\n    \"func.return\"(%0) : (" + result +
+           ") -> ()\n  }) : () -> ()\n}) : () -> ()\n";
+  };
+  EXPECT_THAT(Compile(program("\"stablehlo.dynamic_slice\"(%arg0, %i) <{slice_sizes = array<i64: "
+                              "1, 4>}> : (tensor<8x4xf32>, tensor<i32>) -> tensor<1x4xf32>",
+                              "tensor<1x4xf32>"),
                       1),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("slices at computed offsets")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("1 start indices for an operand of rank 2")));
+  EXPECT_THAT(Compile(program("\"stablehlo.dynamic_slice\"(%arg0, %arg0, %arg0) <{slice_sizes = "
+                              "array<i64: 1, 4>}> : (tensor<8x4xf32>, tensor<8x4xf32>, "
+                              "tensor<8x4xf32>) -> tensor<1x4xf32>",
+                              "tensor<1x4xf32>"),
+                      1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("start index 0 is not a rank-0 integer")));
+  EXPECT_THAT(Compile(program("\"stablehlo.dynamic_slice\"(%arg0, %i, %i) <{slice_sizes = "
+                              "array<i64: 9, 4>}> : (tensor<8x4xf32>, tensor<i32>, tensor<i32>) -> "
+                              "tensor<9x4xf32>",
+                              "tensor<9x4xf32>"),
+                      1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("slice_sizes [9, 4] do not slice 8x4 into 9x4")));
+  EXPECT_THAT(Compile(program("\"stablehlo.dynamic_update_slice\"(%arg0, %arg0) : "
+                              "(tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>",
+                              "tensor<8x4xf32>"),
+                      1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("0 start indices for an operand of rank 2")));
+  EXPECT_THAT(Compile(program("\"stablehlo.dynamic_update_slice\"(%arg0, %arg0, %i, %i) : "
+                              "(tensor<8x4xf32>, tensor<8x4xf32>, tensor<i32>, tensor<i32>) -> "
+                              "tensor<4x4xf32>",
+                              "tensor<4x4xf32>"),
+                      1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("an update of 8x4 does not fit an operand of 8x4 into 4x4")));
 }
 
 TEST(StableHloImportErrorTest, MalformedTextAndOpsThatDoNotFit) {

@@ -56,6 +56,7 @@ case "$TARGET" in
           compiler/stablehlo/attribute_text.cc compiler/stablehlo/elementwise.cc
           compiler/stablehlo/structural.cc compiler/stablehlo/contraction.cc
           compiler/stablehlo/gather_scatter.cc compiler/stablehlo/slicing.cc
+          compiler/stablehlo/dynamic_slicing.cc
           compiler/stablehlo/control_flow.cc
           tests/compiler/stablehlo_import_fuzzer.cc)
     EXTRA_CFLAGS=(-isystem /usr/lib/llvm-22/include)

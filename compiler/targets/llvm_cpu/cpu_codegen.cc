@@ -446,6 +446,8 @@ absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const st
   // Reshapes, slices, pads and concatenations as loop nests (fused below with their elementwise
   // neighbours) rather than the views and copies bufferization would make of them.
   TESSERA_RETURN_IF_ERROR(TensorOpsAsLinalg(func, name));
+  // Batched and permuted contractions (attention) as a matmul per batch element.
+  ContractionsAsMatmuls(func);
   TESSERA_RETURN_IF_ERROR(TileMatmuls(kernel, name));
   TESSERA_RETURN_IF_ERROR(FuseElementwiseOps(kernel, name));
   DropZeroFillsOfBlasMatmuls(kernel);

@@ -217,15 +217,75 @@ def test_twenty_sgd_steps_end_where_jax_ends(client8):
 
 
 def test_unsupported_op_names_it_and_the_python_line(client8):
-    def window(x, start):
-        return jax.lax.dynamic_slice(x, (start, 0), (2, 4))
+    def running_max(x):
+        return jax.lax.cummax(x, axis=1)
 
-    lowered = jax.jit(window).lower(np.zeros((8, 4), np.float32), np.int32(3))
+    lowered = jax.jit(running_max).lower(np.zeros((8, 4), np.float32))
     with pytest.raises(RuntimeError) as error:
         client8.compile(lowered)
     message = str(error.value)
-    assert "UNIMPLEMENTED" in message and "stablehlo.dynamic_slice" in message, message
+    assert "UNIMPLEMENTED" in message and "stablehlo.reduce_window" in message, message
     assert re.search(r"test_stablehlo\.py:\d+", message), message  # JAX's source location
+
+
+def windows(x, i, j, update):
+    """dynamic_slice and dynamic_update_slice at traced offsets (clamped into range)."""
+    window = jax.lax.dynamic_slice(x, (i, j), (3, 2))
+    return window, jax.lax.dynamic_update_slice(x, update, (j, i))
+
+
+@pytest.mark.parametrize("i,j", [(0, 0), (2, 1), (-3, 1), (7, 9), (5, -1), (2**31 - 1, 3)])
+def test_dynamic_slices_at_traced_offsets_clamp_as_jax_does(client8, i, j):
+    needs_8_jax_devices()
+    g = rng(17)
+    x, update = normal(g, 8, 5), normal(g, 2, 3)
+    want, got = run_both(client8, windows, (x, np.int32(i), np.int32(j), update),
+                         (P("x"), P(), P(), P()), (P(), P("x")), make_mesh((8,), ("x",)))
+    for w, o in zip(want, got):
+        assert np.array_equal(o, w), (o, w)
+
+
+def test_sharding_constraint_is_imposed(client8):
+    # x and w replicated, y = tanh(x @ w) replicated: alone the partitioner computes all of it on
+    # every device. with_sharding_constraint(x @ w, P("x")) splits the matmul by rows: the plan
+    # gathers the rows into the result.
+    needs_8_jax_devices()
+    mesh = make_mesh((8,), ("x",))
+
+    def constrained(x, w):
+        y = jax.lax.with_sharding_constraint(x @ w, NamedSharding(mesh, P("x")))
+        return jnp.tanh(y)
+
+    g = rng(19)
+    x, w = normal(g, 16, 5), normal(g, 5, 3)
+    (want,), (got,) = run_both(client8, constrained, (x, w), (P(), P()), P(), mesh)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    plans = {}
+    for name, f in (("free", lambda x, w: jnp.tanh(x @ w)), ("constrained", constrained)):
+        named = NamedSharding(mesh, P())
+        plans[name] = client8.compile(
+            jax.jit(f, in_shardings=(named, named), out_shardings=named).lower(x, w)).explain()
+    assert "all_gather" not in plans["free"], plans["free"]
+    assert "all_gather" in plans["constrained"], plans["constrained"]
+
+
+def scan_rnn(h, xs, w):
+    """A scan over xs (a while loop reading xs[t] with dynamic_slice and writing ys[t] with
+    dynamic_update_slice)."""
+    def step(carry, x):
+        carry = jnp.tanh(carry @ w + x)
+        return carry, carry.sum(-1)
+    return jax.lax.scan(step, h, xs)
+
+
+def test_scan_over_xs_matches_jax(client8):
+    needs_8_jax_devices()
+    g = rng(18)
+    h, xs, w = normal(g, 4, 6), normal(g, 7, 4, 6), 0.5 * normal(g, 6, 6)
+    (want_h, want_ys), (got_h, got_ys) = run_both(
+        client8, scan_rnn, (h, xs, w), (P(), P(), P()), (P(), P()), make_mesh((8,), ("x",)))
+    np.testing.assert_allclose(got_h, want_h, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_ys, want_ys, rtol=1e-5, atol=1e-6)
 
 
 def attention(x, wq, wk, wv, wo, heads):
@@ -471,8 +531,9 @@ def test_two_lavapipe_devices_and_cpu_plus_vulkan():
 
 def test_reshapes_lookups_and_slices_on_vulkan():
     # tensor.expand_shape / collapse_shape, a gather's tensor.extract, slices, pads,
-    # concatenations and a reverse through the SPIR-V code generator: a transformer block with
-    # batch over 2 lavapipe devices, a lookup on cpu + vulkan, slicing on 2 lavapipe devices.
+    # concatenations, a reverse and dynamic slices through the SPIR-V code generator: a
+    # transformer block with batch over 2 lavapipe devices, a lookup on cpu + vulkan, slicing and
+    # dynamic slicing on 2 lavapipe devices.
     client = tessera.Client(cpu_devices=2, vulkan="if_available")
     gpus = [d for d in client.devices if d.platform == "vulkan"]
     if len(gpus) < 2:
@@ -486,7 +547,10 @@ def test_reshapes_lookups_and_slices_on_vulkan():
              (lambda t, i: t[i] * 2.0, (table, ids), (P(), P("x")), P("x"),
               [client.devices[0], gpus[0]]),
              (lambda x: SLICING["pad_and_cut"](rotary_half_turn(x))[:, :5, :5] + jnp.flip(x, 2)[:, :, 1:],
-              (normal(g, 4, 5, 6),), (P("x"),), P("x"), gpus[:2])]
+              (normal(g, 4, 5, 6),), (P("x"),), P("x"), gpus[:2]),
+             (lambda x, i, u: windows(x, i, i + 1, u)[1], (normal(g, 8, 5), np.int32(3),
+                                                           normal(g, 2, 3)),
+              (P("x"), P(), P()), P("x"), gpus[:2])]
     for f, args, in_specs, out_spec, devices in cases:
         jitted = jax.jit(f, in_shardings=tuple(NamedSharding(mesh, s) for s in in_specs),
                          out_shardings=NamedSharding(mesh, out_spec))

@@ -85,6 +85,14 @@ def loops_and_branches(x, n):
     return jax.lax.cond(jnp.sum(z) > 0, lambda t: t * 2.0, lambda t: -t, z), count
 
 
+def scan_windows(h, xs, i):
+    # scan over xs (stablehlo.while reading xs[t] with dynamic_slice, writing ys[t] with
+    # dynamic_update_slice), then a window of ys at a traced offset written back into it.
+    h, ys = jax.lax.scan(lambda c, x: (jnp.tanh(c * 0.5 + x), c.sum(-1)), h, xs)
+    window = jax.lax.dynamic_slice(ys, (i, 0), (2, ys.shape[1]))
+    return h, jax.lax.dynamic_update_slice(ys, window * 2.0, (i + 1, 0))
+
+
 def reshapes(x):
     # Splits, merges and regroups [8, 6]: [8, 2, 3], [8, 6], then [4, 12] (one group of 48).
     return (x.reshape(8, 2, 3) * 2.0).reshape(8, 6).reshape(4, 12) + 1.0
@@ -149,6 +157,8 @@ def main():
         "loops_and_branches": lower(loops_and_branches, (z(16, 3), jnp.int32(3)), (P("x"), P()),
                                     (P("x"), P()), mesh8),
         "reshapes": lower(reshapes, (z(8, 6),), (P("x"),), P(), mesh8),
+        "scan_windows": lower(scan_windows, (z(8, 5), z(6, 8, 5), jnp.int32(2)), (P("x"), P(), P()),
+                              (P("x"), P()), mesh8),
         "cross_entropy": lower(cross_entropy, (z(8, 10), jnp.zeros(8, jnp.int32)),
                                (P("x"), P("x")), P(), mesh8),
         "sgd_step": lower(sgd_step, ((z(7, 5), z(5), z(5, 3)), z(16, 7), z(16, 3)),
