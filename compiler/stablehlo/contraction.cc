@@ -235,14 +235,12 @@ absl::Status ConvertDotGeneral(ImportState& state, mlir::Operation* op) {
   // Each operand converted to the result's type (as XLA accumulates), then multiply-add.
   auto cast = [&](mlir::OpBuilder& nb, mlir::Location l, Value x, mlir::Type from) -> Value {
     if (from == out_old) return x;
-    if (is_float && mlir::isa<mlir::FloatType>(from)) {
-      const unsigned from_width = from.getIntOrFloatBitWidth();
+    if (is_float && mlir::isa<mlir::FloatType>(from)) {  // in the types computed in
+      const unsigned from_width = x.getType().getIntOrFloatBitWidth();
       const unsigned to_width = element.getIntOrFloatBitWidth();
       if (from_width < to_width) return mlir::arith::ExtFOp::create(nb, l, element, x);
       if (from_width > to_width) return mlir::arith::TruncFOp::create(nb, l, element, x);
-      // f16 <-> bf16: through f32.
-      Value wide = mlir::arith::ExtFOp::create(nb, l, nb.getF32Type(), x);
-      return mlir::arith::TruncFOp::create(nb, l, element, wide);
+      return x;
     }
     if (is_float) {  // i1 (pred) is unsigned: true is 1.0
       return from.isUnsignedInteger() || from.isInteger(1)

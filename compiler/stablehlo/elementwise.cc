@@ -52,15 +52,12 @@ Value Convert(mlir::OpBuilder& b, mlir::Location loc, Value x, mlir::Type from, 
   mlir::Type target = SignlessType(to);
   const bool from_float = mlir::isa<mlir::FloatType>(from);
   const bool to_float = mlir::isa<mlir::FloatType>(to);
-  if (from_float && to_float) {
-    const unsigned from_width = from.getIntOrFloatBitWidth();
-    const unsigned to_width = to.getIntOrFloatBitWidth();
-    if (from == to) return x;
+  if (from_float && to_float) {  // in the types computed in (bf16 is f32: ConvertOp rounds)
+    const unsigned from_width = x.getType().getIntOrFloatBitWidth();
+    const unsigned to_width = target.getIntOrFloatBitWidth();
     if (from_width < to_width) return mlir::arith::ExtFOp::create(b, loc, target, x);
     if (from_width > to_width) return mlir::arith::TruncFOp::create(b, loc, target, x);
-    // f16 <-> bf16: through f32.
-    Value wide = mlir::arith::ExtFOp::create(b, loc, b.getF32Type(), x);
-    return mlir::arith::TruncFOp::create(b, loc, target, wide);
+    return x;
   }
   if (to.isInteger(1)) {  // x != 0
     if (from_float) {
@@ -460,6 +457,29 @@ absl::Status ConvertElementwise(ImportState& state, mlir::Operation* op) {
 
 }  // namespace
 
+mlir::Value RoundToBf16(mlir::OpBuilder& b, mlir::Location loc, mlir::Value x) {
+  mlir::Type i32 = b.getI32Type();
+  auto constant = [&](uint32_t v) {
+    return mlir::arith::ConstantOp::create(b, loc, b.getIntegerAttr(i32, static_cast<int32_t>(v)))
+        .getResult();
+  };
+  Value bits = mlir::arith::BitcastOp::create(b, loc, i32, x);
+  // + 0x7fff + the last kept bit: ties go to even; a carry into the exponent rounds up to the
+  // next binade (or to infinity, as it should).
+  Value lsb = mlir::arith::AndIOp::create(
+      b, loc, mlir::arith::ShRUIOp::create(b, loc, bits, constant(16)), constant(1));
+  Value rounded = mlir::arith::AddIOp::create(
+      b, loc, bits, mlir::arith::AddIOp::create(b, loc, lsb, constant(0x7fff)));
+  rounded = mlir::arith::AndIOp::create(b, loc, rounded, constant(0xffff0000u));
+  // NaN: quiet, its sign and upper payload kept (rounding could carry it into infinity).
+  Value nan = mlir::arith::AndIOp::create(
+      b, loc, mlir::arith::OrIOp::create(b, loc, bits, constant(0x00400000u)),
+      constant(0xffff0000u));
+  Value is_nan = mlir::arith::CmpFOp::create(b, loc, mlir::arith::CmpFPredicate::UNO, x, x);
+  Value result = mlir::arith::SelectOp::create(b, loc, is_nan, nan, rounded);
+  return mlir::arith::BitcastOp::create(b, loc, x.getType(), result);
+}
+
 mlir::Value BuildElementwise(
     ImportState& state, mlir::Location loc, mlir::RankedTensorType result_type,
     mlir::ValueRange inputs, llvm::ArrayRef<mlir::AffineMap> maps,
@@ -512,6 +532,12 @@ absl::StatusOr<Value> BuildScalarOp(mlir::OpBuilder& b, mlir::Location loc, mlir
     if (arg_types[0].getIntOrFloatBitWidth() != result_type.getIntOrFloatBitWidth()) {
       return absl::UnimplementedError(absl::StrCat(
           ImportState::Where(op), ": bitcast_convert between element types of different widths"));
+    }
+    if (arg_types[0].isBF16() || result_type.isBF16()) {
+      return absl::UnimplementedError(
+          absl::StrCat(ImportState::Where(op),
+                       ": bitcast_convert of bf16 (computed in f32: its bits are not "
+                       "held)"));
     }
     if (SignlessType(arg_types[0]) == SignlessType(result_type)) return args[0];
     return Value(mlir::arith::BitcastOp::create(b, loc, SignlessType(result_type), args[0]));

@@ -32,7 +32,8 @@ namespace tessera::compiler::stablehlo {
 std::string DescribeLocation(mlir::Location loc);
 
 // The signless (or float) element type arith computes in for `type` (an unsigned integer becomes
-// signless of its width; others are unchanged).
+// signless of its width; bf16 becomes f32, and ConvertOp rounds each bf16 result to bf16's
+// precision: RoundToBf16; others are unchanged).
 mlir::Type SignlessType(mlir::Type type);
 
 class ImportState {
@@ -60,6 +61,8 @@ class ImportState {
   static mlir::RankedTensorType NewType(mlir::RankedTensorType old);
 
   void Map(mlir::Value old_value, mlir::Value new_value) { values_[old_value] = new_value; }
+  // The new value of `old_value`; null when not mapped.
+  mlir::Value Lookup(mlir::Value old_value) const { return values_.lookup(old_value); }
   // A new value known to hold one scalar everywhere (a splat constant): converters fold it (a
   // broadcast of it becomes a fill, a reduction's init its scalar).
   void SetSplat(mlir::Value new_value, mlir::TypedAttr scalar) { splats_[new_value] = scalar; }
@@ -130,6 +133,10 @@ absl::Status ConvertOp(ImportState& state, mlir::Operation* op);
 absl::StatusOr<mlir::Value> BuildScalarOp(mlir::OpBuilder& builder, mlir::Location loc,
                                           mlir::Operation* op, mlir::ValueRange args,
                                           mlir::TypeRange arg_types, mlir::Type result_type);
+// `x` (f32) rounded to the nearest bf16 (ties to even; NaN stays NaN, quiet), as an f32: how a
+// bf16 value is held while the program computes in f32. Integer ops only (every target has them).
+mlir::Value RoundToBf16(mlir::OpBuilder& builder, mlir::Location loc, mlir::Value x);
+
 // Whether BuildScalarOp knows `name`.
 bool IsScalarOp(std::string_view name);
 

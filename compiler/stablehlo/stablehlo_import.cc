@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -261,6 +262,57 @@ absl::Status InlineCalls(mlir::ModuleOp module, mlir::func::FuncOp main) {
 
 // A new module with @main converted: its signature with signless types and `tessera.sharding`
 // attributes, its body op by op.
+// Whether op `name` makes its bf16 results of bf16 values only (moves, selects, compares' kin):
+// they need no rounding.
+bool KeepsBf16Values(std::string_view name) {
+  static const auto* const kKeeping =
+      new absl::flat_hash_set<std::string_view>{"stablehlo.broadcast_in_dim",
+                                                "stablehlo.reshape",
+                                                "stablehlo.transpose",
+                                                "stablehlo.slice",
+                                                "stablehlo.concatenate",
+                                                "stablehlo.pad",
+                                                "stablehlo.reverse",
+                                                "stablehlo.gather",
+                                                "stablehlo.dynamic_slice",
+                                                "stablehlo.dynamic_update_slice",
+                                                "stablehlo.select",
+                                                "stablehlo.negate",
+                                                "stablehlo.abs",
+                                                "stablehlo.maximum",
+                                                "stablehlo.minimum",
+                                                "stablehlo.clamp",
+                                                "stablehlo.constant",
+                                                "stablehlo.while",
+                                                "stablehlo.case",
+                                                "stablehlo.optimization_barrier",
+                                                "stablehlo.custom_call",
+                                                "sdy.sharding_constraint",
+                                                "stablehlo.floor",
+                                                "stablehlo.ceil",
+                                                "stablehlo.round_nearest_even",
+                                                "stablehlo.round_nearest_afz",
+                                                "stablehlo.sign"};
+  return kKeeping->contains(name);
+}
+
+// Each bf16 result of `op` (held in f32) rounded to bf16's precision, as the op would have made
+// it in bf16.
+void RoundBf16Results(ImportState& state, mlir::Operation* op) {
+  for (mlir::Value result : op->getResults()) {
+    auto type = mlir::dyn_cast<mlir::RankedTensorType>(result.getType());
+    mlir::Value computed = state.Lookup(result);
+    if (!type || !type.getElementType().isBF16() || !computed || type.getNumElements() == 0) {
+      continue;
+    }
+    state.Map(result,
+              BuildElementwise(state, op->getLoc(), type, {computed}, {},
+                               [](mlir::OpBuilder& b, mlir::Location loc, mlir::ValueRange x) {
+                                 return RoundToBf16(b, loc, x[0]);
+                               }));
+  }
+}
+
 // An sdy.sharding_constraint of @main's body (with_sharding_constraint): an identity
 // linalg.generic carrying the constraint's `tessera.sharding`, which AnnotateShardings
 // (compiler/partition.cc) turns into a shard.shard of its input. A constraint over a mesh of no
@@ -320,6 +372,12 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
       if (!tensor || !tensor.hasStaticShape()) {
         return absl::UnimplementedError(
             absl::StrCat(name, ": not a tensor of static shape (lower for concrete shapes)"));
+      }
+      if (tensor.getElementType().isBF16()) {
+        return absl::UnimplementedError(
+            absl::StrCat(name,
+                         ": bf16 at @main's boundary is not supported (bf16 inside the program is, "
+                         "computed in f32): take and return f32, converting inside the function"));
       }
       new_types->push_back(ImportState::NewType(tensor));
       mlir::DictionaryAttr attrs =
@@ -446,7 +504,9 @@ absl::Status ConvertOp(ImportState& state, mlir::Operation* op) {
     return absl::UnimplementedError(
         absl::StrCat("unsupported StableHLO op ", ImportState::Where(op), UnsupportedHint(name)));
   }
-  return it->second(state, op);
+  TESSERA_RETURN_IF_ERROR(it->second(state, op));
+  if (!KeepsBf16Values(name)) RoundBf16Results(state, op);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportStableHlo(mlir::MLIRContext& context,

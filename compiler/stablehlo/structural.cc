@@ -47,7 +47,16 @@ absl::Status ConvertConstant(ImportState& state, mlir::Operation* op) {
         absl::StrCat(ImportState::Where(op), ": expected a dense `value` of the result's type"));
   }
   mlir::RankedTensorType new_type = ImportState::NewType(type);
-  if (new_type.getElementType() != type.getElementType()) {  // unsigned -> signless: same bits
+  if (type.getElementType().isBF16()) {  // held in f32: each value widened exactly
+    value = mlir::cast<mlir::DenseFPElementsAttr>(value).mapValues(
+        new_type.getElementType(), [](const llvm::APFloat& v) {
+          llvm::APFloat wide = v;
+          bool loses_info = false;
+          wide.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven,
+                       &loses_info);
+          return wide.bitcastToAPInt();
+        });
+  } else if (new_type.getElementType() != type.getElementType()) {  // unsigned -> signless
     value = mlir::cast<mlir::DenseIntOrFPElementsAttr>(value).bitcast(new_type.getElementType());
   }
   if (value.getType() != new_type) value = value.reshape(new_type);  // a tensor encoding dropped

@@ -283,15 +283,20 @@ TEST(StableHloImportErrorTest, DynamicShapesAndBoundaryTypes) {
       "    \"func.return\"(%arg0) : (tensor<?x4xf32>) -> ()\n  }) : () -> ()\n}) : () -> ()\n";
   EXPECT_THAT(Compile(dynamic, 1),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("static shape")));
-  // bf16 at the boundary: not a dtype the plan's values take yet.
-  const std::string bf16 =
-      "\"builtin.module\"() ({\n"
-      "  \"func.func\"() <{function_type = (tensor<4xbf16>) -> tensor<4xbf16>, sym_name = "
-      "\"main\"}> ({\n"
-      "  ^bb0(%arg0: tensor<4xbf16>):\n"
-      "    \"func.return\"(%arg0) : (tensor<4xbf16>) -> ()\n  }) : () -> ()\n}) : () -> ()\n";
-  EXPECT_THAT(Compile(bf16, 1),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("unsupported element type")));
+  // bf16 at the boundary: refused (inside the program it is computed in f32); f16 anywhere.
+  auto identity = [](const std::string& type) {
+    return "\"builtin.module\"() ({\n  \"func.func\"() <{function_type = (" + type + ") -> " +
+           type + ", sym_name = \"main\"}> ({\n  ^bb0(%arg0: " + type +
+           "):\n    \"func.return\"(%arg0) : (" + type +
+           ") -> ()\n  }) : () -> ()\n}) : () -> ()\n";
+  };
+  EXPECT_THAT(Compile(identity("tensor<4xbf16>"), 1),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("bf16 at @main's boundary is not supported")));
+  EXPECT_THAT(Compile(OneOp("\"stablehlo.convert\"(%arg0) : (tensor<8x4xf32>) -> tensor<8x4xf16>",
+                            "tensor<8x4xf16>"),
+                      1),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("element type f16")));
 }
 
 TEST(StableHloImportTest, UnsignedIntegersKeepTheirDtypeAtTheBoundary) {

@@ -269,6 +269,33 @@ def test_sharding_constraint_is_imposed(client8):
     assert "all_gather" in plans["constrained"], plans["constrained"]
 
 
+def mixed_precision_mlp(x, w, b):
+    h = x.astype(jnp.bfloat16) @ w.astype(jnp.bfloat16) + b.astype(jnp.bfloat16)
+    h = jax.nn.gelu(h) * jnp.bfloat16(1.7) + jnp.exp(h)
+    return h.astype(jnp.float32), jnp.sum(h.astype(jnp.float32), -1)
+
+
+def test_bf16_inside_the_program_is_rounded_as_bf16(client8):
+    # bf16 computed in f32 and rounded to bf16 after each op: the bf16 results are bf16 values,
+    # within one bf16 rounding (2^-8 relative) of JAX's, which keeps more precision inside its
+    # fusions (XLA's excess precision) and accumulates its matmul in another order.
+    needs_8_jax_devices()
+    g = rng(20)
+    x, w, b = normal(g, 16, 32), normal(g, 32, 8), normal(g, 8)
+    (want_h, want_s), (got_h, got_s) = run_both(
+        client8, mixed_precision_mlp, (x, w, b), (P("x"), P(), P()), (P("x"), P("x")),
+        make_mesh((8,), ("x",)))
+    assert np.all(got_h.view(np.uint32) & 0xFFFF == 0), "not bf16 values"
+    np.testing.assert_allclose(got_h, want_h, rtol=2 ** -7, atol=1e-6)
+    np.testing.assert_allclose(got_s, want_s, rtol=2 ** -7, atol=1e-4)
+    # Rounding at the edges: ties to even, overflow to infinity, NaN kept.
+    edges = np.array([1 + 2 ** -8, 1 + 3 * 2 ** -8, 3.3895e38, -np.inf, np.nan, -0.0, 1e-40],
+                     np.float32)
+    to_bf16 = jax.jit(lambda v: v.astype(jnp.bfloat16).astype(jnp.float32))
+    (want,), (got,) = run_both(client8, to_bf16, (edges,), (P(),), P(), make_mesh((8,), ("x",)))
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (got, want)
+
+
 def scan_rnn(h, xs, w):
     """A scan over xs (a while loop reading xs[t] with dynamic_slice and writing ys[t] with
     dynamic_update_slice)."""
