@@ -362,4 +362,125 @@ absl::StatusOr<std::vector<SdySharding>> ParseSdyShardingPerValue(std::string_vi
   return shardings;
 }
 
+namespace {
+
+constexpr int64_t kMaxGspmdDevices = 65536;
+
+// The product of `dims` (each in [1, kMaxGspmdDevices]) if at most kMaxGspmdDevices, else -1.
+int64_t BoundedProduct(const std::vector<int64_t>& dims) {
+  int64_t product = 1;
+  for (int64_t d : dims) {
+    if (d < 1 || d > kMaxGspmdDevices) return -1;
+    product *= d;
+    if (product > kMaxGspmdDevices) return -1;
+  }
+  return product;
+}
+
+// iota(product(reshape)) reshaped to `reshape`, transposed by `permutation`, flattened.
+std::vector<int64_t> IotaDevices(const std::vector<int64_t>& reshape,
+                                 const std::vector<int64_t>& permutation, int64_t count) {
+  const size_t rank = reshape.size();
+  std::vector<int64_t> strides(rank, 1);  // of the reshaped iota
+  for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * reshape[d];
+  std::vector<int64_t> devices;
+  devices.reserve(count);
+  std::vector<int64_t> index(rank, 0);  // over the transposed shape
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t device = 0;
+    for (size_t d = 0; d < rank; ++d) device += index[d] * strides[permutation[d]];
+    devices.push_back(device);
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < reshape[permutation[d]]) break;
+      index[d] = 0;
+    }
+  }
+  return devices;
+}
+
+}  // namespace
+
+absl::StatusOr<GspmdSharding> ParseGspmdSharding(std::string_view text) {
+  Lexer lexer("GSPMD sharding", text);
+  GspmdSharding sharding;
+  TESSERA_RETURN_IF_ERROR(lexer.Expect("{"));
+  if (lexer.Eat("}") || (lexer.EatWord("replicated") && lexer.Eat("}"))) {
+    sharding.replicated = true;
+    if (!lexer.AtEnd()) return lexer.Error("the end");
+    return sharding;
+  }
+  if (lexer.EatWord("maximal") || lexer.EatWord("manual")) {
+    return absl::UnimplementedError(
+        absl::StrCat("GSPMD sharding ", base::QuoteExcerpt(text, 0),
+                     ": maximal (one-device) and manual shardings are not supported"));
+  }
+  TESSERA_RETURN_IF_ERROR(lexer.Expect("devices="));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> tiles, lexer.IntegerList());
+  const int64_t count = BoundedProduct(tiles);
+  if (tiles.empty() || count < 0) {
+    return lexer.Error("tile counts from 1 whose product is at most 65536");
+  }
+  if (lexer.Eat("<=")) {
+    const size_t at = lexer.Position();
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> reshape, lexer.IntegerList());
+    if (BoundedProduct(reshape) != count) {
+      return lexer.ErrorAt(at, absl::StrCat("an iota of ", count, " devices"));
+    }
+    std::vector<int64_t> permutation(reshape.size());
+    for (size_t i = 0; i < permutation.size(); ++i) permutation[i] = static_cast<int64_t>(i);
+    if (lexer.Eat("T")) {
+      const size_t perm_at = lexer.Position();
+      TESSERA_RETURN_IF_ERROR(lexer.Expect("("));
+      std::vector<int64_t> given;
+      do {
+        int64_t value = 0;
+        if (!lexer.EatInteger(&value)) return lexer.Error("an integer");
+        given.push_back(value);
+      } while (lexer.Eat(","));
+      TESSERA_RETURN_IF_ERROR(lexer.Expect(")"));
+      std::vector<bool> seen(reshape.size(), false);
+      bool valid = given.size() == reshape.size();
+      for (size_t i = 0; valid && i < given.size(); ++i) {
+        valid = given[i] >= 0 && given[i] < static_cast<int64_t>(given.size()) && !seen[given[i]];
+        if (valid) seen[given[i]] = true;
+      }
+      if (!valid) return lexer.ErrorAt(perm_at, "a permutation of the iota's dimensions");
+      permutation = given;
+    }
+    sharding.devices = IotaDevices(reshape, permutation, count);
+  } else {
+    const size_t at = lexer.Position();
+    std::vector<bool> seen(count, false);
+    do {
+      int64_t device = 0;
+      if (!lexer.EatInteger(&device)) return lexer.Error("a device id");
+      if (device < 0 || device >= count || seen[device] ||
+          static_cast<int64_t>(sharding.devices.size()) >= count) {
+        return lexer.ErrorAt(at, absl::StrCat("a permutation of 0 ... ", count - 1));
+      }
+      seen[device] = true;
+      sharding.devices.push_back(device);
+    } while (lexer.Eat(","));
+    if (static_cast<int64_t>(sharding.devices.size()) != count) {
+      return lexer.ErrorAt(at, absl::StrCat(count, " device ids"));
+    }
+  }
+  if (lexer.EatWord("last_tile_dim_replicate") ||
+      (lexer.EatWord("last_tile_dims") && lexer.Eat("=") && lexer.Eat("{") &&
+       lexer.EatWord("replicated") && lexer.Eat("}"))) {
+    if (tiles.size() < 2) return lexer.Error("a tensor dimension before the replicate one");
+    sharding.replicas = tiles.back();
+    tiles.pop_back();
+  }
+  sharding.tiles = std::move(tiles);
+  TESSERA_RETURN_IF_ERROR(lexer.Expect("}"));
+  if (!lexer.AtEnd()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "GSPMD sharding ", base::QuoteExcerpt(text, lexer.Position()),
+        ": only devices=[...] with an iota or a device list, and last_tile_dim_replicate, are "
+        "supported"));
+  }
+  return sharding;
+}
+
 }  // namespace tessera::compiler::stablehlo

@@ -11,6 +11,8 @@
 //   ParseSdyMesh("mesh<[\"dp\"=2, \"tp\"=4]>")                             // axes dp=2, tp=4
 //   ParseSdySharding("sharding<@mesh, [{\"dp\"}, {}]>")                    // mesh "mesh", [[dp],
 //   []]
+//   ParseGspmdSharding("{devices=[2,1,4]<=[8] last_tile_dim_replicate}")   // tiles [2, 1], 4
+//   replicas
 //
 // Each parser takes the attribute's text after its dialect prefix, as MLIR's OpaqueAttr holds it,
 // with or without the mnemonic. INVALID_ARGUMENT names what was expected and where ("... at
@@ -78,6 +80,21 @@ absl::StatusOr<SdySharding> ParseSdySharding(std::string_view text);
 
 // A list of Shardy shardings, one per value (`#sdy.sharding_per_value<[<@mesh, ...>, ...]>`).
 absl::StatusOr<std::vector<SdySharding>> ParseSdyShardingPerValue(std::string_view text);
+
+// A GSPMD sharding string (`mhlo.sharding`, XLA's HloSharding text): `{replicated}`, or
+// `{devices=[t0,t1,...]D}` with D the device at each tile (row-major): an explicit list `0,1,...`
+// or an iota `<=[r0,r1,...]` optionally transposed `T(p0,p1,...)`, and optionally
+// ` last_tile_dim_replicate` (or ` last_tile_dims={replicated}`): the last tile dimension
+// replicates instead of splitting. UNIMPLEMENTED: maximal, manual and other subgroup kinds;
+// INVALID_ARGUMENT: malformed text, a device list of another size than the tiles' product or not a
+// permutation, more than 65,536 devices.
+struct GspmdSharding {
+  bool replicated = false;
+  std::vector<int64_t> tiles;    // per tensor dimension (the replicate dimension excluded)
+  int64_t replicas = 1;          // the size of the replicate dimension (1 without one)
+  std::vector<int64_t> devices;  // the device of each tile (and replica), row-major
+};
+absl::StatusOr<GspmdSharding> ParseGspmdSharding(std::string_view text);
 
 }  // namespace tessera::compiler::stablehlo
 

@@ -19,6 +19,7 @@
 #include "compiler/internal.h"
 #include "compiler/nesting.h"
 #include "compiler/stablehlo/attribute_text.h"
+#include "compiler/stablehlo/gspmd_mesh.h"
 #include "compiler/stablehlo/import_state.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -172,10 +173,12 @@ absl::StatusOr<std::string> ShardingText(const SdySharding& sharding, const Mesh
   return absl::StrCat("mesh{", absl::StrJoin(axes, ","), "} P(", absl::StrJoin(dims, ","), ")");
 }
 
-// The `tessera.sharding` text for argument / result `index` of @main ("" when replicated).
+// The `tessera.sharding` text of one of @main's arguments or results ("" when replicated): its
+// Shardy sharding, else its GSPMD one (`gspmd`, made for the whole program by GspmdTexts).
 absl::StatusOr<std::string> ValueSharding(mlir::DictionaryAttr attrs, const Meshes& meshes,
-                                          int64_t rank, const std::string& what) {
-  if (!attrs) return std::string();
+                                          int64_t rank, const std::string& what,
+                                          const std::string& gspmd) {
+  if (!attrs) return gspmd;
   if (mlir::Attribute sdy = attrs.get("sdy.sharding")) {
     auto opaque = mlir::dyn_cast<mlir::OpaqueAttr>(sdy);
     if (!opaque) {
@@ -187,16 +190,51 @@ absl::StatusOr<std::string> ValueSharding(mlir::DictionaryAttr attrs, const Mesh
     }
     return ShardingText(*sharding, meshes, rank, what);
   }
-  if (mlir::Attribute gspmd = attrs.get("mhlo.sharding")) {
-    auto text = mlir::dyn_cast<mlir::StringAttr>(gspmd);
-    if (text && (text.getValue() == "{replicated}" || text.getValue() == "{}"))
-      return std::string();
-    return absl::UnimplementedError(
-        absl::StrCat(what,
-                     ": GSPMD shardings (mhlo.sharding) are not supported; lower with Shardy "
-                     "(jax_use_shardy_partitioner=True, JAX's default)"));
+  return gspmd;
+}
+
+// The texts of @main's arguments' then results' GSPMD shardings (`mhlo.sharding`, as JAX writes
+// them with jax_use_shardy_partitioner=False) over the one mesh they fit (gspmd_mesh.h); "" for a
+// value without one. All "" when no value has one.
+absl::StatusOr<std::vector<std::string>> GspmdTexts(mlir::func::FuncOp main) {
+  std::vector<mlir::DictionaryAttr> attrs;
+  std::vector<int64_t> ranks;
+  mlir::FunctionType type = main.getFunctionType();
+  for (unsigned i = 0; i < type.getNumInputs(); ++i) {
+    attrs.push_back(main.getArgAttrDict(i));
+    auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type.getInput(i));
+    ranks.push_back(tensor ? tensor.getRank() : 0);
   }
-  return std::string();
+  for (unsigned i = 0; i < type.getNumResults(); ++i) {
+    attrs.push_back(main.getResultAttrDict(i));
+    auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type.getResult(i));
+    ranks.push_back(tensor ? tensor.getRank() : 0);
+  }
+  std::vector<GspmdSharding> shardings(attrs.size());
+  std::vector<size_t> present;
+  for (size_t i = 0; i < attrs.size(); ++i) {
+    mlir::Attribute gspmd = attrs[i] ? attrs[i].get("mhlo.sharding") : nullptr;
+    if (!gspmd) {
+      shardings[i].replicated = true;
+      continue;
+    }
+    const std::string what = i < type.getNumInputs()
+                                 ? absl::StrCat("@main argument ", i)
+                                 : absl::StrCat("@main result ", i - type.getNumInputs());
+    auto text = mlir::dyn_cast<mlir::StringAttr>(gspmd);
+    if (!text) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": mhlo.sharding is not a string"));
+    }
+    absl::StatusOr<GspmdSharding> parsed = ParseGspmdSharding(text.getValue());
+    if (!parsed.ok()) {
+      return absl::Status(parsed.status().code(),
+                          absl::StrCat(what, ": ", parsed.status().message()));
+    }
+    shardings[i] = *std::move(parsed);
+    present.push_back(i);
+  }
+  if (present.empty()) return std::vector<std::string>(attrs.size());
+  return GspmdShardingTexts(shardings, ranks);
 }
 
 // Inlines every func.call in `main` (callees' bodies cloned in place), until none is left.
@@ -360,6 +398,7 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
   if (old_body.getNumArguments() != old_type.getNumInputs()) {
     return absl::InvalidArgumentError("@main's block arguments do not match its function_type");
   }
+  TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> gspmd, GspmdTexts(main));
   llvm::SmallVector<mlir::Type> inputs, results;
   llvm::SmallVector<mlir::Attribute> arg_attrs, res_attrs;
   mlir::Builder attrs_builder(context);
@@ -382,8 +421,9 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
       new_types->push_back(ImportState::NewType(tensor));
       mlir::DictionaryAttr attrs =
           std::string_view(what) == "argument" ? main.getArgAttrDict(i) : main.getResultAttrDict(i);
+      const size_t index = std::string_view(what) == "argument" ? i : old_type.getNumInputs() + i;
       TESSERA_ASSIGN_OR_RETURN(std::string sharding,
-                               ValueSharding(attrs, meshes, tensor.getRank(), name));
+                               ValueSharding(attrs, meshes, tensor.getRank(), name, gspmd[index]));
       llvm::SmallVector<mlir::NamedAttribute> named;
       if (!sharding.empty()) {
         named.push_back(

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/message_text.h"
 #include "compiler/stablehlo/attribute_text.h"
+#include "compiler/stablehlo/gspmd_mesh.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -408,6 +409,71 @@ TEST(StablehloAttributeTextTest, ErrorMessagesQuoteTheText) {
   EXPECT_THAT(ParseSdyMesh("mesh<[\"x\"=0]>\n"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("sdy mesh"), HasSubstr(R"(mesh<[\"x\"=0]>\n)"))));
+}
+
+TEST(StablehloAttributeTextTest, GspmdShardings) {
+  ASSERT_OK_AND_ASSIGN(GspmdSharding replicated, ParseGspmdSharding("{replicated}"));
+  EXPECT_TRUE(replicated.replicated);
+  ASSERT_OK_AND_ASSIGN(GspmdSharding rows,
+                       ParseGspmdSharding("{devices=[2,1,4]<=[8] last_tile_dim_replicate}"));
+  EXPECT_THAT(rows.tiles, ElementsAre(2, 1));
+  EXPECT_EQ(rows.replicas, 4);
+  EXPECT_THAT(rows.devices, ElementsAre(0, 1, 2, 3, 4, 5, 6, 7));
+  // iota [2, 4] transposed: columns of [[0, 1, 2, 3], [4, 5, 6, 7]].
+  ASSERT_OK_AND_ASSIGN(
+      GspmdSharding transposed,
+      ParseGspmdSharding("{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"));
+  EXPECT_THAT(transposed.tiles, ElementsAre(1, 4));
+  EXPECT_THAT(transposed.devices, ElementsAre(0, 4, 1, 5, 2, 6, 3, 7));
+  ASSERT_OK_AND_ASSIGN(GspmdSharding listed, ParseGspmdSharding("{devices=[2,2]0,2,1,3}"));
+  EXPECT_THAT(listed.devices, ElementsAre(0, 2, 1, 3));
+  EXPECT_EQ(listed.replicas, 1);
+
+  EXPECT_THAT(ParseGspmdSharding("{maximal device=0}"),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("maximal")));
+  EXPECT_THAT(ParseGspmdSharding("{devices=[2,2]0,1,1,3}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("a permutation of 0 ... 3")));
+  EXPECT_THAT(ParseGspmdSharding("{devices=[2,2]<=[8]}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("an iota of 4 devices")));
+  EXPECT_THAT(ParseGspmdSharding("{devices=[2,4]<=[2,4]T(0,0)}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("a permutation")));
+  EXPECT_THAT(ParseGspmdSharding("{devices=[65536,2]<=[131072]}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most 65536")));
+  EXPECT_THAT(ParseGspmdSharding("{devices=[2]<=[2] last_tile_dims={manual}}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("position")));
+}
+
+TEST(StablehloAttributeTextTest, GspmdShardingsFindTheirMesh) {
+  auto parse = [](const std::string& text) {
+    absl::StatusOr<GspmdSharding> s = ParseGspmdSharding(text);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *s : GspmdSharding{};
+  };
+  // JAX's Megatron MLP over mesh (dp=2, tp=4), written as GSPMD.
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<std::string> texts,
+      GspmdShardingTexts({parse("{devices=[2,1,4]<=[8] last_tile_dim_replicate}"),
+                          parse("{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}"),
+                          parse("{devices=[4,1,2]<=[2,4]T(1,0) last_tile_dim_replicate}"),
+                          parse("{devices=[8,1]<=[8]}"), parse("{replicated}")},
+                         {2, 2, 2, 2, 1}));
+  EXPECT_THAT(texts, ElementsAre("mesh{x=2,y=4} P(x,None)", "mesh{x=2,y=4} P(None,y)",
+                                 "mesh{x=2,y=4} P(y,None)", "mesh{x=2,y=4} P((x,y),None)",
+                                 "mesh{x=2,y=4} P()"));
+  // One axis when one is enough.
+  ASSERT_OK_AND_ASSIGN(texts, GspmdShardingTexts({parse("{devices=[1,8]<=[8]}")}, {2}));
+  EXPECT_THAT(texts, ElementsAre("mesh{x=8} P(None,x)"));
+  // Nothing sharded: nothing to say.
+  ASSERT_OK_AND_ASSIGN(texts, GspmdShardingTexts({parse("{replicated}")}, {3}));
+  EXPECT_THAT(texts, ElementsAre(""));
+  // Devices in an order no mesh has; tiles that do not fit the value; two device counts.
+  EXPECT_THAT(GspmdShardingTexts({parse("{devices=[4]0,2,3,1}")}, {1}),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("no mesh")));
+  EXPECT_THAT(GspmdShardingTexts({parse("{devices=[2,2]<=[4]}")}, {3}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("rank 3")));
+  EXPECT_THAT(
+      GspmdShardingTexts({parse("{devices=[2]<=[2]}"), parse("{devices=[4]<=[4]}")}, {1, 1}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("2 and 4 devices")));
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ case "$TARGET" in
     MAX_LEN=4096 ;;
   stablehlo_attributes)
     # The StableHLO / Shardy attribute text parsers (Abseil only).
-    SRCS=("${BASE[@]}" compiler/stablehlo/attribute_text.cc
+    SRCS=("${BASE[@]}" compiler/stablehlo/attribute_text.cc compiler/stablehlo/gspmd_mesh.cc
           tests/fuzz/stablehlo_attributes_fuzzer.cc) ;;
   stablehlo_import)
     # The StableHLO importer on program text, over MLIR 22. Only Tessera's sources are
@@ -53,7 +53,8 @@ case "$TARGET" in
     # TESSERA_FUZZ_INTERNAL=abort (or =report) stops at (or prints) an INTERNAL status.
     SRCS=("${BASE[@]}" compiler/nesting.cc compiler/diagnostics.cc
           compiler/stablehlo/stablehlo_import.cc compiler/stablehlo/import_state.cc
-          compiler/stablehlo/attribute_text.cc compiler/stablehlo/elementwise.cc
+          compiler/stablehlo/attribute_text.cc compiler/stablehlo/gspmd_mesh.cc
+          compiler/stablehlo/elementwise.cc
           compiler/stablehlo/structural.cc compiler/stablehlo/contraction.cc
           compiler/stablehlo/gather_scatter.cc compiler/stablehlo/slicing.cc
           compiler/stablehlo/dynamic_slicing.cc

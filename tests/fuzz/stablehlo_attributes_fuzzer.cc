@@ -1,10 +1,11 @@
 // libFuzzer target for the parsers of StableHLO and Shardy attribute text
 // (compiler/stablehlo/attribute_text.h): the first byte picks the parser (dot dimensions, gather /
 // scatter dimensions, the comparison_direction or comparison_type enum, sdy mesh, sdy sharding,
-// sdy sharding_per_value), the rest is the text. None may crash; each returns OK or
-// INVALID_ARGUMENT, whose message is one printable line ending "at position N" with N no larger
-// than the text's size and equal to the attached parse location; a parsed mesh has positive axis
-// sizes; and what parses, printed back in the attribute's syntax, parses again to the same value.
+// sdy sharding_per_value, a GSPMD sharding with the mesh search over it), the rest is the text.
+// None may crash; each returns OK or INVALID_ARGUMENT, whose message is one printable line ending
+// "at position N" with N no larger than the text's size and equal to the attached parse location; a
+// parsed mesh has positive axis sizes; and what parses, printed back in the attribute's syntax,
+// parses again to the same value.
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "base/message_text.h"
 #include "compiler/stablehlo/attribute_text.h"
+#include "compiler/stablehlo/gspmd_mesh.h"
 
 namespace {
 
@@ -220,10 +222,38 @@ void FuzzShardingPerValue(std::string_view text) {
 
 }  // namespace
 
+// A GSPMD sharding: INVALID_ARGUMENT as the other parsers, or UNIMPLEMENTED (a kind Tessera does
+// not take); what parses has one device per tile and replica, each once, and the mesh search over
+// it returns OK (a text per value, "" only when replicated) or an error, never a crash.
+void FuzzGspmd(std::string_view text) {
+  absl::StatusOr<sh::GspmdSharding> parsed = sh::ParseGspmdSharding(text);
+  if (!parsed.ok()) {
+    if (parsed.status().code() != absl::StatusCode::kUnimplemented)
+      CheckError(parsed.status(), text);
+    return;
+  }
+  if (parsed->replicated) return;
+  int64_t count = parsed->replicas;
+  for (int64_t t : parsed->tiles) count *= t;
+  std::vector<bool> seen(parsed->devices.size(), false);
+  if (count != static_cast<int64_t>(parsed->devices.size()))
+    Fail("device count", std::string(text));
+  for (int64_t d : parsed->devices) {
+    if (d < 0 || d >= count || seen[d]) Fail("not a permutation", std::string(text));
+    seen[d] = true;
+  }
+  absl::StatusOr<std::vector<std::string>> texts =
+      sh::GspmdShardingTexts({*parsed, sh::GspmdSharding{.replicated = true}},
+                             {static_cast<int64_t>(parsed->tiles.size()), 0});
+  if (texts.ok() && (texts->size() != 2 || (count > 1 && (*texts)[0].empty()))) {
+    Fail("mesh texts", std::string(text));
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
-  switch (data[0] % 7) {
+  switch (data[0] % 8) {
     case 0:
       FuzzDot(text);
       break;
@@ -242,8 +272,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 5:
       FuzzSharding(text);
       break;
-    default:
+    case 6:
       FuzzShardingPerValue(text);
+      break;
+    default:
+      FuzzGspmd(text);
       break;
   }
   return 0;

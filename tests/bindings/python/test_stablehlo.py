@@ -296,6 +296,35 @@ def test_bf16_inside_the_program_is_rounded_as_bf16(client8):
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (got, want)
 
 
+@pytest.mark.parametrize("shape", [(8,), (2, 4), (4, 2)])
+def test_gspmd_shardings_become_the_mesh_they_fit(client8, shape):
+    # With jax_use_shardy_partitioner=False JAX writes GSPMD shardings (mhlo.sharding: devices and
+    # tiles, no axis names): Tessera finds the mesh they fit and names its axes x, y. The Megatron
+    # MLP over (x, y): rows over x, the hidden units over y (an all-reduce over y).
+    needs_8_jax_devices()
+    names = ("x", "y")[:len(shape)]
+    mesh = make_mesh(shape, names)
+    tp = names[-1]
+    previous = jax.config.jax_use_shardy_partitioner
+    jax.config.update("jax_use_shardy_partitioner", False)
+    try:
+        g = rng(21)
+        x, w1, w2 = normal(g, 16, 6), normal(g, 6, 8), normal(g, 8, 5)
+
+        def megatron(x, w1, w2):
+            return jnp.tanh(x @ w1) @ w2
+
+        specs = (P("x"), P(None, tp), P(tp, None))
+        lowered = jax.jit(megatron, in_shardings=tuple(NamedSharding(mesh, p) for p in specs),
+                          out_shardings=NamedSharding(mesh, P("x"))).lower(x, w1, w2)
+        text = lowered.compiler_ir("stablehlo").operation.get_asm(print_generic_op_form=True)
+        assert "mhlo.sharding" in text and "sdy." not in text
+        (want,), (got,) = run_both(client8, megatron, (x, w1, w2), specs, P("x"), mesh)
+    finally:
+        jax.config.update("jax_use_shardy_partitioner", previous)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
 def scan_rnn(h, xs, w):
     """A scan over xs (a while loop reading xs[t] with dynamic_slice and writing ys[t] with
     dynamic_update_slice)."""
