@@ -585,6 +585,33 @@ def test_two_lavapipe_devices_and_cpu_plus_vulkan():
                                    atol=1e-5)
 
 
+def test_megatron_transformer_on_cpu_and_vulkan_devices_in_one_mesh():
+    # The transformer block with dp x tp = 2 x 2 over two CPU and two lavapipe devices, each tp
+    # group one of each: the heads' all-reduces cross platforms.
+    client = tessera.Client(cpu_devices=2, vulkan="if_available")
+    gpus = [d for d in client.devices if d.platform == "vulkan"]
+    if len(gpus) < 2:
+        pytest.skip("fewer than 2 Vulkan devices (lavapipe ICD copies: VK_DRIVER_FILES)")
+    from jax.sharding import AxisType, Mesh
+    mesh = Mesh(np.array(jax.devices()[:4]).reshape(2, 2), ("dp", "tp"),
+                axis_types=(AxisType.Auto,) * 2)
+    _, _, in_specs, out_spec = TRANSFORMER_SHARDINGS["megatron"]
+    g = rng(22)
+    args = (normal(g, 4, 3, 8), *block_params(g, 8, 12))
+    jitted = jax.jit(transformer_block,
+                     in_shardings=tuple(NamedSharding(mesh, s) for s in in_specs),
+                     out_shardings=NamedSharding(mesh, out_spec))
+    want = np.asarray(jitted(*args))
+    devices = [client.devices[0], gpus[0], client.devices[1], gpus[1]]
+    exe = client.compile(jitted.lower(*args), devices=devices)
+    tmesh = tessera.Mesh(dp=2, tp=2, devices=devices)
+    arrays = [client.put(a, tessera.NamedSharding(
+        tmesh, tessera.P(*(tuple(s) + (None,) * (np.ndim(a) - len(s))))))
+        for a, s in zip(args, in_specs)]
+    (got,) = exe.execute(arrays)
+    np.testing.assert_allclose(np.asarray(got.block_until_ready()), want, rtol=1e-4, atol=1e-4)
+
+
 def test_reshapes_lookups_and_slices_on_vulkan():
     # tensor.expand_shape / collapse_shape, a gather's tensor.extract, slices, pads,
     # concatenations, a reverse and dynamic slices through the SPIR-V code generator: a
