@@ -384,10 +384,14 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
   // Sharding constraints: the constrained value is the op's input, given the sharding.
   for (const auto& [op, spec] : shardings.constraints) {
     builder.setInsertionPoint(op);
-    mlir::Value sharding = MakeSharding(builder, op->getLoc(), shardings.mesh, spec);
-    auto shard = mlir::shard::ShardOp::create(builder, op->getLoc(), op->getOperand(0), sharding,
-                                              /*annotate_for_users=*/false);
-    op->getResult(0).replaceAllUsesWith(shard.getResult());
+    mlir::Value constrained = op->getOperand(0);
+    if (IsShardable(constrained)) {  // a rank-0 value has one sharding: nothing to constrain
+      mlir::Value sharding = MakeSharding(builder, op->getLoc(), shardings.mesh, spec);
+      constrained = mlir::shard::ShardOp::create(builder, op->getLoc(), constrained, sharding,
+                                                 /*annotate_for_users=*/false)
+                        .getResult();
+    }
+    op->getResult(0).replaceAllUsesWith(constrained);
     mlir::Operation* init = op->getNumOperands() > 1 ? op->getOperand(1).getDefiningOp() : nullptr;
     op->erase();
     if (init && mlir::isa<mlir::tensor::EmptyOp>(init) && init->use_empty()) init->erase();

@@ -48,16 +48,27 @@ absl::Status ReadStarts(ImportState& state, mlir::Operation* op, unsigned first,
   return absl::OkStatus();
 }
 
-// `start` (an integer scalar) as an index clamped into [0, limit].
+// `start` (an integer scalar, unsigned when `is_unsigned`) clamped into [0, limit], as an index.
+// Clamped in its own type first: an index may be narrower (32 bits on SPIR-V), and a u64 at or
+// above 2^63 is no negative number.
 Value ClampedIndex(mlir::OpBuilder& b, mlir::Location loc, Value start, bool is_unsigned,
                    int64_t limit) {
-  Value index =
-      is_unsigned ? mlir::arith::IndexCastUIOp::create(b, loc, b.getIndexType(), start).getResult()
-                  : mlir::arith::IndexCastOp::create(b, loc, b.getIndexType(), start).getResult();
-  Value zero = mlir::arith::ConstantIndexOp::create(b, loc, 0);
-  Value top = mlir::arith::ConstantIndexOp::create(b, loc, limit);
-  index = mlir::arith::MaxSIOp::create(b, loc, index, zero);
-  return mlir::arith::MinSIOp::create(b, loc, index, top);
+  auto type = mlir::cast<mlir::IntegerType>(start.getType());
+  const unsigned width = type.getWidth();
+  // Whether `limit` fits the start's type (else every start is below it: no upper clamp).
+  const bool limit_fits =
+      width >= 64 || limit <= (int64_t{1} << (is_unsigned ? width : width - 1)) - 1;
+  auto constant = [&](int64_t v) {
+    return mlir::arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, v)).getResult();
+  };
+  Value clamped = start;
+  if (!is_unsigned) clamped = mlir::arith::MaxSIOp::create(b, loc, clamped, constant(0));
+  if (limit_fits) {
+    clamped = is_unsigned
+                  ? mlir::arith::MinUIOp::create(b, loc, clamped, constant(limit)).getResult()
+                  : mlir::arith::MinSIOp::create(b, loc, clamped, constant(limit)).getResult();
+  }
+  return mlir::arith::IndexCastUIOp::create(b, loc, b.getIndexType(), clamped);
 }
 
 // stablehlo.dynamic_slice: result[i] = operand[i + clamp(start, 0, dim - slice_size)].

@@ -325,6 +325,17 @@ def test_gspmd_shardings_become_the_mesh_they_fit(client8, shape):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
+def test_dynamic_slices_at_unsigned_offsets_clamp_as_jax_does(client8):
+    # uint32 starts past int32's range clamp to the last window (not to 0).
+    needs_8_jax_devices()
+    g = rng(23)
+    x = normal(g, 8, 5)
+    for i in (np.uint32(3), np.uint32(4_000_000_000)):
+        (want,), (got,) = run_both(client8, lambda x, i: jax.lax.dynamic_slice(x, (i, i), (3, 2)),
+                                   (x, i), (P("x"), P()), P(), make_mesh((8,), ("x",)))
+        assert np.array_equal(got, want), (i, got, want)
+
+
 def scan_rnn(h, xs, w):
     """A scan over xs (a while loop reading xs[t] with dynamic_slice and writing ys[t] with
     dynamic_update_slice)."""
