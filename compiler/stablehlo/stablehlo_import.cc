@@ -298,8 +298,6 @@ absl::Status InlineCalls(mlir::ModuleOp module, mlir::func::FuncOp main) {
   }
 }
 
-// A new module with @main converted: its signature with signless types and `tessera.sharding`
-// attributes, its body op by op.
 // Whether op `name` makes its bf16 results of bf16 values only (moves, selects, compares' kin):
 // they need no rounding.
 bool KeepsBf16Values(std::string_view name) {
@@ -386,6 +384,8 @@ absl::Status ConvertShardingConstraint(ImportState& state, mlir::Operation* op,
   return absl::OkStatus();
 }
 
+// A new module with @main converted: its signature with signless types and `tessera.sharding`
+// attributes, its body op by op.
 absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp main,
                                                           const Meshes& meshes,
                                                           const ConversionTable& table) {

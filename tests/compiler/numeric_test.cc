@@ -372,6 +372,28 @@ TEST(ContractionTest, EinsumsInAnyLayoutMatchReference) {
   }
 }
 
+// A linalg.matmul with indexing maps that transpose B (C = A @ B^T) runs as a BLAS matmul too.
+TEST(ContractionTest, MatmulWithTransposingMapsMatchesReference) {
+  HostArray a = Random(DType(DType::kF32), {8, 5}, 23), b = Random(DType(DType::kF32), {3, 5}, 24);
+  HostArray bt = HostArray::Zeros(DType(DType::kF32), {5, 3});
+  for (int64_t k = 0; k < 5; ++k) {
+    for (int64_t n = 0; n < 3; ++n) Set(bt, k * 3 + n, Get(b, n * 5 + k));
+  }
+  const std::string row = Attr("mesh{x=4}", "P(x,None)");
+  CompileRunAndCompare("func.func @main(%a: tensor<8x5xf32> " + row +
+                           ", %b: tensor<3x5xf32>) -> (tensor<8x3xf32> " + row + R"mlir() {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x3xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<8x3xf32>) -> tensor<8x3xf32>
+  %c = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                                      affine_map<(m, n, k) -> (n, k)>,
+                                      affine_map<(m, n, k) -> (m, n)>]
+      ins(%a, %b : tensor<8x5xf32>, tensor<3x5xf32>) outs(%f : tensor<8x3xf32>) -> tensor<8x3xf32>
+  return %c : tensor<8x3xf32>
+})mlir",
+                       {a, b}, {ReferenceMatmul(a, bt, 0, 8, 5, 3)});
+}
+
 // ---- fill, transpose, broadcast --------------------------------------------------------------
 
 TEST(FillTest, ShardedReplicatedAndEmpty) {

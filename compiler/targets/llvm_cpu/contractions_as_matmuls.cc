@@ -185,10 +185,11 @@ mlir::Value MatmulPerBatch(mlir::OpBuilder& builder, mlir::Location loc, mlir::V
 }
 
 // Whether `op` is a contraction this rewrite takes: on tensors, static shapes, one float element
-// type (f32 or f64) throughout, at least one m, n and k dimension, and either batch dimensions or
-// a generic form (a plain linalg.matmul is already a matmul).
+// type (f32 or f64) throughout, at least one m, n and k dimension, and not a plain linalg.matmul
+// (already one; a matmul with transposing indexing maps is taken).
 bool IsRewritable(mlir::linalg::LinalgOp op, mlir::linalg::ContractionDimensions& dims) {
-  if (mlir::isa<mlir::linalg::MatmulOp>(op) || !op.hasPureTensorSemantics() ||
+  auto matmul = mlir::dyn_cast<mlir::linalg::MatmulOp>(op.getOperation());
+  if ((matmul && !matmul.hasUserDefinedMaps()) || !op.hasPureTensorSemantics() ||
       op->getNumResults() != 1 || op.getNumDpsInputs() != 2 ||
       !mlir::linalg::isaContractionOpInterface(op)) {
     return false;
