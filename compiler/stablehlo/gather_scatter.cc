@@ -294,38 +294,53 @@ absl::StatusOr<ScatterPlan> PlanScatter(mlir::Operation* op, mlir::RankedTensorT
   return plan;
 }
 
-// Whether the scatter's body adds its two arguments and returns the sum (`.at[].add`, the
-// gradient of a lookup).
-bool BodyAdds(mlir::Operation* op) {
-  if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock()) return false;
+// What a scatter's body does with the operand's element (its first argument) and the update (its
+// second): one elementwise op of the two, in that order (`.at[].add`, `.mul`, `.max`, `.min`, the
+// gradient of a lookup), or the update itself (`.at[].set`).
+struct ScatterBody {
+  bool valid = false;
+  mlir::Operation* combine = nullptr;  // null: the update replaces the element
+};
+
+ScatterBody ReadScatterBody(mlir::Operation* op) {
+  if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock()) return {};
   mlir::Block& body = op->getRegion(0).front();
-  if (body.getNumArguments() != 2 || body.getOperations().size() != 2) return false;
-  mlir::Operation& add = body.front();
   mlir::Operation* ret = body.getTerminator();
-  return add.getName().getStringRef() == "stablehlo.add" && add.getNumOperands() == 2 &&
-         add.getOperand(0) == body.getArgument(0) && add.getOperand(1) == body.getArgument(1) &&
-         ret->getName().getStringRef() == "stablehlo.return" && ret->getNumOperands() == 1 &&
-         ret->getOperand(0) == add.getResult(0);
+  if (body.getNumArguments() != 2 || ret->getName().getStringRef() != "stablehlo.return" ||
+      ret->getNumOperands() != 1) {
+    return {};
+  }
+  if (body.getOperations().size() == 1) {
+    return {ret->getOperand(0) == body.getArgument(1), nullptr};
+  }
+  mlir::Operation& combine = body.front();
+  const bool valid =
+      body.getOperations().size() == 2 && IsScalarOp(combine.getName().getStringRef()) &&
+      combine.getNumOperands() == 2 && combine.getNumResults() == 1 &&
+      combine.getOperand(0) == body.getArgument(0) &&
+      combine.getOperand(1) == body.getArgument(1) && ret->getOperand(0) == combine.getResult(0);
+  return {valid, &combine};
 }
 
-// stablehlo.scatter with an adding body: one linalg.generic whose loops are the operand's
-// dimensions (parallel) and the updates' scatter dimensions (reduction), accumulating into the
-// operand each update whose index names the element: out[v] = operand[v] + sum over the updates
-// of (index == v ? update : -0.0) (-0.0 adds nothing, to a -0.0 either; integers add 0). An index
-// past the operand matches no element: that update is dropped, as XLA and JAX's default mode do.
-// The sum over the scatter loops is a reduction the partitioner shards (updates split by rows:
-// partial sums, all-reduced).
+// stablehlo.scatter: one linalg.generic whose loops are the operand's dimensions (parallel) and
+// the updates' scatter dimensions (reduction, in the updates' order), combining into the operand
+// each update whose index names the element: out[v] = index == v ? body(out[v], update) : out[v]
+// (a set: the update; of several updates of one element the last in order is written, as XLA's
+// CPU backend does). An index past the operand matches no element: that update is dropped, as
+// XLA and JAX's default mode do. The op reads the indices as a captured tensor, so it runs whole
+// on every device (ReplicatePositionalOps, partition.cc).
 absl::Status ConvertScatter(ImportState& state, mlir::Operation* op) {
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 3, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType operand_type, state.OperandType(op, 0));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType indices_type, state.OperandType(op, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType updates_type, state.OperandType(op, 2));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType result_type, state.ResultType(op, 0));
-  if (!BodyAdds(op)) {
+  const ScatterBody scatter_body = ReadScatterBody(op);
+  if (!scatter_body.valid) {
     return absl::UnimplementedError(absl::StrCat(
         ImportState::Where(op),
-        ": a scatter whose body does not add (only `.at[...].add` and the gradient of a lookup "
-        "are supported)"));
+        ": a scatter whose body is not one elementwise op of the element and the update, or the "
+        "update itself (`.at[...].set / add / mul / max / min` are supported)"));
   }
   TESSERA_ASSIGN_OR_RETURN(ScatterPlan plan,
                            PlanScatter(op, operand_type, indices_type, updates_type, result_type));
@@ -333,7 +348,6 @@ absl::Status ConvertScatter(ImportState& state, mlir::Operation* op) {
   TESSERA_ASSIGN_OR_RETURN(Value indices, state.Operand(op, 1));
   TESSERA_ASSIGN_OR_RETURN(Value updates, state.Operand(op, 2));
   const bool is_unsigned = indices_type.getElementType().isUnsignedInteger();
-  mlir::Operation* add = &op->getRegion(0).front().front();
   mlir::Type element_type = operand_type.getElementType();
   mlir::MLIRContext* context = op->getContext();
   const int64_t rank = operand_type.getRank();
@@ -373,20 +387,19 @@ absl::Status ConvertScatter(ImportState& state, mlir::Operation* op) {
               mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::eq, start, target);
           match = mlir::arith::AndIOp::create(b, l, match, equal);
         }
-        mlir::Type scalar = args[0].getType();
-        mlir::TypedAttr zero = mlir::isa<mlir::FloatType>(scalar)
-                                   ? mlir::TypedAttr(b.getFloatAttr(scalar, -0.0))
-                                   : mlir::cast<mlir::TypedAttr>(b.getZeroAttr(scalar));
-        Value none = mlir::arith::ConstantOp::create(b, l, zero);
-        Value addend = mlir::arith::SelectOp::create(b, l, match, args[0], none);
-        absl::StatusOr<Value> sum =
-            BuildScalarOp(b, l, add, {args[1], addend}, {element_type, element_type}, element_type);
-        if (!sum.ok()) {
-          status = sum.status();
+        // args[0]: the update, args[1]: the element so far.
+        absl::StatusOr<Value> written = args[0];
+        if (scatter_body.combine != nullptr) {
+          written = BuildScalarOp(b, l, scatter_body.combine, {args[1], args[0]},
+                                  {element_type, element_type}, element_type);
+        }
+        if (!written.ok()) {
+          status = written.status();
           mlir::linalg::YieldOp::create(b, l, args[1]);
           return;
         }
-        mlir::linalg::YieldOp::create(b, l, *sum);
+        mlir::linalg::YieldOp::create(
+            b, l, Value(mlir::arith::SelectOp::create(b, l, match, *written, args[1])));
       });
   TESSERA_RETURN_IF_ERROR(status);
   state.Map(op->getResult(0), generic->getResult(0));

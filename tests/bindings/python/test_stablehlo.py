@@ -533,10 +533,33 @@ def test_loops_and_branches_run_whole_on_every_device(client8, n):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-def test_scatter_that_sets_is_refused_by_name(client8):
-    lowered = jax.jit(lambda x, i: x.at[i].set(1.0)).lower(np.zeros(8, np.float32),
-                                                         np.zeros(2, np.int32))
-    with pytest.raises(RuntimeError, match=r"UNIMPLEMENTED.*scatter whose body does not add"):
+SCATTERS = {
+    # Distinct indices for set (JAX leaves the order of repeated ones open); repeated ones for the
+    # combining kinds, whose result does not depend on the order; 9 is past the end: dropped.
+    "set": (lambda x, i, u: x.at[i].set(u), [5, 0, 7, 9]),
+    "mul": (lambda x, i, u: x.at[i].mul(u), [5, 0, 5, 9]),
+    "max": (lambda x, i, u: x.at[i].max(u), [5, 0, 5, 9]),
+    "min": (lambda x, i, u: x.at[i].min(u), [2, 2, 7, 9]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SCATTERS))
+def test_scatters_that_set_multiply_and_take_extremes(client8, kind):
+    needs_8_jax_devices()
+    f, ids = SCATTERS[kind]
+    g = rng(24)
+    x, u = normal(g, 8, 3), normal(g, 4, 3)
+    (want,), (got,) = run_both(client8, f, (x, np.array(ids, np.int32), u), (P("x"), P(), P()),
+                               P("x"), make_mesh((8,), ("x",)))
+    assert np.array_equal(got, want), (got, want)
+
+
+def test_scatter_of_another_body_is_refused_by_name(client8):
+    def affine(x, i):
+        return x.at[i].apply(lambda v: v * 2.0 + 1.0)
+
+    lowered = jax.jit(affine).lower(np.zeros(8, np.float32), np.zeros(2, np.int32))
+    with pytest.raises(RuntimeError, match=r"UNIMPLEMENTED.*scatter whose body is not one"):
         client8.compile(lowered)
 
 
