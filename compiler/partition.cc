@@ -56,9 +56,8 @@ mlir::Value MakeSharding(mlir::OpBuilder& builder, mlir::Location loc, const sha
 // `shard.sharding @grid split_axes = [[]]`: replicated.
 mlir::Value MakeReplicatedSharding(mlir::OpBuilder& builder, mlir::Location loc) {
   auto grid = mlir::FlatSymbolRefAttr::get(builder.getContext(), kGridName);
-  return mlir::shard::ShardingOp::create(builder, loc, grid,
-                                         {mlir::DenseI16ArrayAttr::get(builder.getContext(), {})})
-      .getResult();
+  return mlir::shard::ShardingOp::create(builder, loc,
+                                         ShardingOfAxes(builder.getContext(), grid, {}));
 }
 
 // Propagation on @main: every tensor op gets a sharding.

@@ -21,7 +21,7 @@ namespace tessera::compiler {
 namespace {
 
 // The split axes of a sharding, a list per tensor dimension, padded to `rank` dimensions.
-using SplitAxes = std::vector<std::vector<int16_t>>;
+using SplitAxes = mlir::shard::ShardingArray;
 
 SplitAxes AxesOf(const mlir::shard::Sharding& sharding, int64_t rank) {
   SplitAxes axes(rank);
@@ -57,7 +57,7 @@ std::vector<SplitAxes> IntermediateSteps(const SplitAxes& from, const SplitAxes&
   }
   if (removed + added <= 1) return {};
   size_t split = 0;
-  for (const std::vector<int16_t>& dim : from) split += dim.size();
+  for (const auto& dim : from) split += dim.size();
   if (removed == 1 && added == 1 && split == 1) {
     for (size_t d = 0; d < from.size(); ++d) {
       if (from[d].size() == common[d] + 1 && to[d].size() == common[d]) {
@@ -85,17 +85,6 @@ std::vector<SplitAxes> IntermediateSteps(const SplitAxes& from, const SplitAxes&
   return steps;
 }
 
-mlir::Value MakeShardingOp(mlir::OpBuilder& builder, mlir::Location loc,
-                           mlir::FlatSymbolRefAttr grid, const SplitAxes& axes) {
-  std::vector<mlir::shard::GridAxesAttr> split;
-  for (const std::vector<int16_t>& dim : axes) {
-    split.push_back(mlir::DenseI16ArrayAttr::get(builder.getContext(), dim));
-  }
-  while (split.size() > 1 && split.back().empty()) split.pop_back();
-  if (split.empty()) split.push_back(mlir::DenseI16ArrayAttr::get(builder.getContext(), {}));
-  return mlir::shard::ShardingOp::create(builder, loc, grid, split).getResult();
-}
-
 }  // namespace
 
 void SplitReshardsIntoSteps(mlir::func::FuncOp main) {
@@ -117,7 +106,8 @@ void SplitReshardsIntoSteps(mlir::func::FuncOp main) {
     mlir::OpBuilder builder(target);
     mlir::Value value = source.getResult();
     for (const SplitAxes& step : steps) {
-      mlir::Value sharding = MakeShardingOp(builder, target.getLoc(), from.getGridAttr(), step);
+      mlir::Value sharding = mlir::shard::ShardingOp::create(
+          builder, target.getLoc(), ShardingOfAxes(builder.getContext(), from.getGridAttr(), step));
       value = mlir::shard::ShardOp::create(builder, target.getLoc(), value, sharding,
                                            /*annotate_for_users=*/true)
                   .getResult();
