@@ -73,31 +73,28 @@ struct CombinerKind {
   ReductionKind kind;
   std::vector<mlir::shard::ReductionKind> mlir_kinds;
 };
-std::optional<CombinerKind> KindOf(mlir::Operation* combiner) {
+// `name`: the combining op's name ("arith.addf").
+std::optional<CombinerKind> KindOf(llvm::StringRef name) {
   using K = mlir::shard::ReductionKind;
   using R = ReductionKind;
-  namespace arith = mlir::arith;
-  if (mlir::isa<arith::AddFOp, arith::AddIOp>(combiner)) return CombinerKind{R::kSum, {K::Sum}};
-  if (mlir::isa<arith::MulFOp, arith::MulIOp>(combiner)) {
-    return CombinerKind{R::kProduct, {K::Product}};
-  }
-  if (mlir::isa<arith::MaximumFOp, arith::MaxSIOp>(combiner))
-    return CombinerKind{R::kMax, {K::Max}};
-  if (mlir::isa<arith::MinimumFOp, arith::MinSIOp>(combiner))
-    return CombinerKind{R::kMin, {K::Min}};
-  if (mlir::isa<arith::MaxUIOp>(combiner)) return CombinerKind{R::kMaxUnsigned, {K::Max}};
-  if (mlir::isa<arith::MinUIOp>(combiner)) return CombinerKind{R::kMinUnsigned, {K::Min}};
-  if (mlir::isa<arith::MaxNumFOp>(combiner)) return CombinerKind{R::kMaxNum, {K::Generic}};
-  if (mlir::isa<arith::MinNumFOp>(combiner)) return CombinerKind{R::kMinNum, {K::Generic}};
-  if (mlir::isa<arith::AndIOp>(combiner)) return CombinerKind{R::kAnd, {K::BitwiseAnd, K::Sum}};
-  if (mlir::isa<arith::OrIOp>(combiner)) return CombinerKind{R::kOr, {K::BitwiseOr}};
-  if (mlir::isa<arith::XOrIOp>(combiner)) return CombinerKind{R::kXor, {K::BitwiseXor}};
+  if (name == "arith.addf" || name == "arith.addi") return CombinerKind{R::kSum, {K::Sum}};
+  if (name == "arith.mulf" || name == "arith.muli") return CombinerKind{R::kProduct, {K::Product}};
+  if (name == "arith.maximumf" || name == "arith.maxsi") return CombinerKind{R::kMax, {K::Max}};
+  if (name == "arith.minimumf" || name == "arith.minsi") return CombinerKind{R::kMin, {K::Min}};
+  if (name == "arith.maxui") return CombinerKind{R::kMaxUnsigned, {K::Max}};
+  if (name == "arith.minui") return CombinerKind{R::kMinUnsigned, {K::Min}};
+  if (name == "arith.maxnumf") return CombinerKind{R::kMaxNum, {K::Generic}};
+  if (name == "arith.minnumf") return CombinerKind{R::kMinNum, {K::Generic}};
+  if (name == "arith.andi") return CombinerKind{R::kAnd, {K::BitwiseAnd, K::Sum}};
+  if (name == "arith.ori") return CombinerKind{R::kOr, {K::BitwiseOr}};
+  if (name == "arith.xori") return CombinerKind{R::kXor, {K::BitwiseXor}};
   return std::nullopt;
 }
 
 // The reduction of collective `op` (kind `kind` from the partitioner) over `input`: taken from the
 // combiner of the linalg reduction that defines `input`, never from `kind` alone (MLIR's kinds
-// lose signedness and NaN semantics). UNIMPLEMENTED, naming the combiner and its location: a
+// lose signedness and NaN semantics); a manual computation's explicit collective names its
+// combiner (kCombinerAttrName). UNIMPLEMENTED, naming the combiner and its location: a
 // combiner other than addf / addi, mulf / muli, maximumf / minimumf, maxnumf / minnumf, maxsi /
 // minsi, maxui / minui, andi, ori, xori; none found; or one that disagrees with `kind`.
 absl::StatusOr<ReductionKind> ToReduction(mlir::Operation* op, mlir::shard::ReductionKind kind,
@@ -105,6 +102,15 @@ absl::StatusOr<ReductionKind> ToReduction(mlir::Operation* op, mlir::shard::Redu
   const std::string collective =
       absl::StrCat(op->getName().getStringRef().str(), " at ", FormatLocation(op->getLoc()),
                    " (reduction '", mlir::shard::stringifyReductionKind(kind).str(), "')");
+  if (auto named = op->getAttrOfType<mlir::StringAttr>(kCombinerAttrName)) {
+    std::optional<CombinerKind> combined = KindOf(named.getValue());
+    if (!combined || absl::c_find(combined->mlir_kinds, kind) == combined->mlir_kinds.end()) {
+      return absl::UnimplementedError(absl::StrCat(collective, " combines with '",
+                                                   named.getValue().str(),
+                                                   "', which is not one of its reductions"));
+    }
+    return combined->kind;
+  }
   mlir::Operation* combiner = CombinerOf(input);
   if (combiner == nullptr) {
     return absl::UnimplementedError(
@@ -114,7 +120,7 @@ absl::StatusOr<ReductionKind> ToReduction(mlir::Operation* op, mlir::shard::Redu
   }
   const std::string name = absl::StrCat("combiner '", combiner->getName().getStringRef().str(),
                                         "' at ", FormatLocation(combiner->getLoc()));
-  std::optional<CombinerKind> combined = KindOf(combiner);
+  std::optional<CombinerKind> combined = KindOf(combiner->getName().getStringRef());
   if (!combined) {
     return absl::UnimplementedError(absl::StrCat(
         "a reduction over a sharded dimension with ", name,

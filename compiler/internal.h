@@ -55,9 +55,37 @@ inline constexpr std::string_view kShardingAttrName = "tessera.sharding";
 // StableHLO importer sets it for ui8 ... ui64 at @main's boundary.
 inline constexpr std::string_view kUnsignedAttrName = "tessera.unsigned";
 
+// The unit attribute of an i16 argument / result that the caller sees as bf16 (its bits; the
+// StableHLO importer computes bf16 in f32 and converts at @main's boundary).
+inline constexpr std::string_view kBf16AttrName = "tessera.bf16";
+
 // The unit attribute of an scf.if the program itself branches with (a StableHLO case), as opposed
 // to the ones the partitioner makes on the device position.
 inline constexpr std::string_view kProgramBranchAttrName = "tessera.program_branch";
+
+// The grid AnnotateShardings adds for the program's mesh (mesh axis i is grid axis i).
+inline constexpr std::string_view kGridName = "grid";
+
+// A manual computation (JAX's shard_map: code that runs on each device's shards, communicating
+// through explicit collectives) is, in @main's body, a builtin.unrealized_conversion_cast from its
+// operands to its results (global values) with these attributes:
+//   tessera.manual_body = "name": its body, func.func @name in the nested module
+//     @tessera.manual_bodies (beside a shard.grid @grid of the mesh), on the local shapes; its
+//     shard collectives (all_reduce, all_gather, reduce_scatter, all_to_all) and
+//     shard.process_multi_index name that @grid, and each all_reduce / reduce_scatter carries
+//     tessera.combiner, the name of the arith op that combines ("arith.addf");
+//   tessera.manual_in / tessera.manual_out: one sharding text per operand / result
+//     ("mesh{x=2} P(x)"; "" for replicated): how the global value splits into the local ones.
+// The partitioner reshards each operand to its sharding (manual_computations.cc gives the cast a
+// sharding model); InlineManualComputations then puts the body in its place.
+inline constexpr std::string_view kManualBodyAttrName = "tessera.manual_body";
+inline constexpr std::string_view kManualInAttrName = "tessera.manual_in";
+inline constexpr std::string_view kManualOutAttrName = "tessera.manual_out";
+inline constexpr std::string_view kManualBodiesModuleName = "tessera.manual_bodies";
+inline constexpr std::string_view kCombinerAttrName = "tessera.combiner";
+// The split axes AnnotateShardings gives a manual computation's cast, for its sharding model: one
+// array per operand, then per result, of one i16 array of grid axes per dimension.
+inline constexpr std::string_view kManualSplitAttrName = "tessera.manual_split";
 
 // A context with every dialect and interface the compiler uses registered (loaded lazily),
 // multithreading off: one Compile call runs on one thread.
@@ -74,6 +102,11 @@ void RegisterSliceShardings(mlir::DialectRegistry& registry);
 // Gives scf.while, scf.if and tensor.extract a sharding: they run whole on every device
 // (control_flow_sharding.cc).
 void RegisterControlFlowShardings(mlir::DialectRegistry& registry);
+
+// Gives builtin.unrealized_conversion_cast the sharding of a manual computation: its operands and
+// results fixed to its tessera.manual_in / manual_out shardings, partitioned into the same cast
+// on the local values (manual_computations.cc). Casts without tessera.manual_body are cloned.
+void RegisterManualComputationShardings(mlir::MLIRContext& context);
 
 // Rewrites the tensor ops of a kernel that make views or copies (expand_shape, collapse_shape,
 // extract_slice, pad, concat) as linalg.generic over their results (tensor_ops_as_linalg.cc);
@@ -165,6 +198,12 @@ struct ProgramShardings {
   // Arguments and results whose sharding came from a `tessera.sharding` attribute.
   int from_attributes = 0;
   std::vector<std::pair<mlir::Operation*, sharding::PartitionSpec>> constraints;
+  // The manual computations of @main's body, with their operands' and results' specs.
+  struct Manual {
+    mlir::Operation* op = nullptr;
+    std::vector<sharding::PartitionSpec> in, out;
+  };
+  std::vector<Manual> manuals;
 };
 
 // Reads the shardings from the request (when given) or from @main's `tessera.sharding`
@@ -174,6 +213,18 @@ struct ProgramShardings {
 // dimension its tile count does not divide.
 absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
                                                   const ProgramCompileRequest& request);
+
+// Checks each manual computation of `shardings` against its body (manual_computations.cc):
+// INVALID_ARGUMENT naming the computation's location when its body is missing, takes or returns
+// other local types than its shardings give, or its grid is not the mesh; or when a shard op or an
+// unrealized_conversion_cast of @main is not part of one.
+absl::Status CheckManualComputations(mlir::ModuleOp module, mlir::func::FuncOp main,
+                                     const ProgramShardings& shardings);
+
+// In the partitioned @main, each manual computation's cast becomes a copy of its body on the
+// cast's (now local) operands; the bodies' module is erased. INTERNAL when an operand's local type
+// is not the body's (manual_computations.cc).
+absl::Status InlineManualComputations(mlir::ModuleOp module, mlir::func::FuncOp main);
 
 // Adds `shard.grid @grid` (the mesh's axis sizes) and annotates every argument (shard.shard) and
 // every returned value (shard.shard annotate_for_users) of @main with its sharding; each

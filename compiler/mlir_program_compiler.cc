@@ -36,6 +36,8 @@ std::unique_ptr<mlir::MLIRContext> CreateCompilerContext() {
   // The dialects whose ops the compiler builds itself (the rest load as the parser meets them).
   context->loadDialect<mlir::shard::ShardDialect, mlir::arith::ArithDialect,
                        mlir::func::FuncDialect, mlir::tensor::TensorDialect>();
+  // The builtin dialect is loaded already: its cast gets its model here.
+  RegisterManualComputationShardings(*context);
   return context;
 }
 
@@ -77,6 +79,17 @@ std::string PrintOp(mlir::Operation* op) {
 
 namespace {
 
+// bf16 for a value of s16 elements (bf16's bits); INVALID_ARGUMENT for any other.
+absl::StatusOr<DType> Bf16(const ProgramValue& value) {
+  if (value.dtype.kind() != DType::kS16) {
+    return absl::InvalidArgumentError(absl::StrCat("a ", std::string(kBf16AttrName),
+                                                   " value must be of i16 elements (bf16's bits), "
+                                                   "not ",
+                                                   value.dtype.DebugString()));
+  }
+  return DType(DType::kBF16);
+}
+
 // The unsigned dtype of the width of `dtype` (a signed integer), the others unchanged.
 DType Unsigned(DType dtype) {
   switch (dtype.kind()) {
@@ -99,11 +112,17 @@ absl::Status FillSignature(mlir::func::FuncOp main, const ProgramShardings& shar
   for (unsigned i = 0; i < main.getNumArguments(); ++i) {
     TESSERA_ASSIGN_OR_RETURN(ProgramValue value, ValueOfType(main.getArgumentTypes()[i]));
     if (main.getArgAttr(i, kUnsignedAttrName)) value.dtype = Unsigned(value.dtype);
+    if (main.getArgAttr(i, kBf16AttrName)) {
+      TESSERA_ASSIGN_OR_RETURN(value.dtype, Bf16(value));
+    }
     plan.global_parameters.push_back(std::move(value));
   }
   for (unsigned i = 0; i < main.getNumResults(); ++i) {
     TESSERA_ASSIGN_OR_RETURN(ProgramValue value, ValueOfType(main.getResultTypes()[i]));
     if (main.getResultAttr(i, kUnsignedAttrName)) value.dtype = Unsigned(value.dtype);
+    if (main.getResultAttr(i, kBf16AttrName)) {
+      TESSERA_ASSIGN_OR_RETURN(value.dtype, Bf16(value));
+    }
     plan.global_results.push_back(std::move(value));
   }
   const std::string mesh = shardings.mesh.ToString();

@@ -32,19 +32,25 @@
 namespace tessera::compiler {
 namespace {
 
-constexpr char kGridName[] = "grid";
-
-// `shard.sharding @grid split_axes = [...]` for `spec`: mesh axis i is grid axis i.
-mlir::Value MakeSharding(mlir::OpBuilder& builder, mlir::Location loc, const sharding::Mesh& mesh,
-                         const sharding::PartitionSpec& spec) {
+// The grid axes of each dimension `spec` splits: mesh axis i is grid axis i.
+std::vector<mlir::shard::GridAxesAttr> SplitAxes(mlir::MLIRContext* context,
+                                                 const sharding::Mesh& mesh,
+                                                 const sharding::PartitionSpec& spec) {
   std::vector<mlir::shard::GridAxesAttr> split_axes;
   for (const sharding::PartitionSpec::Dim& dim : spec.dims()) {
     std::vector<mlir::shard::GridAxis> axes;
     for (const std::string& name : dim) {
       axes.push_back(static_cast<mlir::shard::GridAxis>(*mesh.FindAxis(name)));
     }
-    split_axes.push_back(mlir::DenseI16ArrayAttr::get(builder.getContext(), axes));
+    split_axes.push_back(mlir::DenseI16ArrayAttr::get(context, axes));
   }
+  return split_axes;
+}
+
+// `shard.sharding @grid split_axes = [...]` for `spec`.
+mlir::Value MakeSharding(mlir::OpBuilder& builder, mlir::Location loc, const sharding::Mesh& mesh,
+                         const sharding::PartitionSpec& spec) {
+  std::vector<mlir::shard::GridAxesAttr> split_axes = SplitAxes(builder.getContext(), mesh, spec);
   while (!split_axes.empty() && split_axes.back().empty()) split_axes.pop_back();
   // The op's syntax needs at least one (possibly empty) entry.
   if (split_axes.empty())
@@ -338,6 +344,40 @@ bool AnnotateReplicatedLater(mlir::func::FuncOp main) {
   return !arguments.empty() || !results.empty();
 }
 
+// A manual computation's operands annotated (for it) and results annotated with its shardings,
+// which its cast also carries (kManualSplitAttrName) for its sharding model.
+void AnnotateManualComputation(mlir::OpBuilder& builder, const ProgramShardings::Manual& manual,
+                               const sharding::Mesh& mesh) {
+  mlir::Operation* op = manual.op;
+  mlir::MLIRContext* context = op->getContext();
+  std::vector<mlir::Attribute> split;
+  for (const std::vector<sharding::PartitionSpec>* specs : {&manual.in, &manual.out}) {
+    for (const sharding::PartitionSpec& spec : *specs) {
+      std::vector<mlir::shard::GridAxesAttr> axes = SplitAxes(context, mesh, spec);
+      split.push_back(builder.getArrayAttr(std::vector<mlir::Attribute>(axes.begin(), axes.end())));
+    }
+  }
+  op->setAttr(kManualSplitAttrName, builder.getArrayAttr(split));
+  builder.setInsertionPoint(op);
+  for (mlir::OpOperand& operand : op->getOpOperands()) {
+    if (!IsShardable(operand.get())) continue;
+    mlir::Value sharding =
+        MakeSharding(builder, op->getLoc(), mesh, manual.in[operand.getOperandNumber()]);
+    operand.set(mlir::shard::ShardOp::create(builder, op->getLoc(), operand.get(), sharding,
+                                             /*annotate_for_users=*/true)
+                    .getResult());
+  }
+  builder.setInsertionPointAfter(op);
+  for (mlir::OpResult result : op->getResults()) {
+    if (!IsShardable(result)) continue;
+    mlir::Value sharding =
+        MakeSharding(builder, op->getLoc(), mesh, manual.out[result.getResultNumber()]);
+    auto shard = mlir::shard::ShardOp::create(builder, op->getLoc(), result, sharding,
+                                              /*annotate_for_users=*/false);
+    result.replaceAllUsesExcept(shard.getResult(), shard);
+  }
+}
+
 }  // namespace
 
 void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
@@ -352,7 +392,10 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
   // constraint is split.
   const bool any_argument_split =
       llvm::any_of(shardings.parameters, IsSplit) ||
-      llvm::any_of(shardings.constraints, [](const auto& c) { return IsSplit(c.second); });
+      llvm::any_of(shardings.constraints, [](const auto& c) { return IsSplit(c.second); }) ||
+      llvm::any_of(shardings.manuals, [](const ProgramShardings::Manual& manual) {
+        return llvm::any_of(manual.in, IsSplit);
+      });
   std::vector<int64_t> arguments_later, results_later;
   mlir::Block& entry = main.getBody().front();
   builder.setInsertionPointToStart(&entry);
@@ -395,6 +438,10 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
     op->erase();
     if (init && mlir::isa<mlir::tensor::EmptyOp>(init) && init->use_empty()) init->erase();
   }
+  // Manual computations: their operands resharded to theirs, their results as they make them.
+  for (const ProgramShardings::Manual& manual : shardings.manuals) {
+    AnnotateManualComputation(builder, manual, shardings.mesh);
+  }
   if (!arguments_later.empty()) {
     main->setAttr(kArgumentsReplicatedLaterAttr, builder.getDenseI64ArrayAttr(arguments_later));
   }
@@ -426,6 +473,9 @@ absl::Status PartitionProgram(mlir::ModuleOp module) {
   BuildPartitionPipeline(partition);
   TESSERA_RETURN_IF_ERROR(
       RunPipeline(partition, module, absl::StatusCode::kUnimplemented, "partitioning"));
+  // Before any canonicalization: it would fold a manual computation's cast whose operands and
+  // results have the same types.
+  if (main) TESSERA_RETURN_IF_ERROR(InlineManualComputations(module, main));
   FoldCollectivesOfConstantFills(module);
   mlir::PassManager cleanup(module.getContext());
   BuildCleanupPipeline(cleanup);

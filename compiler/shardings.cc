@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -140,6 +141,29 @@ bool IsIdentityGeneric(mlir::Operation* op) {
          yield->getOperand(0) == body.getArgument(0);
 }
 
+// The shardings of a manual computation's `count` operands or results: attribute `name` of `op`,
+// one text per value ("" replicated).
+absl::StatusOr<std::vector<ShardingText>> ManualTexts(mlir::Operation* op, std::string_view name,
+                                                      size_t count, const std::string& what) {
+  auto texts = op->getAttrOfType<mlir::ArrayAttr>(name);
+  if (!texts || texts.size() != count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", std::string(name), " must be an array of ", count, " strings"));
+  }
+  std::vector<ShardingText> parsed(count);
+  for (size_t i = 0; i < count; ++i) {
+    auto text = mlir::dyn_cast<mlir::StringAttr>(texts[i]);
+    if (!text) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": ", std::string(name), " must be an array of strings"));
+    }
+    if (text.getValue().empty()) continue;
+    TESSERA_ASSIGN_OR_RETURN(parsed[i],
+                             ParseNamed(text.getValue().str(), absl::StrCat(what, " ", i)));
+  }
+  return parsed;
+}
+
 }  // namespace
 
 absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
@@ -171,8 +195,30 @@ absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
     constraint_ops.push_back(&op);
     constraints.push_back(std::move(parsed));
   }
+  // Manual computations: casts of @main's body that name a body (internal.h).
+  struct ManualTextsOf {
+    mlir::Operation* op;
+    std::vector<ShardingText> in, out;
+  };
+  std::vector<ManualTextsOf> manuals;
+  for (mlir::Operation& op : main.getBody().front()) {
+    if (!op.hasAttr(kManualBodyAttrName)) continue;
+    const std::string what =
+        absl::StrCat("the manual computation at ", FormatLocation(op.getLoc()));
+    ManualTextsOf manual{&op, {}, {}};
+    TESSERA_ASSIGN_OR_RETURN(manual.in, ManualTexts(&op, kManualInAttrName, op.getNumOperands(),
+                                                    absl::StrCat(what, ": operand")));
+    TESSERA_ASSIGN_OR_RETURN(manual.out, ManualTexts(&op, kManualOutAttrName, op.getNumResults(),
+                                                     absl::StrCat(what, ": result")));
+    manuals.push_back(std::move(manual));
+  }
   std::vector<ShardingText> all = params;
   all.insert(all.end(), results.begin(), results.end());
+  // A manual computation runs on its own mesh, whatever the request.
+  for (const ManualTextsOf& manual : manuals) {
+    all.insert(all.end(), manual.in.begin(), manual.in.end());
+    all.insert(all.end(), manual.out.begin(), manual.out.end());
+  }
   // The program's constraints name its mesh too, unless the request gives the shardings: then
   // the request's mesh is the program's, and a constraint over another mesh is not imposed (a
   // hint on how to compute: the results are the same).
@@ -214,6 +260,31 @@ absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
                     absl::StrCat("the constraint at ", FormatLocation(op->getLoc()))));
     out.constraints.emplace_back(op, std::move(spec));
   }
+  for (const ManualTextsOf& manual : manuals) {
+    ProgramShardings::Manual resolved{manual.op, {}, {}};
+    const std::string what =
+        absl::StrCat("the manual computation at ", FormatLocation(manual.op->getLoc()));
+    for (auto [texts, values, specs, kind] :
+         {std::tuple{&manual.in, mlir::ValueRange(manual.op->getOperands()), &resolved.in,
+                     "operand"},
+          std::tuple{&manual.out, mlir::ValueRange(manual.op->getResults()), &resolved.out,
+                     "result"}}) {
+      for (size_t i = 0; i < texts->size(); ++i) {
+        auto type = mlir::dyn_cast<mlir::RankedTensorType>(values[i].getType());
+        if (!type) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(what, ": ", kind, " ", i, " is not a ranked tensor"));
+        }
+        TESSERA_ASSIGN_OR_RETURN(
+            sharding::PartitionSpec spec,
+            ResolveSpec((*texts)[i], mesh, type, absl::StrCat(what, ": ", kind, " ", i)));
+        specs->push_back(std::move(spec));
+      }
+    }
+    out.manuals.push_back(std::move(resolved));
+  }
+  TESSERA_RETURN_IF_ERROR(
+      CheckManualComputations(main->getParentOfType<mlir::ModuleOp>(), main, out));
   return out;
 }
 

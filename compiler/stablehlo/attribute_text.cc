@@ -362,6 +362,15 @@ absl::StatusOr<std::vector<SdySharding>> ParseSdyShardingPerValue(std::string_vi
   return shardings;
 }
 
+absl::StatusOr<std::vector<std::string>> ParseSdyManualAxes(std::string_view text) {
+  Lexer lexer("sdy manual_axes", text);
+  std::string_view keyword;
+  if (!lexer.EatIdentifier(&keyword) || keyword != "manual_axes") return lexer.Error("manual_axes");
+  TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> axes, ParseAxisSet(lexer));
+  if (!lexer.AtEnd()) return lexer.Error("the end of the attribute");
+  return axes;
+}
+
 namespace {
 
 constexpr int64_t kMaxGspmdDevices = 65536;

@@ -81,6 +81,10 @@ absl::StatusOr<SdySharding> ParseSdySharding(std::string_view text);
 // A list of Shardy shardings, one per value (`#sdy.sharding_per_value<[<@mesh, ...>, ...]>`).
 absl::StatusOr<std::vector<SdySharding>> ParseSdyShardingPerValue(std::string_view text);
 
+// The mesh axes a manual computation (shard_map) takes over: `manual_axes{"x", "y"}` (the text of
+// `#sdy<manual_axes{...}>`).
+absl::StatusOr<std::vector<std::string>> ParseSdyManualAxes(std::string_view text);
+
 // A GSPMD sharding string (`mhlo.sharding`, XLA's HloSharding text): `{replicated}`, or
 // `{devices=[t0,t1,...]D}` with D the device at each tile (row-major): an explicit list `0,1,...`
 // or an iota `<=[r0,r1,...]` optionally transposed `T(p0,p1,...)`, and optionally

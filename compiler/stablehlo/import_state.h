@@ -10,9 +10,12 @@
 // Types: tensors keep their shapes; unsigned integer element types become signless (arith's
 // ops carry the signedness instead), so each converter reads the signedness from the old types.
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -95,6 +98,13 @@ class ImportState {
   static absl::StatusOr<std::vector<int64_t>> I64ArrayAttr(mlir::Operation* op,
                                                            std::string_view name);
 
+  // Inside a manual computation's body (shard_map): the axis sizes of its mesh, which its
+  // collectives' device groups are over (grid axis i is mesh axis i); null elsewhere.
+  void SetManualGrid(std::vector<int64_t> shape) { manual_grid_ = std::move(shape); }
+  const std::vector<int64_t>* manual_grid() const {
+    return manual_grid_ ? &*manual_grid_ : nullptr;
+  }
+
   // tensor.empty of `type`.
   mlir::Value Empty(mlir::Location loc, mlir::RankedTensorType type);
   // A tensor of `type` filled with `scalar` (tensor.empty + linalg.fill), recorded as a splat.
@@ -105,6 +115,7 @@ class ImportState {
   llvm::DenseMap<mlir::Value, mlir::Value> values_;
   llvm::DenseMap<mlir::Value, mlir::TypedAttr> splats_;
   llvm::DenseMap<mlir::Value, UnitOrigin> unit_origins_;
+  std::optional<std::vector<int64_t>> manual_grid_;
 };
 
 // Converts one StableHLO op (its operands already converted) into new ops at the builder's
@@ -112,7 +123,7 @@ class ImportState {
 using OpConversion = std::function<absl::Status(ImportState&, mlir::Operation*)>;
 
 // The conversions by op name: elementwise.cc, structural.cc, contraction.cc, gather_scatter.cc,
-// slicing.cc, dynamic_slicing.cc, control_flow.cc each add theirs.
+// slicing.cc, dynamic_slicing.cc, control_flow.cc, collectives.cc each add theirs.
 using ConversionTable = absl::flat_hash_map<std::string, OpConversion>;
 void AddElementwiseConversions(ConversionTable& table);
 void AddStructuralConversions(ConversionTable& table);
@@ -121,6 +132,7 @@ void AddGatherConversions(ConversionTable& table);
 void AddSlicingConversions(ConversionTable& table);
 void AddDynamicSlicingConversions(ConversionTable& table);
 void AddControlFlowConversions(ConversionTable& table);
+void AddCollectiveConversions(ConversionTable& table);
 
 // Converts `op` (of @main's body or of a region inside it) with its entry in the conversion
 // table; UNIMPLEMENTED naming it when it has none (stablehlo_import.cc).

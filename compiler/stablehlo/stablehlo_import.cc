@@ -21,6 +21,9 @@
 #include "compiler/stablehlo/attribute_text.h"
 #include "compiler/stablehlo/gspmd_mesh.h"
 #include "compiler/stablehlo/import_state.h"
+#include "compiler/stablehlo/manual_computation.h"
+#include "compiler/stablehlo/sdy_shardings.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -37,19 +40,14 @@ namespace {
 // of a large model holds tens of thousands.
 constexpr int64_t kMaxInlinedOps = 1 << 18;
 
-using Meshes = std::map<std::string, SdyMesh, std::less<>>;
-
 // The conversions of every op the importer knows, by name (the files of compiler/stablehlo/ each
 // add theirs).
 const ConversionTable& Conversions();
 
 // What each op the importer cannot convert needs, where that helps the reader of the error.
 std::string UnsupportedHint(std::string_view name) {
-  if (name == "sdy.manual_computation" || name == "stablehlo.all_reduce" ||
-      name == "stablehlo.all_gather" || name == "stablehlo.all_to_all" ||
-      name == "stablehlo.reduce_scatter" || name == "stablehlo.collective_permute") {
-    return "; shard_map (manual computations and their explicit collectives) is not supported "
-           "yet: shard with in_shardings / out_shardings instead";
+  if (name == "sdy.manual_computation") {
+    return "; shard_map is supported in @main's body only (not inside a loop or a branch)";
   }
   return "";
 }
@@ -82,7 +80,7 @@ absl::Status CheckOpsKnown(mlir::ModuleOp module, const ConversionTable& table) 
     const std::string name = op->getName().getStringRef().str();
     if (table.contains(name) || name == "builtin.module" || name == "func.func" ||
         name == "func.return" || name == "func.call" || name == "sdy.mesh" ||
-        name == "stablehlo.return") {
+        name == "stablehlo.return" || name == "sdy.manual_computation" || name == "sdy.return") {
       return mlir::WalkResult::advance();
     }
     status = absl::UnimplementedError(
@@ -100,77 +98,6 @@ absl::Status Verify(mlir::ModuleOp module, std::string_view what, absl::StatusCo
         code, absl::StrCat(base::AsAbsl(what), ": ", diagnostics.Message("does not verify")));
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<Meshes> ReadMeshes(mlir::ModuleOp module) {
-  Meshes meshes;
-  for (mlir::Operation& op : module.getBody()->getOperations()) {
-    if (op.getName().getStringRef() != "sdy.mesh") continue;
-    auto name = mlir::dyn_cast_or_null<mlir::StringAttr>(ImportState::GetAttr(&op, "sym_name"));
-    TESSERA_ASSIGN_OR_RETURN(std::string text, ImportState::OpaqueAttrText(&op, "mesh"));
-    if (!name) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(ImportState::Where(&op), ": expected a sym_name"));
-    }
-    absl::StatusOr<SdyMesh> mesh = ParseSdyMesh(text);
-    if (!mesh.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(ImportState::Where(&op), ": ", mesh.status().message()));
-    }
-    meshes[name.getValue().str()] = *std::move(mesh);
-  }
-  return meshes;
-}
-
-// "mesh{dp=2,tp=4} P(dp,None)" for a Shardy sharding; empty for one over a mesh of no axes (the
-// value is then replicated, as without a sharding).
-absl::StatusOr<std::string> ShardingText(const SdySharding& sharding, const Meshes& meshes,
-                                         int64_t rank, const std::string& what) {
-  const SdyMesh* mesh = nullptr;
-  if (sharding.inline_mesh) {
-    mesh = &*sharding.inline_mesh;
-  } else {
-    auto it = meshes.find(sharding.mesh_name);
-    if (it == meshes.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": its sharding names mesh @", sharding.mesh_name,
-                       ", which the program does not define (sdy.mesh)"));
-    }
-    mesh = &it->second;
-  }
-  if (mesh->axes.empty()) return std::string();
-  for (size_t i = 0; i < mesh->device_ids.size(); ++i) {
-    if (mesh->device_ids[i] != static_cast<int64_t>(i)) {
-      return absl::UnimplementedError(
-          absl::StrCat(what, ": mesh @", sharding.mesh_name, " lists device_ids [",
-                       absl::StrJoin(mesh->device_ids, ", "),
-                       "]; only meshes over the devices in order (0, 1, ..., n-1) are supported"));
-    }
-  }
-  if (!sharding.unreduced.empty()) {
-    return absl::UnimplementedError(
-        absl::StrCat(what, ": unreduced axes in a sharding are not supported"));
-  }
-  if (static_cast<int64_t>(sharding.dims.size()) != rank) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": its sharding has ",
-                                                   sharding.dims.size(),
-                                                   " dimensions for a value of rank ", rank));
-  }
-  std::vector<std::string> axes;
-  for (const SdyMesh::Axis& axis : mesh->axes) {
-    axes.push_back(absl::StrCat(axis.name, "=", axis.size));
-  }
-  std::vector<std::string> dims;
-  for (const std::vector<std::string>& dim : sharding.dims) {
-    if (dim.empty()) {
-      dims.push_back("None");
-    } else if (dim.size() == 1) {
-      dims.push_back(dim[0]);
-    } else {
-      dims.push_back(absl::StrCat("(", absl::StrJoin(dim, ","), ")"));
-    }
-  }
-  return absl::StrCat("mesh{", absl::StrJoin(axes, ","), "} P(", absl::StrJoin(dims, ","), ")");
 }
 
 // The `tessera.sharding` text of one of @main's arguments or results ("" when replicated): its
@@ -350,6 +277,40 @@ void RoundBf16Results(ImportState& state, mlir::Operation* op) {
   }
 }
 
+// The bits of a bf16 tensor of `type`'s shape: i16.
+mlir::RankedTensorType Bf16BitsType(mlir::RankedTensorType type) {
+  return mlir::RankedTensorType::get(type.getShape(),
+                                     mlir::IntegerType::get(type.getContext(), 16));
+}
+
+// The f32 tensor (how the program holds bf16) of `bits`, a bf16 tensor of `type` as i16: each
+// element's bits the upper half of an f32's (exact).
+mlir::Value Bf16FromBits(ImportState& state, mlir::Location loc, mlir::RankedTensorType type,
+                         mlir::Value bits) {
+  return BuildElementwise(
+      state, loc, type, {bits}, {}, [](mlir::OpBuilder& b, mlir::Location loc, mlir::ValueRange x) {
+        mlir::Value wide = mlir::arith::ExtUIOp::create(b, loc, b.getI32Type(), x[0]);
+        mlir::Value shifted = mlir::arith::ShLIOp::create(
+            b, loc, wide, mlir::arith::ConstantIntOp::create(b, loc, b.getI32Type(), 16));
+        return mlir::arith::BitcastOp::create(b, loc, b.getF32Type(), shifted).getResult();
+      });
+}
+
+// The i16 bits of `value`, an f32 tensor holding the bf16 tensor of `type`: its upper half (the
+// program rounds every bf16 value it computes, RoundBf16Results, and moves keep them: the lower
+// half is zero, and a NaN's payload passes through as it came in).
+mlir::Value Bf16ToBits(ImportState& state, mlir::Location loc, mlir::RankedTensorType type,
+                       mlir::Value value) {
+  return BuildElementwise(
+      state, loc, Bf16BitsType(type), {value}, {},
+      [](mlir::OpBuilder& b, mlir::Location loc, mlir::ValueRange x) {
+        mlir::Value bits = mlir::arith::BitcastOp::create(b, loc, b.getI32Type(), x[0]);
+        mlir::Value upper = mlir::arith::ShRUIOp::create(
+            b, loc, bits, mlir::arith::ConstantIntOp::create(b, loc, b.getI32Type(), 16));
+        return mlir::arith::TruncIOp::create(b, loc, b.getIntegerType(16), upper).getResult();
+      });
+}
+
 // An sdy.sharding_constraint of @main's body (with_sharding_constraint): an identity
 // linalg.generic carrying the constraint's `tessera.sharding`, which AnnotateShardings
 // (compiler/partition.cc) turns into a shard.shard of its input. A constraint over a mesh of no
@@ -413,13 +374,9 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
         return absl::UnimplementedError(
             absl::StrCat(name, ": not a tensor of static shape (lower for concrete shapes)"));
       }
-      if (tensor.getElementType().isBF16()) {
-        return absl::UnimplementedError(
-            absl::StrCat(name,
-                         ": bf16 at @main's boundary is not supported (bf16 inside the program is, "
-                         "computed in f32): take and return f32, converting inside the function"));
-      }
-      new_types->push_back(ImportState::NewType(tensor));
+      // bf16 crosses the boundary as its bits (i16, kBf16AttrName), converted inside.
+      const bool bf16 = tensor.getElementType().isBF16();
+      new_types->push_back(bf16 ? Bf16BitsType(tensor) : ImportState::NewType(tensor));
       mlir::DictionaryAttr attrs =
           std::string_view(what) == "argument" ? main.getArgAttrDict(i) : main.getResultAttrDict(i);
       const size_t index = std::string_view(what) == "argument" ? i : old_type.getNumInputs() + i;
@@ -433,6 +390,9 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
       // The program computes on signless integers; the signature keeps the caller's dtype.
       if (tensor.getElementType().isUnsignedInteger()) {
         named.push_back(attrs_builder.getNamedAttr(kUnsignedAttrName, attrs_builder.getUnitAttr()));
+      }
+      if (bf16) {
+        named.push_back(attrs_builder.getNamedAttr(kBf16AttrName, attrs_builder.getUnitAttr()));
       }
       new_attrs->push_back(attrs_builder.getDictionaryAttr(named));
     }
@@ -448,7 +408,11 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
   builder.setInsertionPointToEnd(body);
   ImportState state(builder);
   for (unsigned i = 0; i < old_body.getNumArguments(); ++i) {
-    state.Map(old_body.getArgument(i), body->getArgument(i));
+    mlir::Value arg = body->getArgument(i);
+    auto old_type = mlir::cast<mlir::RankedTensorType>(old_body.getArgument(i).getType());
+    state.Map(old_body.getArgument(i), old_type.getElementType().isBF16()
+                                           ? Bf16FromBits(state, main.getLoc(), old_type, arg)
+                                           : arg);
   }
   for (mlir::Operation& op : old_body) {
     const std::string name = op.getName().getStringRef().str();
@@ -461,6 +425,11 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
       llvm::SmallVector<mlir::Value> returned;
       for (unsigned i = 0; i < op.getNumOperands(); ++i) {
         TESSERA_ASSIGN_OR_RETURN(mlir::Value v, state.Operand(&op, i));
+        auto returned_type = mlir::dyn_cast<mlir::RankedTensorType>(op.getOperand(i).getType());
+        if (returned_type && returned_type.getElementType().isBF16() &&
+            returned_type.getShape() == mlir::cast<mlir::RankedTensorType>(results[i]).getShape()) {
+          v = Bf16ToBits(state, op.getLoc(), returned_type, v);
+        }
         if (v.getType() != results[i]) {
           return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(&op), ": value ", i,
                                                          " has another type than @main's result"));
@@ -472,6 +441,10 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
     }
     if (name == "sdy.sharding_constraint") {
       TESSERA_RETURN_IF_ERROR(ConvertShardingConstraint(state, &op, meshes));
+      continue;
+    }
+    if (name == "sdy.manual_computation") {
+      TESSERA_RETURN_IF_ERROR(ConvertManualComputation(state, &op, meshes, *module));
       continue;
     }
     TESSERA_RETURN_IF_ERROR(ConvertOp(state, &op));
@@ -497,6 +470,7 @@ const ConversionTable& Conversions() {
     AddSlicingConversions(*table);
     AddDynamicSlicingConversions(*table);
     AddControlFlowConversions(*table);
+    AddCollectiveConversions(*table);
     return table;
   }();
   return *kTable;

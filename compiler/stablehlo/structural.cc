@@ -379,6 +379,13 @@ absl::Status ConvertCustomCall(ImportState& state, mlir::Operation* op) {
   auto target =
       mlir::dyn_cast_or_null<mlir::StringAttr>(ImportState::GetAttr(op, "call_target_name"));
   if (target && target.getValue() == "Sharding") return ConvertShardingHint(state, op);
+  if (target && (target.getValue() == "SPMDFullToShardShape" ||
+                 target.getValue() == "SPMDShardToFullShape")) {
+    return absl::UnimplementedError(absl::StrCat(
+        ImportState::Where(op), ": custom_call @", target.getValue().str(),
+        ": shard_map lowered for GSPMD (jax_use_shardy_partitioner=False) is not supported; "
+        "lowered for Shardy (JAX's default) it is"));
+  }
   return absl::UnimplementedError(
       absl::StrCat(ImportState::Where(op), ": custom_call @",
                    target ? target.getValue().str() : std::string("(no call_target_name)"),

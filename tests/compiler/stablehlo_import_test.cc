@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -179,6 +180,89 @@ TEST(StableHloImportTest, MatmulsReachTheMatmulKernel) {
 }
 
 // A program of one op between `head` and the return, over f32[8,4] values.
+TEST(StableHloImportTest, ShardMapComputesWhatThePartitionerComputes) {
+  // The Megatron MLP written per device (shard_map, psum over tp) and the same MLP sharded by the
+  // partitioner: one all-reduce each, the same results on the same inputs.
+  ASSERT_OK_AND_ASSIGN(ProgramPlan manual, Compile(Corpus("mlp_shard_map")));
+  ASSERT_OK_AND_ASSIGN(ProgramPlan automatic, Compile(Corpus("mlp_megatron")));
+  EXPECT_EQ(StepKinds(manual), (std::vector<std::string>{"kernel", "all_reduce"}));
+  ASSERT_EQ(manual.steps.size(), 2u);
+  EXPECT_EQ(manual.steps[1].collective.grid_axes, (std::vector<int>{1}));
+  EXPECT_EQ(manual.steps[1].collective.reduction, ReductionKind::kSum);
+  const std::vector<HostArray> inputs = Inputs(manual, kSeed + 100);
+  SpmdInterpreter run_manual(manual), run_automatic(automatic);
+  ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run_manual.Run(inputs));
+  ASSERT_OK_AND_ASSIGN(std::vector<HostArray> want, run_automatic.Run(inputs));
+  ASSERT_EQ(got.size(), 1u);
+  ExpectClose(got[0], want[0]);
+}
+
+TEST(StableHloImportTest, ShardMapCollectivesMeanWhatJaxsDo) {
+  // On mesh{dp=2,tp=4}, a f32[8,16] P(dp,tp) (device (d, t) holds block a[4d:4d+4, 4t:4t+4]) and
+  // b f32[6,3] P(dp): psum over tp plus axis_index(tp), all_gather of b over dp, psum_scatter over
+  // dp along dimension 1, all_to_all over tp (split 0, concat 1), pmax over both axes. Each
+  // result is checked element by element against its definition.
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(Corpus("shard_map_collectives")));
+  std::vector<std::pair<std::string, std::vector<int>>> collectives;
+  bool reads_position = false;
+  for (const ProgramStep& step : plan.steps) {
+    if (step.kind == ProgramStep::Kind::kKernel) {
+      reads_position |= step.kernel.takes_device_position;
+      continue;
+    }
+    collectives.emplace_back(testing::CollectiveName(step.collective.kind),
+                             step.collective.grid_axes);
+  }
+  EXPECT_TRUE(reads_position);
+  using Steps = std::vector<std::pair<std::string, std::vector<int>>>;
+  EXPECT_EQ(collectives, (Steps{{"all_reduce", {1}},
+                                {"all_gather", {0}},
+                                {"reduce_scatter", {0}},
+                                {"all_to_all", {1}},
+                                {"all_reduce", {0, 1}}}));
+  const std::vector<HostArray> inputs = Inputs(plan, kSeed + 101);
+  SpmdInterpreter run(plan);
+  ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run.Run(inputs));
+  ASSERT_EQ(got.size(), 5u);
+  const float* a = inputs[0].data<float>();
+  auto at = [&](int64_t i, int64_t j) { return a[i * 16 + j]; };
+  for (int64_t i = 0; i < 8; ++i) {
+    for (int64_t j = 0; j < 16; ++j) {
+      float sum = 0, max = -INFINITY;
+      for (int64_t t = 0; t < 4; ++t) sum += at(i, 4 * t + j % 4);
+      for (int64_t d = 0; d < 2; ++d) {
+        for (int64_t t = 0; t < 4; ++t) max = std::max(max, at(4 * d + i % 4, 4 * t + j % 4));
+      }
+      EXPECT_NEAR(got[0].data<float>()[i * 16 + j], sum + static_cast<float>(j / 4), 1e-5)
+          << i << "," << j;
+      EXPECT_EQ(got[4].data<float>()[i * 16 + j], max) << i << "," << j;
+    }
+  }
+  EXPECT_EQ(got[1].bytes, inputs[1].bytes);  // b gathered whole on every device
+  ASSERT_EQ(got[2].shape, (std::vector<int64_t>{8, 8}));
+  for (int64_t d = 0; d < 2; ++d) {
+    for (int64_t t = 0; t < 4; ++t) {
+      for (int64_t i = 0; i < 4; ++i) {
+        for (int64_t k = 0; k < 2; ++k) {
+          const float want = at(i, 4 * t + 2 * d + k) + at(4 + i, 4 * t + 2 * d + k);
+          EXPECT_NEAR(got[2].data<float>()[(4 * d + i) * 8 + 2 * t + k], want, 1e-5);
+        }
+      }
+    }
+  }
+  ASSERT_EQ(got[3].shape, (std::vector<int64_t>{2, 64}));
+  for (int64_t d = 0; d < 2; ++d) {
+    for (int64_t t = 0; t < 4; ++t) {
+      for (int64_t from = 0; from < 4; ++from) {
+        for (int64_t j = 0; j < 4; ++j) {
+          EXPECT_EQ(got[3].data<float>()[d * 64 + 16 * t + 4 * from + j],
+                    at(4 * d + t, 4 * from + j));
+        }
+      }
+    }
+  }
+}
+
 std::string OneOp(const std::string& op, const std::string& result = "tensor<8x4xf32>") {
   return "\"builtin.module\"() ({\n"
          "  \"func.func\"() <{function_type = (tensor<8x4xf32>) -> " +
@@ -283,16 +367,7 @@ TEST(StableHloImportErrorTest, DynamicShapesAndBoundaryTypes) {
       "    \"func.return\"(%arg0) : (tensor<?x4xf32>) -> ()\n  }) : () -> ()\n}) : () -> ()\n";
   EXPECT_THAT(Compile(dynamic, 1),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("static shape")));
-  // bf16 at the boundary: refused (inside the program it is computed in f32); f16 anywhere.
-  auto identity = [](const std::string& type) {
-    return "\"builtin.module\"() ({\n  \"func.func\"() <{function_type = (" + type + ") -> " +
-           type + ", sym_name = \"main\"}> ({\n  ^bb0(%arg0: " + type +
-           "):\n    \"func.return\"(%arg0) : (" + type +
-           ") -> ()\n  }) : () -> ()\n}) : () -> ()\n";
-  };
-  EXPECT_THAT(Compile(identity("tensor<4xbf16>"), 1),
-              StatusIs(absl::StatusCode::kUnimplemented,
-                       HasSubstr("bf16 at @main's boundary is not supported")));
+  // f16, anywhere.
   EXPECT_THAT(Compile(OneOp("\"stablehlo.convert\"(%arg0) : (tensor<8x4xf32>) -> tensor<8x4xf16>",
                             "tensor<8x4xf16>"),
                       1),
@@ -316,6 +391,57 @@ TEST(StableHloImportTest, UnsignedIntegersKeepTheirDtypeAtTheBoundary) {
   EXPECT_EQ(plan.global_results[0].dtype, DType(DType::kU8));
 }
 
+TEST(StableHloImportTest, Bf16CrossesTheBoundaryAsItsBits) {
+  // bf16 in and out (the plan's signature says bf16), computed in f32 and rounded to bf16 as XLA
+  // does: x + x and x * 3 for values at bf16's edges; x itself comes back bit for bit, a NaN's
+  // payload too.
+  const std::string text =
+      "\"builtin.module\"() ({\n"
+      "  \"func.func\"() <{function_type = (tensor<8xbf16>) -> (tensor<8xbf16>, tensor<8xbf16>, "
+      "tensor<8xbf16>), sym_name = \"main\"}> ({\n"
+      "  ^bb0(%arg0: tensor<8xbf16>):\n"
+      "    %0 = \"stablehlo.add\"(%arg0, %arg0) : (tensor<8xbf16>, tensor<8xbf16>) -> "
+      "tensor<8xbf16>\n"
+      "    %1 = \"stablehlo.constant\"() <{value = dense<3.0> : tensor<8xbf16>}> : () -> "
+      "tensor<8xbf16>\n"
+      "    %2 = \"stablehlo.multiply\"(%arg0, %1) : (tensor<8xbf16>, tensor<8xbf16>) -> "
+      "tensor<8xbf16>\n"
+      "    \"func.return\"(%arg0, %0, %2) : (tensor<8xbf16>, tensor<8xbf16>, tensor<8xbf16>) -> "
+      "()\n  }) : () -> ()\n}) : () -> ()\n";
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(text, 1));
+  ASSERT_EQ(plan.global_parameters.size(), 1u);
+  EXPECT_EQ(plan.global_parameters[0].dtype, DType(DType::kBF16));
+  ASSERT_EQ(plan.global_results.size(), 3u);
+  for (const ProgramValue& result : plan.global_results) {
+    EXPECT_EQ(result.dtype, DType(DType::kBF16));
+  }
+  // 1, -0, 1.0078125 (one ulp above 1), the largest finite, the smallest normal, a subnormal,
+  // -inf, a signaling NaN with a payload.
+  const std::vector<uint16_t> x = {0x3f80, 0x8000, 0x3f81, 0x7f7f, 0x0080, 0x0001, 0xff80, 0x7f81};
+  HostArray input = HostArray::Zeros(DType(DType::kBF16), {8});
+  std::memcpy(input.bytes.data(), x.data(), 16);
+  SpmdInterpreter run(plan);
+  ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run.Run({input}));
+  ASSERT_EQ(got.size(), 3u);
+  auto bits = [](const HostArray& a, int i) {
+    uint16_t v;
+    std::memcpy(&v, a.bytes.data() + 2 * i, 2);
+    return v;
+  };
+  // x + x doubles exactly (the largest finite overflows to inf); x * 3 rounds 3.0234375 (1.0078125
+  // * 3: 0x4041.8 in bf16 bits, a tie) to even, 0x4042.
+  const std::vector<uint16_t> doubled = {0x4000, 0x8000, 0x4001, 0x7f80,
+                                         0x0100, 0x0002, 0xff80, 0x7fc1};
+  const std::vector<uint16_t> tripled = {0x4040, 0x8000, 0x4042, 0x7f80,
+                                         0x0140, 0x0003, 0xff80, 0x7fc1};
+  for (int i = 0; i < 8; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(bits(got[0], i), x[i]);
+    EXPECT_EQ(bits(got[1], i), doubled[i]);
+    EXPECT_EQ(bits(got[2], i), tripled[i]);
+  }
+}
+
 TEST(StableHloImportErrorTest, ShardingsThatDoNotFit) {
   std::string text = Corpus("mlp_megatron");
   // A mesh of 8 devices compiled for 4.
@@ -334,6 +460,49 @@ TEST(StableHloImportErrorTest, ShardingsThatDoNotFit) {
                    "<[\"dp\"=2, \"tp\"=4], device_ids=[7, 6, 5, 4, 3, 2, 1, 0]>");
   EXPECT_THAT(Compile(permuted),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("device_ids")));
+}
+
+TEST(StableHloImportErrorTest, ShardMapsTheRuntimeCannotRun) {
+  const std::string text = Corpus("shard_map_collectives");
+  ASSERT_FALSE(text.empty());
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string changed = text;
+    const size_t at = changed.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) changed.replace(at, from.size(), to);
+    return changed;
+  };
+  // Device groups that are no mesh axes' groups.
+  EXPECT_THAT(
+      Compile(
+          replaced("dense<[[0, 1, 2, 3], [4, 5, 6, 7]]>", "dense<[[0, 2, 1, 3], [4, 5, 6, 7]]>")),
+      StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("are not the groups of any mesh axes")));
+  // A device in two groups.
+  EXPECT_THAT(Compile(replaced("dense<[[0, 1, 2, 3], [4, 5, 6, 7]]>",
+                               "dense<[[0, 1, 2, 3], [4, 5, 6, 0]]>")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("or twice")));
+  // Manual over one axis of two: the other would be the partitioner's, inside the body.
+  EXPECT_THAT(Compile(replaced("manual_axes{\"dp\", \"tp\"}", "manual_axes{\"tp\"}")),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("manual over some of the mesh's axes only (not over dp)")));
+  // An operand sharding whose shard is not what the body takes.
+  EXPECT_THAT(Compile(replaced("<[<@mesh, [{\"dp\"}, {\"tp\"}]>", "<[<@mesh, [{\"dp\"}, {}]>")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("whose shard under P(dp,None) is not the body's")));
+  // Shardings the op does not have one of per value.
+  EXPECT_THAT(Compile(replaced("<[<@mesh, [{\"dp\"}, {\"tp\"}]>, ", "<[")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("has 1 shardings for 2")));
+  // The runtime's mesh is the program's: compiled for another device count, it does not fit.
+  EXPECT_THAT(Compile(text, 4), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("mesh")));
+  // A collective outside a shard_map.
+  EXPECT_THAT(
+      Compile(OneOp("\"stablehlo.all_reduce\"(%arg0) <{replica_groups = dense<[[0]]> : "
+                    "tensor<1x1xi64>}> ({\n^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+                    "  %s = \"stablehlo.add\"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+                    "  \"stablehlo.return\"(%s) : (tensor<f32>) -> ()\n}) : "
+                    "(tensor<8x4xf32>) -> tensor<8x4xf32>"),
+              1),
+      StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("outside a shard_map body")));
 }
 
 }  // namespace

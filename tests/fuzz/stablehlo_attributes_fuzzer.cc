@@ -220,6 +220,15 @@ void FuzzShardingPerValue(std::string_view text) {
   }
 }
 
+// shard_map's manual axes: what parses prints and parses back to the same axes.
+void FuzzManualAxes(std::string_view text) {
+  absl::StatusOr<std::vector<std::string>> r = sh::ParseSdyManualAxes(text);
+  if (!r.ok()) return CheckError(r.status(), text);
+  const std::string printed = "manual_axes" + AxisSet(*r);
+  absl::StatusOr<std::vector<std::string>> again = sh::ParseSdyManualAxes(printed);
+  if (!again.ok() || *again != *r) Fail("manual_axes round trip", printed);
+}
+
 }  // namespace
 
 // A GSPMD sharding: INVALID_ARGUMENT as the other parsers, or UNIMPLEMENTED (a kind Tessera does
@@ -253,7 +262,7 @@ void FuzzGspmd(std::string_view text) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
-  switch (data[0] % 8) {
+  switch (data[0] % 9) {
     case 0:
       FuzzDot(text);
       break;
@@ -275,8 +284,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 6:
       FuzzShardingPerValue(text);
       break;
-    default:
+    case 7:
       FuzzGspmd(text);
+      break;
+    default:
+      FuzzManualAxes(text);
       break;
   }
   return 0;

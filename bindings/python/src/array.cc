@@ -46,8 +46,17 @@ nb::dlpack::dtype NbDType(DType dtype) {
 // A new numpy array with the whole array's data (one device-to-host transfer).
 nb::object ToNumpy(const PyArray& a, bool is_explicit) {
   const Array& array = *a.array;
-  if (array.dtype().kind() == DType::kBF16) {
-    throw nb::type_error("numpy has no bfloat16: use np.from_dlpack on a single-device array");
+  // numpy has no bfloat16: ml_dtypes' (JAX's dependency) holds it, over the bits as uint16.
+  const bool bf16 = array.dtype().kind() == DType::kBF16;
+  nb::object bfloat16;
+  if (bf16) {
+    try {
+      bfloat16 = nb::module_::import_("ml_dtypes").attr("bfloat16");
+    } catch (nb::python_error&) {
+      throw nb::type_error(
+          "numpy has no bfloat16: install ml_dtypes (JAX's dependency) to read bf16 arrays, or "
+          "use np.from_dlpack on a single-device array");
+    }
   }
   const size_t bytes = array.shape().num_elements() * *array.dtype().byte_size();
   auto* data = new uint8_t[bytes == 0 ? 1 : bytes];
@@ -55,8 +64,10 @@ nb::object ToNumpy(const PyArray& a, bool is_explicit) {
   AwaitReleasingGil(a.array->CopyToHostBuffer(data, std::nullopt, ArrayCopySemantics::kAlwaysCopy,
                                               TransferOptions{is_explicit}));
   std::vector<size_t> shape(array.shape().dims().begin(), array.shape().dims().end());
-  return nb::cast(nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr,
-                                         NbDType(array.dtype())));
+  nb::object out =
+      nb::cast(nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr,
+                                      NbDType(bf16 ? DType(DType::kU16) : array.dtype())));
+  return bf16 ? out.attr("view")(bfloat16) : out;
 }
 
 // numpy's __array__(dtype=None, copy=None): an implicit device-to-host transfer, as in JAX.

@@ -92,9 +92,10 @@ namespace {
 
 // A host array of any strides (a negative one copied densely first, DenseCopyIfReversed), put
 // with `sharding`: one host-to-device transfer, guarded as any.
-PyArray Put(const PyClient& c, HostArray data, nb::handle sharding, bool is_explicit) {
+// `data` (of `dtype`'s element size) onto the devices of `sharding`.
+PyArray PutAs(const PyClient& c, const HostArray& data, DType dtype, nb::handle sharding,
+              bool is_explicit) {
   ShardingRef s = ShardingFromPython(*c.client, sharding);
-  const DType dtype = DTypeOf(data.dtype());
   const int64_t item = *dtype.byte_size();
   std::vector<int64_t> dims(data.ndim()), strides(data.ndim());
   for (size_t i = 0; i < data.ndim(); ++i) {
@@ -114,6 +115,25 @@ PyArray Put(const PyClient& c, HostArray data, nb::handle sharding, bool is_expl
         TransferOptions{is_explicit});
   }
   return PyArray{c.client, ValueOrThrow(std::move(array))};
+}
+
+PyArray Put(const PyClient& c, HostArray data, nb::handle sharding, bool is_explicit) {
+  return PutAs(c, data, DTypeOf(data.dtype()), sharding, is_explicit);
+}
+
+// What Put's array conversion does not take: numpy arrays of ml_dtypes' bfloat16 (how JAX hands
+// bf16 to numpy), put as their bits.
+PyArray PutOther(const PyClient& c, nb::object x, nb::handle sharding, bool is_explicit) {
+  nb::object dtype = nb::getattr(x, "dtype", nb::none());
+  if (dtype.is_none() || nb::cast<std::string>(nb::str(dtype)) != "bfloat16") {
+    throw nb::type_error(
+        absl::StrCat("put takes a numpy array (or a CPU array with __dlpack__ or the buffer "
+                     "protocol), not ",
+                     nb::cast<std::string>(nb::str(x.type())))
+            .c_str());
+  }
+  nb::object bits = x.attr("view")(nb::module_::import_("numpy").attr("uint16"));
+  return PutAs(c, nb::cast<HostArray>(bits), DType(DType::kBF16), sharding, is_explicit);
 }
 
 std::vector<PyArray> Reshard(const PyClient& c, const std::vector<PyArray>& arrays,
@@ -229,6 +249,9 @@ void RegisterClient(nb::module_& m) {
            "Copies the host array `x` (numpy, or any buffer/DLPack array on the CPU) onto the\n"
            "devices of `sharding`: a str ('mesh{x=4} P(x,None)', '2x1 to [0] on 2'), a Device or\n"
            "a tessera.NamedSharding. A host-to-device transfer the guard checks.")
+      .def("put", &PutOther, nb::arg("x"), nb::arg("sharding"), nb::kw_only(),
+           nb::arg("is_explicit") = true,
+           "Puts a numpy array of ml_dtypes' bfloat16 (JAX's bf16 on the host) as bf16.")
       .def("reshard", &Reshard, nb::arg("arrays"), nb::arg("shardings"), nb::kw_only(),
            nb::arg("donate") = false, nb::arg("is_explicit") = true,
            "Reshards arrays[i] to shardings[i], all in one call (one plan per array, copies run\n"

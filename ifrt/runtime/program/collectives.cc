@@ -178,6 +178,24 @@ void Accumulate(ReductionKind kind, const void* in, void* acc, int64_t n) {
 
 using Accumulator = void (*)(ReductionKind, const void*, void*, int64_t);
 
+// Booleans (one byte, 0 or 1) as i1 arithmetic computes them: a sum wraps (xor), a product, a min
+// and an and keep what all hold, a max and an or what any holds.
+void AccumulatePred(ReductionKind kind, const void* in, void* acc, int64_t n) {
+  const uint8_t* a = static_cast<const uint8_t*>(in);
+  uint8_t* r = static_cast<uint8_t*>(acc);
+  switch (kind) {
+    case ReductionKind::kSum:
+    case ReductionKind::kXor:
+      return AccumulateWith(a, r, n, [](uint8_t x, uint8_t y) -> uint8_t { return x ^ y; });
+    case ReductionKind::kMax:
+    case ReductionKind::kMaxUnsigned:
+    case ReductionKind::kOr:
+      return AccumulateWith(a, r, n, [](uint8_t x, uint8_t y) -> uint8_t { return x | y; });
+    default:  // product, min, unsigned min, and (min / max num do not apply: integer data)
+      return AccumulateWith(a, r, n, [](uint8_t x, uint8_t y) -> uint8_t { return x & y; });
+  }
+}
+
 const char* KindName(ReductionKind kind) {
   switch (kind) {
     case ReductionKind::kSum:
@@ -223,18 +241,28 @@ absl::StatusOr<Accumulator> AccumulatorFor(ReductionKind kind, DType dtype) {
       return Checked<float>(kind, dtype);
     case DType::kF64:
       return Checked<double>(kind, dtype);
+    case DType::kS8:
+      return Checked<int8_t>(kind, dtype);
+    case DType::kS16:
+      return Checked<int16_t>(kind, dtype);
     case DType::kS32:
       return Checked<int32_t>(kind, dtype);
     case DType::kS64:
       return Checked<int64_t>(kind, dtype);
+    case DType::kPred:
+      return &AccumulatePred;
+    case DType::kU8:
+      return Checked<uint8_t>(kind, dtype);
+    case DType::kU16:
+      return Checked<uint16_t>(kind, dtype);
     case DType::kU32:
       return Checked<uint32_t>(kind, dtype);
     case DType::kU64:
       return Checked<uint64_t>(kind, dtype);
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("collective reductions support f32, f64, s32, s64, u32 and u64, not ",
-                       dtype.DebugString()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "collective reductions support pred, f32, f64 and 8- to 64-bit integers, not ",
+          dtype.DebugString()));
   }
 }
 

@@ -724,3 +724,225 @@ def test_pred_and_integers_at_the_boundary(f, x):
     (y,) = exe.execute([client.put(x, "mesh{x=1} P(None)")])
     got, want = np.asarray(y.block_until_ready()), np.asarray(f(x))
     assert got.dtype == want.dtype and np.array_equal(got, want), (got, want)
+
+
+# shard_map: the body runs on each device's shards, its collectives mapped onto Tessera's.
+def collectives_zoo(a, b):
+    """Every collective shard_map's body may use, over a (x=2, y=4) mesh."""
+    s = jax.lax.psum(a, "y")
+    g = jax.lax.all_gather(b, "x", axis=0, tiled=True)
+    r = jax.lax.psum_scatter(a, "x", scatter_dimension=1, tiled=True)
+    t = jax.lax.all_to_all(a, "y", 0, 1, tiled=True)
+    m = jax.lax.pmax(a, ("x", "y"))
+    yx = jax.lax.all_gather(a, ("y", "x"), axis=1, tiled=True)
+    position = (jax.lax.axis_index("x") * 10 + jax.lax.axis_index("y")).astype(jnp.float32)
+    return s + position, g, r, t, m, yx
+
+
+def test_shard_map_collectives_match_jax(client8):
+    needs_8_jax_devices()
+    from jax import shard_map
+    mesh = make_mesh((2, 4), ("x", "y"))
+    outs = (P("x", "y"), P(), P("x", "y"), P("x", "y"), P("x", "y"), P("x"))
+    f = shard_map(collectives_zoo, mesh=mesh, in_specs=(P("x", "y"), P("x")), out_specs=outs,
+                  check_vma=False)
+    g = rng(30)
+    args = (normal(g, 8, 16), normal(g, 6, 3))
+    want, got = run_both(client8, f, args, (P("x", "y"), P("x")), outs, mesh)
+    for w, t in zip(want, got):
+        # Sums of 2, 4 or 8 terms: the order differs from XLA's at most in the last bits.
+        np.testing.assert_allclose(t, w, rtol=1e-6, atol=1e-6)
+
+
+def megatron_shard_map(mesh):
+    from jax import shard_map
+    return shard_map(lambda x, a, b: jax.lax.psum(jax.nn.relu(x @ a) @ b, "tp"), mesh=mesh,
+                     in_specs=(P(), P(None, "tp"), P("tp", None)), out_specs=P())
+
+
+def test_shard_map_megatron_mlp_moves_only_its_psum(client8):
+    needs_8_jax_devices()
+    mesh = make_mesh((8,), ("tp",))
+    g = rng(31)
+    args = (normal(g, 5, 16), normal(g, 16, 64), normal(g, 64, 16))
+    specs = (P(), P(None, "tp"), P("tp", None))
+    before = client8.transfer_stats()["device_to_device"]["bytes"]
+    (want,), (got,) = run_both(client8, megatron_shard_map(mesh), args, specs, P(), mesh)
+    moved = client8.transfer_stats()["device_to_device"]["bytes"] - before
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # The psum of a [5, 16] f32 partial result over 8 devices; the inputs arrive with the
+    # shardings the body takes (nothing resharded).
+    assert 8 * 5 * 16 * 4 <= moved <= 2 * 8 * 7 * 5 * 16 * 4, moved
+
+
+def test_shard_map_inside_a_larger_program(client8):
+    # Ops before and after the shard_map; the arguments arrive replicated and are split for it.
+    needs_8_jax_devices()
+    mesh = make_mesh((8,), ("tp",))
+    body = megatron_shard_map(mesh)
+
+    def f(x, a, b):
+        return body(jnp.tanh(x) * 2, a, b).sum(axis=0)
+
+    g = rng(32)
+    args = (normal(g, 5, 16), normal(g, 16, 64), normal(g, 64, 16))
+    (want,), (got,) = run_both(client8, f, args, (P(), P(), P()), P(), mesh)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_shard_map_data_parallel_gradient_pmean(client8):
+    needs_8_jax_devices()
+    from jax import shard_map
+    mesh = make_mesh((8,), ("dp",))
+
+    def loss(w, x):
+        return jnp.mean(jnp.tanh(x @ w) ** 2)
+
+    def step(w, x):
+        return jax.lax.pmean(jax.grad(loss)(w, x), "dp")
+
+    f = shard_map(step, mesh=mesh, in_specs=(P(), P("dp")), out_specs=P())
+    g = rng(33)
+    args = (normal(g, 16, 8), normal(g, 24, 16))
+    (want,), (got,) = run_both(client8, f, args, (P(), P("dp")), P(), mesh)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype,collective", [(np.uint32, jax.lax.pmax), (np.uint32, jax.lax.pmin),
+                                              (np.int32, jax.lax.psum), (np.int8, jax.lax.pmin)],
+                         ids=["pmax-u32", "pmin-u32", "psum-i32", "pmin-i8"])
+def test_shard_map_integer_collectives_keep_signedness(client8, dtype, collective):
+    needs_8_jax_devices()
+    from jax import shard_map
+    mesh = make_mesh((8,), ("x",))
+    info = np.iinfo(dtype)
+    g = rng(34)
+    x = g.integers(info.min // 2, info.max // 2, size=(16, 3), dtype=np.int64).astype(dtype)
+    x[0, 0] = info.max  # above 2^31 for u32: a signed max would pick another element
+    f = shard_map(lambda a: collective(a, "x"), mesh=mesh, in_specs=(P("x"),), out_specs=P())
+    (want,), (got,) = run_both(client8, f, (x,), (P("x"),), P(), mesh)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_shard_map_over_some_axes_and_ppermute_are_refused_by_name(client8):
+    needs_8_jax_devices()
+    from jax import shard_map
+    mesh = make_mesh((2, 4), ("x", "y"))
+    x = np.ones((8, 8), np.float32)
+    partial = shard_map(lambda a: jax.lax.psum(a, "y"), mesh=mesh, in_specs=(P(None, "y"),),
+                        out_specs=P(), axis_names={"y"})
+    lowered = jax.jit(partial, in_shardings=NamedSharding(mesh, P())).lower(x)
+    with pytest.raises(RuntimeError, match=r"UNIMPLEMENTED: .*sdy.manual_computation.*"
+                                           r"some of the mesh's axes only \(not over x\)"):
+        client8.compile(lowered)
+    ring = shard_map(lambda a: jax.lax.ppermute(a, "y", [(i, (i + 1) % 4) for i in range(4)]),
+                     mesh=mesh, in_specs=(P("x", "y"),), out_specs=P("x", "y"))
+    lowered = jax.jit(ring, in_shardings=NamedSharding(mesh, P("x", "y"))).lower(x)
+    with pytest.raises(RuntimeError, match=r"UNIMPLEMENTED: 'stablehlo.collective_permute' at "
+                                           r".*test_stablehlo.py:\d+.*ppermute is not"):
+        client8.compile(lowered)
+
+
+def test_shard_map_on_lavapipe_and_cpu_plus_vulkan():
+    client = tessera.Client(cpu_devices=2, vulkan="if_available")
+    gpus = [d for d in client.devices if d.platform == "vulkan"]
+    if len(gpus) < 2:
+        pytest.skip("fewer than 2 Vulkan devices (lavapipe ICD copies: VK_DRIVER_FILES)")
+    from jax.sharding import AxisType, Mesh
+    mesh = Mesh(np.array(jax.devices()[:2]), ("tp",), axis_types=(AxisType.Auto,))
+    g = rng(35)
+    args = (normal(g, 5, 8), normal(g, 8, 6), normal(g, 6, 4))
+    specs = (P(), P(None, "tp"), P("tp", None))
+    jitted = jax.jit(megatron_shard_map(mesh),
+                     in_shardings=tuple(NamedSharding(mesh, s) for s in specs),
+                     out_shardings=NamedSharding(mesh, P()))
+    want = np.asarray(jitted(*args))
+    for devices in (gpus[:2], [client.devices[0], gpus[0]]):
+        exe = client.compile(jitted.lower(*args), devices=devices)
+        tmesh = tessera.Mesh(tp=2, devices=devices)
+        arrays = [client.put(a, tessera.NamedSharding(tmesh, tessera.P(*(tuple(s) + (None,) * (
+            2 - len(s)))))) for a, s in zip(args, specs)]
+        (got,) = exe.execute(arrays)
+        np.testing.assert_allclose(np.asarray(got.block_until_ready()), want, rtol=1e-5,
+                                   atol=1e-5)
+
+
+def test_shard_map_collectives_are_refused_by_the_guard_before_anything_runs(client8):
+    needs_8_jax_devices()
+    mesh = make_mesh((8,), ("tp",))
+    specs = (P(), P(None, "tp"), P("tp", None))
+    g = rng(36)
+    args = (normal(g, 5, 16), normal(g, 16, 64), normal(g, 64, 16))
+    jitted = jax.jit(megatron_shard_map(mesh),
+                     in_shardings=tuple(NamedSharding(mesh, s) for s in specs),
+                     out_shardings=NamedSharding(mesh, P()))
+    exe = client8.compile(jitted.lower(*args))
+    arrays = [client8.put(a, tessera_sharding(mesh, s + (None,) * (2 - len(s))))
+              for a, s in zip(args, specs)]
+    refused = client8.transfer_guard_counters("d2d")["refused_events"]
+    with tessera.transfer_guard_device_to_device("disallow_explicit"):
+        with pytest.raises(tessera.TransferGuardError, match="device-to-device"):
+            exe.execute(arrays)
+    assert client8.transfer_guard_counters("d2d")["refused_events"] > refused
+    (got,) = exe.execute(arrays)  # the inputs are intact, and it runs once allowed
+    np.testing.assert_allclose(np.asarray(got.block_until_ready()), np.asarray(jitted(*args)),
+                               rtol=1e-5, atol=1e-5)
+
+
+def bf16_mlp(x, w, b):
+    h = jax.nn.relu(x @ w + b)
+    return h, jnp.sum(h.astype(jnp.float32), axis=1)
+
+
+def test_bf16_at_the_boundary_matches_jax_bit_for_bit(client8):
+    # bf16 arguments and results (numpy arrays of ml_dtypes' bfloat16, as JAX hands them to numpy):
+    # computed in f32 and rounded after each op, as XLA's CPU backend computes bf16.
+    needs_8_jax_devices()
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    mesh = make_mesh((8,), ("x",))
+    g = rng(37)
+    args = tuple(a.astype(ml_dtypes.bfloat16)
+                 for a in (normal(g, 16, 8), normal(g, 8, 4), normal(g, 4)))
+    want, got = run_both(client8, bf16_mlp, args, (P("x"), P(), P()), (P("x"), P("x")), mesh)
+    assert got[0].dtype == ml_dtypes.bfloat16 and got[1].dtype == np.float32
+    np.testing.assert_array_equal(got[0].view(np.uint16), want[0].view(np.uint16))
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_bf16_arrays_round_trip_through_put_and_asarray(client8):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bits = np.array([0x3F80, 0x8000, 0x7F7F, 0x0001, 0xFF80, 0x7F81, 0x7FC0, 0x4049],
+                    np.uint16)
+    x = bits.view(ml_dtypes.bfloat16)
+    a = client8.put(x, "mesh{x=8} P(x)")
+    assert a.dtype == "bf16"
+    back = np.asarray(a)
+    assert back.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(back.view(np.uint16), bits)
+    with pytest.raises(TypeError, match="put takes a numpy array"):
+        client8.put("not an array", "mesh{x=8} P()")
+
+
+def test_bf16_boundary_on_lavapipe_and_cpu_plus_vulkan():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    client = tessera.Client(cpu_devices=2, vulkan="if_available")
+    gpus = [d for d in client.devices if d.platform == "vulkan"]
+    if len(gpus) < 2:
+        pytest.skip("fewer than 2 Vulkan devices (lavapipe ICD copies: VK_DRIVER_FILES)")
+    from jax.sharding import AxisType, Mesh
+    mesh = Mesh(np.array(jax.devices()[:2]), ("x",), axis_types=(AxisType.Auto,))
+    g = rng(38)
+    args = tuple(a.astype(ml_dtypes.bfloat16)
+                 for a in (normal(g, 16, 8), normal(g, 8, 4), normal(g, 4)))
+    specs = (P("x"), P(), P())
+    jitted = jax.jit(bf16_mlp, in_shardings=tuple(NamedSharding(mesh, s) for s in specs),
+                     out_shardings=(NamedSharding(mesh, P("x")),) * 2)
+    want = [np.asarray(o) for o in jitted(*args)]
+    for devices in (gpus[:2], [client.devices[0], gpus[0]]):
+        exe = client.compile(jitted.lower(*args), devices=devices)
+        tmesh = tessera.Mesh(x=2, devices=devices)
+        arrays = [client.put(a, tessera.NamedSharding(tmesh, tessera.P(*(tuple(s) + (None,) * (
+            a.ndim - len(s)))))) for a, s in zip(args, specs)]
+        got = [np.asarray(o.block_until_ready()) for o in exe.execute(arrays)]
+        np.testing.assert_array_equal(got[0].view(np.uint16), want[0].view(np.uint16))
+        np.testing.assert_array_equal(got[1], want[1])

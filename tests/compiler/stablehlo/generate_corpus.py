@@ -113,6 +113,30 @@ def elementwise(x, y):
     return jnp.where(x > y, jnp.exp(x) * jnp.tanh(y), jnp.maximum(x, -y) / (1.0 + y * y))
 
 
+def mlp_shard_map(mesh):
+    """The Megatron MLP written per device: shard_map's body and its psum over tp."""
+    def local(x, w1, b1, w2):
+        return jax.lax.psum(jax.nn.relu(x @ w1 + b1) @ w2, "tp")
+    return jax.shard_map(local, mesh=mesh,
+                         in_specs=(P("dp"), P(None, "tp"), P("tp"), P("tp", None)),
+                         out_specs=P("dp"))
+
+
+def collectives(mesh):
+    """A shard_map body with each collective Tessera maps: psum over tp, all_gather over dp,
+    psum_scatter over dp, all_to_all over tp, pmax over both, axis_index."""
+    def local(a, b):
+        s = jax.lax.psum(a, "tp") + jax.lax.axis_index("tp").astype(jnp.float32)
+        g = jax.lax.all_gather(b, "dp", axis=0, tiled=True)
+        r = jax.lax.psum_scatter(a, "dp", scatter_dimension=1, tiled=True)
+        t = jax.lax.all_to_all(a, "tp", 0, 1, tiled=True)
+        m = jax.lax.pmax(a, ("dp", "tp"))
+        return s, g, r, t, m
+    return jax.shard_map(local, mesh=mesh, in_specs=(P("dp", "tp"), P("dp")),
+                         out_specs=(P("dp", "tp"), P(), P("dp", "tp"), P("dp", "tp"),
+                                    P("dp", "tp")), check_vma=False)
+
+
 def lower(f, args, in_specs, out_specs, mesh):
     named = lambda spec: NamedSharding(mesh, spec)  # noqa: E731
     jitted = jax.jit(f, in_shardings=jax.tree.map(named, in_specs),
@@ -161,6 +185,13 @@ def main():
                               (P("x"), P()), mesh8),
         "cross_entropy": lower(cross_entropy, (z(8, 10), jnp.zeros(8, jnp.int32)),
                                (P("x"), P("x")), P(), mesh8),
+        "mlp_shard_map": lower(mlp_shard_map(mesh2x4), (z(6, 8), z(8, 16), z(16), z(16, 8)),
+                               (P("dp"), P(None, "tp"), P("tp"), P("tp", None)), P("dp"),
+                               mesh2x4),
+        "shard_map_collectives": lower(collectives(mesh2x4), (z(8, 16), z(6, 3)),
+                                       (P("dp", "tp"), P("dp")),
+                                       (P("dp", "tp"), P(), P("dp", "tp"), P("dp", "tp"),
+                                        P("dp", "tp")), mesh2x4),
         "sgd_step": lower(sgd_step, ((z(7, 5), z(5), z(5, 3)), z(16, 7), z(16, 3)),
                           ((P(), P(), P()), P("x"), P("x")), (P(), P(), P()), mesh8),
     }

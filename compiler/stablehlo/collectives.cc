@@ -1,0 +1,471 @@
+// The explicit collectives of a manual computation's body (shard_map's psum, all_gather,
+// psum_scatter, all_to_all, axis_index): StableHLO's all_reduce, all_gather, reduce_scatter,
+// all_to_all, partition_id and replica_id as the shard dialect's ops on @grid (internal.h). A
+// collective's replica_groups (device ids, the devices in mesh order) must be the groups of some
+// mesh axes, in some order: those become its grid axes.
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "compiler/internal.h"
+#include "compiler/stablehlo/import_state.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+namespace tessera::compiler::stablehlo {
+namespace {
+
+using Groups = std::set<std::vector<int64_t>>;
+
+// The most mesh axes whose orders GridAxesOf tries (ordered subsets of 6 axes: 1957).
+constexpr size_t kMaxSearchedAxes = 6;
+
+// The device groups a collective over `axes` (in that order) of `grid` makes: the devices that
+// agree on every other axis, ordered row-major by their coordinates on `axes`.
+Groups GroupsOf(const std::vector<int64_t>& grid, const std::vector<int16_t>& axes) {
+  int64_t devices = 1;
+  for (int64_t size : grid) devices *= size;
+  int64_t members = 1;
+  for (int16_t axis : axes) members *= grid[axis];
+  std::map<std::vector<int64_t>, std::vector<int64_t>> by_rest;
+  for (int64_t device = 0; device < devices; ++device) {
+    std::vector<int64_t> coords(grid.size());
+    for (int64_t rest = device, i = static_cast<int64_t>(grid.size()) - 1; i >= 0; --i) {
+      coords[i] = rest % grid[i];
+      rest /= grid[i];
+    }
+    int64_t position = 0;
+    for (int16_t axis : axes) {
+      position = position * grid[axis] + coords[axis];
+      coords[axis] = -1;
+    }
+    std::vector<int64_t>& group = by_rest[coords];
+    group.resize(members);
+    group[position] = device;
+  }
+  Groups groups;
+  for (auto& [rest, group] : by_rest) groups.insert(std::move(group));
+  return groups;
+}
+
+// `replica_groups` of `op` read as device groups: rows of distinct ids in [0, devices), every
+// device in one group; empty (`dense<>`) means one group of all devices in order.
+absl::StatusOr<Groups> ReadGroups(mlir::Operation* op, int64_t devices) {
+  auto attr = mlir::dyn_cast_or_null<mlir::DenseIntElementsAttr>(
+      ImportState::GetAttr(op, "replica_groups"));
+  auto type = attr ? mlir::dyn_cast<mlir::RankedTensorType>(attr.getType()) : nullptr;
+  if (!type || type.getRank() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(op), ": expected replica_groups, a 2-D integer tensor"));
+  }
+  std::vector<int64_t> ids;
+  for (const llvm::APInt& id : attr.getValues<llvm::APInt>()) ids.push_back(id.getSExtValue());
+  Groups groups;
+  if (ids.empty()) {
+    std::vector<int64_t> all(devices);
+    for (int64_t i = 0; i < devices; ++i) all[i] = i;
+    groups.insert(all);
+    return groups;
+  }
+  const int64_t width = type.getDimSize(1);
+  std::vector<bool> seen(devices, false);
+  for (size_t row = 0; row * width < ids.size(); ++row) {
+    std::vector<int64_t> group(ids.begin() + row * width, ids.begin() + (row + 1) * width);
+    for (int64_t id : group) {
+      if (id < 0 || id >= devices || seen[id]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(ImportState::Where(op), ": replica_groups name device ", id,
+                         " outside the shard_map's ", devices, " devices or twice"));
+      }
+      seen[id] = true;
+    }
+    groups.insert(std::move(group));
+  }
+  if (static_cast<int64_t>(ids.size()) != devices) {
+    return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": replica_groups name ",
+                                                   ids.size(), " of the shard_map's ", devices,
+                                                   " devices; every device must be in one group"));
+  }
+  return groups;
+}
+
+// Calls `visit` with every ordered selection of distinct axes from `axes` (the empty one too)
+// until it returns true.
+template <typename Visit>
+bool ForEachOrderedSubset(const std::vector<int16_t>& axes, std::vector<int16_t>& chosen,
+                          std::vector<bool>& used, Visit& visit) {
+  if (visit(chosen)) return true;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (used[i]) continue;
+    used[i] = true;
+    chosen.push_back(axes[i]);
+    if (ForEachOrderedSubset(axes, chosen, used, visit)) return true;
+    chosen.pop_back();
+    used[i] = false;
+  }
+  return false;
+}
+
+// The grid axes, in order, whose groups are `op`'s replica_groups over the manual computation's
+// grid (axes of size 1 left out; none: every group is one device).
+absl::StatusOr<std::vector<int16_t>> GridAxesOf(ImportState& state, mlir::Operation* op) {
+  const std::vector<int64_t>& grid = *state.manual_grid();
+  int64_t devices = 1;
+  std::vector<int16_t> candidates;
+  for (size_t i = 0; i < grid.size(); ++i) {
+    devices *= grid[i];
+    if (grid[i] > 1) candidates.push_back(static_cast<int16_t>(i));
+  }
+  TESSERA_ASSIGN_OR_RETURN(Groups groups, ReadGroups(op, devices));
+  if (candidates.size() > kMaxSearchedAxes) {
+    return absl::UnimplementedError(absl::StrCat(ImportState::Where(op), ": a shard_map over ",
+                                                 candidates.size(), " mesh axes (at most ",
+                                                 kMaxSearchedAxes, " are supported)"));
+  }
+  std::optional<std::vector<int16_t>> found;
+  std::vector<int16_t> chosen;
+  std::vector<bool> used(candidates.size(), false);
+  auto matches = [&](const std::vector<int16_t>& axes) {
+    if (GroupsOf(grid, axes) != groups) return false;
+    found = axes;
+    return true;
+  };
+  ForEachOrderedSubset(candidates, chosen, used, matches);
+  if (!found) {
+    std::vector<std::string> rows;
+    for (const std::vector<int64_t>& group : groups) {
+      rows.push_back(absl::StrCat("[", absl::StrJoin(group, ","), "]"));
+      if (rows.size() == 4) break;
+    }
+    return absl::UnimplementedError(
+        absl::StrCat(ImportState::Where(op), ": its replica_groups (", absl::StrJoin(rows, ", "),
+                     groups.size() > 4 ? ", ..." : "",
+                     ") are not the groups of any mesh axes of the shard_map's mesh, which is all "
+                     "Tessera's collectives communicate over"));
+  }
+  return *found;
+}
+
+// The manual computation's grid, or UNIMPLEMENTED for a collective outside one.
+absl::Status CheckInManualComputation(ImportState& state, mlir::Operation* op) {
+  if (state.manual_grid()) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat(
+      ImportState::Where(op),
+      " outside a shard_map body: explicit collectives are supported inside shard_map only"));
+}
+
+mlir::FlatSymbolRefAttr GridSymbol(ImportState& state) {
+  return mlir::FlatSymbolRefAttr::get(state.builder().getContext(), kGridName);
+}
+
+// The arith op (by name) that combines two elements of `element` (the old type: signedness) as
+// the body op `name` does, and the shard reduction kind it is; nullopt for others.
+struct Combiner {
+  std::string arith;
+  mlir::shard::ReductionKind kind;
+};
+std::optional<Combiner> CombinerOf(std::string_view name, mlir::Type element) {
+  using K = mlir::shard::ReductionKind;
+  const bool is_float = mlir::isa<mlir::FloatType>(element);
+  const bool is_bool = element.isInteger(1);
+  const bool is_unsigned = element.isUnsignedInteger();
+  // On booleans add / maximum are or, multiply / minimum are and (StableHLO's spec).
+  if (name == "stablehlo.add") {
+    if (is_bool) return Combiner{"arith.ori", K::BitwiseOr};
+    return Combiner{is_float ? "arith.addf" : "arith.addi", K::Sum};
+  }
+  if (name == "stablehlo.multiply") {
+    if (is_bool) return Combiner{"arith.andi", K::BitwiseAnd};
+    return Combiner{is_float ? "arith.mulf" : "arith.muli", K::Product};
+  }
+  if (name == "stablehlo.maximum") {
+    if (is_bool) return Combiner{"arith.ori", K::BitwiseOr};
+    return Combiner{is_float      ? "arith.maximumf"
+                    : is_unsigned ? "arith.maxui"
+                                  : "arith.maxsi",
+                    K::Max};
+  }
+  if (name == "stablehlo.minimum") {
+    if (is_bool) return Combiner{"arith.andi", K::BitwiseAnd};
+    return Combiner{is_float      ? "arith.minimumf"
+                    : is_unsigned ? "arith.minui"
+                                  : "arith.minsi",
+                    K::Min};
+  }
+  if (is_float) return std::nullopt;
+  if (name == "stablehlo.and") return Combiner{"arith.andi", K::BitwiseAnd};
+  if (name == "stablehlo.or") return Combiner{"arith.ori", K::BitwiseOr};
+  if (name == "stablehlo.xor") return Combiner{"arith.xori", K::BitwiseXor};
+  return std::nullopt;
+}
+
+// The body op of an all_reduce / reduce_scatter: one op of its two arguments, returned.
+absl::StatusOr<std::string> ReadCombinerBody(mlir::Operation* op) {
+  const std::string wrong = absl::StrCat(
+      ImportState::Where(op),
+      ": its body must be one op of its two arguments (add, multiply, maximum, minimum, and, or, "
+      "xor), returned");
+  if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock()) {
+    return absl::UnimplementedError(wrong);
+  }
+  mlir::Block& body = op->getRegion(0).front();
+  if (body.getNumArguments() != 2 || body.getOperations().size() != 2) {
+    return absl::UnimplementedError(wrong);
+  }
+  mlir::Operation& combine = body.front();
+  mlir::Operation* ret = body.getTerminator();
+  if (combine.getNumOperands() != 2 || combine.getNumResults() != 1 ||
+      combine.getOperand(0) != body.getArgument(0) ||
+      combine.getOperand(1) != body.getArgument(1) ||
+      ret->getName().getStringRef() != "stablehlo.return" || ret->getNumOperands() != 1 ||
+      ret->getOperand(0) != combine.getResult(0)) {
+    return absl::UnimplementedError(wrong);
+  }
+  return combine.getName().getStringRef().str();
+}
+
+// `op`'s combiner for operand `i`'s element type, or UNIMPLEMENTED.
+absl::StatusOr<Combiner> ReadCombiner(mlir::Operation* op, mlir::RankedTensorType operand) {
+  TESSERA_ASSIGN_OR_RETURN(std::string name, ReadCombinerBody(op));
+  std::optional<Combiner> combiner = CombinerOf(name, operand.getElementType());
+  if (!combiner) {
+    return absl::UnimplementedError(
+        absl::StrCat(ImportState::Where(op), ": '", name, "' does not combine across devices"));
+  }
+  return *combiner;
+}
+
+// The integer attribute `name` of `op` in [0, rank). INVALID_ARGUMENT otherwise.
+absl::StatusOr<int64_t> DimensionAttr(mlir::Operation* op, std::string_view name, int64_t rank) {
+  auto attr = mlir::dyn_cast_or_null<mlir::IntegerAttr>(ImportState::GetAttr(op, name));
+  if (!attr || attr.getValue().getSignificantBits() > 64 || attr.getInt() < 0 ||
+      attr.getInt() >= rank) {
+    return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": ", std::string(name),
+                                                   " must be a dimension of the operand (rank ",
+                                                   rank, ")"));
+  }
+  return attr.getInt();
+}
+
+// The product of the sizes of `axes` on the manual grid.
+int64_t GroupSize(ImportState& state, const std::vector<int16_t>& axes) {
+  int64_t size = 1;
+  for (int16_t axis : axes) size *= (*state.manual_grid())[axis];
+  return size;
+}
+
+absl::Status ShapeMismatch(mlir::Operation* op, unsigned i, std::string_view expected) {
+  return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": result ", i,
+                                                 " must have the operand's shape with ",
+                                                 std::string(expected)));
+}
+
+// stablehlo.all_reduce (psum / pmax / pmin over mesh axes): one shard.all_reduce per operand.
+absl::Status ConvertAllReduce(ImportState& state, mlir::Operation* op) {
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
+  const unsigned n = op->getNumOperands();
+  TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, n, n));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<int16_t> axes, GridAxesOf(state, op));
+  for (unsigned i = 0; i < n; ++i) {
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, i));
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, i));
+    TESSERA_ASSIGN_OR_RETURN(mlir::Value input, state.Operand(op, i));
+    TESSERA_ASSIGN_OR_RETURN(Combiner combiner, ReadCombiner(op, in));
+    if (in != out) return ShapeMismatch(op, i, "its type");
+    if (axes.empty()) {
+      state.Map(op->getResult(i), input);
+      continue;
+    }
+    auto reduce = mlir::shard::AllReduceOp::create(
+        state.builder(), op->getLoc(), ImportState::NewType(out), GridSymbol(state),
+        state.builder().getDenseI16ArrayAttr(axes), input,
+        mlir::shard::ReductionKindAttr::get(state.builder().getContext(), combiner.kind));
+    reduce->setAttr(kCombinerAttrName, state.builder().getStringAttr(combiner.arith));
+    state.Map(op->getResult(i), reduce.getResult());
+  }
+  return absl::OkStatus();
+}
+
+// stablehlo.all_gather (all_gather over mesh axes, tiled): shard.all_gather per operand.
+absl::Status ConvertAllGather(ImportState& state, mlir::Operation* op) {
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
+  const unsigned n = op->getNumOperands();
+  TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, n, n));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<int16_t> axes, GridAxesOf(state, op));
+  const int64_t members = GroupSize(state, axes);
+  for (unsigned i = 0; i < n; ++i) {
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, i));
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, i));
+    TESSERA_ASSIGN_OR_RETURN(mlir::Value input, state.Operand(op, i));
+    TESSERA_ASSIGN_OR_RETURN(int64_t dim, DimensionAttr(op, "all_gather_dim", in.getRank()));
+    llvm::SmallVector<int64_t> expected(in.getShape());
+    expected[dim] *= members;
+    if (out.getShape() != llvm::ArrayRef<int64_t>(expected) ||
+        out.getElementType() != in.getElementType()) {
+      return ShapeMismatch(op, i, absl::StrCat("dimension ", dim, " ", members, " times longer"));
+    }
+    if (axes.empty()) {
+      state.Map(op->getResult(i), input);
+      continue;
+    }
+    auto gather = mlir::shard::AllGatherOp::create(
+        state.builder(), op->getLoc(), ImportState::NewType(out), GridSymbol(state),
+        state.builder().getDenseI16ArrayAttr(axes), input, state.builder().getIndexAttr(dim));
+    state.Map(op->getResult(i), gather.getResult());
+  }
+  return absl::OkStatus();
+}
+
+// stablehlo.reduce_scatter (psum_scatter, tiled): shard.reduce_scatter.
+absl::Status ConvertReduceScatter(ImportState& state, mlir::Operation* op) {
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
+  TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<int16_t> axes, GridAxesOf(state, op));
+  const int64_t members = GroupSize(state, axes);
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(mlir::Value input, state.Operand(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(Combiner combiner, ReadCombiner(op, in));
+  TESSERA_ASSIGN_OR_RETURN(int64_t dim, DimensionAttr(op, "scatter_dimension", in.getRank()));
+  llvm::SmallVector<int64_t> expected(in.getShape());
+  if (expected[dim] % members != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": dimension ", dim,
+                                                   " of size ", expected[dim],
+                                                   " does not split into ", members, " pieces"));
+  }
+  expected[dim] /= members;
+  if (out.getShape() != llvm::ArrayRef<int64_t>(expected) ||
+      out.getElementType() != in.getElementType()) {
+    return ShapeMismatch(op, 0, absl::StrCat("dimension ", dim, " ", members, " times shorter"));
+  }
+  if (axes.empty()) {
+    state.Map(op->getResult(0), input);
+    return absl::OkStatus();
+  }
+  auto scatter = mlir::shard::ReduceScatterOp::create(
+      state.builder(), op->getLoc(), ImportState::NewType(out), GridSymbol(state),
+      state.builder().getDenseI16ArrayAttr(axes), input,
+      mlir::shard::ReductionKindAttr::get(state.builder().getContext(), combiner.kind),
+      state.builder().getIndexAttr(dim));
+  scatter->setAttr(kCombinerAttrName, state.builder().getStringAttr(combiner.arith));
+  state.Map(op->getResult(0), scatter.getResult());
+  return absl::OkStatus();
+}
+
+// stablehlo.all_to_all (all_to_all, tiled): shard.all_to_all per operand.
+absl::Status ConvertAllToAll(ImportState& state, mlir::Operation* op) {
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
+  const unsigned n = op->getNumOperands();
+  TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, n, n));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<int16_t> axes, GridAxesOf(state, op));
+  const int64_t members = GroupSize(state, axes);
+  auto count = mlir::dyn_cast_or_null<mlir::IntegerAttr>(ImportState::GetAttr(op, "split_count"));
+  if (!count || count.getValue() != members) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ImportState::Where(op), ": split_count must be the size of its groups, ", members));
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, i));
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, i));
+    TESSERA_ASSIGN_OR_RETURN(mlir::Value input, state.Operand(op, i));
+    TESSERA_ASSIGN_OR_RETURN(int64_t split, DimensionAttr(op, "split_dimension", in.getRank()));
+    TESSERA_ASSIGN_OR_RETURN(int64_t concat, DimensionAttr(op, "concat_dimension", in.getRank()));
+    llvm::SmallVector<int64_t> expected(in.getShape());
+    if (expected[split] % members != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": dimension ", split,
+                                                     " of size ", expected[split],
+                                                     " does not split into ", members, " pieces"));
+    }
+    expected[split] /= members;
+    expected[concat] *= members;
+    if (out.getShape() != llvm::ArrayRef<int64_t>(expected) ||
+        out.getElementType() != in.getElementType()) {
+      return ShapeMismatch(op, i,
+                           "its split dimension divided and its concatenated one multiplied");
+    }
+    if (axes.empty()) {
+      state.Map(op->getResult(i), input);
+      continue;
+    }
+    auto exchange = mlir::shard::AllToAllOp::create(
+        state.builder(), op->getLoc(), ImportState::NewType(out), GridSymbol(state),
+        state.builder().getDenseI16ArrayAttr(axes), input, state.builder().getIndexAttr(split),
+        state.builder().getIndexAttr(concat));
+    state.Map(op->getResult(i), exchange.getResult());
+  }
+  return absl::OkStatus();
+}
+
+// stablehlo.partition_id (axis_index's source): the device's position in the mesh, row-major, as
+// a rank-0 ui32 tensor; stablehlo.replica_id: 0 (one replica).
+absl::Status ConvertPartitionId(ImportState& state, mlir::Operation* op) {
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
+  TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 0, 1));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, 0));
+  if (out.getRank() != 0 || !out.getElementType().isInteger(32)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(op), ": expected a tensor<ui32> result"));
+  }
+  mlir::OpBuilder& builder = state.builder();
+  const mlir::Location loc = op->getLoc();
+  mlir::RankedTensorType type = ImportState::NewType(out);
+  if (op->getName().getStringRef() == "stablehlo.replica_id") {
+    state.Map(op->getResult(0), state.Fill(loc, type, builder.getI32IntegerAttr(0)));
+    return absl::OkStatus();
+  }
+  const std::vector<int64_t>& grid = *state.manual_grid();
+  std::vector<mlir::shard::GridAxis> axes;
+  for (size_t i = 0; i < grid.size(); ++i) axes.push_back(static_cast<mlir::shard::GridAxis>(i));
+  mlir::Value linear = mlir::arith::ConstantIndexOp::create(builder, loc, 0);
+  if (!axes.empty()) {
+    auto position = mlir::shard::ProcessMultiIndexOp::create(builder, loc, kGridName, axes);
+    for (size_t i = 0; i < grid.size(); ++i) {
+      mlir::Value size = mlir::arith::ConstantIndexOp::create(builder, loc, grid[i]);
+      linear = mlir::arith::AddIOp::create(builder, loc,
+                                           mlir::arith::MulIOp::create(builder, loc, linear, size),
+                                           position->getResult(i));
+    }
+  }
+  mlir::Value id = mlir::arith::IndexCastOp::create(builder, loc, type.getElementType(), linear);
+  mlir::Value fill =
+      mlir::linalg::FillOp::create(builder, loc, id, state.Empty(loc, type)).getResult(0);
+  state.Map(op->getResult(0), fill);
+  return absl::OkStatus();
+}
+
+// Point to point (ppermute) and one-to-all collectives have no shard op Tessera runs.
+absl::Status RefuseCollective(ImportState&, mlir::Operation* op) {
+  return absl::UnimplementedError(absl::StrCat(
+      ImportState::Where(op),
+      ": not supported (shard_map's psum / pmax / pmin, all_gather, psum_scatter, all_to_all and "
+      "axis_index are; ppermute is not)"));
+}
+
+}  // namespace
+
+void AddCollectiveConversions(ConversionTable& table) {
+  table["stablehlo.all_reduce"] = ConvertAllReduce;
+  table["stablehlo.all_gather"] = ConvertAllGather;
+  table["stablehlo.reduce_scatter"] = ConvertReduceScatter;
+  table["stablehlo.all_to_all"] = ConvertAllToAll;
+  table["stablehlo.partition_id"] = ConvertPartitionId;
+  table["stablehlo.replica_id"] = ConvertPartitionId;
+  table["stablehlo.collective_permute"] = RefuseCollective;
+  table["stablehlo.collective_broadcast"] = RefuseCollective;
+}
+
+}  // namespace tessera::compiler::stablehlo

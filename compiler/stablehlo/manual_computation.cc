@@ -1,0 +1,228 @@
+// sdy.manual_computation (shard_map) -> the compiler's manual computation: a cast in @main and its
+// body in the nested module @tessera.manual_bodies (compiler/internal.h).
+
+#include "compiler/stablehlo/manual_computation.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/algorithm/container.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "compiler/internal.h"
+#include "compiler/stablehlo/attribute_text.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+namespace tessera::compiler::stablehlo {
+namespace {
+
+// The Shardy shardings of attribute `name` (a sharding_per_value), one per value of `count`.
+absl::StatusOr<std::vector<SdySharding>> ReadShardings(mlir::Operation* op, std::string_view name,
+                                                       size_t count) {
+  TESSERA_ASSIGN_OR_RETURN(std::string text, ImportState::OpaqueAttrText(op, name));
+  absl::StatusOr<std::vector<SdySharding>> shardings = ParseSdyShardingPerValue(text);
+  if (!shardings.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": ", std::string(name),
+                                                   ": ", shardings.status().message()));
+  }
+  if (shardings->size() != count) {
+    return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": ", std::string(name),
+                                                   " has ", shardings->size(), " shardings for ",
+                                                   count, " values"));
+  }
+  return *std::move(shardings);
+}
+
+// The one mesh every sharding of the computation names.
+absl::StatusOr<const SdyMesh*> ComputationMesh(mlir::Operation* op,
+                                               const std::vector<SdySharding>& shardings,
+                                               const Meshes& meshes) {
+  if (shardings.empty()) {
+    return absl::UnimplementedError(
+        absl::StrCat(ImportState::Where(op), ": a shard_map without operands or results"));
+  }
+  const std::string where = ImportState::Where(op);
+  TESSERA_ASSIGN_OR_RETURN(const SdyMesh* mesh, MeshOf(shardings[0], meshes, where));
+  for (const SdySharding& sharding : shardings) {
+    TESSERA_ASSIGN_OR_RETURN(const SdyMesh* other, MeshOf(sharding, meshes, where));
+    const bool same =
+        other == mesh ||
+        (other->device_ids == mesh->device_ids && other->axes.size() == mesh->axes.size() &&
+         absl::c_equal(other->axes, mesh->axes, [](const SdyMesh::Axis& a, const SdyMesh::Axis& b) {
+           return a.name == b.name && a.size == b.size;
+         }));
+    if (!same) {
+      return absl::UnimplementedError(
+          absl::StrCat(where, ": its shardings name two meshes; one is supported"));
+    }
+  }
+  return mesh;
+}
+
+// The nested module of `module` that holds the bodies, made with the grid of `shape` by the first
+// computation. UNIMPLEMENTED when one over another grid made it.
+absl::StatusOr<mlir::ModuleOp> BodiesModule(mlir::ModuleOp module, mlir::Operation* op,
+                                            const std::vector<int64_t>& shape) {
+  for (auto nested : module.getBody()->getOps<mlir::ModuleOp>()) {
+    if (nested.getSymName() != llvm::StringRef(kManualBodiesModuleName)) continue;
+    auto grid = nested.lookupSymbol<mlir::shard::GridOp>(kGridName);
+    if (grid && grid.getShape() == llvm::ArrayRef<int64_t>(shape)) return nested;
+    return absl::UnimplementedError(absl::StrCat(
+        ImportState::Where(op), ": shard_maps over two meshes in one program (one is supported)"));
+  }
+  mlir::OpBuilder builder(module.getContext());
+  builder.setInsertionPointToEnd(module.getBody());
+  auto nested =
+      mlir::ModuleOp::create(builder, module.getLoc(), llvm::StringRef(kManualBodiesModuleName));
+  builder.setInsertionPointToEnd(nested.getBody());
+  mlir::shard::GridOp::create(builder, module.getLoc(), kGridName, shape);
+  return nested;
+}
+
+// The texts of `shardings` for `values`' types ("" replicated).
+absl::StatusOr<mlir::ArrayAttr> ShardingTexts(mlir::Operation* op,
+                                              const std::vector<SdySharding>& shardings,
+                                              mlir::TypeRange types, const Meshes& meshes,
+                                              std::string_view what) {
+  std::vector<mlir::Attribute> texts;
+  mlir::Builder builder(op->getContext());
+  for (size_t i = 0; i < shardings.size(); ++i) {
+    auto type = mlir::dyn_cast<mlir::RankedTensorType>(types[i]);
+    if (!type) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          ImportState::Where(op), ": ", std::string(what), " ", i, " is not a ranked tensor"));
+    }
+    TESSERA_ASSIGN_OR_RETURN(
+        std::string text,
+        ShardingText(shardings[i], meshes, type.getRank(),
+                     absl::StrCat(ImportState::Where(op), ": ", std::string(what), " ", i)));
+    texts.push_back(builder.getStringAttr(text));
+  }
+  return builder.getArrayAttr(texts);
+}
+
+// The body, converted into a new function of `bodies` over the new types of its block's
+// arguments; returns the function.
+absl::StatusOr<mlir::func::FuncOp> ConvertBody(mlir::Operation* op, mlir::ModuleOp bodies,
+                                               const std::vector<int64_t>& grid) {
+  const std::string where = ImportState::Where(op);
+  if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": expected a body of one block"));
+  }
+  mlir::Block& old_body = op->getRegion(0).front();
+  if (old_body.getNumArguments() != op->getNumOperands() || old_body.empty() ||
+      old_body.back().getName().getStringRef() != "sdy.return" ||
+      old_body.back().getNumOperands() != op->getNumResults()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where,
+                     ": its body must take one argument per operand and end in sdy.return of one "
+                     "value per result"));
+  }
+  llvm::SmallVector<mlir::Type> inputs;
+  for (mlir::BlockArgument arg : old_body.getArguments()) {
+    auto type = mlir::dyn_cast<mlir::RankedTensorType>(arg.getType());
+    if (!type || !type.hasStaticShape()) {
+      return absl::UnimplementedError(absl::StrCat(where, ": body argument ", arg.getArgNumber(),
+                                                   " is not a tensor of static shape"));
+    }
+    inputs.push_back(ImportState::NewType(type));
+  }
+  mlir::OpBuilder builder(op->getContext());
+  builder.setInsertionPointToEnd(bodies.getBody());
+  const std::string name =
+      absl::StrCat("manual_", std::distance(bodies.getOps<mlir::func::FuncOp>().begin(),
+                                            bodies.getOps<mlir::func::FuncOp>().end()));
+  auto func =
+      mlir::func::FuncOp::create(builder, op->getLoc(), name, builder.getFunctionType(inputs, {}));
+  mlir::Block* body = func.addEntryBlock();
+  builder.setInsertionPointToEnd(body);
+  ImportState state(builder);
+  state.SetManualGrid(grid);
+  for (unsigned i = 0; i < old_body.getNumArguments(); ++i) {
+    state.Map(old_body.getArgument(i), body->getArgument(i));
+  }
+  for (mlir::Operation& inner : old_body) {
+    if (&inner == &old_body.back()) break;  // sdy.return (unregistered: no terminator trait)
+    if (inner.getName().getStringRef() == "sdy.manual_computation") {
+      return absl::UnimplementedError(
+          absl::StrCat(ImportState::Where(&inner), ": a shard_map inside another"));
+    }
+    TESSERA_RETURN_IF_ERROR(ConvertOp(state, &inner));
+  }
+  mlir::Operation* ret = &old_body.back();
+  llvm::SmallVector<mlir::Value> returned;
+  for (unsigned i = 0; i < ret->getNumOperands(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(mlir::Value value, state.Operand(ret, i));
+    returned.push_back(value);
+  }
+  mlir::func::ReturnOp::create(builder, ret->getLoc(), returned);
+  func.setFunctionType(builder.getFunctionType(inputs, mlir::ValueRange(returned).getTypes()));
+  return func;
+}
+
+}  // namespace
+
+absl::Status ConvertManualComputation(ImportState& state, mlir::Operation* op, const Meshes& meshes,
+                                      mlir::ModuleOp module) {
+  const std::string where = ImportState::Where(op);
+  TESSERA_ASSIGN_OR_RETURN(std::vector<SdySharding> in,
+                           ReadShardings(op, "in_shardings", op->getNumOperands()));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<SdySharding> out,
+                           ReadShardings(op, "out_shardings", op->getNumResults()));
+  TESSERA_ASSIGN_OR_RETURN(std::string manual_text, ImportState::OpaqueAttrText(op, "manual_axes"));
+  absl::StatusOr<std::vector<std::string>> manual_axes = ParseSdyManualAxes(manual_text);
+  if (!manual_axes.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": manual_axes: ", manual_axes.status().message()));
+  }
+  std::vector<SdySharding> all = in;
+  all.insert(all.end(), out.begin(), out.end());
+  TESSERA_ASSIGN_OR_RETURN(const SdyMesh* mesh, ComputationMesh(op, all, meshes));
+  std::vector<int64_t> grid;
+  std::vector<std::string> automatic;
+  for (const SdyMesh::Axis& axis : mesh->axes) {
+    grid.push_back(axis.size);
+    if (axis.size > 1 && !absl::c_linear_search(*manual_axes, axis.name)) {
+      automatic.push_back(axis.name);
+    }
+  }
+  if (!automatic.empty()) {
+    return absl::UnimplementedError(
+        absl::StrCat(where, ": a shard_map manual over some of the mesh's axes only (not over ",
+                     absl::StrJoin(automatic, ", "),
+                     "); give shard_map every axis of the mesh (axis_names) or none"));
+  }
+  TESSERA_ASSIGN_OR_RETURN(mlir::ArrayAttr in_texts,
+                           ShardingTexts(op, in, op->getOperandTypes(), meshes, "operand"));
+  TESSERA_ASSIGN_OR_RETURN(mlir::ArrayAttr out_texts,
+                           ShardingTexts(op, out, op->getResultTypes(), meshes, "result"));
+  TESSERA_ASSIGN_OR_RETURN(mlir::ModuleOp bodies, BodiesModule(module, op, grid));
+  TESSERA_ASSIGN_OR_RETURN(mlir::func::FuncOp body, ConvertBody(op, bodies, grid));
+
+  llvm::SmallVector<mlir::Value> operands;
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(mlir::Value operand, state.Operand(op, i));
+    operands.push_back(operand);
+  }
+  llvm::SmallVector<mlir::Type> results;
+  for (unsigned i = 0; i < op->getNumResults(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType type, state.ResultType(op, i));
+    results.push_back(ImportState::NewType(type));
+  }
+  mlir::OpBuilder& builder = state.builder();
+  auto cast = mlir::UnrealizedConversionCastOp::create(builder, op->getLoc(), results, operands);
+  cast->setAttr(kManualBodyAttrName, builder.getStringAttr(body.getSymName()));
+  cast->setAttr(kManualInAttrName, in_texts);
+  cast->setAttr(kManualOutAttrName, out_texts);
+  for (unsigned i = 0; i < op->getNumResults(); ++i) state.Map(op->getResult(i), cast.getResult(i));
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::compiler::stablehlo
