@@ -58,6 +58,8 @@ inline constexpr std::string_view kUnsignedAttrName = "tessera.unsigned";
 // The unit attribute of an i16 argument / result that the caller sees as bf16 (its bits; the
 // StableHLO importer computes bf16 in f32 and converts at @main's boundary).
 inline constexpr std::string_view kBf16AttrName = "tessera.bf16";
+// The same for f16.
+inline constexpr std::string_view kF16AttrName = "tessera.f16";
 
 // The unit attribute of an scf.if the program itself branches with (a StableHLO case), as opposed
 // to the ones the partitioner makes on the device position.

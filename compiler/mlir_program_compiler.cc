@@ -79,15 +79,21 @@ std::string PrintOp(mlir::Operation* op) {
 
 namespace {
 
-// bf16 for a value of s16 elements (bf16's bits); INVALID_ARGUMENT for any other.
-absl::StatusOr<DType> Bf16(const ProgramValue& value) {
-  if (value.dtype.kind() != DType::kS16) {
-    return absl::InvalidArgumentError(absl::StrCat("a ", std::string(kBf16AttrName),
-                                                   " value must be of i16 elements (bf16's bits), "
-                                                   "not ",
-                                                   value.dtype.DebugString()));
+// The dtype of a value whose attributes `attrs` may say its i16 elements are bf16's or f16's
+// bits (kBf16AttrName, kF16AttrName); INVALID_ARGUMENT for such a value of other elements.
+absl::StatusOr<DType> FloatOfBits(const ProgramValue& value, mlir::DictionaryAttr attrs) {
+  for (auto [name, dtype] :
+       {std::pair{kBf16AttrName, DType::kBF16}, std::pair{kF16AttrName, DType::kF16}}) {
+    if (!attrs || !attrs.get(name)) continue;
+    if (value.dtype.kind() != DType::kS16) {
+      return absl::InvalidArgumentError(absl::StrCat("a ", std::string(name),
+                                                     " value must be of i16 elements (its bits), "
+                                                     "not ",
+                                                     value.dtype.DebugString()));
+    }
+    return DType(dtype);
   }
-  return DType(DType::kBF16);
+  return value.dtype;
 }
 
 // The unsigned dtype of the width of `dtype` (a signed integer), the others unchanged.
@@ -112,17 +118,13 @@ absl::Status FillSignature(mlir::func::FuncOp main, const ProgramShardings& shar
   for (unsigned i = 0; i < main.getNumArguments(); ++i) {
     TESSERA_ASSIGN_OR_RETURN(ProgramValue value, ValueOfType(main.getArgumentTypes()[i]));
     if (main.getArgAttr(i, kUnsignedAttrName)) value.dtype = Unsigned(value.dtype);
-    if (main.getArgAttr(i, kBf16AttrName)) {
-      TESSERA_ASSIGN_OR_RETURN(value.dtype, Bf16(value));
-    }
+    TESSERA_ASSIGN_OR_RETURN(value.dtype, FloatOfBits(value, main.getArgAttrDict(i)));
     plan.global_parameters.push_back(std::move(value));
   }
   for (unsigned i = 0; i < main.getNumResults(); ++i) {
     TESSERA_ASSIGN_OR_RETURN(ProgramValue value, ValueOfType(main.getResultTypes()[i]));
     if (main.getResultAttr(i, kUnsignedAttrName)) value.dtype = Unsigned(value.dtype);
-    if (main.getResultAttr(i, kBf16AttrName)) {
-      TESSERA_ASSIGN_OR_RETURN(value.dtype, Bf16(value));
-    }
+    TESSERA_ASSIGN_OR_RETURN(value.dtype, FloatOfBits(value, main.getResultAttrDict(i)));
     plan.global_results.push_back(std::move(value));
   }
   const std::string mesh = shardings.mesh.ToString();

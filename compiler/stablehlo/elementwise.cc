@@ -480,6 +480,130 @@ mlir::Value RoundToBf16(mlir::OpBuilder& b, mlir::Location loc, mlir::Value x) {
   return mlir::arith::BitcastOp::create(b, loc, x.getType(), result);
 }
 
+namespace {
+
+Value I32(mlir::OpBuilder& b, mlir::Location loc, uint32_t v) {
+  return mlir::arith::ConstantOp::create(b, loc,
+                                         b.getIntegerAttr(b.getI32Type(), static_cast<int32_t>(v)))
+      .getResult();
+}
+
+Value F32(mlir::OpBuilder& b, mlir::Location loc, float v) {
+  return mlir::arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v)).getResult();
+}
+
+Value Select(mlir::OpBuilder& b, mlir::Location loc, Value condition, Value t, Value f) {
+  return mlir::arith::SelectOp::create(b, loc, condition, t, f).getResult();
+}
+
+Value Unsigned(mlir::OpBuilder& b, mlir::Location loc, mlir::arith::CmpIPredicate predicate,
+               Value x, uint32_t v) {
+  return mlir::arith::CmpIOp::create(b, loc, predicate, x, I32(b, loc, v)).getResult();
+}
+
+}  // namespace
+
+mlir::Value RoundToF16(mlir::OpBuilder& b, mlir::Location loc, mlir::Value x) {
+  using mlir::arith::CmpIPredicate;
+  namespace arith = mlir::arith;
+  Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), x);
+  Value abs = arith::AndIOp::create(b, loc, bits, I32(b, loc, 0x7fffffffu));
+  Value sign = arith::AndIOp::create(b, loc, bits, I32(b, loc, 0x80000000u));
+  // Normal range: 13 mantissa bits dropped, ties to even; from 65520 up, infinity.
+  Value lsb = arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, bits, I32(b, loc, 13)),
+                                    I32(b, loc, 1));
+  Value rounded = arith::AndIOp::create(
+      b, loc,
+      arith::AddIOp::create(b, loc, bits, arith::AddIOp::create(b, loc, lsb, I32(b, loc, 0xfff))),
+      I32(b, loc, 0xffffe000u));
+  Value overflows = Unsigned(b, loc, CmpIPredicate::uge,
+                             arith::AndIOp::create(b, loc, rounded, I32(b, loc, 0x7fffffffu)),
+                             0x47800000u);  // 65536.0
+  Value normal = Select(b, loc, overflows,
+                        arith::OrIOp::create(b, loc, sign, I32(b, loc, 0x7f800000u)), rounded);
+  // Below 2^-14, f16's subnormals: multiples of 2^-24, to which adding and removing 0.5 in f32
+  // rounds (ties to even; every value involved is a normal f32).
+  Value abs_f = arith::BitcastOp::create(b, loc, b.getF32Type(), abs);
+  Value half = F32(b, loc, 0.5f);
+  Value sub = arith::SubFOp::create(b, loc, arith::AddFOp::create(b, loc, abs_f, half), half);
+  Value sub_bits =
+      arith::OrIOp::create(b, loc, arith::BitcastOp::create(b, loc, b.getI32Type(), sub), sign);
+  Value is_sub = Unsigned(b, loc, CmpIPredicate::ult, abs, 0x38800000u);  // 2^-14
+  // NaN: quiet, its sign and upper payload kept.
+  Value nan =
+      arith::AndIOp::create(b, loc, arith::OrIOp::create(b, loc, bits, I32(b, loc, 0x00400000u)),
+                            I32(b, loc, 0xffffe000u));
+  Value is_nan = Unsigned(b, loc, CmpIPredicate::ugt, abs, 0x7f800000u);
+  Value result = Select(b, loc, is_nan, nan, Select(b, loc, is_sub, sub_bits, normal));
+  return arith::BitcastOp::create(b, loc, x.getType(), result);
+}
+
+mlir::Value F16BitsToF32(mlir::OpBuilder& b, mlir::Location loc, mlir::Value h) {
+  using mlir::arith::CmpIPredicate;
+  namespace arith = mlir::arith;
+  Value h32 = arith::ExtUIOp::create(b, loc, b.getI32Type(), h);
+  Value sign = arith::ShLIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, h32, I32(b, loc, 0x8000)), I32(b, loc, 16));
+  Value exponent = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, h32, I32(b, loc, 10)), I32(b, loc, 0x1f));
+  Value mantissa = arith::AndIOp::create(b, loc, h32, I32(b, loc, 0x3ff));
+  Value fraction = arith::ShLIOp::create(b, loc, mantissa, I32(b, loc, 13));
+  Value normal = arith::OrIOp::create(
+      b, loc, sign,
+      arith::OrIOp::create(
+          b, loc,
+          arith::ShLIOp::create(b, loc, arith::AddIOp::create(b, loc, exponent, I32(b, loc, 112)),
+                                I32(b, loc, 23)),
+          fraction));
+  Value special = arith::OrIOp::create(
+      b, loc, sign, arith::OrIOp::create(b, loc, fraction, I32(b, loc, 0x7f800000u)));
+  // Subnormal: mantissa * 2^-24, exact in f32.
+  Value sub_value = arith::MulFOp::create(
+      b, loc, arith::UIToFPOp::create(b, loc, b.getF32Type(), mantissa), F32(b, loc, 0x1p-24f));
+  Value sub = arith::OrIOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, b.getI32Type(), sub_value), sign);
+  Value result =
+      Select(b, loc, Unsigned(b, loc, CmpIPredicate::eq, exponent, 0), sub,
+             Select(b, loc, Unsigned(b, loc, CmpIPredicate::eq, exponent, 31), special, normal));
+  return arith::BitcastOp::create(b, loc, b.getF32Type(), result);
+}
+
+mlir::Value F32ToF16Bits(mlir::OpBuilder& b, mlir::Location loc, mlir::Value x) {
+  using mlir::arith::CmpIPredicate;
+  namespace arith = mlir::arith;
+  Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), x);
+  Value abs = arith::AndIOp::create(b, loc, bits, I32(b, loc, 0x7fffffffu));
+  Value sign = arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, bits, I32(b, loc, 16)),
+                                     I32(b, loc, 0x8000));
+  Value fraction = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, abs, I32(b, loc, 13)), I32(b, loc, 0x3ff));
+  Value exponent = arith::ShRUIOp::create(b, loc, abs, I32(b, loc, 23));
+  Value normal = arith::OrIOp::create(
+      b, loc, sign,
+      arith::OrIOp::create(
+          b, loc,
+          arith::ShLIOp::create(b, loc, arith::SubIOp::create(b, loc, exponent, I32(b, loc, 112)),
+                                I32(b, loc, 10)),
+          fraction));
+  Value special = arith::OrIOp::create(b, loc, sign,
+                                       arith::OrIOp::create(b, loc, fraction, I32(b, loc, 0x7c00)));
+  // Below 2^-14: a multiple of 2^-24 (the value is rounded to f16), exactly that many units.
+  Value units = arith::FPToUIOp::create(
+      b, loc, b.getI32Type(),
+      arith::MulFOp::create(b, loc, arith::BitcastOp::create(b, loc, b.getF32Type(), abs),
+                            F32(b, loc, 0x1p24f)));
+  Value sub = arith::OrIOp::create(b, loc, sign, units);
+  Value result =
+      Select(b, loc, Unsigned(b, loc, CmpIPredicate::uge, abs, 0x7f800000u), special,
+             Select(b, loc, Unsigned(b, loc, CmpIPredicate::ult, abs, 0x38800000u), sub, normal));
+  return arith::TruncIOp::create(b, loc, b.getIntegerType(16), result);
+}
+
+mlir::Value RoundToNarrowFloat(mlir::OpBuilder& b, mlir::Location loc, mlir::Value x,
+                               mlir::Type narrow) {
+  return narrow.isF16() ? RoundToF16(b, loc, x) : RoundToBf16(b, loc, x);
+}
+
 mlir::Value BuildElementwise(
     ImportState& state, mlir::Location loc, mlir::RankedTensorType result_type,
     mlir::ValueRange inputs, llvm::ArrayRef<mlir::AffineMap> maps,
@@ -533,10 +657,10 @@ absl::StatusOr<Value> BuildScalarOp(mlir::OpBuilder& b, mlir::Location loc, mlir
       return absl::UnimplementedError(absl::StrCat(
           ImportState::Where(op), ": bitcast_convert between element types of different widths"));
     }
-    if (arg_types[0].isBF16() || result_type.isBF16()) {
+    if (IsNarrowFloat(arg_types[0]) || IsNarrowFloat(result_type)) {
       return absl::UnimplementedError(
           absl::StrCat(ImportState::Where(op),
-                       ": bitcast_convert of bf16 (computed in f32: its bits are not "
+                       ": bitcast_convert of bf16 or f16 (computed in f32: its bits are not "
                        "held)"));
     }
     if (SignlessType(arg_types[0]) == SignlessType(result_type)) return args[0];

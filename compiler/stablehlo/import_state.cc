@@ -25,7 +25,7 @@ std::string TypeText(mlir::Type type) {
 }
 
 bool IsSupportedElement(mlir::Type type) {
-  if (type.isBF16() || type.isF32() || type.isF64()) return true;
+  if (IsNarrowFloat(type) || type.isF32() || type.isF64()) return true;
   auto integer = mlir::dyn_cast<mlir::IntegerType>(type);
   if (!integer || integer.isSigned()) return false;
   const unsigned width = integer.getWidth();
@@ -50,8 +50,8 @@ absl::StatusOr<mlir::RankedTensorType> CheckedType(mlir::Operation* op, mlir::Va
   if (!IsSupportedElement(tensor.getElementType())) {
     return absl::UnimplementedError(absl::StrCat(
         ImportState::Where(op), ": ", what, " has element type ", TypeText(tensor.getElementType()),
-        " (supported: bf16, computed in f32 and rounded to bf16; f32, f64, i1 and 8 to 64 bit "
-        "integers)"));
+        " (supported: bf16 and f16, computed in f32 and rounded to their precision; f32, f64, "
+        "i1 and 8 to 64 bit integers)"));
   }
   // Converters compare element counts (reshape); MLIR's count wraps past int64.
   llvm::ArrayRef<int64_t> dims = tensor.getShape();
@@ -92,7 +92,7 @@ std::string DescribeLocation(mlir::Location loc) {
 }
 
 mlir::Type SignlessType(mlir::Type type) {
-  if (type.isBF16()) return mlir::Float32Type::get(type.getContext());
+  if (IsNarrowFloat(type)) return mlir::Float32Type::get(type.getContext());
   auto integer = mlir::dyn_cast<mlir::IntegerType>(type);
   if (integer && !integer.isSignless()) {
     return mlir::IntegerType::get(type.getContext(), integer.getWidth());

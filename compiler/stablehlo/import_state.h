@@ -35,8 +35,8 @@ namespace tessera::compiler::stablehlo {
 std::string DescribeLocation(mlir::Location loc);
 
 // The signless (or float) element type arith computes in for `type` (an unsigned integer becomes
-// signless of its width; bf16 becomes f32, and ConvertOp rounds each bf16 result to bf16's
-// precision: RoundToBf16; others are unchanged).
+// signless of its width; bf16 and f16 become f32, and ConvertOp rounds each such result to its
+// precision: RoundToNarrowFloat; others are unchanged).
 mlir::Type SignlessType(mlir::Type type);
 
 class ImportState {
@@ -145,9 +145,22 @@ absl::Status ConvertOp(ImportState& state, mlir::Operation* op);
 absl::StatusOr<mlir::Value> BuildScalarOp(mlir::OpBuilder& builder, mlir::Location loc,
                                           mlir::Operation* op, mlir::ValueRange args,
                                           mlir::TypeRange arg_types, mlir::Type result_type);
+// bf16 and f16: computed in f32, each result rounded to its precision (RoundToNarrowFloat).
+inline bool IsNarrowFloat(mlir::Type type) { return type.isBF16() || type.isF16(); }
+
 // `x` (f32) rounded to the nearest bf16 (ties to even; NaN stays NaN, quiet), as an f32: how a
 // bf16 value is held while the program computes in f32. Integer ops only (every target has them).
 mlir::Value RoundToBf16(mlir::OpBuilder& builder, mlir::Location loc, mlir::Value x);
+// `x` (f32) rounded to the nearest f16 (ties to even, subnormals too; from 65520 up infinity;
+// NaN quiet), as an f32. Integer ops and f32 adds only.
+mlir::Value RoundToF16(mlir::OpBuilder& builder, mlir::Location loc, mlir::Value x);
+// RoundToBf16 or RoundToF16, for `narrow` (bf16 or f16).
+mlir::Value RoundToNarrowFloat(mlir::OpBuilder& builder, mlir::Location loc, mlir::Value x,
+                               mlir::Type narrow);
+// The f32 value of the f16 bits `h` (i16), exact (subnormals, infinities, NaN payloads); and the
+// f16 bits (i16) of `x`, an f32 that RoundToF16 rounded.
+mlir::Value F16BitsToF32(mlir::OpBuilder& builder, mlir::Location loc, mlir::Value h);
+mlir::Value F32ToF16Bits(mlir::OpBuilder& builder, mlir::Location loc, mlir::Value x);
 
 // Whether BuildScalarOp knows `name`.
 bool IsScalarOp(std::string_view name);

@@ -226,9 +226,9 @@ absl::Status InlineCalls(mlir::ModuleOp module, mlir::func::FuncOp main) {
   }
 }
 
-// Whether op `name` makes its bf16 results of bf16 values only (moves, selects, compares' kin):
-// they need no rounding.
-bool KeepsBf16Values(std::string_view name) {
+// Whether op `name` makes its bf16 / f16 results of values of that type only (moves, selects,
+// compares' kin): they need no rounding.
+bool KeepsNarrowFloatValues(std::string_view name) {
   static const auto* const kKeeping =
       new absl::flat_hash_set<std::string_view>{"stablehlo.broadcast_in_dim",
                                                 "stablehlo.reshape",
@@ -256,39 +256,44 @@ bool KeepsBf16Values(std::string_view name) {
                                                 "stablehlo.ceil",
                                                 "stablehlo.round_nearest_even",
                                                 "stablehlo.round_nearest_afz",
-                                                "stablehlo.sign"};
+                                                "stablehlo.sign",
+                                                "stablehlo.all_gather",
+                                                "stablehlo.all_to_all"};
   return kKeeping->contains(name);
 }
 
-// Each bf16 result of `op` (held in f32) rounded to bf16's precision, as the op would have made
-// it in bf16.
-void RoundBf16Results(ImportState& state, mlir::Operation* op) {
+// Each bf16 / f16 result of `op` (held in f32) rounded to its precision, as the op would have made
+// it in that type.
+void RoundNarrowFloatResults(ImportState& state, mlir::Operation* op) {
   for (mlir::Value result : op->getResults()) {
     auto type = mlir::dyn_cast<mlir::RankedTensorType>(result.getType());
     mlir::Value computed = state.Lookup(result);
-    if (!type || !type.getElementType().isBF16() || !computed || type.getNumElements() == 0) {
+    if (!type || !IsNarrowFloat(type.getElementType()) || !computed || type.getNumElements() == 0) {
       continue;
     }
     state.Map(result,
               BuildElementwise(state, op->getLoc(), type, {computed}, {},
-                               [](mlir::OpBuilder& b, mlir::Location loc, mlir::ValueRange x) {
-                                 return RoundToBf16(b, loc, x[0]);
+                               [&](mlir::OpBuilder& b, mlir::Location loc, mlir::ValueRange x) {
+                                 return RoundToNarrowFloat(b, loc, x[0], type.getElementType());
                                }));
   }
 }
 
-// The bits of a bf16 tensor of `type`'s shape: i16.
-mlir::RankedTensorType Bf16BitsType(mlir::RankedTensorType type) {
+// The bits of a bf16 / f16 tensor of `type`'s shape: i16.
+mlir::RankedTensorType BitsType(mlir::RankedTensorType type) {
   return mlir::RankedTensorType::get(type.getShape(),
                                      mlir::IntegerType::get(type.getContext(), 16));
 }
 
-// The f32 tensor (how the program holds bf16) of `bits`, a bf16 tensor of `type` as i16: each
-// element's bits the upper half of an f32's (exact).
-mlir::Value Bf16FromBits(ImportState& state, mlir::Location loc, mlir::RankedTensorType type,
-                         mlir::Value bits) {
+// The f32 tensor (how the program holds bf16 and f16) of `bits`, a bf16 / f16 tensor of `type` as
+// i16, exact: a bf16's bits are the upper half of an f32's.
+mlir::Value FromBits(ImportState& state, mlir::Location loc, mlir::RankedTensorType type,
+                     mlir::Value bits) {
+  const bool f16 = type.getElementType().isF16();
   return BuildElementwise(
-      state, loc, type, {bits}, {}, [](mlir::OpBuilder& b, mlir::Location loc, mlir::ValueRange x) {
+      state, loc, type, {bits}, {},
+      [f16](mlir::OpBuilder& b, mlir::Location loc, mlir::ValueRange x) {
+        if (f16) return F16BitsToF32(b, loc, x[0]);
         mlir::Value wide = mlir::arith::ExtUIOp::create(b, loc, b.getI32Type(), x[0]);
         mlir::Value shifted = mlir::arith::ShLIOp::create(
             b, loc, wide, mlir::arith::ConstantIntOp::create(b, loc, b.getI32Type(), 16));
@@ -296,14 +301,16 @@ mlir::Value Bf16FromBits(ImportState& state, mlir::Location loc, mlir::RankedTen
       });
 }
 
-// The i16 bits of `value`, an f32 tensor holding the bf16 tensor of `type`: its upper half (the
-// program rounds every bf16 value it computes, RoundBf16Results, and moves keep them: the lower
-// half is zero, and a NaN's payload passes through as it came in).
-mlir::Value Bf16ToBits(ImportState& state, mlir::Location loc, mlir::RankedTensorType type,
-                       mlir::Value value) {
+// The i16 bits of `value`, an f32 tensor holding the bf16 / f16 tensor of `type` (the program
+// rounds every such value it computes, RoundNarrowFloatResults, and moves keep them): a bf16's
+// are the f32's upper half (the lower is zero; a NaN's payload passes through as it came in).
+mlir::Value ToBits(ImportState& state, mlir::Location loc, mlir::RankedTensorType type,
+                   mlir::Value value) {
+  const bool f16 = type.getElementType().isF16();
   return BuildElementwise(
-      state, loc, Bf16BitsType(type), {value}, {},
-      [](mlir::OpBuilder& b, mlir::Location loc, mlir::ValueRange x) {
+      state, loc, BitsType(type), {value}, {},
+      [f16](mlir::OpBuilder& b, mlir::Location loc, mlir::ValueRange x) {
+        if (f16) return F32ToF16Bits(b, loc, x[0]);
         mlir::Value bits = mlir::arith::BitcastOp::create(b, loc, b.getI32Type(), x[0]);
         mlir::Value upper = mlir::arith::ShRUIOp::create(
             b, loc, bits, mlir::arith::ConstantIntOp::create(b, loc, b.getI32Type(), 16));
@@ -374,9 +381,10 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
         return absl::UnimplementedError(
             absl::StrCat(name, ": not a tensor of static shape (lower for concrete shapes)"));
       }
-      // bf16 crosses the boundary as its bits (i16, kBf16AttrName), converted inside.
-      const bool bf16 = tensor.getElementType().isBF16();
-      new_types->push_back(bf16 ? Bf16BitsType(tensor) : ImportState::NewType(tensor));
+      // bf16 and f16 cross the boundary as their bits (i16, kBf16AttrName / kF16AttrName),
+      // converted inside.
+      const bool narrow = IsNarrowFloat(tensor.getElementType());
+      new_types->push_back(narrow ? BitsType(tensor) : ImportState::NewType(tensor));
       mlir::DictionaryAttr attrs =
           std::string_view(what) == "argument" ? main.getArgAttrDict(i) : main.getResultAttrDict(i);
       const size_t index = std::string_view(what) == "argument" ? i : old_type.getNumInputs() + i;
@@ -391,8 +399,10 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
       if (tensor.getElementType().isUnsignedInteger()) {
         named.push_back(attrs_builder.getNamedAttr(kUnsignedAttrName, attrs_builder.getUnitAttr()));
       }
-      if (bf16) {
-        named.push_back(attrs_builder.getNamedAttr(kBf16AttrName, attrs_builder.getUnitAttr()));
+      if (narrow) {
+        named.push_back(attrs_builder.getNamedAttr(
+            tensor.getElementType().isF16() ? kF16AttrName : kBf16AttrName,
+            attrs_builder.getUnitAttr()));
       }
       new_attrs->push_back(attrs_builder.getDictionaryAttr(named));
     }
@@ -410,8 +420,8 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
   for (unsigned i = 0; i < old_body.getNumArguments(); ++i) {
     mlir::Value arg = body->getArgument(i);
     auto old_type = mlir::cast<mlir::RankedTensorType>(old_body.getArgument(i).getType());
-    state.Map(old_body.getArgument(i), old_type.getElementType().isBF16()
-                                           ? Bf16FromBits(state, main.getLoc(), old_type, arg)
+    state.Map(old_body.getArgument(i), IsNarrowFloat(old_type.getElementType())
+                                           ? FromBits(state, main.getLoc(), old_type, arg)
                                            : arg);
   }
   for (mlir::Operation& op : old_body) {
@@ -426,9 +436,9 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
       for (unsigned i = 0; i < op.getNumOperands(); ++i) {
         TESSERA_ASSIGN_OR_RETURN(mlir::Value v, state.Operand(&op, i));
         auto returned_type = mlir::dyn_cast<mlir::RankedTensorType>(op.getOperand(i).getType());
-        if (returned_type && returned_type.getElementType().isBF16() &&
+        if (returned_type && IsNarrowFloat(returned_type.getElementType()) &&
             returned_type.getShape() == mlir::cast<mlir::RankedTensorType>(results[i]).getShape()) {
-          v = Bf16ToBits(state, op.getLoc(), returned_type, v);
+          v = ToBits(state, op.getLoc(), returned_type, v);
         }
         if (v.getType() != results[i]) {
           return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(&op), ": value ", i,
@@ -527,7 +537,7 @@ absl::Status ConvertOp(ImportState& state, mlir::Operation* op) {
         absl::StrCat("unsupported StableHLO op ", ImportState::Where(op), UnsupportedHint(name)));
   }
   TESSERA_RETURN_IF_ERROR(it->second(state, op));
-  if (!KeepsBf16Values(name)) RoundBf16Results(state, op);
+  if (!KeepsNarrowFloatValues(name)) RoundNarrowFloatResults(state, op);
   return absl::OkStatus();
 }
 

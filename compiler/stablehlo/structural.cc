@@ -47,7 +47,7 @@ absl::Status ConvertConstant(ImportState& state, mlir::Operation* op) {
         absl::StrCat(ImportState::Where(op), ": expected a dense `value` of the result's type"));
   }
   mlir::RankedTensorType new_type = ImportState::NewType(type);
-  if (type.getElementType().isBF16()) {  // held in f32: each value widened exactly
+  if (IsNarrowFloat(type.getElementType())) {  // held in f32: each value widened exactly
     value = mlir::cast<mlir::DenseFPElementsAttr>(value).mapValues(
         new_type.getElementType(), [](const llvm::APFloat& v) {
           llvm::APFloat wide = v;

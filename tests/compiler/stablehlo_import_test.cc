@@ -367,11 +367,12 @@ TEST(StableHloImportErrorTest, DynamicShapesAndBoundaryTypes) {
       "    \"func.return\"(%arg0) : (tensor<?x4xf32>) -> ()\n  }) : () -> ()\n}) : () -> ()\n";
   EXPECT_THAT(Compile(dynamic, 1),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("static shape")));
-  // f16, anywhere.
-  EXPECT_THAT(Compile(OneOp("\"stablehlo.convert\"(%arg0) : (tensor<8x4xf32>) -> tensor<8x4xf16>",
-                            "tensor<8x4xf16>"),
+  // f8, anywhere.
+  EXPECT_THAT(Compile(OneOp("\"stablehlo.convert\"(%arg0) : (tensor<8x4xf32>) -> "
+                            "tensor<8x4xf8E4M3FN>",
+                            "tensor<8x4xf8E4M3FN>"),
                       1),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("element type f16")));
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("element type f8E4M3FN")));
 }
 
 TEST(StableHloImportTest, UnsignedIntegersKeepTheirDtypeAtTheBoundary) {
@@ -434,6 +435,57 @@ TEST(StableHloImportTest, Bf16CrossesTheBoundaryAsItsBits) {
                                          0x0100, 0x0002, 0xff80, 0x7fc1};
   const std::vector<uint16_t> tripled = {0x4040, 0x8000, 0x4042, 0x7f80,
                                          0x0140, 0x0003, 0xff80, 0x7fc1};
+  for (int i = 0; i < 8; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(bits(got[0], i), x[i]);
+    EXPECT_EQ(bits(got[1], i), doubled[i]);
+    EXPECT_EQ(bits(got[2], i), tripled[i]);
+  }
+}
+
+TEST(StableHloImportTest, F16CrossesTheBoundaryAsItsBits) {
+  // f16 in and out, computed in f32 and rounded to f16 after each op: x itself bit for bit (a NaN's
+  // payload too), x + x (overflowing past 65504, subnormals doubling exactly) and x * 3 (ties to
+  // even, subnormals rounding).
+  const std::string text =
+      "\"builtin.module\"() ({\n"
+      "  \"func.func\"() <{function_type = (tensor<8xf16>) -> (tensor<8xf16>, tensor<8xf16>, "
+      "tensor<8xf16>), sym_name = \"main\"}> ({\n"
+      "  ^bb0(%arg0: tensor<8xf16>):\n"
+      "    %0 = \"stablehlo.add\"(%arg0, %arg0) : (tensor<8xf16>, tensor<8xf16>) -> "
+      "tensor<8xf16>\n"
+      "    %1 = \"stablehlo.constant\"() <{value = dense<3.0> : tensor<8xf16>}> : () -> "
+      "tensor<8xf16>\n"
+      "    %2 = \"stablehlo.multiply\"(%arg0, %1) : (tensor<8xf16>, tensor<8xf16>) -> "
+      "tensor<8xf16>\n"
+      "    \"func.return\"(%arg0, %0, %2) : (tensor<8xf16>, tensor<8xf16>, tensor<8xf16>) -> "
+      "()\n  }) : () -> ()\n}) : () -> ()\n";
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(text, 1));
+  ASSERT_EQ(plan.global_parameters.size(), 1u);
+  EXPECT_EQ(plan.global_parameters[0].dtype, DType(DType::kF16));
+  for (const ProgramValue& result : plan.global_results) {
+    EXPECT_EQ(result.dtype, DType(DType::kF16));
+  }
+  // 1, -0, 1 + 2^-10 (one ulp above 1), 65504 (the largest), 2^-14 (the smallest normal), 2^-24
+  // (the smallest subnormal), -inf, a signaling NaN with a payload.
+  const std::vector<uint16_t> x = {0x3c00, 0x8000, 0x3c01, 0x7bff, 0x0400, 0x0001, 0xfc00, 0x7c01};
+  // x + x: exact but for 65504 (infinity) and the NaN (quieted).
+  const std::vector<uint16_t> doubled = {0x4000, 0x8000, 0x4001, 0x7c00,
+                                         0x0800, 0x0002, 0xfc00, 0x7e01};
+  // x * 3: 3 + 3 * 2^-10 is 3 + 1.5 ulps (a tie) to even 0x4202; 3 * 2^-14 is 0x0a00 (1.5 *
+  // 2^-13); 3 * 2^-24 is 3 subnormal units.
+  const std::vector<uint16_t> tripled = {0x4200, 0x8000, 0x4202, 0x7c00,
+                                         0x0a00, 0x0003, 0xfc00, 0x7e01};
+  HostArray input = HostArray::Zeros(DType(DType::kF16), {8});
+  std::memcpy(input.bytes.data(), x.data(), 16);
+  SpmdInterpreter run(plan);
+  ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run.Run({input}));
+  ASSERT_EQ(got.size(), 3u);
+  auto bits = [](const HostArray& a, int i) {
+    uint16_t v;
+    std::memcpy(&v, a.bytes.data() + 2 * i, 2);
+    return v;
+  };
   for (int i = 0; i < 8; ++i) {
     SCOPED_TRACE(i);
     EXPECT_EQ(bits(got[0], i), x[i]);

@@ -946,3 +946,45 @@ def test_bf16_boundary_on_lavapipe_and_cpu_plus_vulkan():
         got = [np.asarray(o.block_until_ready()) for o in exe.execute(arrays)]
         np.testing.assert_array_equal(got[0].view(np.uint16), want[0].view(np.uint16))
         np.testing.assert_array_equal(got[1], want[1])
+
+
+def f16_program(x, w, b):
+    h = jax.nn.relu(x @ w + b)
+    return h, x * 3, jnp.exp(x) - 1, h.astype(jnp.float32).sum(axis=1)
+
+
+@pytest.mark.parametrize("platform", ["cpu", "vulkan", "cpu+vulkan"])
+def test_f16_matches_jax_bit_for_bit(client8, platform):
+    # f16 in and out, computed in f32 and rounded after each op; edge values in the first row
+    # (65504, -0, a subnormal, the smallest normal, infinities, NaN, one ulp above 1).
+    g = rng(39)
+    x = (normal(g, 16, 8) * 4).astype(np.float16)
+    x[0] = np.array([65504, -0.0, 6e-8, 2 ** -14, np.inf, -np.inf, np.nan, 1 + 2 ** -10],
+                    np.float16)
+    args = (x, normal(g, 8, 4).astype(np.float16), normal(g, 4).astype(np.float16))
+    specs, outs = (P("x"), P(), P()), (P("x"),) * 4
+    if platform == "cpu":
+        needs_8_jax_devices()
+        want, got = run_both(client8, f16_program, args, specs, outs, make_mesh((8,), ("x",)))
+    else:
+        client = tessera.Client(cpu_devices=2, vulkan="if_available")
+        gpus = [d for d in client.devices if d.platform == "vulkan"]
+        if len(gpus) < 2:
+            pytest.skip("fewer than 2 Vulkan devices (lavapipe ICD copies: VK_DRIVER_FILES)")
+        from jax.sharding import AxisType, Mesh
+        mesh = Mesh(np.array(jax.devices()[:2]), ("x",), axis_types=(AxisType.Auto,))
+        jitted = jax.jit(f16_program, in_shardings=tuple(NamedSharding(mesh, s) for s in specs),
+                         out_shardings=tuple(NamedSharding(mesh, s) for s in outs))
+        want = [np.asarray(o) for o in jitted(*args)]
+        devices = gpus[:2] if platform == "vulkan" else [client.devices[0], gpus[0]]
+        exe = client.compile(jitted.lower(*args), devices=devices)
+        tmesh = tessera.Mesh(x=2, devices=devices)
+        arrays = [client.put(a, tessera.NamedSharding(tmesh, tessera.P(*(tuple(s) + (None,) * (
+            a.ndim - len(s)))))) for a, s in zip(args, specs)]
+        got = [np.asarray(o.block_until_ready()) for o in exe.execute(arrays)]
+    assert [o.dtype for o in got] == [np.float16, np.float16, np.float16, np.float32]
+    # The matmul's row of infinities and NaN is NaN in both, its sign left open (as in XLA).
+    np.testing.assert_array_equal(got[0], want[0])
+    for i in (1, 2):
+        np.testing.assert_array_equal(got[i].view(np.uint16), want[i].view(np.uint16))
+    np.testing.assert_array_equal(got[3], want[3])
