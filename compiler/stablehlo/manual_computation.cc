@@ -87,43 +87,36 @@ absl::StatusOr<mlir::ModuleOp> BodiesModule(mlir::ModuleOp module, mlir::Operati
 }
 
 // The texts of `shardings` for `values`' types ("" replicated).
-absl::StatusOr<mlir::ArrayAttr> ShardingTexts(mlir::Operation* op,
-                                              const std::vector<SdySharding>& shardings,
-                                              mlir::TypeRange types, const Meshes& meshes,
-                                              std::string_view what) {
-  std::vector<mlir::Attribute> texts;
-  mlir::Builder builder(op->getContext());
+absl::StatusOr<std::vector<std::string>> ShardingTexts(mlir::Operation* op,
+                                                       const std::vector<SdySharding>& shardings,
+                                                       mlir::TypeRange types, const Meshes& meshes,
+                                                       std::string_view what) {
+  std::vector<std::string> texts;
   for (size_t i = 0; i < shardings.size(); ++i) {
     auto type = mlir::dyn_cast<mlir::RankedTensorType>(types[i]);
-    if (!type) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          ImportState::Where(op), ": ", std::string(what), " ", i, " is not a ranked tensor"));
-    }
-    TESSERA_ASSIGN_OR_RETURN(
-        std::string text,
-        ShardingText(shardings[i], meshes, type.getRank(),
-                     absl::StrCat(ImportState::Where(op), ": ", std::string(what), " ", i)));
-    texts.push_back(builder.getStringAttr(text));
+    const std::string name = absl::StrCat(ImportState::Where(op), ": ", std::string(what), " ", i);
+    if (!type) return absl::InvalidArgumentError(absl::StrCat(name, " is not a ranked tensor"));
+    TESSERA_ASSIGN_OR_RETURN(std::string text,
+                             ShardingText(shardings[i], meshes, type.getRank(), name));
+    texts.push_back(std::move(text));
   }
-  return builder.getArrayAttr(texts);
+  return texts;
 }
 
 // The body, converted into a new function of `bodies` over the new types of its block's
 // arguments; returns the function.
-absl::StatusOr<mlir::func::FuncOp> ConvertBody(mlir::Operation* op, mlir::ModuleOp bodies,
-                                               const std::vector<int64_t>& grid) {
-  const std::string where = ImportState::Where(op);
-  if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": expected a body of one block"));
-  }
-  mlir::Block& old_body = op->getRegion(0).front();
-  if (old_body.getNumArguments() != op->getNumOperands() || old_body.empty() ||
-      old_body.back().getName().getStringRef() != "sdy.return" ||
-      old_body.back().getNumOperands() != op->getNumResults()) {
+absl::StatusOr<mlir::func::FuncOp> ConvertBody(const ManualParts& parts, mlir::ModuleOp bodies) {
+  const std::string where = ImportState::Where(parts.op);
+  mlir::Block& old_body = *parts.body;
+  const llvm::StringRef end =
+      old_body.empty() ? llvm::StringRef() : old_body.back().getName().getStringRef();
+  if (old_body.getNumArguments() != parts.operands.size() ||
+      (end != "sdy.return" && end != "func.return") ||
+      old_body.back().getNumOperands() != parts.results.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat(where,
-                     ": its body must take one argument per operand and end in sdy.return of one "
-                     "value per result"));
+                     ": its body must take one argument per operand and end in sdy.return (or "
+                     "func.return) of one value per result"));
   }
   llvm::SmallVector<mlir::Type> inputs;
   for (mlir::BlockArgument arg : old_body.getArguments()) {
@@ -134,17 +127,17 @@ absl::StatusOr<mlir::func::FuncOp> ConvertBody(mlir::Operation* op, mlir::Module
     }
     inputs.push_back(ImportState::NewType(type));
   }
-  mlir::OpBuilder builder(op->getContext());
+  mlir::OpBuilder builder(parts.op->getContext());
   builder.setInsertionPointToEnd(bodies.getBody());
   const std::string name =
       absl::StrCat("manual_", std::distance(bodies.getOps<mlir::func::FuncOp>().begin(),
                                             bodies.getOps<mlir::func::FuncOp>().end()));
-  auto func =
-      mlir::func::FuncOp::create(builder, op->getLoc(), name, builder.getFunctionType(inputs, {}));
+  auto func = mlir::func::FuncOp::create(builder, parts.op->getLoc(), name,
+                                         builder.getFunctionType(inputs, {}));
   mlir::Block* body = func.addEntryBlock();
   builder.setInsertionPointToEnd(body);
   ImportState state(builder);
-  state.SetManualGrid(grid);
+  state.SetManualGrid(parts.grid);
   for (unsigned i = 0; i < old_body.getNumArguments(); ++i) {
     state.Map(old_body.getArgument(i), body->getArgument(i));
   }
@@ -167,7 +160,49 @@ absl::StatusOr<mlir::func::FuncOp> ConvertBody(mlir::Operation* op, mlir::Module
   return func;
 }
 
+mlir::ArrayAttr StringArray(mlir::Builder& builder, const std::vector<std::string>& texts) {
+  std::vector<mlir::Attribute> attrs;
+  for (const std::string& text : texts) attrs.push_back(builder.getStringAttr(text));
+  return builder.getArrayAttr(attrs);
+}
+
 }  // namespace
+
+absl::Status ConvertManualParts(ImportState& state, const ManualParts& parts,
+                                mlir::ModuleOp module) {
+  if (parts.in.size() != parts.operands.size() || parts.out.size() != parts.results.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(parts.op), ": one sharding per operand and result"));
+  }
+  TESSERA_ASSIGN_OR_RETURN(mlir::ModuleOp bodies, BodiesModule(module, parts.op, parts.grid));
+  TESSERA_ASSIGN_OR_RETURN(mlir::func::FuncOp body, ConvertBody(parts, bodies));
+  llvm::SmallVector<mlir::Value> operands;
+  for (mlir::Value old : parts.operands) {
+    mlir::Value operand = state.Lookup(old);
+    if (!operand) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          ImportState::Where(parts.op), ": an operand is not defined before the shard_map"));
+    }
+    operands.push_back(operand);
+  }
+  llvm::SmallVector<mlir::Type> results;
+  for (mlir::Value old : parts.results) {
+    auto type = mlir::dyn_cast<mlir::RankedTensorType>(old.getType());
+    if (!type || !type.hasStaticShape()) {
+      return absl::UnimplementedError(
+          absl::StrCat(ImportState::Where(parts.op), ": a result is not a tensor of static shape"));
+    }
+    results.push_back(ImportState::NewType(type));
+  }
+  mlir::OpBuilder& builder = state.builder();
+  auto cast =
+      mlir::UnrealizedConversionCastOp::create(builder, parts.op->getLoc(), results, operands);
+  cast->setAttr(kManualBodyAttrName, builder.getStringAttr(body.getSymName()));
+  cast->setAttr(kManualInAttrName, StringArray(builder, parts.in));
+  cast->setAttr(kManualOutAttrName, StringArray(builder, parts.out));
+  for (size_t i = 0; i < parts.results.size(); ++i) state.Map(parts.results[i], cast.getResult(i));
+  return absl::OkStatus();
+}
 
 absl::Status ConvertManualComputation(ImportState& state, mlir::Operation* op, const Meshes& meshes,
                                       mlir::ModuleOp module) {
@@ -185,10 +220,11 @@ absl::Status ConvertManualComputation(ImportState& state, mlir::Operation* op, c
   std::vector<SdySharding> all = in;
   all.insert(all.end(), out.begin(), out.end());
   TESSERA_ASSIGN_OR_RETURN(const SdyMesh* mesh, ComputationMesh(op, all, meshes));
-  std::vector<int64_t> grid;
+  ManualParts parts;
+  parts.op = op;
   std::vector<std::string> automatic;
   for (const SdyMesh::Axis& axis : mesh->axes) {
-    grid.push_back(axis.size);
+    parts.grid.push_back(axis.size);
     if (axis.size > 1 && !absl::c_linear_search(*manual_axes, axis.name)) {
       automatic.push_back(axis.name);
     }
@@ -199,30 +235,17 @@ absl::Status ConvertManualComputation(ImportState& state, mlir::Operation* op, c
                      absl::StrJoin(automatic, ", "),
                      "); give shard_map every axis of the mesh (axis_names) or none"));
   }
-  TESSERA_ASSIGN_OR_RETURN(mlir::ArrayAttr in_texts,
+  TESSERA_ASSIGN_OR_RETURN(parts.in,
                            ShardingTexts(op, in, op->getOperandTypes(), meshes, "operand"));
-  TESSERA_ASSIGN_OR_RETURN(mlir::ArrayAttr out_texts,
+  TESSERA_ASSIGN_OR_RETURN(parts.out,
                            ShardingTexts(op, out, op->getResultTypes(), meshes, "result"));
-  TESSERA_ASSIGN_OR_RETURN(mlir::ModuleOp bodies, BodiesModule(module, op, grid));
-  TESSERA_ASSIGN_OR_RETURN(mlir::func::FuncOp body, ConvertBody(op, bodies, grid));
-
-  llvm::SmallVector<mlir::Value> operands;
-  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
-    TESSERA_ASSIGN_OR_RETURN(mlir::Value operand, state.Operand(op, i));
-    operands.push_back(operand);
+  if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": expected a body of one block"));
   }
-  llvm::SmallVector<mlir::Type> results;
-  for (unsigned i = 0; i < op->getNumResults(); ++i) {
-    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType type, state.ResultType(op, i));
-    results.push_back(ImportState::NewType(type));
-  }
-  mlir::OpBuilder& builder = state.builder();
-  auto cast = mlir::UnrealizedConversionCastOp::create(builder, op->getLoc(), results, operands);
-  cast->setAttr(kManualBodyAttrName, builder.getStringAttr(body.getSymName()));
-  cast->setAttr(kManualInAttrName, in_texts);
-  cast->setAttr(kManualOutAttrName, out_texts);
-  for (unsigned i = 0; i < op->getNumResults(); ++i) state.Map(op->getResult(i), cast.getResult(i));
-  return absl::OkStatus();
+  parts.body = &op->getRegion(0).front();
+  parts.operands.assign(op->getOperands().begin(), op->getOperands().end());
+  parts.results.assign(op->getResults().begin(), op->getResults().end());
+  return ConvertManualParts(state, parts, module);
 }
 
 }  // namespace tessera::compiler::stablehlo

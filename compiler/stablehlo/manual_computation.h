@@ -5,6 +5,10 @@
 // shard_map) as the compiler's manual computation (compiler/internal.h). Internal to
 // compiler/stablehlo/.
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "compiler/stablehlo/import_state.h"
 #include "compiler/stablehlo/sdy_shardings.h"
@@ -13,13 +17,28 @@
 
 namespace tessera::compiler::stablehlo {
 
-// Converts `op` (an sdy.manual_computation whose operands `state` has converted): its body,
-// converted op by op with its collectives over the mesh's grid, becomes a function of the nested
-// module @tessera.manual_bodies of `module` (made by the first one, with the mesh's shard.grid),
-// and `op` a cast naming it, with its operands' and results' shardings. UNIMPLEMENTED: manual
-// over some of the mesh's axes only (the others left to the partitioner), shard_maps over two
-// meshes, one nested in another, ops of the body the importer does not convert; INVALID_ARGUMENT:
-// shardings, types or arity that do not match the op.
+// A shard_map as the importer finds it, in either lowering: an sdy.manual_computation (Shardy), or
+// a func.call between custom_calls @SPMDFullToShardShape and @SPMDShardToFullShape (GSPMD).
+struct ManualParts {
+  mlir::Operation* op = nullptr;      // named in messages, its location the computation's
+  std::vector<mlir::Value> operands;  // the global values it takes (converted already)
+  std::vector<mlir::Value> results;   // the global values it makes
+  mlir::Block* body = nullptr;        // one argument per operand, then sdy.return / func.return
+  std::vector<std::string> in, out;   // `tessera.sharding` texts ("" replicated)
+  std::vector<int64_t> grid;          // the mesh's axis sizes
+};
+
+// Converts a shard_map: its body, converted op by op with its collectives over the mesh's grid,
+// becomes a function of the nested module @tessera.manual_bodies of `module` (made by the first
+// one, with the mesh's shard.grid), and the computation a cast naming it, with its operands' and
+// results' shardings. UNIMPLEMENTED: shard_maps over two meshes, one nested in another, ops of the
+// body the importer does not convert; INVALID_ARGUMENT: arity or types that do not match.
+absl::Status ConvertManualParts(ImportState& state, const ManualParts& parts,
+                                mlir::ModuleOp module);
+
+// An sdy.manual_computation `op` of @main's body: its parts, then ConvertManualParts.
+// UNIMPLEMENTED also for manual over some of the mesh's axes only (the others left to the
+// partitioner); INVALID_ARGUMENT for shardings that do not parse or fit.
 absl::Status ConvertManualComputation(ImportState& state, mlir::Operation* op, const Meshes& meshes,
                                       mlir::ModuleOp module);
 

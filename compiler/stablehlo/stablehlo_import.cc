@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -31,6 +32,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Parser/Parser.h"
+#include "sharding/sharding_text.h"
 
 namespace tessera::compiler::stablehlo {
 namespace {
@@ -120,55 +122,158 @@ absl::StatusOr<std::string> ValueSharding(mlir::DictionaryAttr attrs, const Mesh
   return gspmd;
 }
 
-// The texts of @main's arguments' then results' GSPMD shardings (`mhlo.sharding`, as JAX writes
-// them with jax_use_shardy_partitioner=False) over the one mesh they fit (gspmd_mesh.h); "" for a
+// A value whose GSPMD sharding (`mhlo.sharding`, as JAX writes them with
+// jax_use_shardy_partitioner=False) is placed on the program's mesh: the attribute (null:
+// replicated), the value's rank, and what it is (for messages).
+struct GspmdValue {
+  mlir::Attribute sharding;
+  int64_t rank = 0;
+  std::string what;
+};
+
+// The `tessera.sharding` texts of `values` over the one mesh they fit (gspmd_mesh.h); "" for a
 // value without one. All "" when no value has one.
-absl::StatusOr<std::vector<std::string>> GspmdTexts(mlir::func::FuncOp main) {
-  std::vector<mlir::DictionaryAttr> attrs;
+absl::StatusOr<std::vector<std::string>> GspmdTexts(const std::vector<GspmdValue>& values) {
+  std::vector<GspmdSharding> shardings(values.size());
   std::vector<int64_t> ranks;
-  mlir::FunctionType type = main.getFunctionType();
-  for (unsigned i = 0; i < type.getNumInputs(); ++i) {
-    attrs.push_back(main.getArgAttrDict(i));
-    auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type.getInput(i));
-    ranks.push_back(tensor ? tensor.getRank() : 0);
-  }
-  for (unsigned i = 0; i < type.getNumResults(); ++i) {
-    attrs.push_back(main.getResultAttrDict(i));
-    auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type.getResult(i));
-    ranks.push_back(tensor ? tensor.getRank() : 0);
-  }
-  std::vector<GspmdSharding> shardings(attrs.size());
-  std::vector<size_t> present;
-  for (size_t i = 0; i < attrs.size(); ++i) {
-    mlir::Attribute gspmd = attrs[i] ? attrs[i].get("mhlo.sharding") : nullptr;
-    if (!gspmd) {
+  bool present = false;
+  for (size_t i = 0; i < values.size(); ++i) {
+    ranks.push_back(values[i].rank);
+    if (!values[i].sharding) {
       shardings[i].replicated = true;
       continue;
     }
-    const std::string what = i < type.getNumInputs()
-                                 ? absl::StrCat("@main argument ", i)
-                                 : absl::StrCat("@main result ", i - type.getNumInputs());
-    auto text = mlir::dyn_cast<mlir::StringAttr>(gspmd);
+    auto text = mlir::dyn_cast<mlir::StringAttr>(values[i].sharding);
     if (!text) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": mhlo.sharding is not a string"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(values[i].what, ": mhlo.sharding is not a string"));
     }
     absl::StatusOr<GspmdSharding> parsed = ParseGspmdSharding(text.getValue());
     if (!parsed.ok()) {
       return absl::Status(parsed.status().code(),
-                          absl::StrCat(what, ": ", parsed.status().message()));
+                          absl::StrCat(values[i].what, ": ", parsed.status().message()));
     }
     shardings[i] = *std::move(parsed);
-    present.push_back(i);
+    present = true;
   }
-  if (present.empty()) return std::vector<std::string>(attrs.size());
+  if (!present) return std::vector<std::string>(values.size());
   return GspmdShardingTexts(shardings, ranks);
+}
+
+int64_t RankOf(mlir::Type type) {
+  auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type);
+  return tensor ? tensor.getRank() : 0;
+}
+
+// @main's arguments, then its results, as GspmdValues.
+std::vector<GspmdValue> GspmdValuesOfMain(mlir::func::FuncOp main) {
+  std::vector<GspmdValue> values;
+  mlir::FunctionType type = main.getFunctionType();
+  for (unsigned i = 0; i < type.getNumInputs(); ++i) {
+    mlir::DictionaryAttr attrs = main.getArgAttrDict(i);
+    values.push_back({attrs ? attrs.get("mhlo.sharding") : nullptr, RankOf(type.getInput(i)),
+                      absl::StrCat("@main argument ", i)});
+  }
+  for (unsigned i = 0; i < type.getNumResults(); ++i) {
+    mlir::DictionaryAttr attrs = main.getResultAttrDict(i);
+    values.push_back({attrs ? attrs.get("mhlo.sharding") : nullptr, RankOf(type.getResult(i)),
+                      absl::StrCat("@main result ", i)});
+  }
+  return values;
+}
+
+// Whether `op` is a custom_call to `target`.
+bool IsCustomCall(mlir::Operation* op, std::string_view target) {
+  if (op == nullptr || op->getName().getStringRef() != "stablehlo.custom_call") return false;
+  auto name =
+      mlir::dyn_cast_or_null<mlir::StringAttr>(ImportState::GetAttr(op, "call_target_name"));
+  return name && name.getValue() == llvm::StringRef(target);
+}
+
+// A shard_map lowered for GSPMD (jax_use_shardy_partitioner=False): a func.call in @main's body
+// whose operands are each made manual by a custom_call @SPMDFullToShardShape (of a custom_call
+// @Sharding naming the operand's sharding), and whose results are each made whole again by a
+// custom_call @Sharding {manual}, then @SPMDShardToFullShape (naming the result's sharding).
+struct GspmdManual {
+  mlir::func::CallOp call;
+  std::vector<mlir::Value> operands;  // the values made manual
+  std::vector<mlir::Value> results;   // the values made whole again
+  std::vector<GspmdValue> in, out;
+  std::vector<mlir::Operation*> skipped;  // the custom_calls around the call
+};
+
+// Marks the calls of GspmdManuals (InlineCalls leaves them).
+constexpr char kGspmdManualAttrName[] = "tessera.gspmd_manual";
+
+std::vector<GspmdManual> FindGspmdManuals(mlir::func::FuncOp main) {
+  std::vector<GspmdManual> found;
+  for (mlir::Operation& op : main.getBody().front()) {
+    auto call = mlir::dyn_cast<mlir::func::CallOp>(op);
+    if (!call || call->getNumOperands() == 0) continue;
+    GspmdManual manual{call, {}, {}, {}, {}, {}};
+    bool matches = true;
+    for (mlir::Value operand : call->getOperands()) {
+      mlir::Operation* to_shard = operand.getDefiningOp();
+      if (!IsCustomCall(to_shard, "SPMDFullToShardShape") || !operand.hasOneUse() ||
+          to_shard->getNumOperands() != 1) {
+        matches = false;
+        break;
+      }
+      mlir::Value whole = to_shard->getOperand(0);
+      mlir::Operation* hint = whole.getDefiningOp();
+      manual.operands.push_back(whole);
+      manual.in.push_back(
+          {IsCustomCall(hint, "Sharding") ? ImportState::GetAttr(hint, "mhlo.sharding") : nullptr,
+           RankOf(whole.getType()), ImportState::Where(to_shard)});
+      manual.skipped.push_back(to_shard);
+    }
+    for (mlir::Value result : call->getResults()) {
+      if (!matches || !result.hasOneUse()) {
+        matches = false;
+        break;
+      }
+      mlir::Operation* hint = *result.getUsers().begin();
+      mlir::Operation* to_full = IsCustomCall(hint, "Sharding") && hint->getNumResults() == 1 &&
+                                         hint->getResult(0).hasOneUse()
+                                     ? *hint->getResult(0).getUsers().begin()
+                                     : nullptr;
+      if (!IsCustomCall(to_full, "SPMDShardToFullShape") || to_full->getNumResults() != 1) {
+        matches = false;
+        break;
+      }
+      manual.results.push_back(to_full->getResult(0));
+      manual.out.push_back({ImportState::GetAttr(to_full, "mhlo.sharding"),
+                            RankOf(to_full->getResult(0).getType()), ImportState::Where(to_full)});
+      manual.skipped.push_back(hint);
+      manual.skipped.push_back(to_full);
+    }
+    if (!matches) continue;
+    call->setAttr(kGspmdManualAttrName, mlir::UnitAttr::get(call.getContext()));
+    found.push_back(std::move(manual));
+  }
+  return found;
+}
+
+// The axis sizes of the mesh of the first of `texts` that names one; empty when none does.
+std::vector<int64_t> GridOf(const std::vector<std::string>& texts) {
+  for (const std::string& text : texts) {
+    if (text.empty()) continue;
+    absl::StatusOr<sharding::ShardingText> parsed = sharding::ParseShardingText(text);
+    if (!parsed.ok() || !parsed->mesh) continue;
+    std::vector<int64_t> grid;
+    for (const sharding::Mesh::Axis& axis : parsed->mesh->axes()) grid.push_back(axis.size);
+    return grid;
+  }
+  return {};
 }
 
 // Inlines every func.call in `main` (callees' bodies cloned in place), until none is left.
 absl::Status InlineCalls(mlir::ModuleOp module, mlir::func::FuncOp main) {
   for (int round = 0;; ++round) {
     std::vector<mlir::func::CallOp> calls;
-    main.walk([&](mlir::func::CallOp call) { calls.push_back(call); });
+    main.walk([&](mlir::func::CallOp call) {
+      if (!call->hasAttr(kGspmdManualAttrName)) calls.push_back(call);
+    });
     if (calls.empty()) return absl::OkStatus();
     if (round >= kMaxProgramNesting) {
       return absl::InvalidArgumentError(
@@ -355,9 +460,9 @@ absl::Status ConvertShardingConstraint(ImportState& state, mlir::Operation* op,
 
 // A new module with @main converted: its signature with signless types and `tessera.sharding`
 // attributes, its body op by op.
-absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp main,
-                                                          const Meshes& meshes,
-                                                          const ConversionTable& table) {
+absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(
+    mlir::func::FuncOp main, const Meshes& meshes, const ConversionTable& table,
+    const std::vector<GspmdManual>& gspmd_manuals) {
   mlir::MLIRContext* context = main.getContext();
   if (!main.getBody().hasOneBlock()) {
     return absl::InvalidArgumentError("@main must have one block");
@@ -367,7 +472,13 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
   if (old_body.getNumArguments() != old_type.getNumInputs()) {
     return absl::InvalidArgumentError("@main's block arguments do not match its function_type");
   }
-  TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> gspmd, GspmdTexts(main));
+  // GSPMD shardings: @main's and its GSPMD shard_maps', over one mesh.
+  std::vector<GspmdValue> gspmd_values = GspmdValuesOfMain(main);
+  for (const GspmdManual& manual : gspmd_manuals) {
+    gspmd_values.insert(gspmd_values.end(), manual.in.begin(), manual.in.end());
+    gspmd_values.insert(gspmd_values.end(), manual.out.begin(), manual.out.end());
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> gspmd, GspmdTexts(gspmd_values));
   llvm::SmallVector<mlir::Type> inputs, results;
   llvm::SmallVector<mlir::Attribute> arg_attrs, res_attrs;
   mlir::Builder attrs_builder(context);
@@ -416,6 +527,38 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
   new_main.setAllResultAttrs(res_attrs);
   mlir::Block* body = new_main.addEntryBlock();
   builder.setInsertionPointToEnd(body);
+  // The GSPMD shard_maps: their parts, and the custom_calls around them (skipped).
+  absl::flat_hash_map<mlir::Operation*, ManualParts> gspmd_parts;
+  absl::flat_hash_set<mlir::Operation*> skipped;
+  size_t next_text = old_type.getNumInputs() + old_type.getNumResults();
+  for (const GspmdManual& manual : gspmd_manuals) {
+    ManualParts parts;
+    parts.op = manual.call;
+    parts.operands = manual.operands;
+    parts.results = manual.results;
+    auto callee = main->getParentOfType<mlir::ModuleOp>().lookupSymbol<mlir::func::FuncOp>(
+        mlir::func::CallOp(manual.call).getCallee());
+    if (!callee || callee.isExternal() || !callee.getBody().hasOneBlock()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          ImportState::Where(manual.call), ": calls a function the program does not define"));
+    }
+    parts.body = &callee.getBody().front();
+    parts.in.assign(gspmd.begin() + next_text, gspmd.begin() + next_text + manual.in.size());
+    next_text += manual.in.size();
+    parts.out.assign(gspmd.begin() + next_text, gspmd.begin() + next_text + manual.out.size());
+    next_text += manual.out.size();
+    std::vector<std::string> texts = parts.in;
+    texts.insert(texts.end(), parts.out.begin(), parts.out.end());
+    parts.grid = GridOf(texts);
+    if (parts.grid.empty()) {
+      return absl::UnimplementedError(absl::StrCat(
+          ImportState::Where(manual.call),
+          ": a GSPMD shard_map whose operands and results are all replicated (its mesh is "
+          "unknown)"));
+    }
+    skipped.insert(manual.skipped.begin(), manual.skipped.end());
+    gspmd_parts[manual.call] = std::move(parts);
+  }
   ImportState state(builder);
   for (unsigned i = 0; i < old_body.getNumArguments(); ++i) {
     mlir::Value arg = body->getArgument(i);
@@ -455,6 +598,11 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(mlir::func::FuncOp mai
     }
     if (name == "sdy.manual_computation") {
       TESSERA_RETURN_IF_ERROR(ConvertManualComputation(state, &op, meshes, *module));
+      continue;
+    }
+    if (skipped.contains(&op)) continue;  // a GSPMD shard_map's custom_calls
+    if (auto it = gspmd_parts.find(&op); it != gspmd_parts.end()) {
+      TESSERA_RETURN_IF_ERROR(ConvertManualParts(state, it->second, *module));
       continue;
     }
     TESSERA_RETURN_IF_ERROR(ConvertOp(state, &op));
@@ -516,15 +664,24 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportSource(mlir::MLIRContext
   // Calls inlined (and the functions then erased) before the module is verified: MLIR looks a
   // callee up in the nearest op that may hold symbols, and an unregistered op (a scatter's or a
   // while's body calling JAX's outlined @clip) may, so a call inside one names no function.
+  // A GSPMD shard_map's call stays (its callee is its body, with calls inlined too).
+  const std::vector<GspmdManual> gspmd_manuals = FindGspmdManuals(main);
   TESSERA_RETURN_IF_ERROR(InlineCalls(*source, main));
+  absl::flat_hash_set<mlir::Operation*> bodies;
+  for (const GspmdManual& manual : gspmd_manuals) {
+    auto callee =
+        source->lookupSymbol<mlir::func::FuncOp>(mlir::func::CallOp(manual.call).getCallee());
+    if (!callee || callee.isExternal()) continue;  // refused by Convert, named
+    if (bodies.insert(callee).second) TESSERA_RETURN_IF_ERROR(InlineCalls(*source, callee));
+  }
   for (mlir::func::FuncOp func :
        llvm::make_early_inc_range(source->getBody()->getOps<mlir::func::FuncOp>())) {
-    if (func != main) func.erase();
+    if (func != main && !bodies.contains(func)) func.erase();
   }
   TESSERA_RETURN_IF_ERROR(
       Verify(*source, "invalid StableHLO program", absl::StatusCode::kInvalidArgument));
   TESSERA_ASSIGN_OR_RETURN(Meshes meshes, ReadMeshes(*source));
-  return Convert(main, meshes, table);
+  return Convert(main, meshes, table, gspmd_manuals);
 }
 
 }  // namespace

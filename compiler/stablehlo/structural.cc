@@ -381,10 +381,11 @@ absl::Status ConvertCustomCall(ImportState& state, mlir::Operation* op) {
   if (target && target.getValue() == "Sharding") return ConvertShardingHint(state, op);
   if (target && (target.getValue() == "SPMDFullToShardShape" ||
                  target.getValue() == "SPMDShardToFullShape")) {
-    return absl::UnimplementedError(absl::StrCat(
-        ImportState::Where(op), ": custom_call @", target.getValue().str(),
-        ": shard_map lowered for GSPMD (jax_use_shardy_partitioner=False) is not supported; "
-        "lowered for Shardy (JAX's default) it is"));
+    return absl::UnimplementedError(
+        absl::StrCat(ImportState::Where(op), ": custom_call @", target.getValue().str(),
+                     " outside a GSPMD shard_map (a call whose operands each come from one "
+                     "@SPMDFullToShardShape and whose results each go through @Sharding to one "
+                     "@SPMDShardToFullShape)"));
   }
   return absl::UnimplementedError(
       absl::StrCat(ImportState::Where(op), ": custom_call @",

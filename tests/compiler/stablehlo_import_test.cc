@@ -183,18 +183,23 @@ TEST(StableHloImportTest, MatmulsReachTheMatmulKernel) {
 TEST(StableHloImportTest, ShardMapComputesWhatThePartitionerComputes) {
   // The Megatron MLP written per device (shard_map, psum over tp) and the same MLP sharded by the
   // partitioner: one all-reduce each, the same results on the same inputs.
-  ASSERT_OK_AND_ASSIGN(ProgramPlan manual, Compile(Corpus("mlp_shard_map")));
+  // Lowered for GSPMD too (a call between custom_calls @SPMDFullToShardShape and
+  // @SPMDShardToFullShape, over the mesh{x=2,y=4} its GSPMD shardings fit).
   ASSERT_OK_AND_ASSIGN(ProgramPlan automatic, Compile(Corpus("mlp_megatron")));
-  EXPECT_EQ(StepKinds(manual), (std::vector<std::string>{"kernel", "all_reduce"}));
-  ASSERT_EQ(manual.steps.size(), 2u);
-  EXPECT_EQ(manual.steps[1].collective.grid_axes, (std::vector<int>{1}));
-  EXPECT_EQ(manual.steps[1].collective.reduction, ReductionKind::kSum);
-  const std::vector<HostArray> inputs = Inputs(manual, kSeed + 100);
-  SpmdInterpreter run_manual(manual), run_automatic(automatic);
-  ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run_manual.Run(inputs));
-  ASSERT_OK_AND_ASSIGN(std::vector<HostArray> want, run_automatic.Run(inputs));
-  ASSERT_EQ(got.size(), 1u);
-  ExpectClose(got[0], want[0]);
+  for (const char* name : {"mlp_shard_map", "mlp_shard_map_gspmd"}) {
+    SCOPED_TRACE(name);
+    ASSERT_OK_AND_ASSIGN(ProgramPlan manual, Compile(Corpus(name)));
+    EXPECT_EQ(StepKinds(manual), (std::vector<std::string>{"kernel", "all_reduce"}));
+    ASSERT_EQ(manual.steps.size(), 2u);
+    EXPECT_EQ(manual.steps[1].collective.grid_axes, (std::vector<int>{1}));
+    EXPECT_EQ(manual.steps[1].collective.reduction, ReductionKind::kSum);
+    const std::vector<HostArray> inputs = Inputs(manual, kSeed + 100);
+    SpmdInterpreter run_manual(manual), run_automatic(automatic);
+    ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run_manual.Run(inputs));
+    ASSERT_OK_AND_ASSIGN(std::vector<HostArray> want, run_automatic.Run(inputs));
+    ASSERT_EQ(got.size(), 1u);
+    ExpectClose(got[0], want[0]);
+  }
 }
 
 TEST(StableHloImportTest, ShardMapCollectivesMeanWhatJaxsDo) {
@@ -555,6 +560,12 @@ TEST(StableHloImportErrorTest, ShardMapsTheRuntimeCannotRun) {
                     "(tensor<8x4xf32>) -> tensor<8x4xf32>"),
               1),
       StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("outside a shard_map body")));
+  // GSPMD's custom_calls of a shard_map, outside one.
+  EXPECT_THAT(Compile(OneOp("\"stablehlo.custom_call\"(%arg0) <{call_target_name = "
+                            "\"SPMDFullToShardShape\"}> : (tensor<8x4xf32>) -> tensor<8x4xf32>"),
+                      1),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("@SPMDFullToShardShape outside a GSPMD shard_map")));
 }
 
 }  // namespace

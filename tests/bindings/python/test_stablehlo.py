@@ -988,3 +988,36 @@ def test_f16_matches_jax_bit_for_bit(client8, platform):
     for i in (1, 2):
         np.testing.assert_array_equal(got[i].view(np.uint16), want[i].view(np.uint16))
     np.testing.assert_array_equal(got[3], want[3])
+
+
+@pytest.mark.parametrize("which", ["megatron", "inside a program", "2-d mesh"])
+def test_shard_map_lowered_for_gspmd_matches_jax(client8, which):
+    # With jax_use_shardy_partitioner=False, shard_map is a call of its body between custom_calls
+    # @SPMDFullToShardShape and @SPMDShardToFullShape, its shardings GSPMD's: the same computation.
+    needs_8_jax_devices()
+    from jax import shard_map
+    previous = jax.config.jax_use_shardy_partitioner
+    jax.config.update("jax_use_shardy_partitioner", False)
+    try:
+        g = rng(40)
+        if which == "2-d mesh":
+            mesh = make_mesh((2, 4), ("x", "y"))
+            f = shard_map(lambda a: jax.lax.psum(a, "y") + jax.lax.axis_index("x").astype(
+                jnp.float32), mesh=mesh, in_specs=(P("x", "y"),), out_specs=P("x", "y"))
+            args, specs, out = (normal(g, 8, 16),), (P("x", "y"),), P("x", "y")
+        else:
+            mesh = make_mesh((8,), ("tp",))
+            body = megatron_shard_map(mesh)
+            args = (normal(g, 5, 16), normal(g, 16, 64), normal(g, 64, 16))
+            if which == "megatron":
+                f, specs = body, (P(), P(None, "tp"), P("tp", None))
+            else:
+                f, specs = (lambda x, a, b: body(jnp.tanh(x), a, b).sum(axis=0)), (P(), P(), P())
+            out = P()
+        text = jax.jit(f).lower(*args).compiler_ir("stablehlo").operation.get_asm(
+            print_generic_op_form=True)
+        assert "SPMDFullToShardShape" in text and "sdy." not in text
+        (want,), (got,) = run_both(client8, f, args, specs, out, mesh)
+    finally:
+        jax.config.update("jax_use_shardy_partitioner", previous)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

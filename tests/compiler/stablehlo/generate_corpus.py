@@ -145,6 +145,17 @@ def lower(f, args, in_specs, out_specs, mesh):
     return module.operation.get_asm(print_generic_op_form=True)
 
 
+def lower_gspmd(*args):
+    """lower() with jax_use_shardy_partitioner=False: GSPMD shardings, shard_map as a call between
+    custom_calls @SPMDFullToShardShape and @SPMDShardToFullShape."""
+    previous = jax.config.jax_use_shardy_partitioner
+    jax.config.update("jax_use_shardy_partitioner", False)
+    try:
+        return lower(*args)
+    finally:
+        jax.config.update("jax_use_shardy_partitioner", previous)
+
+
 def main():
     mesh8 = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Auto,))
     mesh2x4 = jax.make_mesh((2, 4), ("dp", "tp"), axis_types=(AxisType.Auto,) * 2)
@@ -192,6 +203,10 @@ def main():
                                        (P("dp", "tp"), P("dp")),
                                        (P("dp", "tp"), P(), P("dp", "tp"), P("dp", "tp"),
                                         P("dp", "tp")), mesh2x4),
+        "mlp_shard_map_gspmd": lower_gspmd(mlp_shard_map(mesh2x4),
+                                           (z(6, 8), z(8, 16), z(16), z(16, 8)),
+                                           (P("dp"), P(None, "tp"), P("tp"), P("tp", None)),
+                                           P("dp"), mesh2x4),
         "sgd_step": lower(sgd_step, ((z(7, 5), z(5), z(5, 3)), z(16, 7), z(16, 3)),
                           ((P(), P(), P()), P("x"), P("x")), (P(), P(), P()), mesh8),
     }
