@@ -212,9 +212,24 @@ absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
                                                      absl::StrCat(what, ": result")));
     manuals.push_back(std::move(manual));
   }
+  const bool requested = !request.parameter_shardings.empty() || !request.result_shardings.empty();
   std::vector<ShardingText> all = params;
   all.insert(all.end(), results.begin(), results.end());
-  // A manual computation runs on its own mesh, whatever the request.
+  // A manual computation runs on its own mesh, whatever the request: a request over another mesh
+  // (a 1-device reference run) is FAILED_PRECONDITION.
+  if (requested && !manuals.empty()) {
+    absl::StatusOr<sharding::Mesh> request_mesh = ResolveMesh(all, request.num_devices);
+    const ManualTextsOf& manual = manuals.front();
+    for (const std::vector<ShardingText>* texts : {&manual.in, &manual.out}) {
+      for (const ShardingText& text : *texts) {
+        if (!text.has_value() || !request_mesh.ok() || *text->mesh == *request_mesh) continue;
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the manual computation (shard_map) at ", FormatLocation(manual.op->getLoc()),
+            " runs on its own mesh, ", text->mesh->ToString(), ", not the request's ",
+            request_mesh->ToString(), ": a program with one compiles for its mesh only"));
+      }
+    }
+  }
   for (const ManualTextsOf& manual : manuals) {
     all.insert(all.end(), manual.in.begin(), manual.in.end());
     all.insert(all.end(), manual.out.begin(), manual.out.end());
@@ -222,7 +237,6 @@ absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
   // The program's constraints name its mesh too, unless the request gives the shardings: then
   // the request's mesh is the program's, and a constraint over another mesh is not imposed (a
   // hint on how to compute: the results are the same).
-  const bool requested = !request.parameter_shardings.empty() || !request.result_shardings.empty();
   if (!requested) all.insert(all.end(), constraints.begin(), constraints.end());
   TESSERA_ASSIGN_OR_RETURN(sharding::Mesh mesh, ResolveMesh(all, request.num_devices));
 

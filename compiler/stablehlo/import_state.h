@@ -123,7 +123,8 @@ class ImportState {
 using OpConversion = std::function<absl::Status(ImportState&, mlir::Operation*)>;
 
 // The conversions by op name: elementwise.cc, structural.cc, contraction.cc, gather_scatter.cc,
-// slicing.cc, dynamic_slicing.cc, control_flow.cc, collectives.cc each add theirs.
+// slicing.cc, dynamic_slicing.cc, control_flow.cc, collectives.cc, reduce_window.cc each add
+// theirs.
 using ConversionTable = absl::flat_hash_map<std::string, OpConversion>;
 void AddElementwiseConversions(ConversionTable& table);
 void AddStructuralConversions(ConversionTable& table);
@@ -133,6 +134,7 @@ void AddSlicingConversions(ConversionTable& table);
 void AddDynamicSlicingConversions(ConversionTable& table);
 void AddControlFlowConversions(ConversionTable& table);
 void AddCollectiveConversions(ConversionTable& table);
+void AddReduceWindowConversions(ConversionTable& table);
 
 // Converts `op` (of @main's body or of a region inside it) with its entry in the conversion
 // table; UNIMPLEMENTED naming it when it has none (stablehlo_import.cc).

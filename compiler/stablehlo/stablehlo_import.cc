@@ -629,6 +629,7 @@ const ConversionTable& Conversions() {
     AddDynamicSlicingConversions(*table);
     AddControlFlowConversions(*table);
     AddCollectiveConversions(*table);
+    AddReduceWindowConversions(*table);
     return table;
   }();
   return *kTable;

@@ -499,6 +499,52 @@ TEST(StableHloImportTest, F16CrossesTheBoundaryAsItsBits) {
   }
 }
 
+TEST(StableHloImportErrorTest, ReduceWindowsThatDoNotFit) {
+  // A reduce_window over %arg0 (f32[8,4]) with `attrs`, `body` (ops on %a, %b ending in
+  // stablehlo.return) and result `result`.
+  auto window = [](const std::string& attrs, const std::string& body, const std::string& result) {
+    return OneOp("\"stablehlo.reduce_window\"(%arg0, %init) <{" + attrs +
+                     "}> ({\n^bb0(%a: tensor<f32>, %b: tensor<f32>):\n" + body +
+                     "}) : (tensor<8x4xf32>, tensor<f32>) -> " + result,
+                 result);
+  };
+  auto with_init = [](std::string text) {
+    const std::string at = "    %0 = ";
+    text.insert(text.find(at),
+                "    %init = \"stablehlo.constant\"() <{value = dense<0.0> : "
+                "tensor<f32>}> : () -> tensor<f32>\n");
+    return text;
+  };
+  const std::string add =
+      "  %s = \"stablehlo.add\"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+      "  \"stablehlo.return\"(%s) : (tensor<f32>) -> ()\n";
+  // A 2x1 window, stride 1: 7 rows, not 8.
+  EXPECT_THAT(
+      Compile(with_init(window("window_dimensions = array<i64: 2, 1>", add, "tensor<8x4xf32>")), 1),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("result dimension 0 is 8; the window makes 7")));
+  // A body of two ops.
+  EXPECT_THAT(
+      Compile(with_init(window(
+                  "window_dimensions = array<i64: 2, 1>",
+                  "  %s = \"stablehlo.add\"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+                  "  %t = \"stablehlo.add\"(%s, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+                  "  \"stablehlo.return\"(%t) : (tensor<f32>) -> ()\n",
+                  "tensor<7x4xf32>")),
+              1),
+      StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("not one elementwise op")));
+  // Negative padding; a window dimension of 0.
+  EXPECT_THAT(Compile(with_init(window("window_dimensions = array<i64: 2, 1>, padding = "
+                                       "dense<[[-1, 0], [0, 0]]> : tensor<2x2xi64>",
+                                       add, "tensor<6x4xf32>")),
+                      1),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("negative or huge padding")));
+  EXPECT_THAT(
+      Compile(with_init(window("window_dimensions = array<i64: 0, 1>", add, "tensor<8x4xf32>")), 1),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("window_dimensions value 0 out of range")));
+}
+
 TEST(StableHloImportErrorTest, ShardingsThatDoNotFit) {
   std::string text = Corpus("mlp_megatron");
   // A mesh of 8 devices compiled for 4.

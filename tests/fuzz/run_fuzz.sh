@@ -60,6 +60,7 @@ case "$TARGET" in
           compiler/stablehlo/dynamic_slicing.cc
           compiler/stablehlo/control_flow.cc compiler/stablehlo/sdy_shardings.cc
           compiler/stablehlo/manual_computation.cc compiler/stablehlo/collectives.cc
+          compiler/stablehlo/reduce_window.cc
           tests/compiler/stablehlo_import_fuzzer.cc)
     EXTRA_CFLAGS=(-isystem /usr/lib/llvm-22/include)
     EXTRA_LIBS=(-L/usr/lib/llvm-22/lib -Wl,-rpath,/usr/lib/llvm-22/lib -lMLIR -lLLVM)

@@ -413,6 +413,13 @@ def case_run_program():
     out, _ = expect_ok("run", megatron, "--devices", "cpu:2", "--fit-mesh", "--repeat", "1")
     check("runs as mesh{x=2}" in out and "outputs match the 1-device run" in out,
           "--fit-mesh runs mesh{x=4} on 2 devices", out)
+    # A JAX shard_map (StableHLO) runs on its own mesh: no 1-device run to check it against, said.
+    shard_map = os.path.join(os.path.dirname(__file__), "..", "compiler", "stablehlo",
+                             "mlp_shard_map.mlir")
+    out, _ = expect_ok("run", shard_map, "--devices", "cpu:8", "--repeat", "1")
+    check("execute + await (sharded)" in out and "outputs not checked: no 1-device run" in out
+          and "runs on its own mesh, mesh{dp=2,tp=4}" in out,
+          "a shard_map runs and says it has no 1-device reference", out)
 
 
 def case_run_program_vulkan():
