@@ -207,6 +207,12 @@ absl::Status CheckManualComputations(mlir::ModuleOp module, mlir::func::FuncOp m
   std::vector<int64_t> grid_shape;
   for (const sharding::Mesh::Axis& axis : shardings.mesh.axes()) grid_shape.push_back(axis.size);
   if (bodies) {
+    mlir::WalkResult nested =
+        bodies.walk([](mlir::UnrealizedConversionCastOp) { return mlir::WalkResult::interrupt(); });
+    if (nested.wasInterrupted()) {
+      return absl::InvalidArgumentError(
+          "a manual computation inside another's body (module @tessera.manual_bodies)");
+    }
     auto grid = bodies.lookupSymbol<mlir::shard::GridOp>(kGridName);
     if (!grid || grid.getShape() != llvm::ArrayRef<int64_t>(grid_shape)) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -31,7 +31,7 @@ namespace {
 
 using Groups = std::set<std::vector<int64_t>>;
 
-// The most mesh axes whose orders GridAxesOf tries (ordered subsets of 6 axes: 1957).
+// The most mesh axes one collective may span (GridAxesOf tries their 720 orders).
 constexpr size_t kMaxSearchedAxes = 6;
 
 // The device groups a collective over `axes` (in that order) of `grid` makes: the devices that
@@ -103,48 +103,39 @@ absl::StatusOr<Groups> ReadGroups(mlir::Operation* op, int64_t devices) {
   return groups;
 }
 
-// Calls `visit` with every ordered selection of distinct axes from `axes` (the empty one too)
-// until it returns true.
-template <typename Visit>
-bool ForEachOrderedSubset(const std::vector<int16_t>& axes, std::vector<int16_t>& chosen,
-                          std::vector<bool>& used, Visit& visit) {
-  if (visit(chosen)) return true;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    if (used[i]) continue;
-    used[i] = true;
-    chosen.push_back(axes[i]);
-    if (ForEachOrderedSubset(axes, chosen, used, visit)) return true;
-    chosen.pop_back();
-    used[i] = false;
-  }
-  return false;
-}
-
 // The grid axes, in order, whose groups are `op`'s replica_groups over the manual computation's
-// grid (axes of size 1 left out; none: every group is one device).
+// grid (axes of size 1 left out; none: every group is one device). The axes are those along which
+// the first group's members differ; their order, one of their permutations.
 absl::StatusOr<std::vector<int16_t>> GridAxesOf(ImportState& state, mlir::Operation* op) {
   const std::vector<int64_t>& grid = *state.manual_grid();
   int64_t devices = 1;
-  std::vector<int16_t> candidates;
-  for (size_t i = 0; i < grid.size(); ++i) {
-    devices *= grid[i];
-    if (grid[i] > 1) candidates.push_back(static_cast<int16_t>(i));
-  }
+  for (int64_t size : grid) devices *= size;  // at most kMaxManualDevices (manual_computation.h)
   TESSERA_ASSIGN_OR_RETURN(Groups groups, ReadGroups(op, devices));
-  if (candidates.size() > kMaxSearchedAxes) {
-    return absl::UnimplementedError(absl::StrCat(ImportState::Where(op), ": a shard_map over ",
-                                                 candidates.size(), " mesh axes (at most ",
+  std::vector<int16_t> varying;
+  const std::vector<int64_t>& first = *groups.begin();
+  int64_t members = 1;
+  for (size_t a = 0; a < grid.size(); ++a) {
+    int64_t stride = 1;
+    for (size_t b = a + 1; b < grid.size(); ++b) stride *= grid[b];
+    for (int64_t device : first) {
+      if ((device / stride) % grid[a] != (first[0] / stride) % grid[a]) {
+        varying.push_back(static_cast<int16_t>(a));
+        members *= grid[a];
+        break;
+      }
+    }
+  }
+  if (varying.size() > kMaxSearchedAxes) {
+    return absl::UnimplementedError(absl::StrCat(ImportState::Where(op), ": a collective over ",
+                                                 varying.size(), " mesh axes (at most ",
                                                  kMaxSearchedAxes, " are supported)"));
   }
   std::optional<std::vector<int16_t>> found;
-  std::vector<int16_t> chosen;
-  std::vector<bool> used(candidates.size(), false);
-  auto matches = [&](const std::vector<int16_t>& axes) {
-    if (GroupsOf(grid, axes) != groups) return false;
-    found = axes;
-    return true;
-  };
-  ForEachOrderedSubset(candidates, chosen, used, matches);
+  if (members == static_cast<int64_t>(first.size())) {
+    do {
+      if (GroupsOf(grid, varying) == groups) found = varying;
+    } while (!found && std::next_permutation(varying.begin(), varying.end()));
+  }
   if (!found) {
     std::vector<std::string> rows;
     for (const std::vector<int64_t>& group : groups) {

@@ -174,6 +174,15 @@ absl::Status ConvertManualParts(ImportState& state, const ManualParts& parts,
     return absl::InvalidArgumentError(
         absl::StrCat(ImportState::Where(parts.op), ": one sharding per operand and result"));
   }
+  int64_t devices = 1;
+  for (int64_t size : parts.grid) {
+    if (size < 1 || size > kMaxManualDevices || devices * size > kMaxManualDevices) {
+      return absl::UnimplementedError(absl::StrCat(ImportState::Where(parts.op),
+                                                   ": a shard_map over more than ",
+                                                   kMaxManualDevices, " devices"));
+    }
+    devices *= size;
+  }
   TESSERA_ASSIGN_OR_RETURN(mlir::ModuleOp bodies, BodiesModule(module, parts.op, parts.grid));
   TESSERA_ASSIGN_OR_RETURN(mlir::func::FuncOp body, ConvertBody(parts, bodies));
   llvm::SmallVector<mlir::Value> operands;

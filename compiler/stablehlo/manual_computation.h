@@ -17,6 +17,10 @@
 
 namespace tessera::compiler::stablehlo {
 
+// The most devices a shard_map's mesh may have (its collectives' device groups are checked one
+// by one).
+inline constexpr int64_t kMaxManualDevices = 65536;
+
 // A shard_map as the importer finds it, in either lowering: an sdy.manual_computation (Shardy), or
 // a func.call between custom_calls @SPMDFullToShardShape and @SPMDShardToFullShape (GSPMD).
 struct ManualParts {

@@ -595,6 +595,9 @@ TEST(StableHloImportErrorTest, ShardMapsTheRuntimeCannotRun) {
   // Shardings the op does not have one of per value.
   EXPECT_THAT(Compile(replaced("<[<@mesh, [{\"dp\"}, {\"tp\"}]>, ", "<[")),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("has 1 shardings for 2")));
+  // A mesh too large to check device groups on (sizes from hostile text).
+  EXPECT_THAT(Compile(replaced("\"tp\"=4]", "\"tp\"=4000000000000]")),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("more than 65536 devices")));
   // The runtime's mesh is the program's: compiled for another device count, it does not fit.
   EXPECT_THAT(Compile(text, 4), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("mesh")));
   // A collective outside a shard_map.

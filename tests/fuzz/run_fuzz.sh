@@ -51,7 +51,7 @@ case "$TARGET" in
     # instrumented: the shared libMLIR / libLLVM are not (inside them ASan catches only accesses
     # that fault, UBSan nothing, libFuzzer sees no coverage), so the run explores the importer.
     # TESSERA_FUZZ_INTERNAL=abort (or =report) stops at (or prints) an INTERNAL status.
-    SRCS=("${BASE[@]}" compiler/nesting.cc compiler/diagnostics.cc
+    SRCS=("${SHARDING[@]}" compiler/nesting.cc compiler/diagnostics.cc
           compiler/stablehlo/stablehlo_import.cc compiler/stablehlo/import_state.cc
           compiler/stablehlo/attribute_text.cc compiler/stablehlo/gspmd_mesh.cc
           compiler/stablehlo/elementwise.cc
