@@ -288,6 +288,12 @@ def print_lowered(args):
         "megatron": (lambda x, w1, b1, w2: jax.nn.relu(x @ w1 + b1) @ w2,
                      [(), (None, "x"), ("x",), ("x", None)], (),
                      [rand(b, n), rand(n, n), rand(n), rand(n, n)], LINALG_MEGATRON),
+        # The same Megatron MLP written per device: shard_map's body and its psum.
+        "shard_map": (jax.shard_map(
+            lambda x, w1, b1, w2: jax.lax.psum(jax.nn.relu(x @ w1 + b1) @ w2, "x"), mesh=mesh,
+            in_specs=(P(), P(None, "x"), P("x"), P("x", None)), out_specs=P()),
+                      [(), (None, "x"), ("x",), ("x", None)], (),
+                      [rand(b, n), rand(n, n), rand(n), rand(n, n)], LINALG_MEGATRON),
     }
 
     def timed(f):

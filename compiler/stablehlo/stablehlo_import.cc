@@ -196,6 +196,7 @@ bool IsCustomCall(mlir::Operation* op, std::string_view target) {
 // custom_call @Sharding {manual}, then @SPMDShardToFullShape (naming the result's sharding).
 struct GspmdManual {
   mlir::func::CallOp call;
+  mlir::FlatSymbolRefAttr callee;     // as InlineCalls reads it (the input is not verified)
   std::vector<mlir::Value> operands;  // the values made manual
   std::vector<mlir::Value> results;   // the values made whole again
   std::vector<GspmdValue> in, out;
@@ -209,8 +210,13 @@ std::vector<GspmdManual> FindGspmdManuals(mlir::func::FuncOp main) {
   std::vector<GspmdManual> found;
   for (mlir::Operation& op : main.getBody().front()) {
     auto call = mlir::dyn_cast<mlir::func::CallOp>(op);
-    if (!call || call->getNumOperands() == 0) continue;
-    GspmdManual manual{call, {}, {}, {}, {}, {}};
+    // Not verified yet: the callee may be missing or of another kind.
+    if (!call || call->getNumOperands() == 0 ||
+        !call->getAttrOfType<mlir::FlatSymbolRefAttr>("callee")) {
+      continue;
+    }
+    GspmdManual manual{call, call->getAttrOfType<mlir::FlatSymbolRefAttr>("callee"), {}, {}, {}, {},
+                       {}};
     bool matches = true;
     for (mlir::Value operand : call->getOperands()) {
       mlir::Operation* to_shard = operand.getDefiningOp();
@@ -536,8 +542,8 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(
     parts.op = manual.call;
     parts.operands = manual.operands;
     parts.results = manual.results;
-    auto callee = main->getParentOfType<mlir::ModuleOp>().lookupSymbol<mlir::func::FuncOp>(
-        mlir::func::CallOp(manual.call).getCallee());
+    auto callee =
+        main->getParentOfType<mlir::ModuleOp>().lookupSymbol<mlir::func::FuncOp>(manual.callee);
     if (!callee || callee.isExternal() || !callee.getBody().hasOneBlock()) {
       return absl::InvalidArgumentError(absl::StrCat(
           ImportState::Where(manual.call), ": calls a function the program does not define"));
@@ -670,8 +676,7 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportSource(mlir::MLIRContext
   TESSERA_RETURN_IF_ERROR(InlineCalls(*source, main));
   absl::flat_hash_set<mlir::Operation*> bodies;
   for (const GspmdManual& manual : gspmd_manuals) {
-    auto callee =
-        source->lookupSymbol<mlir::func::FuncOp>(mlir::func::CallOp(manual.call).getCallee());
+    auto callee = source->lookupSymbol<mlir::func::FuncOp>(manual.callee);
     if (!callee || callee.isExternal()) continue;  // refused by Convert, named
     if (bodies.insert(callee).second) TESSERA_RETURN_IF_ERROR(InlineCalls(*source, callee));
   }
