@@ -61,15 +61,7 @@ struct WholeOpShardingModel
                                              const ShardingOption& option) const {
     mlir::FailureOr<std::vector<Sharding>> shardings = getShardingAnnotations(op, option);
     if (mlir::failed(shardings)) return mlir::failure();
-    const unsigned operands = op->getNumOperands();
-    for (mlir::OpResult result : op->getResults()) {
-      const Sharding& sharding = (*shardings)[operands + result.getResultNumber()];
-      if (sharding) mlir::shard::maybeInsertTargetShardingAnnotation(sharding, result, builder);
-    }
-    for (mlir::OpOperand& operand : op->getOpOperands()) {
-      const Sharding& sharding = (*shardings)[operand.getOperandNumber()];
-      if (sharding) mlir::shard::maybeInsertSourceShardingAnnotation(sharding, operand, builder);
-    }
+    AnnotateOperandsAndResults(op, builder, *shardings);
     return mlir::success();
   }
   // partition: the interface's default, partitionFullyReplicatedOperation (a clone).

@@ -86,15 +86,7 @@ struct ManualComputationModel
     if (!IsManual(op)) return mlir::success();
     mlir::FailureOr<std::vector<Sharding>> shardings = FixedShardings(op);
     if (mlir::failed(shardings)) return op->emitError("a manual computation without its shardings");
-    const unsigned operands = op->getNumOperands();
-    for (mlir::OpResult result : op->getResults()) {
-      const Sharding& sharding = (*shardings)[operands + result.getResultNumber()];
-      if (sharding) mlir::shard::maybeInsertTargetShardingAnnotation(sharding, result, builder);
-    }
-    for (mlir::OpOperand& operand : op->getOpOperands()) {
-      const Sharding& sharding = (*shardings)[operand.getOperandNumber()];
-      if (sharding) mlir::shard::maybeInsertSourceShardingAnnotation(sharding, operand, builder);
-    }
+    AnnotateOperandsAndResults(op, builder, *shardings);
     return mlir::success();
   }
 

@@ -9,6 +9,8 @@
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
+#include "mlir/Dialect/Shard/Interfaces/ShardingInterfaceImpl.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Value.h"
@@ -41,6 +43,21 @@ inline mlir::shard::Sharding ShardingOfAxes(mlir::MLIRContext* context,
   while (axes.size() > 1 && axes.back().empty()) axes.pop_back();
   if (axes.empty()) axes.push_back(mlir::DenseI16ArrayAttr::get(context, {}));
   return mlir::shard::Sharding::get(grid, axes);
+}
+
+// Annotates `op` with `shardings` (one per operand, then one per result; a null one leaves its
+// value alone): each result as its producer makes it, each operand as `op` takes it.
+inline void AnnotateOperandsAndResults(mlir::Operation* op, mlir::OpBuilder& builder,
+                                       const std::vector<mlir::shard::Sharding>& shardings) {
+  const unsigned operands = op->getNumOperands();
+  for (mlir::OpResult result : op->getResults()) {
+    const mlir::shard::Sharding& sharding = shardings[operands + result.getResultNumber()];
+    if (sharding) mlir::shard::maybeInsertTargetShardingAnnotation(sharding, result, builder);
+  }
+  for (mlir::OpOperand& operand : op->getOpOperands()) {
+    const mlir::shard::Sharding& sharding = shardings[operand.getOperandNumber()];
+    if (sharding) mlir::shard::maybeInsertSourceShardingAnnotation(sharding, operand, builder);
+  }
 }
 
 }  // namespace tessera::compiler

@@ -141,12 +141,10 @@ struct SliceShardingModel
   mlir::LogicalResult addShardingAnnotations(mlir::Operation* op, mlir::OpBuilder& builder,
                                              const ShardingOption& option) const {
     mlir::FailureOr<std::vector<Sharding>> shardings = getShardingAnnotations(op, option);
-    if (mlir::failed(shardings)) return mlir::failure();
-    mlir::shard::maybeInsertTargetShardingAnnotation(shardings->back(), op->getResult(0), builder);
-    for (mlir::OpOperand& operand : op->getOpOperands()) {
-      const Sharding& sharding = (*shardings)[operand.getOperandNumber()];
-      if (sharding) mlir::shard::maybeInsertSourceShardingAnnotation(sharding, operand, builder);
+    if (mlir::failed(shardings) || shardings->size() != op->getNumOperands() + 1) {
+      return mlir::failure();
     }
+    AnnotateOperandsAndResults(op, builder, *shardings);
     return mlir::success();
   }
 

@@ -206,27 +206,14 @@ std::optional<Combiner> CombinerOf(std::string_view name, mlir::Type element) {
 
 // The body op of an all_reduce / reduce_scatter: one op of its two arguments, returned.
 absl::StatusOr<std::string> ReadCombinerBody(mlir::Operation* op) {
-  const std::string wrong = absl::StrCat(
-      ImportState::Where(op),
-      ": its body must be one op of its two arguments (add, multiply, maximum, minimum, and, or, "
-      "xor), returned");
-  if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock()) {
-    return absl::UnimplementedError(wrong);
+  mlir::Operation* combine = BinaryBodyOp(op);
+  if (combine == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        ImportState::Where(op),
+        ": its body must be one op of its two arguments (add, multiply, maximum, minimum, and, "
+        "or, xor), returned"));
   }
-  mlir::Block& body = op->getRegion(0).front();
-  if (body.getNumArguments() != 2 || body.getOperations().size() != 2) {
-    return absl::UnimplementedError(wrong);
-  }
-  mlir::Operation& combine = body.front();
-  mlir::Operation* ret = body.getTerminator();
-  if (combine.getNumOperands() != 2 || combine.getNumResults() != 1 ||
-      combine.getOperand(0) != body.getArgument(0) ||
-      combine.getOperand(1) != body.getArgument(1) ||
-      ret->getName().getStringRef() != "stablehlo.return" || ret->getNumOperands() != 1 ||
-      ret->getOperand(0) != combine.getResult(0)) {
-    return absl::UnimplementedError(wrong);
-  }
-  return combine.getName().getStringRef().str();
+  return combine->getName().getStringRef().str();
 }
 
 // `op`'s combiner for operand `i`'s element type, or UNIMPLEMENTED.

@@ -187,4 +187,20 @@ mlir::Value ImportState::Fill(mlir::Location loc, mlir::RankedTensorType type,
   return filled;
 }
 
+mlir::Operation* BinaryBodyOp(mlir::Operation* op) {
+  if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock()) return nullptr;
+  mlir::Block& body = op->getRegion(0).front();
+  if (body.getNumArguments() != 2 || body.getOperations().size() != 2) return nullptr;
+  mlir::Operation& combine = body.front();
+  mlir::Operation* ret = &body.back();
+  if (combine.getNumOperands() != 2 || combine.getNumResults() != 1 ||
+      combine.getOperand(0) != body.getArgument(0) ||
+      combine.getOperand(1) != body.getArgument(1) ||
+      ret->getName().getStringRef() != "stablehlo.return" || ret->getNumOperands() != 1 ||
+      ret->getOperand(0) != combine.getResult(0)) {
+    return nullptr;
+  }
+  return &combine;
+}
+
 }  // namespace tessera::compiler::stablehlo

@@ -100,27 +100,14 @@ absl::StatusOr<WindowPlan> PlanWindow(mlir::Operation* op, mlir::RankedTensorTyp
 
 // The body's one op of (accumulated, element), returned.
 absl::StatusOr<mlir::Operation*> ReadWindowBody(mlir::Operation* op) {
-  const std::string wrong = absl::StrCat(
-      ImportState::Where(op),
-      ": a reduce_window whose body is not one elementwise op of its two arguments (the "
-      "cumulative sums, products, maxima and minima and pooling JAX emits are)");
-  if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock()) {
-    return absl::UnimplementedError(wrong);
+  mlir::Operation* combine = BinaryBodyOp(op);
+  if (combine == nullptr || !IsScalarOp(combine->getName().getStringRef())) {
+    return absl::UnimplementedError(absl::StrCat(
+        ImportState::Where(op),
+        ": a reduce_window whose body is not one elementwise op of its two arguments (the "
+        "cumulative sums, products, maxima and minima and pooling JAX emits are)"));
   }
-  mlir::Block& body = op->getRegion(0).front();
-  if (body.getNumArguments() != 2 || body.getOperations().size() != 2) {
-    return absl::UnimplementedError(wrong);
-  }
-  mlir::Operation& combine = body.front();
-  mlir::Operation* ret = body.getTerminator();
-  if (!IsScalarOp(combine.getName().getStringRef()) || combine.getNumOperands() != 2 ||
-      combine.getNumResults() != 1 || combine.getOperand(0) != body.getArgument(0) ||
-      combine.getOperand(1) != body.getArgument(1) ||
-      ret->getName().getStringRef() != "stablehlo.return" || ret->getNumOperands() != 1 ||
-      ret->getOperand(0) != combine.getResult(0)) {
-    return absl::UnimplementedError(wrong);
-  }
-  return &combine;
+  return combine;
 }
 
 absl::Status ConvertReduceWindow(ImportState& state, mlir::Operation* op) {
