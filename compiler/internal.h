@@ -167,6 +167,9 @@ absl::StatusOr<ProgramValue> ValueOfType(mlir::Type type);
 // The op printed in MLIR's generic-free (custom) form.
 std::string PrintOp(mlir::Operation* op);
 
+// The type as MLIR prints it ("tensor<4x?xf32>").
+std::string PrintType(mlir::Type type);
+
 // Parses and verifies `text`; returns the module with its @main.
 // INVALID_ARGUMENT: text nested deeper than kMaxProgramNesting (compiler/nesting.h; checked
 // before MLIR's recursive parser runs), parse or verifier errors ("3:14: expected ..."), no

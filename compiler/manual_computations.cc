@@ -11,7 +11,6 @@
 #include "base/status_macros.h"
 #include "compiler/internal.h"
 #include "compiler/sharding_models.h"
-#include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -127,14 +126,6 @@ struct ManualComputationModel
     return mlir::success();
   }
 };
-
-// "tensor<4x8xf32>"
-std::string PrintType(mlir::Type type) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  type.print(os);
-  return text;
-}
 
 // The local shape of `global` under `spec` over `mesh` (ResolveShardings checked the division).
 llvm::SmallVector<int64_t> LocalShape(mlir::RankedTensorType global, const sharding::Mesh& mesh,

@@ -70,6 +70,13 @@ absl::StatusOr<ProgramValue> ValueOfType(mlir::Type type) {
   return ProgramValue{dtype, Shape(absl::MakeConstSpan(dims.data(), dims.size()))};
 }
 
+std::string PrintType(mlir::Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
+
 std::string PrintOp(mlir::Operation* op) {
   std::string text;
   llvm::raw_string_ostream os(text);

@@ -14,7 +14,6 @@
 #include "compiler/internal.h"
 #include "compiler/nesting.h"
 #include "compiler/stablehlo/stablehlo_import.h"
-#include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Parser/Parser.h"
@@ -96,14 +95,6 @@ absl::Status CheckOps(mlir::ModuleOp module) {
   return status;
 }
 
-// "tensor<4x?xf32>"
-std::string TypeText(mlir::Type type) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  type.print(os);
-  return text;
-}
-
 // A shaped `type` of a value the program computes (`what`) must be static and its byte count fit
 // in int64: the runtime and the generated code compute sizes and offsets from it.
 absl::Status CheckValueType(mlir::Type type, const std::string& what) {
@@ -111,7 +102,7 @@ absl::Status CheckValueType(mlir::Type type, const std::string& what) {
   if (!shaped) return absl::OkStatus();
   if (!shaped.hasStaticShape()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, " has type ", TypeText(type),
+        absl::StrCat(what, " has type ", PrintType(type),
                      ", not a ranked tensor of static shape: every value of a program needs one"));
   }
   mlir::Type element = shaped.getElementType();
@@ -120,7 +111,7 @@ absl::Status CheckValueType(mlir::Type type, const std::string& what) {
   llvm::ArrayRef<int64_t> dims = shaped.getShape();
   if (!base::CheckedByteCount(absl::MakeConstSpan(dims.data(), dims.size()), element_bytes)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, " has type ", TypeText(type), ", whose byte count overflows int64"));
+        absl::StrCat(what, " has type ", PrintType(type), ", whose byte count overflows int64"));
   }
   return absl::OkStatus();
 }

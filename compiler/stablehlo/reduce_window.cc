@@ -23,6 +23,11 @@ namespace {
 
 using mlir::Value;
 
+// The most operand reads one reduce_window may make (result elements times window elements):
+// each result element reads its whole window, so a hostile window over a tiny operand (2^40 wide,
+// almost all padding) would otherwise loop for hours.
+constexpr int64_t kMaxWindowReads = int64_t{1} << 36;
+
 // The window's geometry, per dimension.
 struct WindowPlan {
   std::vector<int64_t> window, strides, base_dilations, window_dilations, low, high;
@@ -93,6 +98,18 @@ absl::StatusOr<WindowPlan> PlanWindow(mlir::Operation* op, mlir::RankedTensorTyp
       return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": result dimension ",
                                                      d, " is ", result.getDimSize(d),
                                                      "; the window makes ", size));
+    }
+  }
+  int64_t reads = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    for (int64_t factor : {result.getDimSize(d), plan.window[d]}) {
+      if (factor > 0 &&
+          (__builtin_mul_overflow(reads, factor, &reads) || reads > kMaxWindowReads)) {
+        return absl::UnimplementedError(
+            absl::StrCat(ImportState::Where(op),
+                         ": a reduce_window reading more than 2^36 elements (its "
+                         "result's elements times its window's)"));
+      }
     }
   }
   return plan;

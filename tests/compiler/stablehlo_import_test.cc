@@ -539,6 +539,13 @@ TEST(StableHloImportErrorTest, ReduceWindowsThatDoNotFit) {
                                        add, "tensor<6x4xf32>")),
                       1),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("negative or huge padding")));
+  // A window of 2^39 rows over 8, all but 8 padding: refused before it loops for hours.
+  EXPECT_THAT(Compile(with_init(window("window_dimensions = array<i64: 549755813888, 1>, "
+                                       "padding = dense<[[549755813888, 0], [0, 0]]> : "
+                                       "tensor<2x2xi64>",
+                                       add, "tensor<9x4xf32>")),
+                      1),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("more than 2^36 elements")));
   EXPECT_THAT(
       Compile(with_init(window("window_dimensions = array<i64: 0, 1>", add, "tensor<8x4xf32>")), 1),
       StatusIs(absl::StatusCode::kInvalidArgument,
