@@ -73,6 +73,22 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Parse(mlir::MLIRContext& conte
   return module;
 }
 
+// ", called at <location>" when `op` is inside a function other than @main that the program
+// calls (JAX outlines jnp.sort, jnp.clip, ... into private functions whose ops carry no Python
+// line; the call does), else "".
+std::string CallSiteOf(mlir::ModuleOp module, mlir::Operation* op) {
+  auto func = op->getParentOfType<mlir::func::FuncOp>();
+  if (!func || func.getSymName() == "main") return "";
+  std::string where;
+  module.walk([&](mlir::func::CallOp call) {
+    auto callee = call->getAttrOfType<mlir::FlatSymbolRefAttr>("callee");
+    if (!callee || callee.getValue() != func.getSymName()) return mlir::WalkResult::advance();
+    where = absl::StrCat(", called at ", DescribeLocation(call.getLoc()));
+    return mlir::WalkResult::interrupt();
+  });
+  return where;
+}
+
 // Every op of the program that the importer does not know, outermost first, is UNIMPLEMENTED
 // before anything else looks at the program (verification included: a manual computation holds
 // func.calls that MLIR's verifier cannot resolve).
@@ -86,7 +102,8 @@ absl::Status CheckOpsKnown(mlir::ModuleOp module, const ConversionTable& table) 
       return mlir::WalkResult::advance();
     }
     status = absl::UnimplementedError(
-        absl::StrCat("unsupported StableHLO op ", ImportState::Where(op), UnsupportedHint(name),
+        absl::StrCat("unsupported StableHLO op ", ImportState::Where(op), CallSiteOf(module, op),
+                     UnsupportedHint(name),
                      " (docs/computations.md, \"Programs from JAX\", lists the supported ones)"));
     return mlir::WalkResult::interrupt();
   });
@@ -322,7 +339,13 @@ absl::Status InlineCalls(mlir::ModuleOp module, mlir::func::FuncOp main) {
         mapping.map(body.getArgument(i), call.getOperand(i));
       }
       mlir::OpBuilder builder(call);
-      for (mlir::Operation& op : body.without_terminator()) builder.clone(op, mapping);
+      // Inlined ops are located at their call too: an error names the Python line that called
+      // the function (JAX's jnp.sort is a call of a private @sort).
+      for (mlir::Operation& op : body.without_terminator()) {
+        builder.clone(op, mapping)->walk([&](mlir::Operation* inlined) {
+          inlined->setLoc(mlir::CallSiteLoc::get(inlined->getLoc(), call.getLoc()));
+        });
+      }
       for (unsigned i = 0; i < call.getNumResults(); ++i) {
         mlir::Value result = mapping.lookupOrDefault(ret.getOperand(i));
         if (result.getType() != call.getResult(i).getType()) {

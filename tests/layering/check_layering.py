@@ -21,6 +21,7 @@ tests/layering/testdata excepted). The rules:
       Python (Python.h, nanobind/)         bindings/python/
       oneTBB (tbb/, oneapi/)               backends/
       Vulkan (vulkan/, vk_*.h)             backends/vulkan/
+      PJRT (xla/pjrt/c/pjrt_c_api.h)       bindings/pjrt/
   A test or benchmark counts as the folder it mirrors (tests/backends/vulkan/ as backends/vulkan/)
   for the platform rules; the layer and public-API rules do not apply to tests and benchmarks.
 
@@ -53,6 +54,7 @@ PLATFORM_RULES = [
      "bindings/python/"),
     ("oneTBB", re.compile(r"^(tbb/|oneapi/)"), ("backends/",), "backends/"),
     ("Vulkan", re.compile(r"^(vulkan/|vk_[a-z_]+\.h$)"), ("backends/vulkan/",), "backends/vulkan/"),
+    ("PJRT", re.compile(r"^xla/"), ("bindings/pjrt/",), "bindings/pjrt/"),
 ]
 PUBLIC_BACKEND_HEADERS = ("backends/client_factory.h",)
 INTERNAL_PREFIXES = ("ifrt/runtime/", "ifrt/spi/", "backends/")

@@ -6,3 +6,4 @@
 #include "bindings/c/tessera_c.h"
 #include "tessera.h"
 #include "ifrt/client.h"
+#include "xla/pjrt/c/pjrt_c_api.h"

@@ -1,0 +1,264 @@
+// Reads xla.CompileOptionsProto's replica, partition and device-assignment fields from the
+// protobuf wire format (compile_options.h says why by hand).
+
+#include "bindings/pjrt/compile_options.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera::pjrt {
+namespace {
+
+constexpr int64_t kMaxCount = 65536;
+
+enum WireType { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
+
+// One message's fields, in order. Every read is bounds-checked; a malformed field is an error.
+class WireReader {
+ public:
+  explicit WireReader(std::string_view data) : data_(data) {}
+
+  bool AtEnd() const { return pos_ >= data_.size(); }
+
+  // The next field's number and wire type.
+  absl::Status NextTag(int64_t& field, int& wire_type) {
+    absl::StatusOr<uint64_t> tag = Varint();
+    if (!tag.ok()) return tag.status();
+    field = static_cast<int64_t>(*tag >> 3);
+    wire_type = static_cast<int>(*tag & 7);
+    if (field == 0) return Malformed("field number 0");
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<uint64_t> Varint() {
+    uint64_t value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos_ >= data_.size()) return Malformed("a truncated varint");
+      uint8_t byte = static_cast<uint8_t>(data_[pos_++]);
+      value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) return value;
+    }
+    return Malformed("a varint longer than 10 bytes");
+  }
+
+  absl::StatusOr<std::string_view> LengthDelimited() {
+    absl::StatusOr<uint64_t> size = Varint();
+    if (!size.ok()) return size.status();
+    if (*size > data_.size() - pos_) return Malformed("a field longer than the message");
+    std::string_view bytes = data_.substr(pos_, *size);
+    pos_ += *size;
+    return bytes;
+  }
+
+  absl::Status Skip(int wire_type) {
+    switch (wire_type) {
+      case kVarint:
+        return Varint().status();
+      case kFixed64:
+        return Advance(8);
+      case kLengthDelimited:
+        return LengthDelimited().status();
+      case kFixed32:
+        return Advance(4);
+      default:
+        return Malformed(absl::StrCat("wire type ", wire_type));
+    }
+  }
+
+ private:
+  absl::Status Advance(size_t bytes) {
+    if (bytes > data_.size() - pos_) return Malformed("a truncated fixed-size field");
+    pos_ += bytes;
+    return absl::OkStatus();
+  }
+  static absl::Status Malformed(absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PJRT_Client_Compile: compile_options is not a serialized "
+                     "xla.CompileOptionsProto: ",
+                     what));
+  }
+
+  std::string_view data_;
+  size_t pos_ = 0;
+};
+
+absl::Status ExpectWireType(int wire_type, int expected, absl::string_view field) {
+  if (wire_type == expected) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("PJRT_Client_Compile: compile_options: ", field, " has wire type ", wire_type));
+}
+
+// ComputationDevice: the repeated replica_device_ids, packed or one per field.
+absl::StatusOr<std::vector<int64_t>> ReadComputationDevice(std::string_view bytes) {
+  std::vector<int64_t> ids;
+  WireReader reader(bytes);
+  while (!reader.AtEnd()) {
+    int64_t field = 0;
+    int wire_type = 0;
+    if (absl::Status s = reader.NextTag(field, wire_type); !s.ok()) return s;
+    if (field != 1) {
+      if (absl::Status s = reader.Skip(wire_type); !s.ok()) return s;
+      continue;
+    }
+    if (wire_type == kVarint) {
+      absl::StatusOr<uint64_t> id = reader.Varint();
+      if (!id.ok()) return id.status();
+      ids.push_back(static_cast<int64_t>(*id));
+    } else if (wire_type == kLengthDelimited) {
+      absl::StatusOr<std::string_view> packed = reader.LengthDelimited();
+      if (!packed.ok()) return packed.status();
+      WireReader values(*packed);
+      while (!values.AtEnd()) {
+        absl::StatusOr<uint64_t> id = values.Varint();
+        if (!id.ok()) return id.status();
+        ids.push_back(static_cast<int64_t>(*id));
+      }
+    } else {
+      return ExpectWireType(wire_type, kVarint, "replica_device_ids");
+    }
+    if (ids.size() > static_cast<size_t>(kMaxCount)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "PJRT_Client_Compile: a device assignment of more than ", kMaxCount, " replicas"));
+    }
+  }
+  return ids;
+}
+
+absl::Status ReadDeviceAssignment(std::string_view bytes, CompileOptions& options) {
+  WireReader reader(bytes);
+  while (!reader.AtEnd()) {
+    int64_t field = 0;
+    int wire_type = 0;
+    if (absl::Status s = reader.NextTag(field, wire_type); !s.ok()) return s;
+    if (field != 3) {
+      if (absl::Status s = reader.Skip(wire_type); !s.ok()) return s;
+      continue;
+    }
+    if (absl::Status s = ExpectWireType(wire_type, kLengthDelimited, "computation_devices");
+        !s.ok()) {
+      return s;
+    }
+    absl::StatusOr<std::string_view> device = reader.LengthDelimited();
+    if (!device.ok()) return device.status();
+    absl::StatusOr<std::vector<int64_t>> ids = ReadComputationDevice(*device);
+    if (!ids.ok()) return ids.status();
+    options.device_ids.push_back(std::move(*ids));
+    if (options.device_ids.size() > static_cast<size_t>(kMaxCount)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "PJRT_Client_Compile: a device assignment of more than ", kMaxCount, " partitions"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> ReadCount(WireReader& reader, int wire_type, absl::string_view name) {
+  if (absl::Status s = ExpectWireType(wire_type, kVarint, name); !s.ok()) return s;
+  absl::StatusOr<uint64_t> value = reader.Varint();
+  if (!value.ok()) return value.status();
+  auto count = static_cast<int64_t>(*value);
+  if (count < 1 || count > kMaxCount) {
+    return absl::InvalidArgumentError(absl::StrCat("PJRT_Client_Compile: compile_options: ", name,
+                                                   " is ", count, " (from 1 to ", kMaxCount, ")"));
+  }
+  return count;
+}
+
+absl::Status ReadBuildOptions(std::string_view bytes, CompileOptions& options) {
+  WireReader reader(bytes);
+  while (!reader.AtEnd()) {
+    int64_t field = 0;
+    int wire_type = 0;
+    if (absl::Status s = reader.NextTag(field, wire_type); !s.ok()) return s;
+    if (field == 4 || field == 5) {
+      absl::StatusOr<int64_t> count =
+          ReadCount(reader, wire_type, field == 4 ? "num_replicas" : "num_partitions");
+      if (!count.ok()) return count.status();
+      (field == 4 ? options.num_replicas : options.num_partitions) = *count;
+    } else if (field == 9) {
+      if (absl::Status s = ExpectWireType(wire_type, kLengthDelimited, "device_assignment");
+          !s.ok()) {
+        return s;
+      }
+      absl::StatusOr<std::string_view> assignment = reader.LengthDelimited();
+      if (!assignment.ok()) return assignment.status();
+      options.device_ids.clear();
+      if (absl::Status s = ReadDeviceAssignment(*assignment, options); !s.ok()) return s;
+    } else if (absl::Status s = reader.Skip(wire_type); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void AppendVarint(std::string& out, uint64_t value) {
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+}
+
+void AppendTag(std::string& out, int field, WireType wire_type) {
+  AppendVarint(out, (static_cast<uint64_t>(field) << 3) | wire_type);
+}
+
+void AppendLengthDelimited(std::string& out, int field, const std::string& bytes) {
+  AppendTag(out, field, kLengthDelimited);
+  AppendVarint(out, bytes.size());
+  out += bytes;
+}
+
+}  // namespace
+
+std::string SerializeDeviceAssignment(const std::vector<int64_t>& device_ids) {
+  std::string out;
+  AppendTag(out, 1, kVarint);  // replica_count
+  AppendVarint(out, 1);
+  AppendTag(out, 2, kVarint);  // computation_count
+  AppendVarint(out, device_ids.size());
+  for (int64_t id : device_ids) {
+    std::string packed;
+    AppendVarint(packed, static_cast<uint64_t>(id));
+    std::string device;
+    AppendLengthDelimited(device, 1, packed);  // replica_device_ids
+    AppendLengthDelimited(out, 3, device);     // computation_devices
+  }
+  return out;
+}
+
+absl::StatusOr<CompileOptions> ParseCompileOptions(std::string_view bytes) {
+  CompileOptions options;
+  WireReader reader(bytes);
+  while (!reader.AtEnd()) {
+    int64_t field = 0;
+    int wire_type = 0;
+    if (absl::Status s = reader.NextTag(field, wire_type); !s.ok()) return s;
+    if (field != 3) {
+      if (absl::Status s = reader.Skip(wire_type); !s.ok()) return s;
+      continue;
+    }
+    if (absl::Status s = ExpectWireType(wire_type, kLengthDelimited, "executable_build_options");
+        !s.ok()) {
+      return s;
+    }
+    absl::StatusOr<std::string_view> build = reader.LengthDelimited();
+    if (!build.ok()) return build.status();
+    if (absl::Status s = ReadBuildOptions(*build, options); !s.ok()) return s;
+  }
+  if (options.device_ids.empty()) return options;
+  bool fits = static_cast<int64_t>(options.device_ids.size()) == options.num_partitions;
+  for (const std::vector<int64_t>& replicas : options.device_ids) {
+    fits = fits && static_cast<int64_t>(replicas.size()) == options.num_replicas;
+  }
+  if (!fits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PJRT_Client_Compile: compile_options: the device assignment has ",
+        options.device_ids.size(), " partitions (of ",
+        options.device_ids.empty() ? 0 : options.device_ids[0].size(), " replicas) for ",
+        options.num_partitions, " partitions of ", options.num_replicas, " replicas"));
+  }
+  return options;
+}
+
+}  // namespace tessera::pjrt

@@ -1,0 +1,308 @@
+"""JAX on Tessera through the PJRT plugin: unmodified JAX programs on Tessera's devices, each
+checked against the same program on JAX's own CPU backend (XLA's CPU compiler), in one process
+(conftest.py: JAX_PLATFORMS=tessera,cpu, 8 devices each)."""
+import os
+import pathlib
+import sys
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from conftest import lavapipe_count, run_python
+
+SEED = 20261203
+
+
+def mesh_of(devices, shape, names):
+    return Mesh(np.array(devices[: int(np.prod(shape))]).reshape(shape), names)
+
+
+def bits(a):
+    """The array's bytes as unsigned integers of its width: bit-exact comparison (NaNs too)."""
+    a = np.asarray(a)
+    return a.view(np.dtype(f"u{a.dtype.itemsize}")) if a.dtype.itemsize > 1 else a.view(np.uint8)
+
+
+def test_jax_lists_tesseras_devices(tessera_devices):
+    assert len(tessera_devices) == 8
+    assert [d.id for d in tessera_devices] == list(range(8))
+    for d in tessera_devices:
+        assert d.platform == "tessera"
+        assert d.device_kind == "cpu"
+        assert d.process_index == 0
+        assert "TesseraDevice(id=" in repr(d)
+        assert [m.kind for m in d.addressable_memories()] == ["device"]
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [np.bool_, np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32, np.float16,
+     ml_dtypes.bfloat16, np.float32, np.int64, np.uint64, np.float64],
+    ids=lambda d: np.dtype(d).name,
+)
+def test_device_put_round_trips_every_dtype_bit_exact(tessera_devices, dtype):
+    rng = np.random.default_rng(SEED)
+    raw = rng.integers(0, 256, size=(16, 24, np.dtype(dtype).itemsize), dtype=np.uint8)
+    host = raw.view(dtype).reshape(16, 24)
+    if dtype is np.bool_:
+        host = raw[..., 0] % 2 == 1
+    wide = np.dtype(dtype).itemsize == 8
+    with jax.enable_x64(wide):
+        mesh = mesh_of(tessera_devices, (4, 2), ("a", "b"))
+        for spec in (P(), P("a", None), P("a", "b"), P(None, "b")):
+            on_device = jax.device_put(host, NamedSharding(mesh, spec))
+            assert on_device.dtype == host.dtype
+            back = np.asarray(on_device)
+            np.testing.assert_array_equal(bits(back), bits(host))
+        single = jax.device_put(host, tessera_devices[5])
+        assert single.devices() == {tessera_devices[5]}
+        np.testing.assert_array_equal(bits(np.asarray(single)), bits(host))
+
+
+def test_addressable_shards_hold_the_sharded_blocks(tessera_devices):
+    host = np.arange(64 * 6, dtype=np.float32).reshape(64, 6)
+    mesh = mesh_of(tessera_devices, (8,), ("x",))
+    array = jax.device_put(host, NamedSharding(mesh, P("x", None)))
+    shards = array.addressable_shards
+    assert [s.device for s in shards] == list(tessera_devices)
+    for shard in shards:
+        assert shard.data.devices() == {shard.device}
+        np.testing.assert_array_equal(np.asarray(shard.data), host[shard.index])
+
+
+def test_device_put_between_devices_and_platforms(tessera_devices, cpu_devices):
+    host = np.arange(32, dtype=np.int32)
+    on_0 = jax.device_put(host, tessera_devices[0])
+    on_6 = jax.device_put(on_0, tessera_devices[6])
+    assert on_6.devices() == {tessera_devices[6]}
+    np.testing.assert_array_equal(np.asarray(on_6), host)
+    on_cpu = jax.device_put(on_6, cpu_devices[1])  # across backends: through the host
+    np.testing.assert_array_equal(np.asarray(on_cpu), host)
+
+
+def test_jit_of_elementwise_matches_jax_cpu(tessera_devices, cpu_devices):
+    x = np.linspace(-3, 3, 8, dtype=np.float32)
+
+    def f(x):
+        return jnp.tanh(x) * 2 + jnp.exp(-x * x)
+
+    ours = jax.jit(f)(jax.device_put(x, tessera_devices[0]))
+    ref = jax.jit(f)(jax.device_put(x, cpu_devices[0]))
+    assert ours.devices() == {tessera_devices[0]}
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(ref), rtol=2e-6, atol=1e-6)
+
+
+def mlp(x, w1, w2):
+    return jnp.maximum(x @ w1, 0) @ w2
+
+
+def run_mlp(devices, mesh_shape, specs):
+    rng = np.random.default_rng(SEED)
+    x = rng.standard_normal((64, 32), dtype=np.float32)
+    w1 = rng.standard_normal((32, 64), dtype=np.float32)
+    w2 = rng.standard_normal((64, 16), dtype=np.float32)
+    mesh = mesh_of(devices, mesh_shape, ("dp", "tp")[: len(mesh_shape)])
+    shardings = [NamedSharding(mesh, s) for s in specs]
+    f = jax.jit(mlp, in_shardings=tuple(shardings[:3]), out_shardings=shardings[3])
+    return f(x, w1, w2)
+
+
+@pytest.mark.parametrize(
+    "mesh_shape,specs",
+    [
+        ((8,), [P("dp", None), P(), P(), P("dp", None)]),  # rows sharded
+        ((2, 4), [P("dp", None), P(None, "tp"), P("tp", None), P("dp", None)]),  # Megatron
+        ((2, 4), [P(), P(None, "tp"), P("tp", None), P()]),  # tensor parallel only
+    ],
+    ids=["rows", "megatron", "tensor_parallel"],
+)
+def test_sharded_jit_matches_jax_cpu(tessera_devices, cpu_devices, mesh_shape, specs):
+    ours = run_mlp(tessera_devices, mesh_shape, specs)
+    ref = run_mlp(cpu_devices, mesh_shape, specs)
+    assert {s.device for s in ours.addressable_shards} == set(tessera_devices)
+    assert ours.sharding.spec == ref.sharding.spec
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(ref), rtol=1e-5, atol=1e-4)
+    for a, b in zip(ours.addressable_shards, ref.addressable_shards):
+        assert a.index == b.index
+
+
+def test_donate_argnums_is_declined_and_keeps_the_input(tessera_devices):
+    x = jax.device_put(np.ones(8, np.float32), tessera_devices[0])
+    with pytest.warns(UserWarning, match="Donation is not implemented for"):
+        y = jax.jit(lambda a: a * 3, donate_argnums=0)(x)
+    assert not x.is_deleted()
+    np.testing.assert_array_equal(np.asarray(x), np.ones(8, np.float32))
+    np.testing.assert_array_equal(np.asarray(y), np.full(8, 3, np.float32))
+
+
+def load_example():
+    root = os.environ.get("TESSERA_SOURCE_ROOT", str(pathlib.Path(__file__).parents[3]))
+    sys.path.insert(0, os.path.join(root, "examples"))
+    try:
+        import jax_mlp_train
+    finally:
+        sys.path.pop(0)
+    return jax_mlp_train
+
+
+def test_fifty_training_steps_follow_jax_cpus_loss_curve(tessera_devices, cpu_devices):
+    example = load_example()
+    ours = example.train(tessera_devices[:8], (2, 4), steps=50, verbose=False)
+    ref = example.train(cpu_devices[:8], (2, 4), steps=50, verbose=False)
+    assert ours[-1] < ours[0] * 0.5  # it learns
+    np.testing.assert_allclose(ours, ref, rtol=1e-4)
+
+
+def test_an_unsupported_op_raises_naming_the_op_and_the_python_line(tessera_devices):
+    x = jax.device_put(np.arange(8, dtype=np.float32)[::-1].copy(), tessera_devices[0])
+    line = sys._getframe().f_lineno + 2
+    with pytest.raises(Exception, match="stablehlo.sort") as raised:
+        jax.jit(lambda a: jnp.sort(a))(x)
+    assert f"test_jax_plugin.py:{line}" in str(raised.value)
+    np.testing.assert_array_equal(np.asarray(x), np.arange(8, dtype=np.float32)[::-1])
+
+
+def test_transfer_stats_count_a_programs_collectives(tessera_devices):
+    from tessera import jax_plugin
+
+    mesh = mesh_of(tessera_devices, (8,), ("x",))
+    cols, rows = NamedSharding(mesh, P(None, "x")), NamedSharding(mesh, P("x", None))
+    x = jax.device_put(np.ones((16, 64), np.float32), cols)
+    w = jax.device_put(np.ones((64, 4), np.float32), rows)
+    f = jax.jit(lambda x, w: x @ w, in_shardings=(cols, rows), out_shardings=NamedSharding(mesh, P()))
+    f(x, w).block_until_ready()  # compiled and run once
+    before = jax_plugin.transfer_stats()
+    y = f(x, w)
+    y.block_until_ready()
+    after = jax_plugin.transfer_stats()
+    assert after["device_to_device"][0] > before["device_to_device"][0]  # the all-reduce
+    assert after["host_to_device"] == before["host_to_device"]
+    np.testing.assert_array_equal(np.asarray(y), np.full((16, 4), 64, np.float32))
+
+
+GUARD_SCRIPT = """
+    import numpy as np, jax, jax.numpy as jnp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    devices = jax.devices("tessera")
+    mesh = Mesh(np.array(devices), ("x",))
+    cols, rows = NamedSharding(mesh, P(None, "x")), NamedSharding(mesh, P("x", None))
+    x = jax.device_put(np.ones((16, 64), np.float32), cols)
+    w = jax.device_put(np.ones((64, 4), np.float32), rows)
+    f = jax.jit(lambda x, w: x @ w, in_shardings=(cols, rows), out_shardings=NamedSharding(mesh, P()))
+    try:
+        f(x, w)
+        print("RAN")
+    except Exception as e:
+        print("REFUSED", type(e).__name__, e)
+    print("INTACT", float(np.asarray(x).sum()), float(np.asarray(w).sum()))
+    g = jax.jit(lambda a: a + 1, in_shardings=cols, out_shardings=cols)
+    print("ELEMENTWISE", float(np.asarray(g(x)).sum()))
+"""
+
+
+def test_the_guard_refuses_a_programs_collective_before_it_runs():
+    code, out = run_python(GUARD_SCRIPT, TESSERA_TRANSFER_GUARD="d2d=disallow_explicit",
+                           JAX_PLATFORMS="tessera")
+    assert code == 0, out
+    assert "REFUSED" in out and "RAN" not in out.split("REFUSED")[0], out
+    assert "Disallowed device-to-device transfer" in out, out
+    assert "all_reduce" in out, out
+    assert "INTACT 1024.0 256.0" in out, out
+    assert "ELEMENTWISE 2048.0" in out, out  # a program without communication still runs
+
+
+def test_the_guard_refuses_device_put_when_host_to_device_is_disallowed():
+    script = """
+        import numpy as np, jax
+        try:
+            jax.device_put(np.ones(4, np.float32), jax.devices("tessera")[0]).block_until_ready()
+            print("PUT")
+        except Exception as e:
+            print("REFUSED", e)
+    """
+    code, out = run_python(script, TESSERA_TRANSFER_GUARD="h2d=disallow_explicit",
+                           JAX_PLATFORMS="tessera")
+    assert code == 0, out
+    assert "REFUSED" in out and "host-to-device" in out, out
+
+
+@pytest.mark.parametrize(
+    "env,message",
+    [
+        ({"TESSERA_CPU_DEVICES": "eight"}, "TESSERA_CPU_DEVICES must be a count"),
+        ({"TESSERA_VULKAN": "sometimes"}, "TESSERA_VULKAN must be off, if_available or required"),
+        ({"TESSERA_TRANSFER_GUARD": "d2d=never"}, "never"),
+    ],
+    ids=["cpu_devices", "vulkan", "guard"],
+)
+def test_bad_options_fail_backend_creation_with_their_name(env, message):
+    script = """
+        import jax
+        try:
+            jax.devices("tessera")
+            print("CREATED")
+        except Exception as e:
+            print("FAILED", e)
+    """
+    code, out = run_python(script, JAX_PLATFORMS="tessera", **env)
+    assert code == 0, out
+    assert "FAILED" in out and message in out, out
+
+
+VULKAN_SCRIPT = """
+    import numpy as np, jax, jax.numpy as jnp, sys
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    sys.path.insert(0, "{examples}")
+    import jax_mlp_train
+    devices = jax.devices("tessera")
+    print("KINDS", sorted({{d.device_kind for d in devices}}))
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((64, 32), dtype=np.float32)
+    w = rng.standard_normal((32, 16), dtype=np.float32)
+    mesh = Mesh(np.array(devices), ("x",))
+    rows, rep = NamedSharding(mesh, P("x", None)), NamedSharding(mesh, P())
+    y = jax.jit(lambda x, w: jnp.maximum(x @ w, 0), in_shardings=(rows, rep), out_shardings=rows)(x, w)
+    print("MLP", float(np.abs(np.asarray(y) - np.maximum(x @ w, 0)).max()))
+    ours = jax_mlp_train.train(devices, ({dp}, {tp}), steps=10, verbose=False)
+    ref = jax_mlp_train.train(jax.devices("cpu")[:{dp} * {tp}], ({dp}, {tp}), steps=10, verbose=False)
+    print("LOSS", max(abs(a - b) / abs(b) for a, b in zip(ours, ref)))
+"""
+
+
+@pytest.mark.parametrize("cpu_devices_count,dp,tp", [(0, 1, 2), (2, 2, 2)],
+                         ids=["lavapipe", "cpu_plus_lavapipe"])
+def test_jax_runs_on_vulkan_devices(cpu_devices_count, dp, tp):
+    if lavapipe_count() < 2:
+        pytest.skip("needs two lavapipe ICD files in VK_DRIVER_FILES (the test build makes them)")
+    examples = os.path.join(os.environ.get("TESSERA_SOURCE_ROOT",
+                                           str(pathlib.Path(__file__).parents[3])), "examples")
+    code, out = run_python(VULKAN_SCRIPT.format(examples=examples, dp=dp, tp=tp),
+                           TESSERA_CPU_DEVICES=cpu_devices_count, TESSERA_VULKAN="required",
+                           JAX_PLATFORMS="tessera,cpu")
+    assert code == 0, out
+    kinds = next(line for line in out.splitlines() if line.startswith("KINDS"))
+    assert ("cpu" in kinds) == (cpu_devices_count > 0), out
+    mlp_error = float(next(l for l in out.splitlines() if l.startswith("MLP")).split()[1])
+    assert mlp_error < 1e-4, out
+    loss_error = float(next(l for l in out.splitlines() if l.startswith("LOSS")).split()[1])
+    assert loss_error < 1e-4, out
+
+
+def test_the_plugin_loads_under_every_jax_this_machine_has():
+    """jax 0.10.2 is the build venv's; a jax 0.12 needs Python 3.12, which this machine lacks
+    unless TESSERA_JAX012_PYTHON names an interpreter that has it."""
+    other = os.environ.get("TESSERA_JAX012_PYTHON")
+    if not other:
+        pytest.skip("no second JAX: set TESSERA_JAX012_PYTHON to a Python with jax 0.12")
+    import subprocess
+
+    script = ("import jax, numpy as np; d = jax.devices('tessera'); "
+              "print(len(d), np.asarray(jax.jit(lambda a: a + 1)(np.ones(4, np.float32))).sum())")
+    done = subprocess.run([other, "-c", script], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, JAX_PLATFORMS="tessera"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "8 8.0" in done.stdout
