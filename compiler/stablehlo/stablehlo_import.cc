@@ -77,12 +77,14 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Parse(mlir::MLIRContext& conte
 // calls (JAX outlines jnp.sort, jnp.clip, ... into private functions whose ops carry no Python
 // line; the call does), else "".
 std::string CallSiteOf(mlir::ModuleOp module, mlir::Operation* op) {
+  // Not verified yet: a function may lack its name.
   auto func = op->getParentOfType<mlir::func::FuncOp>();
-  if (!func || func.getSymName() == "main") return "";
+  auto name = func ? func->getAttrOfType<mlir::StringAttr>("sym_name") : nullptr;
+  if (!name || name.getValue() == "main") return "";
   std::string where;
   module.walk([&](mlir::func::CallOp call) {
     auto callee = call->getAttrOfType<mlir::FlatSymbolRefAttr>("callee");
-    if (!callee || callee.getValue() != func.getSymName()) return mlir::WalkResult::advance();
+    if (!callee || callee.getValue() != name.getValue()) return mlir::WalkResult::advance();
     where = absl::StrCat(", called at ", DescribeLocation(call.getLoc()));
     return mlir::WalkResult::interrupt();
   });
