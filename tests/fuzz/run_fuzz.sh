@@ -65,6 +65,9 @@ case "$TARGET" in
     EXTRA_CFLAGS=(-isystem /usr/lib/llvm-22/include)
     EXTRA_LIBS=(-L/usr/lib/llvm-22/lib -Wl,-rpath,/usr/lib/llvm-22/lib -lMLIR -lLLVM)
     MAX_LEN=8192 ;;
+  pjrt_compile_options)
+    SRCS=(bindings/pjrt/compile_options.cc tests/fuzz/pjrt_compile_options_fuzzer.cc)
+    MAX_LEN=4096 ;;
   planner)
     # plan_checker.h reports through gtest's AssertionResult.
     SRCS=("${SHARDING[@]}" tests/fuzz/planner_fuzzer.cc)
@@ -82,6 +85,7 @@ NEED_BUILD=0
 # The header globs expand in the repo root, wherever the script runs from.
 HEADERS=($(cd "$ROOT" && echo base/*.h sharding/*.h guard/*.h ifrt/*.h tools/option_text.h \
            compiler/nesting.h compiler/internal.h compiler/stablehlo/*.h tests/fuzz/*.h \
+           bindings/pjrt/compile_options.h \
            tests/sharding/*.h))
 for f in "${SRCS[@]}" "${HEADERS[@]}"; do
   [[ "$ROOT/$f" -nt "$BIN" ]] && NEED_BUILD=1
