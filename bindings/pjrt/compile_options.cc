@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "bindings/pjrt/proto_writer.h"
 
 namespace tessera::pjrt {
 namespace {
@@ -191,40 +192,17 @@ absl::Status ReadBuildOptions(std::string_view bytes, CompileOptions& options) {
   return absl::OkStatus();
 }
 
-void AppendVarint(std::string& out, uint64_t value) {
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
-}
-
-void AppendTag(std::string& out, int field, WireType wire_type) {
-  AppendVarint(out, (static_cast<uint64_t>(field) << 3) | wire_type);
-}
-
-void AppendLengthDelimited(std::string& out, int field, const std::string& bytes) {
-  AppendTag(out, field, kLengthDelimited);
-  AppendVarint(out, bytes.size());
-  out += bytes;
-}
-
 }  // namespace
 
 std::string SerializeDeviceAssignment(const std::vector<int64_t>& device_ids) {
-  std::string out;
-  AppendTag(out, 1, kVarint);  // replica_count
-  AppendVarint(out, 1);
-  AppendTag(out, 2, kVarint);  // computation_count
-  AppendVarint(out, device_ids.size());
+  ProtoWriter assignment;
+  assignment.Varint(1, 1).Varint(2, device_ids.size());  // replica_count, computation_count
   for (int64_t id : device_ids) {
-    std::string packed;
-    AppendVarint(packed, static_cast<uint64_t>(id));
-    std::string device;
-    AppendLengthDelimited(device, 1, packed);  // replica_device_ids
-    AppendLengthDelimited(out, 3, device);     // computation_devices
+    ProtoWriter device;
+    device.Packed(1, {id});         // replica_device_ids
+    assignment.Message(3, device);  // computation_devices
   }
-  return out;
+  return assignment.bytes();
 }
 
 absl::StatusOr<CompileOptions> ParseCompileOptions(std::string_view bytes) {

@@ -1,6 +1,7 @@
 // PJRT_Client_Compile, PJRT_Executable and PJRT_LoadedExecutable: a Tessera LoadedExecutable
 // compiled from the StableHLO program JAX sends, over the devices of its device assignment.
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "bindings/pjrt/compile_options.h"
 #include "bindings/pjrt/entry_points.h"
 #include "bindings/pjrt/internal.h"
+#include "bindings/pjrt/optimized_program.h"
 #include "bindings/pjrt/program_reader.h"
 
 namespace tessera::pjrt {
@@ -122,6 +124,10 @@ absl::StatusOr<std::shared_ptr<CompiledProgram>> Compile(const PJRT_Client_Compi
   program->parameters = program->executable->GetParameterSpecs();
   program->outputs = program->executable->GetOutputSpecs();
   if (absl::Status s = DescribeOutputs(*program); !s.ok()) return s;
+  std::vector<const tessera::Device*> partitions;
+  for (PJRT_Device* d : program->devices) partitions.push_back(d->device);
+  program->optimized_program =
+      OptimizedProgram(program->name, program->parameters, program->outputs, partitions);
   return program;
 }
 
@@ -238,8 +244,28 @@ PJRT_Error* ExecutableOutputMemoryKinds(PJRT_Executable_OutputMemoryKinds_Args* 
 
 PJRT_Error* ExecutableOptimizedProgram(PJRT_Executable_OptimizedProgram_Args* args) {
   TESSERA_PJRT_CHECK_ARGS(args, PJRT_Executable_OptimizedProgram_Args);
-  return Unimplemented("PJRT_Executable_OptimizedProgram",
-                       "Tessera compiles to its own kernels, not to an HLO module");
+  TESSERA_PJRT_RETURN_IF_ERROR(
+      CheckExecutable(args->executable, "PJRT_Executable_OptimizedProgram_Args"));
+  TESSERA_PJRT_RETURN_IF_ERROR(
+      CheckNotNull(args->program, "PJRT_Executable_OptimizedProgram_Args.program"));
+  const CompiledProgram& program = *args->executable->program;
+  TESSERA_PJRT_RETURN_IF_ERROR(program.optimized_program.status());
+  const std::string& text = *program.optimized_program;
+  static constexpr std::string_view kFormat = "hlo_with_config";
+  args->program->format = kFormat.data();
+  args->program->format_size = kFormat.size();
+  if (args->program->code == nullptr) {  // the first call asks for the size
+    args->program->code_size = text.size();
+    return nullptr;
+  }
+  if (args->program->code_size < text.size()) {
+    return MakeError(absl::InvalidArgumentError(
+        absl::StrCat("PJRT_Executable_OptimizedProgram: code holds ", args->program->code_size,
+                     " bytes; the program has ", text.size())));
+  }
+  std::memcpy(args->program->code, text.data(), text.size());
+  args->program->code_size = text.size();
+  return nullptr;
 }
 
 PJRT_Error* ExecutableFingerprint(PJRT_Executable_Fingerprint_Args* args) {

@@ -109,6 +109,8 @@ struct CompiledProgram {
   std::vector<PJRT_Buffer_Type> output_types;
   std::vector<int64_t> output_dims;      // concatenated, of each output's shard on a device
   std::vector<size_t> output_dim_sizes;  // each output's rank
+  // What PJRT_Executable_OptimizedProgram hands out (optimized_program.h), or why it cannot.
+  absl::StatusOr<std::string> optimized_program;
   std::vector<const char*> output_memory_kinds;
   std::vector<size_t> output_memory_kind_sizes;
 };
