@@ -377,9 +377,12 @@ PJRT_Error* BufferToHostBuffer(PJRT_Buffer_ToHostBuffer_Args* args) {
 PJRT_Error* BufferIsOnCpu(PJRT_Buffer_IsOnCpu_Args* args) {
   TESSERA_PJRT_CHECK_ARGS(args, PJRT_Buffer_IsOnCpu_Args);
   TESSERA_PJRT_RETURN_IF_ERROR(CheckBuffer(args->buffer, "PJRT_Buffer_IsOnCpu_Args"));
-  // False even on CPU devices: JAX then reads buffers through PJRT_Buffer_ToHostBuffer, which
-  // the transfer guard sees, rather than aliasing them.
-  args->is_on_cpu = false;
+  // True on CPU devices, whose memory is the host's: JAX then reads a buffer as a read-only
+  // numpy view of it (PJRT_Buffer_IncreaseExternalReferenceCount and
+  // PJRT_Buffer_OpaqueDeviceMemoryDataPointer), as on its own CPU backend. No byte moves, so
+  // Tessera's guard is not asked; JAX's transfer_guard still sees the read. Vulkan buffers are
+  // copied to the host (PJRT_Buffer_ToHostBuffer), which the guard checks.
+  args->is_on_cpu = args->buffer->device->device->Kind() == "cpu";
   return nullptr;
 }
 

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""JAX on Tessera (the PJRT plugin) against JAX's own CPU backend and Tessera's own API, in one
+process, rounds taking turns.
+
+    PYTHONPATH=build/python build/pyenv/bin/python benchmarks/jax_plugin_compare.py \
+        [--devices 8] [--rounds 5] [--repeat 7] [--batch 256] [--width 2048] [--mib 64]
+
+Three ways to run the same thing:
+  plugin   JAX with JAX_PLATFORMS=tessera: jax.jit, jax.device_put, np.asarray through the plugin
+  tessera  Tessera's API (the Python package over the C++ API): the same program JAX lowers,
+           compiled by client.compile; client.put; np.asarray
+  jax      JAX's own CPU backend (XLA), the peer
+Cases:
+  dispatch     jit(x + 1) on f32[8], one device: the fixed cost of one call (median of 200 calls)
+  mlp          relu(x @ w + b), batch x width, x and y rows-sharded over the devices
+  megatron     relu(x @ w1 + b1) @ w2, w1 column-, b1 and w2 row-sharded, x and y replicated
+  device_put   --mib MiB of f32 from numpy, rows-sharded, until ready
+  asarray      the same array back into numpy
+Each round times every case on each system (median of --repeat), in turns; the table shows the
+median over rounds and the per-round ratios plugin/tessera and plugin/jax with their ranges.
+Targets (issue 23): dispatch at or below JAX's; programs <= 1.1x Tessera's API and at or below
+JAX; device_put / asarray within 1.2x of Tessera's API.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--devices", type=int, default=8)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--width", type=int, default=2048)
+    p.add_argument("--mib", type=int, default=64)
+    p.add_argument("--dispatch-calls", type=int, default=200)
+    return p.parse_args()
+
+
+def main():
+    args = parse_args()
+    d = args.devices
+    os.environ["JAX_PLATFORMS"] = "tessera,cpu"
+    os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={d}"
+    os.environ["TESSERA_CPU_DEVICES"] = str(d)
+    os.environ["TESSERA_VULKAN"] = "off"
+    import jax
+    import numpy as np
+    import tessera
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    plugin_devices = jax.devices("tessera")[:d]
+    cpu_devices = jax.devices("cpu")[:d]
+    client = tessera.Client(cpu_devices=d, vulkan="off")
+    rng = np.random.default_rng(0)
+    rand = lambda *shape: rng.uniform(-1, 1, shape).astype(np.float32)  # noqa: E731
+    b, n = args.batch, args.width
+
+    def median_time(fn, repeat=args.repeat):
+        fn()  # warm: compiled, allocated
+        times = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        return statistics.median(times)
+
+    def jax_program(devices, fn, in_specs, out_spec, host):
+        mesh = Mesh(np.array(devices), ("x",))
+        sh = lambda s: NamedSharding(mesh, P(*s))  # noqa: E731
+        f = jax.jit(fn, in_shardings=tuple(sh(s) for s in in_specs), out_shardings=sh(out_spec))
+        arrays = [jax.device_put(a, sh(s)) for a, s in zip(host, in_specs)]
+        return lambda: f(*arrays).block_until_ready(), f
+
+    def tessera_program(jitted, in_specs, host):
+        exe = client.compile(jitted.lower(*host))
+        arrays = [client.put(a, f"mesh{{x={d}}} P({','.join(str(x) for x in s)})")
+                  for a, s in zip(host, in_specs)]
+
+        def call():
+            for o in exe.execute(arrays):
+                o.block_until_ready()
+
+        return call
+
+    programs = {
+        "mlp": (lambda x, w, bias: jax.nn.relu(x @ w + bias), [("x", None), (), ()], ("x", None),
+                [rand(b, n), rand(n, n), rand(n)]),
+        "megatron": (lambda x, w1, b1, w2: jax.nn.relu(x @ w1 + b1) @ w2,
+                     [(), (None, "x"), ("x",), ("x", None)], (),
+                     [rand(b, n), rand(n, n), rand(n), rand(n, n)]),
+    }
+    cases = {}
+    small = np.ones(8, np.float32)
+    for name, devs in (("plugin", plugin_devices), ("jax", cpu_devices)):
+        x = jax.device_put(small, devs[0])
+        f = jax.jit(lambda a: a + 1)
+        cases.setdefault("dispatch", {})[name] = (
+            lambda f=f, x=x: [f(x).block_until_ready() for _ in range(args.dispatch_calls)])
+    for name, (fn, in_specs, out_spec, host) in programs.items():
+        run_plugin, jitted = jax_program(plugin_devices, fn, in_specs, out_spec, host)
+        run_jax, _ = jax_program(cpu_devices, fn, in_specs, out_spec, host)
+        cases[name] = {"plugin": run_plugin, "tessera": tessera_program(jitted, in_specs, host),
+                       "jax": run_jax}
+    big = rand(args.mib * (1 << 20) // 4 // 1024, 1024)
+    rows_plugin = NamedSharding(Mesh(np.array(plugin_devices), ("x",)), P("x", None))
+    rows_cpu = NamedSharding(Mesh(np.array(cpu_devices), ("x",)), P("x", None))
+    rows_text = f"mesh{{x={d}}} P(x,None)"
+    cases["device_put"] = {
+        "plugin": lambda: jax.device_put(big, rows_plugin).block_until_ready(),
+        "tessera": lambda: client.put(big, rows_text).block_until_ready(),
+        "jax": lambda: jax.device_put(big, rows_cpu).block_until_ready(),
+    }
+    on_plugin = jax.device_put(big, rows_plugin)
+    on_tessera = client.put(big, rows_text)
+    on_cpu = jax.device_put(big, rows_cpu)
+    # np.asarray of a jax.Array caches its value: each call reads a fresh jax.Array over the same
+    # device buffers (no device copy).
+    def fresh(a):
+        return jax.make_array_from_single_device_arrays(
+            a.shape, a.sharding, [shard.data for shard in a.addressable_shards])
+
+    cases["asarray"] = {
+        "plugin": lambda: np.asarray(fresh(on_plugin)),
+        "tessera": lambda: np.asarray(on_tessera),
+        "jax": lambda: np.asarray(fresh(on_cpu)),
+    }
+
+    results = {case: {system: [] for system in systems} for case, systems in cases.items()}
+    for _ in range(args.rounds):
+        for case, systems in cases.items():
+            for system, fn in systems.items():
+                t = median_time(fn)
+                if case == "dispatch":
+                    t /= args.dispatch_calls
+                results[case][system].append(t)
+
+    print(f"JAX {jax.__version__} on Tessera (plugin) vs Tessera's API vs JAX's CPU backend; "
+          f"{d} CPU devices each; {os.cpu_count()} cores; median of {args.repeat} a round, "
+          f"{args.rounds} rounds taking turns")
+    print(f"{'case':11} {'plugin':>10} {'tessera':>10} {'jax':>10}   "
+          f"{'plugin/tessera (range)':>24} {'plugin/jax (range)':>22}")
+
+    def ms(values):
+        return f"{statistics.median(values) * 1e3:10.3f}" if values else f"{'-':>10}"
+
+    def ratio(a, b):
+        if not a or not b:
+            return "-"
+        r = [x / y for x, y in zip(a, b)]
+        return f"{statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})"
+
+    for case, systems in results.items():
+        print(f"{case:11} {ms(systems.get('plugin'))} {ms(systems.get('tessera', []))} "
+              f"{ms(systems.get('jax'))}   {ratio(systems.get('plugin'), systems.get('tessera')):>24}"
+              f" {ratio(systems.get('plugin'), systems.get('jax')):>22}")
+    print(f"(ms per call; dispatch: per call, of {args.dispatch_calls}; tessera has no dispatch "
+          "row: its Python API is not jit's dispatch path)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
