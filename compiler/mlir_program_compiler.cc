@@ -1,6 +1,7 @@
 #include "compiler/mlir_program_compiler.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -266,7 +267,9 @@ class MlirProgramCompiler final : public ProgramCompiler {
       TESSERA_RETURN_IF_ERROR(GenerateCode(request, *cut.kernels[i], signature.grid_shape, step));
     }
     ProgramPlan plan = std::move(cut.plan);
-    plan.name = "main";
+    // A StableHLO program's module name (JAX's "jit_f"); "main" for the rest.
+    std::optional<llvm::StringRef> module_name = module->getSymName();
+    plan.name = module_name && !module_name->empty() ? module_name->str() : "main";
     plan.grid_shape = std::move(signature.grid_shape);
     plan.global_parameters = std::move(signature.global_parameters);
     plan.global_results = std::move(signature.global_results);

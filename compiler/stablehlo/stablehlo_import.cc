@@ -550,6 +550,13 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(
     }
   }
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(main.getLoc());
+  // The program keeps the name its framework gave it (JAX's "jit_train_step"): the executable's
+  // name, which the guard's refusals and Explain() show.
+  if (mlir::Operation* source = main->getParentOp()) {
+    if (auto name = source->getAttrOfType<mlir::StringAttr>("sym_name")) {
+      module->setSymName(name.getValue());
+    }
+  }
   mlir::OpBuilder builder(context);
   builder.setInsertionPointToEnd(module->getBody());
   auto new_main = mlir::func::FuncOp::create(builder, main.getLoc(), "main",
