@@ -207,6 +207,8 @@ absl::StatusOr<std::string> OptimizedProgram(const std::string& name,
     for (const ProtoWriter& s : result_shapes) result_shape.Message(4, s);
     result_sharding.Varint(1, 2);  // type TUPLE
     for (const ProtoWriter& s : output_shardings) result_sharding.Message(5, s);
+    // XLA gives an empty tuple one (replicated) element sharding.
+    if (output_shardings.empty()) result_sharding.Message(5, ProtoWriter());
     ProtoWriter tuple;
     tuple.Message(40, result_sharding);
     root = entry.Add(tuple, "tuple", "tuple", result_shape, results);

@@ -73,6 +73,29 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Parse(mlir::MLIRContext& conte
   return module;
 }
 
+// Each stablehlo.composite becomes a call of its decomposition, which InlineCalls then inlines:
+// JAX's portable artifacts carry CHLO ops (asin, erf, cosh, ...) as composites whose
+// decomposition is StableHLO. INVALID_ARGUMENT for a composite that names no decomposition.
+absl::Status CallCompositeDecompositions(mlir::ModuleOp module) {
+  std::vector<mlir::Operation*> composites;
+  module.walk([&](mlir::Operation* op) {
+    if (op->getName().getStringRef() == "stablehlo.composite") composites.push_back(op);
+  });
+  for (mlir::Operation* composite : composites) {
+    auto decomposition = composite->getAttrOfType<mlir::FlatSymbolRefAttr>("decomposition");
+    if (!decomposition) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(ImportState::Where(composite), " names no decomposition function"));
+    }
+    mlir::OpBuilder builder(composite);
+    auto call = mlir::func::CallOp::create(builder, composite->getLoc(), decomposition,
+                                           composite->getResultTypes(), composite->getOperands());
+    composite->replaceAllUsesWith(call->getResults());
+    composite->erase();
+  }
+  return absl::OkStatus();
+}
+
 // ", called at <location>" when `op` is inside a function other than @main that the program
 // calls (JAX outlines jnp.sort, jnp.clip, ... into private functions whose ops carry no Python
 // line; the call does), else "".
@@ -695,6 +718,7 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportSource(mlir::MLIRContext
                                                                std::string_view text) {
   TESSERA_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> source, Parse(context, text));
   const ConversionTable& table = Conversions();
+  TESSERA_RETURN_IF_ERROR(CallCompositeDecompositions(*source));
   TESSERA_RETURN_IF_ERROR(CheckOpsKnown(*source, table));
   auto main = source->lookupSymbol<mlir::func::FuncOp>("main");
   if (!main || main.isExternal()) {

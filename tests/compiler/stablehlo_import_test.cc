@@ -297,6 +297,52 @@ TEST(StableHloImportErrorTest, UnsupportedOpsAreNamedWithTheirLocation) {
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("a while condition returns one i1")));
 }
 
+// `op` in @main as OneOp has it, and a private @helper (f32[8,4] -> f32[8,4]) whose body is
+// `helper_body` (ops on %h ending in func.return).
+std::string WithHelper(const std::string& op, const std::string& helper_body) {
+  std::string text = OneOp(op);
+  const std::string helper =
+      "  \"func.func\"() <{function_type = (tensor<8x4xf32>) -> tensor<8x4xf32>, sym_name = "
+      "\"helper\", sym_visibility = \"private\"}> ({\n  ^bb0(%h: tensor<8x4xf32>):\n" +
+      helper_body + "  }) : () -> ()\n";
+  text.insert(text.rfind("}) : () -> ()"), helper);
+  return text;
+}
+
+TEST(StableHloImportTest, CompositesRunTheirDecomposition) {
+  // JAX serializes CHLO ops (asin, erf, ...) as composites over a StableHLO decomposition.
+  const std::string text = WithHelper(
+      "\"stablehlo.composite\"(%arg0) <{decomposition = @helper, name = \"chlo.neg\", "
+      "version = 1 : i32}> : (tensor<8x4xf32>) -> tensor<8x4xf32>",
+      "    %n = \"stablehlo.negate\"(%h) : (tensor<8x4xf32>) -> tensor<8x4xf32>\n"
+      "    \"func.return\"(%n) : (tensor<8x4xf32>) -> ()\n");
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(text, 1));
+  const std::vector<HostArray> inputs = Inputs(plan, 20261203);
+  SpmdInterpreter run(plan);
+  ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run.Run(inputs));
+  ASSERT_EQ(got.size(), 1u);
+  for (int64_t i = 0; i < 32; ++i) {
+    EXPECT_EQ(got[0].data<float>()[i], -inputs[0].data<float>()[i]) << "element " << i;
+  }
+}
+
+TEST(StableHloImportErrorTest, CompositesAndCalledFunctionsThatDoNotFit) {
+  EXPECT_THAT(
+      Compile(OneOp("\"stablehlo.composite\"(%arg0) <{name = \"chlo.neg\"}> : "
+                    "(tensor<8x4xf32>) -> tensor<8x4xf32>"),
+              1),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("names no decomposition function")));
+  // An unsupported op in a called function: named with the call's Python line.
+  EXPECT_THAT(
+      Compile(WithHelper("\"func.call\"(%arg0) <{callee = @helper}> : (tensor<8x4xf32>) -> "
+                         "tensor<8x4xf32> loc(\"train.py\":7:3)",
+                         "    %c = \"stablehlo.cholesky\"(%h) : (tensor<8x4xf32>) -> "
+                         "tensor<8x4xf32>\n    \"func.return\"(%c) : (tensor<8x4xf32>) -> ()\n"),
+              1),
+      StatusIs(absl::StatusCode::kUnimplemented,
+               HasSubstr("'stablehlo.cholesky' at program:9:10, called at train.py:7:3")));
+}
+
 // dynamic_slice / dynamic_update_slice whose start indices, sizes or update do not fit.
 TEST(StableHloImportErrorTest, DynamicSlicesThatDoNotFit) {
   // `op` over %arg0 (f32[8,4]) and %i (an i32 constant 1), returning `result`.

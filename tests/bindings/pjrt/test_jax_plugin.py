@@ -96,6 +96,28 @@ def test_jit_of_elementwise_matches_jax_cpu(tessera_devices, cpu_devices):
     np.testing.assert_allclose(np.asarray(ours), np.asarray(ref), rtol=2e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "name,fn,low,high",
+    [("asin", jnp.arcsin, -0.99, 0.99), ("acos", jnp.arccos, -0.99, 0.99),
+     ("asinh", jnp.arcsinh, -4, 4), ("acosh", jnp.arccosh, 1.01, 9), ("atanh", jnp.arctanh, -0.9, 0.9),
+     ("cosh", jnp.cosh, -4, 4), ("sinh", jnp.sinh, -4, 4), ("erf", jax.lax.erf, -3, 3)],
+    ids=lambda v: v if isinstance(v, str) else "")
+def test_chlo_ops_jax_serializes_as_composites_match_jax_cpu(tessera_devices, cpu_devices, name,
+                                                            fn, low, high):
+    """JAX's portable artifacts carry CHLO ops as stablehlo.composite; Tessera runs each one's
+    decomposition."""
+    x = np.linspace(low, high, 64, dtype=np.float32)
+    ours = jax.jit(fn)(jax.device_put(x, tessera_devices[0]))
+    ref = jax.jit(fn)(jax.device_put(x, cpu_devices[0]))
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(ref), rtol=2e-6, atol=2e-6)
+
+
+def test_programs_without_outputs_run(tessera_devices):
+    x = jax.device_put(np.float32(0.3), tessera_devices[0])
+    assert jax.jit(lambda a: None)(x) is None
+    assert jax.jit(lambda a: ())(x) == ()
+
+
 def mlp(x, w1, w2):
     return jnp.maximum(x @ w1, 0) @ w2
 
