@@ -90,67 +90,80 @@ absl::Status ExpectWireType(int wire_type, int expected, absl::string_view field
       absl::StrCat("PJRT_Client_Compile: compile_options: ", field, " has wire type ", wire_type));
 }
 
-// ComputationDevice: the repeated replica_device_ids, packed or one per field.
-absl::StatusOr<std::vector<int64_t>> ReadComputationDevice(std::string_view bytes) {
-  std::vector<int64_t> ids;
+// Calls `visit(reader, field, wire_type)` for each field of the message `bytes`; a field it does
+// not read (it returns false) is skipped.
+template <typename Visit>
+absl::Status ForEachField(std::string_view bytes, Visit visit) {
   WireReader reader(bytes);
   while (!reader.AtEnd()) {
     int64_t field = 0;
     int wire_type = 0;
     if (absl::Status s = reader.NextTag(field, wire_type); !s.ok()) return s;
-    if (field != 1) {
+    absl::StatusOr<bool> read = visit(reader, field, wire_type);
+    if (!read.ok()) return read.status();
+    if (!*read) {
       if (absl::Status s = reader.Skip(wire_type); !s.ok()) return s;
-      continue;
-    }
-    if (wire_type == kVarint) {
-      absl::StatusOr<uint64_t> id = reader.Varint();
-      if (!id.ok()) return id.status();
-      ids.push_back(static_cast<int64_t>(*id));
-    } else if (wire_type == kLengthDelimited) {
-      absl::StatusOr<std::string_view> packed = reader.LengthDelimited();
-      if (!packed.ok()) return packed.status();
-      WireReader values(*packed);
-      while (!values.AtEnd()) {
-        absl::StatusOr<uint64_t> id = values.Varint();
-        if (!id.ok()) return id.status();
-        ids.push_back(static_cast<int64_t>(*id));
-      }
-    } else {
-      return ExpectWireType(wire_type, kVarint, "replica_device_ids");
-    }
-    if (ids.size() > static_cast<size_t>(kMaxCount)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "PJRT_Client_Compile: a device assignment of more than ", kMaxCount, " replicas"));
     }
   }
+  return absl::OkStatus();
+}
+
+// A message-typed field's bytes.
+absl::StatusOr<std::string_view> ReadMessage(WireReader& reader, int wire_type,
+                                             absl::string_view name) {
+  if (absl::Status s = ExpectWireType(wire_type, kLengthDelimited, name); !s.ok()) return s;
+  return reader.LengthDelimited();
+}
+
+absl::Status TooMany(absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("PJRT_Client_Compile: a device assignment of more than ", kMaxCount, " ", what));
+}
+
+// ComputationDevice: the repeated replica_device_ids, packed or one per field.
+absl::StatusOr<std::vector<int64_t>> ReadComputationDevice(std::string_view bytes) {
+  std::vector<int64_t> ids;
+  auto read_id = [&ids](WireReader& values) -> absl::Status {
+    absl::StatusOr<uint64_t> id = values.Varint();
+    if (!id.ok()) return id.status();
+    ids.push_back(static_cast<int64_t>(*id));
+    return ids.size() > static_cast<size_t>(kMaxCount) ? TooMany("replicas") : absl::OkStatus();
+  };
+  absl::Status status = ForEachField(
+      bytes, [&](WireReader& reader, int64_t field, int wire_type) -> absl::StatusOr<bool> {
+        if (field != 1) return false;
+        if (wire_type == kVarint) {
+          if (absl::Status s = read_id(reader); !s.ok()) return s;
+          return true;
+        }
+        absl::StatusOr<std::string_view> packed =
+            ReadMessage(reader, wire_type, "replica_device_ids");
+        if (!packed.ok()) return packed.status();
+        WireReader values(*packed);
+        while (!values.AtEnd()) {
+          if (absl::Status s = read_id(values); !s.ok()) return s;
+        }
+        return true;
+      });
+  if (!status.ok()) return status;
   return ids;
 }
 
 absl::Status ReadDeviceAssignment(std::string_view bytes, CompileOptions& options) {
-  WireReader reader(bytes);
-  while (!reader.AtEnd()) {
-    int64_t field = 0;
-    int wire_type = 0;
-    if (absl::Status s = reader.NextTag(field, wire_type); !s.ok()) return s;
-    if (field != 3) {
-      if (absl::Status s = reader.Skip(wire_type); !s.ok()) return s;
-      continue;
-    }
-    if (absl::Status s = ExpectWireType(wire_type, kLengthDelimited, "computation_devices");
-        !s.ok()) {
-      return s;
-    }
-    absl::StatusOr<std::string_view> device = reader.LengthDelimited();
-    if (!device.ok()) return device.status();
-    absl::StatusOr<std::vector<int64_t>> ids = ReadComputationDevice(*device);
-    if (!ids.ok()) return ids.status();
-    options.device_ids.push_back(std::move(*ids));
-    if (options.device_ids.size() > static_cast<size_t>(kMaxCount)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "PJRT_Client_Compile: a device assignment of more than ", kMaxCount, " partitions"));
-    }
-  }
-  return absl::OkStatus();
+  return ForEachField(
+      bytes, [&](WireReader& reader, int64_t field, int wire_type) -> absl::StatusOr<bool> {
+        if (field != 3) return false;
+        absl::StatusOr<std::string_view> device =
+            ReadMessage(reader, wire_type, "computation_devices");
+        if (!device.ok()) return device.status();
+        absl::StatusOr<std::vector<int64_t>> ids = ReadComputationDevice(*device);
+        if (!ids.ok()) return ids.status();
+        options.device_ids.push_back(std::move(*ids));
+        if (options.device_ids.size() > static_cast<size_t>(kMaxCount)) {
+          return TooMany("partitions");
+        }
+        return true;
+      });
 }
 
 absl::StatusOr<int64_t> ReadCount(WireReader& reader, int wire_type, absl::string_view name) {
@@ -166,30 +179,23 @@ absl::StatusOr<int64_t> ReadCount(WireReader& reader, int wire_type, absl::strin
 }
 
 absl::Status ReadBuildOptions(std::string_view bytes, CompileOptions& options) {
-  WireReader reader(bytes);
-  while (!reader.AtEnd()) {
-    int64_t field = 0;
-    int wire_type = 0;
-    if (absl::Status s = reader.NextTag(field, wire_type); !s.ok()) return s;
-    if (field == 4 || field == 5) {
-      absl::StatusOr<int64_t> count =
-          ReadCount(reader, wire_type, field == 4 ? "num_replicas" : "num_partitions");
-      if (!count.ok()) return count.status();
-      (field == 4 ? options.num_replicas : options.num_partitions) = *count;
-    } else if (field == 9) {
-      if (absl::Status s = ExpectWireType(wire_type, kLengthDelimited, "device_assignment");
-          !s.ok()) {
-        return s;
-      }
-      absl::StatusOr<std::string_view> assignment = reader.LengthDelimited();
-      if (!assignment.ok()) return assignment.status();
-      options.device_ids.clear();
-      if (absl::Status s = ReadDeviceAssignment(*assignment, options); !s.ok()) return s;
-    } else if (absl::Status s = reader.Skip(wire_type); !s.ok()) {
-      return s;
-    }
-  }
-  return absl::OkStatus();
+  return ForEachField(
+      bytes, [&](WireReader& reader, int64_t field, int wire_type) -> absl::StatusOr<bool> {
+        if (field == 4 || field == 5) {
+          absl::StatusOr<int64_t> count =
+              ReadCount(reader, wire_type, field == 4 ? "num_replicas" : "num_partitions");
+          if (!count.ok()) return count.status();
+          (field == 4 ? options.num_replicas : options.num_partitions) = *count;
+          return true;
+        }
+        if (field != 9) return false;
+        absl::StatusOr<std::string_view> assignment =
+            ReadMessage(reader, wire_type, "device_assignment");
+        if (!assignment.ok()) return assignment.status();
+        options.device_ids.clear();
+        if (absl::Status s = ReadDeviceAssignment(*assignment, options); !s.ok()) return s;
+        return true;
+      });
 }
 
 }  // namespace
@@ -207,23 +213,16 @@ std::string SerializeDeviceAssignment(const std::vector<int64_t>& device_ids) {
 
 absl::StatusOr<CompileOptions> ParseCompileOptions(std::string_view bytes) {
   CompileOptions options;
-  WireReader reader(bytes);
-  while (!reader.AtEnd()) {
-    int64_t field = 0;
-    int wire_type = 0;
-    if (absl::Status s = reader.NextTag(field, wire_type); !s.ok()) return s;
-    if (field != 3) {
-      if (absl::Status s = reader.Skip(wire_type); !s.ok()) return s;
-      continue;
-    }
-    if (absl::Status s = ExpectWireType(wire_type, kLengthDelimited, "executable_build_options");
-        !s.ok()) {
-      return s;
-    }
-    absl::StatusOr<std::string_view> build = reader.LengthDelimited();
-    if (!build.ok()) return build.status();
-    if (absl::Status s = ReadBuildOptions(*build, options); !s.ok()) return s;
-  }
+  absl::Status status = ForEachField(
+      bytes, [&](WireReader& reader, int64_t field, int wire_type) -> absl::StatusOr<bool> {
+        if (field != 3) return false;
+        absl::StatusOr<std::string_view> build =
+            ReadMessage(reader, wire_type, "executable_build_options");
+        if (!build.ok()) return build.status();
+        if (absl::Status s = ReadBuildOptions(*build, options); !s.ok()) return s;
+        return true;
+      });
+  if (!status.ok()) return status;
   if (options.device_ids.empty()) return options;
   bool fits = static_cast<int64_t>(options.device_ids.size()) == options.num_partitions;
   for (const std::vector<int64_t>& replicas : options.device_ids) {

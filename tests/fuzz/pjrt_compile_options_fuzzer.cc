@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bindings/pjrt/compile_options.h"
+#include "bindings/pjrt/proto_writer.h"
 
 namespace {
 
@@ -20,27 +21,13 @@ void Fail(const char* what) {
   std::abort();
 }
 
-std::string Varint(uint64_t value) {
-  std::string out;
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
-  return out;
-}
-
-std::string LengthDelimited(int field, const std::string& bytes) {
-  return Varint((static_cast<uint64_t>(field) << 3) | 2) + Varint(bytes.size()) + bytes;
-}
-
 // The partitions' devices, serialized and wrapped as CompileOptionsProto.executable_build_options,
 // read back.
 void CheckRoundTrip(const std::vector<int64_t>& ids) {
-  std::string build = Varint((5 << 3) | 0) + Varint(ids.size()) +
-                      LengthDelimited(9, tessera::pjrt::SerializeDeviceAssignment(ids));
+  tessera::pjrt::ProtoWriter build;
+  build.Varint(5, ids.size()).String(9, tessera::pjrt::SerializeDeviceAssignment(ids));
   absl::StatusOr<tessera::pjrt::CompileOptions> read =
-      tessera::pjrt::ParseCompileOptions(LengthDelimited(3, build));
+      tessera::pjrt::ParseCompileOptions(tessera::pjrt::ProtoWriter().Message(3, build).bytes());
   if (!read.ok()) Fail("a serialized device assignment does not read back");
   if (read->device_ids.size() != ids.size()) Fail("the device assignment read back differs");
   for (size_t p = 0; p < ids.size(); ++p) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "bindings/pjrt/proto_writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -25,21 +26,13 @@ std::string Seed(const std::string& name) {
   return std::string(std::istreambuf_iterator<char>(file), {});
 }
 
-std::string Varint(uint64_t value) {
-  std::string out;
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
-  return out;
-}
-
 std::string Field(int number, const std::string& bytes) {  // length-delimited
-  return Varint((static_cast<uint64_t>(number) << 3) | 2) + Varint(bytes.size()) + bytes;
+  return ProtoWriter().String(number, bytes).bytes();
 }
 
-std::string Count(int number, uint64_t value) { return Varint(number << 3) + Varint(value); }
+std::string Count(int number, uint64_t value) {
+  return ProtoWriter().Varint(number, value).bytes();
+}
 
 TEST(CompileOptionsTest, ReadsJaxsOneDeviceJit) {
   absl::StatusOr<CompileOptions> options = ParseCompileOptions(Seed("jit_one_device"));
@@ -89,7 +82,7 @@ TEST(CompileOptionsTest, RefusesMalformedBytesNamingWhatIsWrong) {
       {Field(3, Count(5, 65537)), "num_partitions is 65537"},
       {Field(3, Count(5, 2) + Field(9, SerializeDeviceAssignment({0, 1, 2}))),
        "the device assignment has 3 partitions"},
-      {Field(3, Varint((5 << 3) | 2) + Varint(0)), "num_partitions has wire type 2"},
+      {Field(3, Field(5, "")), "num_partitions has wire type 2"},
       {std::string("\x0b", 1), "wire type 3"},
       {std::string("\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12), "varint"},
   };
