@@ -238,6 +238,15 @@ def test_transfer_stats_count_a_programs_collectives(tessera_devices):
     np.testing.assert_array_equal(np.asarray(y), np.full((16, 4), 64, np.float32))
 
 
+def test_jaxs_own_transfer_guard_works_above_the_plugin(tessera_devices):
+    x = jax.device_put(np.ones(4, np.float32), tessera_devices[0])
+    f = jax.jit(lambda a, b: a + b)
+    with jax.transfer_guard("disallow"):
+        assert f(x, x).shape == (4,)  # no transfer
+        with pytest.raises(Exception, match="Disallowed host-to-device transfer"):
+            f(x, np.ones(4, np.float32))  # an implicit one, refused by JAX before Tessera
+
+
 GUARD_SCRIPT = """
     import numpy as np, jax, jax.numpy as jnp
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
