@@ -355,6 +355,41 @@ def test_jax_runs_on_vulkan_devices(cpu_devices_count, dp, tp):
     assert loss_error < 1e-4, out
 
 
+REFERENCE_SCRIPT = """
+    import importlib.util, os, sys
+    import numpy as np
+    spec = importlib.util.find_spec("xla_plugins.xla_cpu_pjrt")
+    from jax._src import xla_bridge
+    xla_bridge.register_plugin("xla_reference", options={{"cpu_device_count": 8}},
+                               library_path=os.path.join(os.path.dirname(spec.origin),
+                                                         "xla_cpu_pjrt.so"))
+    import jax
+    sys.path.insert(0, "{examples}")
+    import jax_mlp_train
+    ours = jax_mlp_train.train(jax.devices("tessera")[:8], (2, 4), steps=20, verbose=False)
+    ref = jax_mlp_train.train(jax.devices("xla_reference")[:8], (2, 4), steps=20, verbose=False)
+    print("PLATFORMS", jax.devices("tessera")[0].platform, jax.devices("xla_reference")[0].platform)
+    print("LOSS", max(abs(a - b) / abs(b) for a, b in zip(ours, ref)))
+"""
+
+
+def test_the_xla_cpu_reference_plugin_computes_the_same_training_run():
+    """The xla-cpu-pjrt wheel's plugin (XLA's CPU compiler behind the same C API) in the same
+    process: the same 20 steps through both plugins."""
+    import importlib.util
+
+    if importlib.util.find_spec("xla_plugins.xla_cpu_pjrt") is None:
+        pytest.skip("the xla-cpu-pjrt wheel is not installed (`make deps`)")
+    examples = os.path.join(os.environ.get("TESSERA_SOURCE_ROOT",
+                                           str(pathlib.Path(__file__).parents[3])), "examples")
+    code, out = run_python(REFERENCE_SCRIPT.format(examples=examples),
+                           JAX_PLATFORMS="tessera,xla_reference")
+    assert code == 0, out
+    assert "PLATFORMS tessera cpu" in out, out
+    loss_error = float(next(l for l in out.splitlines() if l.startswith("LOSS")).split()[1])
+    assert loss_error < 1e-4, out
+
+
 def test_the_plugin_loads_under_every_jax_this_machine_has():
     """jax 0.10.2 is the build venv's; a jax 0.12 needs Python 3.12, which this machine lacks
     unless TESSERA_JAX012_PYTHON names an interpreter that has it."""
