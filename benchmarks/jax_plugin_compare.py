@@ -16,6 +16,10 @@ Cases:
   megatron     relu(x @ w1 + b1) @ w2, w1 column-, b1 and w2 row-sharded, x and y replicated
   device_put   --mib MiB of f32 from numpy, rows-sharded, until ready
   asarray      the same array back into numpy
+  block_dp, block_megatron
+               a transformer block's forward + backward (batch 8, sequence 128, width 512, 8
+               heads; benchmarks/jax_compare.py's), data-parallel and Megatron (--no-transformer
+               leaves them out: compiling them takes a minute)
 Each round times every case on each system (median of --repeat), in turns; the table shows the
 median over rounds and the per-round ratios plugin/tessera and plugin/jax with their ranges.
 Targets (issue 23): dispatch at or below JAX's; programs <= 1.1x Tessera's API and at or below
@@ -37,7 +41,55 @@ def parse_args():
     p.add_argument("--width", type=int, default=2048)
     p.add_argument("--mib", type=int, default=64)
     p.add_argument("--dispatch-calls", type=int, default=200)
+    p.add_argument("--no-transformer", action="store_true")
     return p.parse_args()
+
+
+def transformer_cases(jax, np, client, plugin_devices, cpu_devices, b=8, s=128, d=512, heads=8):
+    """The transformer block of jax_compare.py, forward + backward, on the three systems."""
+    import jax.numpy as jnp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from jax_compare import transformer_block
+
+    hidden, n = 4 * d, len(plugin_devices)
+    rng = np.random.default_rng(0)
+    rand = lambda scale, *shape: (scale * rng.standard_normal(shape)).astype(np.float32)  # noqa
+    params = (*[rand(d ** -0.5, d, d) for _ in range(4)], rand(d ** -0.5, d, hidden),
+              rand(hidden ** -0.5, hidden, d), 1.0 + rand(0.1, d), rand(0.1, d))
+    x = rand(1.0, b, s, d)
+
+    def fwd_bwd(params, x):
+        return jax.grad(lambda p: jnp.mean(transformer_block(x, *p, heads=heads) ** 2))(params)
+
+    col, row, rep = P(None, "x"), P("x", None), P()
+    layouts = {"block_dp": (P("x", None, None), (rep,) * 8),
+               "block_megatron": (P(None, None, None), (col, col, col, row, col, row, rep, rep))}
+
+    def text(spec, ndim):
+        dims = list(spec) + [None] * (ndim - len(spec))
+        return f"mesh{{x={n}}} P({','.join(str(e) for e in dims)})"
+
+    cases = {}
+    for name, (x_spec, p_specs) in layouts.items():
+        calls = {}
+        for system, devices in (("plugin", plugin_devices), ("jax", cpu_devices)):
+            mesh = Mesh(np.array(devices), ("x",))
+            named = lambda spec: NamedSharding(mesh, spec)  # noqa: E731
+            f = jax.jit(fwd_bwd, in_shardings=(tuple(map(named, p_specs)), named(x_spec)),
+                        out_shardings=tuple(map(named, p_specs)))
+            args = (tuple(jax.device_put(p, named(sp)) for p, sp in zip(params, p_specs)),
+                    jax.device_put(x, named(x_spec)))
+            calls[system] = lambda f=f, args=args: jax.block_until_ready(f(*args))
+            if system == "plugin":
+                exe = client.compile(f.lower(*args))
+                arrays = [client.put(p, text(sp, p.ndim)) for p, sp in zip(params, p_specs)]
+                arrays.append(client.put(x, text(x_spec, 3)))
+                calls["tessera"] = lambda exe=exe, arrays=arrays: [
+                    o.block_until_ready() for o in exe.execute(arrays)]
+        cases[name] = {k: calls[k] for k in ("plugin", "tessera", "jax")}
+    return cases
 
 
 def main():
@@ -105,6 +157,8 @@ def main():
         run_jax, _ = jax_program(cpu_devices, fn, in_specs, out_spec, host)
         cases[name] = {"plugin": run_plugin, "tessera": tessera_program(jitted, in_specs, host),
                        "jax": run_jax}
+    if not args.no_transformer:
+        cases.update(transformer_cases(jax, np, client, plugin_devices, cpu_devices))
     big = rand(args.mib * (1 << 20) // 4 // 1024, 1024)
     rows_plugin = NamedSharding(Mesh(np.array(plugin_devices), ("x",)), P("x", None))
     rows_cpu = NamedSharding(Mesh(np.array(cpu_devices), ("x",)), P("x", None))
