@@ -164,6 +164,66 @@ absl::StatusOr<std::vector<ShardingText>> ManualTexts(mlir::Operation* op, std::
   return parsed;
 }
 
+// A manual computation's (shard_map's) operand and result shardings, as the program names them.
+struct ManualTextsOf {
+  mlir::Operation* op;
+  std::vector<ShardingText> in, out;
+};
+
+// The sharding `value` has before partitioning, when the program says: an argument's, a
+// shard_map's result's, or, through elementwise linalg.generic ops (all loops parallel, the
+// result's indexing map and an operand's the identity), that operand's. nullopt when unknown.
+ShardingText KnownSharding(mlir::func::FuncOp main, mlir::Value value,
+                           const std::vector<ShardingText>& params,
+                           const std::vector<ManualTextsOf>& manuals, int depth = 0) {
+  constexpr int kMaxDepth = 64;  // a chain of elementwise ops is followed this far
+  if (depth > kMaxDepth) return std::nullopt;
+  if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(value)) {
+    if (arg.getOwner() != &main.getBody().front()) return std::nullopt;
+    return params[arg.getArgNumber()];
+  }
+  mlir::Operation* op = value.getDefiningOp();
+  for (const ManualTextsOf& manual : manuals) {
+    if (op != manual.op) continue;
+    const unsigned index = mlir::cast<mlir::OpResult>(value).getResultNumber();
+    return index < manual.out.size() ? manual.out[index] : std::nullopt;
+  }
+  auto generic = mlir::dyn_cast_or_null<mlir::linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInits() != generic->getNumResults() ||
+      generic.getNumParallelLoops() != generic.getNumLoops()) {
+    return std::nullopt;
+  }
+  const unsigned result = mlir::cast<mlir::OpResult>(value).getResultNumber();
+  if (!generic.getMatchingIndexingMap(generic.getDpsInitOperand(result)).isIdentity()) {
+    return std::nullopt;
+  }
+  for (mlir::OpOperand* input : generic.getDpsInputOperands()) {
+    if (input->get().getType() != value.getType() ||
+        !generic.getMatchingIndexingMap(input).isIdentity()) {
+      continue;
+    }
+    ShardingText known = KnownSharding(main, input->get(), params, manuals, depth + 1);
+    if (known.has_value()) return known;
+  }
+  return std::nullopt;
+}
+
+// JAX leaves a jit's results open when out_shardings is not given, and XLA's partitioner picks
+// them. A StableHLO result without a sharding takes the one KnownSharding finds for the value it
+// returns (a shard_map's out_specs, the argument it returns or computes elementwise from); any
+// other open result stays replicated. A result's own sharding, or a request's, is never
+// overridden.
+void PropagateToOpenResults(mlir::func::FuncOp main, const std::vector<ShardingText>& params,
+                            const std::vector<ManualTextsOf>& manuals,
+                            std::vector<ShardingText>& results) {
+  mlir::Operation* ret = main.getBody().front().getTerminator();
+  if (ret == nullptr || ret->getNumOperands() != results.size()) return;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].has_value() || main.getResultAttr(i, kShardingAttrName)) continue;
+    results[i] = KnownSharding(main, ret->getOperand(i), params, manuals);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
@@ -196,10 +256,6 @@ absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
     constraints.push_back(std::move(parsed));
   }
   // Manual computations: casts of @main's body that name a body (internal.h).
-  struct ManualTextsOf {
-    mlir::Operation* op;
-    std::vector<ShardingText> in, out;
-  };
   std::vector<ManualTextsOf> manuals;
   for (mlir::Operation& op : main.getBody().front()) {
     if (!op.hasAttr(kManualBodyAttrName)) continue;
@@ -213,6 +269,9 @@ absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
     manuals.push_back(std::move(manual));
   }
   const bool requested = !request.parameter_shardings.empty() || !request.result_shardings.empty();
+  if (!requested && request.format == ProgramFormat::kStableHlo) {
+    PropagateToOpenResults(main, params, manuals, results);
+  }
   std::vector<ShardingText> all = params;
   all.insert(all.end(), results.begin(), results.end());
   // A manual computation runs on its own mesh, whatever the request: a request over another mesh

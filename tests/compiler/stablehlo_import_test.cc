@@ -140,6 +140,45 @@ TEST(StableHloImportTest, ShardingsBecomeMeshAndPartitionSpec) {
   EXPECT_EQ(plan.result_shardings[0].spec, "P(dp,None)");
 }
 
+TEST(StableHloImportTest, OpenResultsTakeTheShardingOfWhatTheyReturn) {
+  // JAX leaves a jit's results open without out_shardings. Result 0 computes elementwise from
+  // the rows-sharded %arg0 and keeps its rows; result 1 transposes it (not elementwise: it stays
+  // replicated); result 2 returns %arg0 itself; result 3 is elementwise too but says replicated.
+  const std::string text = R"(
+"builtin.module"() <{sym_name = "jit_open"}> ({
+  "sdy.mesh"() <{mesh = #sdy.mesh<["x"=8]>, sym_name = "mesh"}> : () -> ()
+  "func.func"() <{arg_attrs = [{sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}],
+      function_type = (tensor<16x4xf32>) -> (tensor<16x4xf32>, tensor<4x16xf32>, tensor<16x4xf32>,
+      tensor<16x4xf32>), res_attrs = [{}, {}, {}, {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}],
+      sym_name = "main"}> ({
+  ^bb0(%arg0: tensor<16x4xf32>):
+    %0 = "stablehlo.negate"(%arg0) : (tensor<16x4xf32>) -> tensor<16x4xf32>
+    %1 = "stablehlo.exponential"(%0) : (tensor<16x4xf32>) -> tensor<16x4xf32>
+    %2 = "stablehlo.transpose"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<16x4xf32>) -> tensor<4x16xf32>
+    "func.return"(%1, %2, %arg0, %0) : (tensor<16x4xf32>, tensor<4x16xf32>, tensor<16x4xf32>, tensor<16x4xf32>) -> ()
+  }) : () -> ()
+}) : () -> ()
+)";
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(text));
+  EXPECT_EQ(plan.name, "jit_open");
+  ASSERT_EQ(plan.result_shardings.size(), 4u);
+  EXPECT_EQ(plan.result_shardings[0].spec, "P(x,None)");
+  EXPECT_EQ(plan.result_shardings[1].spec, "P()");
+  EXPECT_EQ(plan.result_shardings[2].spec, "P(x,None)");
+  EXPECT_EQ(plan.result_shardings[3].spec, "P(None,None)");  // as the program says
+  // A shard_map's results take its out_specs: the corpus program's result has its own sharding;
+  // without it the result is still rows-sharded, no all-gather after the body.
+  std::string open = Corpus("mlp_shard_map");
+  const std::string own =
+      "res_attrs = [{jax.result_info = \"result\", sdy.sharding = "
+      "#sdy.sharding<@mesh, [{\"dp\"}, {}]>}]";
+  ASSERT_NE(open.find(own), std::string::npos);
+  open.replace(open.find(own), own.size(), "res_attrs = [{jax.result_info = \"result\"}]");
+  ASSERT_OK_AND_ASSIGN(ProgramPlan shard_map, Compile(open));
+  EXPECT_EQ(shard_map.result_shardings[0].spec, "P(dp,None)");
+  EXPECT_EQ(Count(StepKinds(shard_map), "all_gather"), 0);
+}
+
 TEST(StableHloImportTest, CollectivesAreTheShardingsOwn) {
   // Megatron: one all-reduce of the second matmul's partial sums, nothing else.
   ASSERT_OK_AND_ASSIGN(ProgramPlan megatron, Compile(Corpus("mlp_megatron")));

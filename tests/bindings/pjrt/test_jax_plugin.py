@@ -162,6 +162,9 @@ def test_jit_without_shardings_runs_on_sharded_inputs(tessera_devices, cpu_devic
         return jax.jit(lambda a: (jnp.sin(a) * 2, a.sum(axis=1)))(xs)
 
     ours, ref = run(tessera_devices), run(cpu_devices)
+    # The elementwise result keeps its input's sharding, as XLA's partitioner chooses; the
+    # reduction's is replicated (XLA keeps its rows: a difference in placement, not in values).
+    assert ours[0].sharding.spec == ref[0].sharding.spec == P("dp", "tp")
     for a, b in zip(ours, ref):
         assert {s.device for s in a.addressable_shards} == set(tessera_devices)
         for shard in a.addressable_shards:  # each shard is the block its index names
@@ -181,6 +184,7 @@ def test_shard_map_collectives_match_jax_cpu(tessera_devices, cpu_devices):
         return jax.jit(f)(jax.device_put(x, NamedSharding(mesh, P("dp", "tp"))))
 
     ours, ref = run(tessera_devices), run(cpu_devices)
+    assert ours.sharding.spec == ref.sharding.spec  # the out_specs, not gathered
     np.testing.assert_allclose(np.asarray(ours), np.asarray(ref), rtol=1e-6)
 
 
