@@ -180,6 +180,12 @@ PJRT_Error* ClientBufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* ar
   }
   if (args->num_dims > 0 && args->dims == nullptr)
     return MakeError(absl::InvalidArgumentError(absl::StrCat(kWhere, ": dims is NULL")));
+  // Checked before the dims are copied: a hostile count must not become an allocation.
+  constexpr size_t kMaxRank = 1024;
+  if (args->num_dims > kMaxRank) {
+    return MakeError(absl::InvalidArgumentError(
+        absl::StrCat(kWhere, ": ", args->num_dims, " dimensions (at most ", kMaxRank, ")")));
+  }
   std::vector<int64_t> dims(args->dims, args->dims + args->num_dims);
   PJRT_Device* device = DestinationDevice(args->device, args->memory);
   if (device == nullptr) {

@@ -121,6 +121,9 @@ absl::StatusOr<std::shared_ptr<CompiledProgram>> Compile(const PJRT_Client_Compi
   program->name = program->executable->name();
   program->fingerprint = program->executable->Fingerprint();
   program->devices = std::move(*devices);
+  for (size_t p = 0; p < program->devices.size(); ++p) {
+    program->partition_of[program->devices[p]->device] = p;
+  }
   program->parameters = program->executable->GetParameterSpecs();
   program->outputs = program->executable->GetOutputSpecs();
   if (absl::Status s = DescribeOutputs(*program); !s.ok()) return s;

@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "bindings/pjrt/entry_points.h"
 #include "bindings/pjrt/internal.h"
@@ -17,18 +16,15 @@
 namespace tessera::pjrt {
 namespace {
 
-using DeviceIndex = absl::flat_hash_map<const tessera::Device*, size_t>;
-
 // Argument `a`'s buffers, in the order of its parameter sharding's devices, assembled.
 absl::StatusOr<tessera::ArrayRef> AssembleArgument(const CompiledProgram& program,
-                                                   const DeviceIndex& index,
                                                    PJRT_Buffer* const* const* argument_lists,
                                                    size_t a) {
   const tessera::ArraySpec& spec = program.parameters[a];
   std::vector<tessera::ArrayRef> shards;
   for (tessera::Device* device : spec.sharding->devices()->devices()) {
-    auto it = index.find(device);
-    if (it == index.end()) {
+    auto it = program.partition_of.find(device);
+    if (it == program.partition_of.end()) {
       return absl::InternalError(absl::StrCat("argument ", a,
                                               "'s sharding names a device the "
                                               "executable does not run on"));
@@ -65,14 +61,14 @@ absl::StatusOr<tessera::ArrayRef> AssembleArgument(const CompiledProgram& progra
 }
 
 // Output `o`'s shards as buffers, into output_lists[d][o].
-absl::Status HandOutOutput(const CompiledProgram& program, const DeviceIndex& index,
-                           tessera::ArrayRef output, size_t o, PJRT_Buffer** const* output_lists) {
+absl::Status HandOutOutput(const CompiledProgram& program, tessera::ArrayRef output, size_t o,
+                           PJRT_Buffer** const* output_lists) {
   absl::StatusOr<std::vector<tessera::ArrayRef>> shards =
       output->DisassembleIntoSingleDeviceArrays(tessera::ArrayCopySemantics::kReuseInput);
   if (!shards.ok()) return shards.status();
   for (tessera::ArrayRef& shard : *shards) {
-    auto it = index.find(shard->sharding().devices()->devices()[0]);
-    if (it == index.end())
+    auto it = program.partition_of.find(shard->sharding().devices()->devices()[0]);
+    if (it == program.partition_of.end())
       return absl::InternalError(absl::StrCat("output ", o, " has a shard off the executable"));
     absl::StatusOr<PJRT_Buffer*> buffer = MakeBuffer(program.state, std::move(shard));
     if (!buffer.ok()) return buffer.status();
@@ -130,13 +126,9 @@ tessera::ExecuteOptions ReadOptions(const PJRT_ExecuteOptions* options) {
 absl::Status Execute(PJRT_LoadedExecutable_Execute_Args& args) {
   const CompiledProgram& program = *args.executable->program;
   if (absl::Status s = CheckShape(args, program); !s.ok()) return s;
-  DeviceIndex index;
-  for (size_t d = 0; d < program.devices.size(); ++d) index[program.devices[d]->device] = d;
-
   std::vector<tessera::ArrayRef> arguments;
   for (size_t a = 0; a < args.num_args; ++a) {
-    absl::StatusOr<tessera::ArrayRef> argument =
-        AssembleArgument(program, index, args.argument_lists, a);
+    absl::StatusOr<tessera::ArrayRef> argument = AssembleArgument(program, args.argument_lists, a);
     if (!argument.ok()) {
       return absl::Status(argument.status().code(),
                           absl::StrCat("PJRT_LoadedExecutable_Execute of ", program.name, ": ",
@@ -160,7 +152,7 @@ absl::Status Execute(PJRT_LoadedExecutable_Execute_Args& args) {
   }
   absl::Status handed = absl::OkStatus();
   for (size_t o = 0; o < program.outputs.size() && handed.ok(); ++o) {
-    handed = HandOutOutput(program, index, result->outputs[o], o, args.output_lists);
+    handed = HandOutOutput(program, result->outputs[o], o, args.output_lists);
   }
   for (size_t d = 0; d < args.num_devices && handed.ok(); ++d) {
     for (size_t o = 0; o < program.outputs.size(); ++o) {

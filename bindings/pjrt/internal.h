@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "tessera.h"
@@ -104,6 +105,7 @@ struct CompiledProgram {
   std::string name;
   std::string fingerprint;
   std::vector<PJRT_Device*> devices;  // the executable's devices, in partition order
+  absl::flat_hash_map<const tessera::Device*, size_t> partition_of;  // devices[i] -> i
   std::vector<tessera::ArraySpec> parameters;
   std::vector<tessera::ArraySpec> outputs;
   std::vector<PJRT_Buffer_Type> output_types;

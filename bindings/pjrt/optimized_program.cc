@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "bindings/pjrt/proto_writer.h"
 
 namespace tessera::pjrt {
@@ -70,44 +69,15 @@ absl::StatusOr<ProtoWriter> ShardShape(const tessera::ArraySpec& spec) {
   return ArrayShape(*type, std::vector<int64_t>(shard.begin(), shard.end()));
 }
 
-ProtoWriter OpSharding(const TileAssignment& tiles) {
-  ProtoWriter sharding;
-  if (tiles.tiles.empty()) return sharding;  // type REPLICATED (0), the default
-  std::vector<int64_t> dims = tiles.tiles;
-  if (tiles.replicas > 1) dims.push_back(tiles.replicas);
-  sharding.Varint(1, 3).Packed(3, dims).Packed(4, tiles.partitions);  // type OTHER
-  if (tiles.replicas > 1) sharding.Varint(6, 1);
-  return sharding;
-}
-
-// Instructions of the entry computation, numbered from 1.
-class Computation {
- public:
-  int64_t Add(ProtoWriter instruction, const std::string& name, const std::string& opcode,
-              const ProtoWriter& shape, const std::vector<int64_t>& operands = {}) {
-    const int64_t id = ++count_;
-    instruction.String(1, absl::StrCat(name, ".", id)).String(2, opcode).Message(3, shape);
-    instruction.Varint(35, static_cast<uint64_t>(id));
-    if (!operands.empty()) instruction.Packed(36, operands);
-    computation_.Message(2, instruction);
-    return id;
-  }
-  ProtoWriter& proto() { return computation_; }
-
- private:
-  ProtoWriter computation_;
-  int64_t count_ = 0;
+// How an array of `spec` is tiled over `devices` (the executable's, in partition order), as
+// HLO's tiled sharding: `tiles` per dimension, then (when shards repeat) a last dimension of
+// `replicas`; `partitions` lists the partition holding each tile, row-major. Empty `tiles` for
+// a replicated array. UNIMPLEMENTED for shards that are no even grid of tiles.
+struct TileAssignment {
+  std::vector<int64_t> tiles;
+  int64_t replicas = 1;
+  std::vector<int64_t> partitions;
 };
-
-}  // namespace
-
-std::string TileAssignment::ToString() const {
-  if (tiles.empty()) return "{replicated}";
-  std::vector<int64_t> dims = tiles;
-  if (replicas > 1) dims.push_back(replicas);
-  return absl::StrCat("{devices=[", absl::StrJoin(dims, ","), "]", absl::StrJoin(partitions, ","),
-                      replicas > 1 ? " last_tile_dim_replicate}" : "}");
-}
 
 absl::StatusOr<TileAssignment> TileAssignmentOf(
     const tessera::ArraySpec& spec, const std::vector<const tessera::Device*>& devices) {
@@ -158,6 +128,37 @@ absl::StatusOr<TileAssignment> TileAssignmentOf(
   }
   return result;
 }
+
+ProtoWriter OpSharding(const TileAssignment& tiles) {
+  ProtoWriter sharding;
+  if (tiles.tiles.empty()) return sharding;  // type REPLICATED (0), the default
+  std::vector<int64_t> dims = tiles.tiles;
+  if (tiles.replicas > 1) dims.push_back(tiles.replicas);
+  sharding.Varint(1, 3).Packed(3, dims).Packed(4, tiles.partitions);  // type OTHER
+  if (tiles.replicas > 1) sharding.Varint(6, 1);
+  return sharding;
+}
+
+// Instructions of the entry computation, numbered from 1.
+class Computation {
+ public:
+  int64_t Add(ProtoWriter instruction, const std::string& name, const std::string& opcode,
+              const ProtoWriter& shape, const std::vector<int64_t>& operands = {}) {
+    const int64_t id = ++count_;
+    instruction.String(1, absl::StrCat(name, ".", id)).String(2, opcode).Message(3, shape);
+    instruction.Varint(35, static_cast<uint64_t>(id));
+    if (!operands.empty()) instruction.Packed(36, operands);
+    computation_.Message(2, instruction);
+    return id;
+  }
+  ProtoWriter& proto() { return computation_; }
+
+ private:
+  ProtoWriter computation_;
+  int64_t count_ = 0;
+};
+
+}  // namespace
 
 absl::StatusOr<std::string> OptimizedProgram(const std::string& name,
                                              const std::vector<tessera::ArraySpec>& parameters,

@@ -41,20 +41,6 @@
 
 namespace tessera::pjrt {
 
-// How an array of `spec` is tiled over `devices` (the executable's, in partition order), as
-// HLO's tiled sharding: `tiles` per dimension, then (when shards repeat) a last dimension of
-// `replicas`; `devices` lists the partition holding each tile, row-major. Empty `tiles` for a
-// replicated array. UNIMPLEMENTED for shards that are no even grid of tiles.
-struct TileAssignment {
-  std::vector<int64_t> tiles;
-  int64_t replicas = 1;
-  std::vector<int64_t> partitions;
-  // "{replicated}" or "{devices=[2,1,4]0,1,...,7 last_tile_dim_replicate}", as HLO prints it.
-  std::string ToString() const;
-};
-absl::StatusOr<TileAssignment> TileAssignmentOf(const tessera::ArraySpec& spec,
-                                                const std::vector<const tessera::Device*>& devices);
-
 // The serialized HloModuleProtoWithConfig described above.
 absl::StatusOr<std::string> OptimizedProgram(const std::string& name,
                                              const std::vector<tessera::ArraySpec>& parameters,
