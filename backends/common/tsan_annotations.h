@@ -59,7 +59,9 @@ inline void HandoffAcquire(const void* key) {
 // into Tessera's function, where a release build's report names no library frame for a
 // suppression to match: oneTBB's task_arena::enqueue, which constructs its task wrapper in memory
 // its small-object pool recycles between threads without synchronisation TSan sees. Tessera's own
-// state handed to that call is covered by HandoffRelease before it.
+// state handed to that call is covered by HandoffRelease before it. Also for Tessera's own
+// accesses to an object that library constructs in that memory (CpuStream's task): checking them
+// would only compare them with the memory's earlier users', never with the unchecked construction.
 class ScopedIgnoreLibraryAccesses {
  public:
   ScopedIgnoreLibraryAccesses() {

@@ -14,14 +14,16 @@ namespace tessera::cpu {
 namespace {
 std::atomic<int64_t> live_operations{0};
 
-// Task's members (see there): relaxed atomic accesses to plain pointers.
+// Task's members (see there): accesses ThreadSanitizer does not check.
 template <typename T>
-T* LoadRelaxed(T* const& field) {
-  return std::atomic_ref<T*>(const_cast<T*&>(field)).load(std::memory_order_relaxed);
+T* LoadUnchecked(T* const& field) {
+  backends::ScopedIgnoreLibraryAccesses in_onetbb_memory;
+  return field;
 }
 template <typename T>
-void StoreRelaxed(T*& field, T* value) {
-  std::atomic_ref<T*>(field).store(value, std::memory_order_relaxed);
+void StoreUnchecked(T*& field, T* value) {
+  backends::ScopedIgnoreLibraryAccesses in_onetbb_memory;
+  field = value;
 }
 }  // namespace
 
@@ -93,31 +95,31 @@ struct CpuStream::Op {
   std::shared_ptr<Op> self;  // while in the arena: the task's reference (see Task)
 };
 
-// The members are written by StoreRelaxed only (see Task), so they are not initialised.
+// The members are written by StoreUnchecked only (see Task), so they are not initialised.
 ABSL_ATTRIBUTE_NOINLINE CpuStream::Task::Task(CpuStream* stream, Op* op) {
-  StoreRelaxed(this->stream, stream);
-  StoreRelaxed(this->op, op);
+  StoreUnchecked(this->stream, stream);
+  StoreUnchecked(this->op, op);
 }
 
 ABSL_ATTRIBUTE_NOINLINE CpuStream::Task::Task(Task&& other) noexcept {
-  StoreRelaxed(stream, LoadRelaxed(other.stream));
-  StoreRelaxed(op, LoadRelaxed(other.op));
-  StoreRelaxed<Op>(other.op, nullptr);
+  StoreUnchecked(stream, LoadUnchecked(other.stream));
+  StoreUnchecked(op, LoadUnchecked(other.op));
+  StoreUnchecked<Op>(other.op, nullptr);
 }
 
 ABSL_ATTRIBUTE_NOINLINE CpuStream::Task::~Task() {
-  if (Op* unrun = LoadRelaxed(op)) {
+  if (Op* unrun = LoadUnchecked(op)) {
     backends::HandoffAcquire(unrun);
     unrun->self.reset();
   }
 }
 
 ABSL_ATTRIBUTE_NOINLINE void CpuStream::Task::operator()() const {
-  Op* taken = LoadRelaxed(op);
-  StoreRelaxed<Op>(op, nullptr);
+  Op* taken = LoadUnchecked(op);
+  StoreUnchecked<Op>(op, nullptr);
   backends::HandoffAcquire(taken);
   std::shared_ptr<Op> owned = std::move(taken->self);
-  LoadRelaxed(stream)->Run(std::move(owned));
+  LoadUnchecked(stream)->Run(std::move(owned));
 }
 
 void CpuStream::Run(std::shared_ptr<Op> op) {

@@ -74,11 +74,13 @@ class CpuStream {
   // ThreadSanitizer: the handoff to the arena thread goes through oneTBB, which TSan cannot see.
   // The op is handed over on an annotated edge keyed by its address (tsan_annotations.h): Start
   // releases once the op is complete, the task acquires before it touches it. The task's own
-  // members are accessed as relaxed atomics: oneTBB recycles a task's memory for the next task, and
-  // TSan, which sees neither the free nor the reuse, would report the next task's construction as
-  // racing with the last one's reads (atomics are never reported, and add no edge that could hide a
-  // race between the two operations). Out of line, so that TSan names its accesses as Tessera's:
-  // the `race_top:^tbb::detail::d1::` suppressions in build_tools/tsan.supp never match them.
+  // members are not checked (LoadUnchecked, StoreUnchecked): they live in memory oneTBB's
+  // small-object pool recycles between threads and object types (the next task, or a parallel_for
+  // task built by oneTBB's header code inlined into a Tessera function, which no suppression can
+  // name) without TSan seeing the free or the reuse, and enqueue constructs the task unchecked
+  // anyway (ScopedIgnoreLibraryAccesses). Out of line, so that TSan names the op's accesses as
+  // Tessera's: the `race_top:^tbb::detail::d1::` suppressions in build_tools/tsan.supp never match
+  // them.
   struct Task {
     Task(CpuStream* stream, Op* op);
     Task(Task&& other) noexcept;
@@ -88,8 +90,7 @@ class CpuStream {
     ~Task();  // drops the op if it never ran (the arena never destroys a task unrun)
     void operator()() const;
 
-    // Only ever accessed through std::atomic_ref, relaxed (a std::atomic member's initialisation
-    // would be a plain store).
+    // Only ever accessed through LoadUnchecked and StoreUnchecked.
     CpuStream* stream;
     mutable Op* op;  // null once taken
   };
