@@ -2,6 +2,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/kernel_loader.h"
@@ -32,9 +33,9 @@ absl::Status RunCpuPlatformKernel(const KernelLaunch& launch) {
   if (loaded == nullptr) {
     return absl::InvalidArgumentError("the kernel was not loaded by the CPU platform");
   }
-  std::vector<void*> buffers;
-  std::vector<Shape> shapes;
-  buffers.reserve(launch.buffers.size());
+  // On the stack for a few buffers: a tiny kernel's launch allocates nothing here.
+  absl::InlinedVector<void*, 8> buffers;
+  absl::InlinedVector<Shape, 8> shapes;
   for (size_t i = 0; i < launch.buffers.size(); ++i) {
     buffers.push_back(launch.buffers[i]->host_address());
     shapes.push_back(Shape(launch.shapes[i]));

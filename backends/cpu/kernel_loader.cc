@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -173,10 +174,10 @@ absl::Status JitCpuKernel::Run(absl::Span<void* const> buffers, absl::Span<const
                      " arguments, the kernel takes ", num_llvm_args_));
   }
   // Every descriptor field lives in `pointers` or `integers`; `args` points at each field. Both
-  // are sized before any address is taken.
-  std::vector<void*> pointers(2 * buffers.size());
-  std::vector<int64_t> integers(num_scalars);
-  std::vector<void*> args;
+  // are sized before any address is taken (on the stack for a few small buffers).
+  absl::InlinedVector<void*, 16> pointers(2 * buffers.size());
+  absl::InlinedVector<int64_t, 48> integers(num_scalars);
+  absl::InlinedVector<void*, 64> args;
   args.reserve(num_scalars);
   size_t next_integer = 0;
   auto push_integer = [&](int64_t value) {
@@ -193,9 +194,12 @@ absl::Status JitCpuKernel::Run(absl::Span<void* const> buffers, absl::Span<const
     args.push_back(&pointers[2 * i + 1]);  // aligned
     push_integer(0);                       // offset
     for (int64_t dim : dims) push_integer(dim);
-    std::vector<int64_t> strides(dims.size(), 1);
-    for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
-    for (int64_t stride : strides) push_integer(stride);
+    // Row-major strides: stride[d] is the product of dims[d+1:].
+    const size_t first_stride = next_integer;
+    for (size_t d = 0; d < dims.size(); ++d) push_integer(1);
+    for (size_t d = dims.size(); d-- > 1;) {
+      integers[first_stride + d - 1] = integers[first_stride + d] * dims[d];
+    }
   }
   for (int64_t coordinate : device_position) push_integer(coordinate);
   // The kernel returns at once when a temporary cannot be allocated; the run frees the others.

@@ -48,6 +48,9 @@ absl::StatusOr<tessera::ArrayRef> AssembleArgument(const CompiledProgram& progra
     }
     shards.push_back(buffer->array);
   }
+  // On one device the buffer is the argument: the executable takes a single-device array where
+  // its parameter is on that device alone (no assembly, no copy).
+  if (shards.size() == 1 && spec.sharding->devices()->size() == 1) return shards[0];
   absl::StatusOr<tessera::ArrayRef> array =
       program.state->client->AssembleArrayFromSingleDeviceArrays(
           spec.dtype, spec.shape, spec.sharding, absl::MakeSpan(shards),
@@ -60,11 +63,16 @@ absl::StatusOr<tessera::ArrayRef> AssembleArgument(const CompiledProgram& progra
   return array;
 }
 
-// Output `o`'s shards as buffers, into output_lists[d][o].
+// Output `o`'s shards as buffers, into output_lists[d][o]. An output on one device is its own
+// shard: handed out as it is.
 absl::Status HandOutOutput(const CompiledProgram& program, tessera::ArrayRef output, size_t o,
                            PJRT_Buffer** const* output_lists) {
-  absl::StatusOr<std::vector<tessera::ArrayRef>> shards =
-      output->DisassembleIntoSingleDeviceArrays(tessera::ArrayCopySemantics::kReuseInput);
+  absl::StatusOr<std::vector<tessera::ArrayRef>> shards;
+  if (output->sharding().devices()->size() == 1) {
+    shards.emplace().push_back(std::move(output));
+  } else {
+    shards = output->DisassembleIntoSingleDeviceArrays(tessera::ArrayCopySemantics::kReuseInput);
+  }
   if (!shards.ok()) return shards.status();
   for (tessera::ArrayRef& shard : *shards) {
     auto it = program.partition_of.find(shard->sharding().devices()->devices()[0]);

@@ -226,6 +226,49 @@ TEST_P(ExecutableTest, MismatchedArgumentIsReshardedAsAnImplicitTransfer) {
   ExpectNear(Get(moved[0]), x);
 }
 
+// A program on one device takes an array on that device as it is, whatever its sharding's class
+// (a SingleDeviceSharding where the program has a one-device mesh, as a framework's buffers are):
+// no reshard is even planned, nothing moves, a guard that disallows device-to-device lets it run.
+// An array on another device still moves, as an implicit transfer the guard sees.
+TEST_P(ExecutableTest, OneDeviceProgramTakesASingleDeviceArrayInPlace) {
+  ASSERT_OK_AND_ASSIGN(DeviceListRef one, client_->MakeDeviceList(client_->devices().first(1)));
+  CompileOptions options;
+  options.devices = one;
+  ASSERT_OK_AND_ASSIGN(
+      LoadedExecutableRef exe,
+      Compile(absl::StrReplaceAll(std::string(kRowsMatmul), {{"mesh{x=4}", "mesh{x=1}"}}),
+              options));
+  const std::vector<float> x = Random(48, 21), w = Random(30, 22);
+  auto on = [&](Device* device) { return SingleDeviceSharding::Create(device, MemoryKind()); };
+  std::vector<ArrayRef> args = {Put(x, {8, 6}, on(client_->devices()[0])),
+                                Put(w, {6, 5}, on(client_->devices()[0]))};
+  auto sink = std::make_shared<guard::RecordingTransferSink>();
+  client_->transfer_guard().AddSink(sink);
+  client_->transfer_guard().SetPolicy(*guard::Policy::Parse("d2d=disallow"));
+  const TransferStats before = client_->transfer_stats();
+  ClientIntrospection* inspect = client_->introspection();
+  ASSERT_NE(inspect, nullptr);
+  const PlanCacheStats plans_before = inspect->plan_cache_stats();
+  ASSERT_OK_AND_ASSIGN(ExecuteResult result, exe->Execute(absl::MakeSpan(args)));
+  ASSERT_OK(result.status.Await());
+  EXPECT_EQ(client_->transfer_stats().device_to_device, before.device_to_device);
+  EXPECT_TRUE(sink->records().empty());
+  // Not even a reshard that moves nothing: no plan was looked up.
+  EXPECT_EQ(inspect->plan_cache_stats().hits, plans_before.hits);
+  EXPECT_EQ(inspect->plan_cache_stats().misses, plans_before.misses);
+  client_->transfer_guard().SetPolicy(*guard::Policy::Parse("d2d=allow"));
+  ExpectNear(Get(result.outputs[0]), MatMul(x, w, 8, 6, 5));
+  EXPECT_EQ(result.outputs[0]->sharding().devices()->devices()[0], client_->devices()[0]);
+
+  // On another device the same array must move: refused under d2d=disallow, nothing run.
+  client_->transfer_guard().SetPolicy(*guard::Policy::Parse("d2d=disallow"));
+  std::vector<ArrayRef> elsewhere = {Put(x, {8, 6}, on(client_->devices()[1])), args[1]};
+  EXPECT_THAT(exe->Execute(absl::MakeSpan(elsewhere)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Disallowed device-to-device transfer")));
+  EXPECT_FALSE(elsewhere[0]->IsDeleted());
+}
+
 TEST_P(ExecutableTest, CommunicationIsAnExplicitTransferTheGuardSees) {
   ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kMegatron));
   std::vector<ArrayRef> args = {Put(Random(48, 1), {4, 12}, Named("P()")),

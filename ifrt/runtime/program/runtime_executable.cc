@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
@@ -36,6 +37,18 @@ int64_t ValueBytes(const ProgramValue& value) {
 
 bool IsMine(const CompiledProgram& program, size_t slot) {
   return program.slot_devices[slot]->IsAddressable();
+}
+
+// `array` is already where a parameter of sharding `want` must be: the same sharding, or, for a
+// program on one device, the whole array on that device in the same memory kind, whatever its
+// sharding's class (a SingleDeviceSharding where the program has a one-device mesh).
+bool IsInPlace(const RuntimeArray& array, const Sharding& want) {
+  const Sharding& have = array.sharding();
+  if (have == want) return true;
+  return want.devices()->size() == 1 && have.devices()->size() == 1 &&
+         have.devices()->devices()[0] == want.devices()->devices()[0] &&
+         have.memory_kind() == want.memory_kind() && array.layout().num_slots() == 1 &&
+         absl::Span<const int64_t>(array.layout().shard_shape(0)) == array.shape().dims();
 }
 
 // Where message `m` of a step over `input` lies in a whole buffer of it at `base` (a sender's
@@ -185,7 +198,7 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeExecutable::MatchShardings(
   std::vector<size_t> indices;
   for (size_t i = 0; i < args.size(); ++i) {
     const ShardingRef& want = program_->parameter_shardings[i];
-    if (checked[i]->sharding() == *want) continue;
+    if (IsInPlace(*checked[i], *want)) continue;
     to_reshard.push_back(args[i]);
     specs.push_back(ArraySpec{checked[i]->dtype(), checked[i]->shape(), want});
     indices.push_back(i);
@@ -209,7 +222,9 @@ absl::Status RuntimeExecutable::LaunchKernelStep(size_t index, ValueShards& valu
     if (!device->IsAddressable()) continue;  // another process runs it
     KernelLaunch launch;
     launch.kernel = program_->kernels[index][s];
-    std::vector<Future<>> after;
+    launch.buffers.reserve(step.inputs.size() + step.outputs.size());
+    launch.shapes.reserve(step.inputs.size() + step.outputs.size());
+    absl::InlinedVector<Future<>, 4> after;
     for (int v : step.inputs) {
       launch.buffers.push_back(values[v][s].buffer);
       launch.shapes.push_back(Index(program_->plan.values[v].local_shape.dims().begin(),
