@@ -11,7 +11,8 @@ Three ways to run the same thing:
            compiled by client.compile; client.put; np.asarray
   jax      JAX's own CPU backend (XLA), the peer
 Cases:
-  dispatch     jit(x + 1) on f32[8], one device: the fixed cost of one call (median of 200 calls)
+  dispatch     jit(x + 1) on f32[8], one device: the fixed cost of one call (the mean over
+               --dispatch-calls calls, the median of --repeat such runs; shown in microseconds)
   mlp          relu(x @ w + b), batch x width, x and y rows-sharded over the devices
   megatron     relu(x @ w1 + b1) @ w2, w1 column-, b1 and w2 row-sharded, x and y replicated
   device_put   --mib MiB of f32 from numpy, rows-sharded, until ready
@@ -40,7 +41,7 @@ def parse_args():
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--width", type=int, default=2048)
     p.add_argument("--mib", type=int, default=64)
-    p.add_argument("--dispatch-calls", type=int, default=200)
+    p.add_argument("--dispatch-calls", type=int, default=2000)
     p.add_argument("--no-transformer", action="store_true")
     return p.parse_args()
 
@@ -198,8 +199,8 @@ def main():
     print(f"{'case':11} {'plugin':>10} {'tessera':>10} {'jax':>10}   "
           f"{'plugin/tessera (range)':>24} {'plugin/jax (range)':>22}")
 
-    def ms(values):
-        return f"{statistics.median(values) * 1e3:10.3f}" if values else f"{'-':>10}"
+    def ms(values, scale=1e3):
+        return f"{statistics.median(values) * scale:10.3f}" if values else f"{'-':>10}"
 
     def ratio(a, b):
         if not a or not b:
@@ -208,11 +209,13 @@ def main():
         return f"{statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})"
 
     for case, systems in results.items():
-        print(f"{case:11} {ms(systems.get('plugin'))} {ms(systems.get('tessera', []))} "
-              f"{ms(systems.get('jax'))}   {ratio(systems.get('plugin'), systems.get('tessera')):>24}"
+        scale = 1e6 if case == "dispatch" else 1e3
+        print(f"{case:11} {ms(systems.get('plugin'), scale)} "
+              f"{ms(systems.get('tessera', []), scale)} {ms(systems.get('jax'), scale)}   "
+              f"{ratio(systems.get('plugin'), systems.get('tessera')):>24}"
               f" {ratio(systems.get('plugin'), systems.get('jax')):>22}")
-    print(f"(ms per call; dispatch: per call, of {args.dispatch_calls}; tessera has no dispatch "
-          "row: its Python API is not jit's dispatch path)")
+    print(f"(ms per call; dispatch: us per call, the mean of {args.dispatch_calls}; tessera has no "
+          "dispatch row: its Python API is not jit's dispatch path)")
 
 
 if __name__ == "__main__":
