@@ -48,9 +48,9 @@ absl::StatusOr<tessera::ArrayRef> AssembleArgument(const CompiledProgram& progra
     }
     shards.push_back(buffer->array);
   }
-  // On one device the buffer is the argument: the executable takes a single-device array where
-  // its parameter is on that device alone (no assembly, no copy).
-  if (shards.size() == 1 && spec.sharding->devices()->size() == 1) return shards[0];
+  // On one device (one shard per device of the sharding) the buffer is the argument: the
+  // executable takes a single-device array where its parameter is on that device alone.
+  if (shards.size() == 1) return shards[0];
   absl::StatusOr<tessera::ArrayRef> array =
       program.state->client->AssembleArrayFromSingleDeviceArrays(
           spec.dtype, spec.shape, spec.sharding, absl::MakeSpan(shards),
