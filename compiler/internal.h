@@ -121,6 +121,12 @@ absl::Status TensorOpsAsLinalg(mlir::func::FuncOp func, const std::string& name)
 // generator calls BLAS for (targets/llvm_cpu/contractions_as_matmuls.cc).
 void ContractionsAsMatmuls(mlir::func::FuncOp func);
 
+// Rewrites each reduction over a kernel's innermost, contiguous dimension (a row sum, softmax's
+// max and sum) as V partial results in vector registers, merged after the loop, instead of one
+// scalar chain per output (targets/llvm_cpu/vectorized_reductions.cc); on tensors, before
+// bufferization. INTERNAL naming `name` when the cleanup after it fails.
+absl::Status VectorizeInnerReductions(mlir::ModuleOp kernel, const std::string& name);
+
 // Collects the error diagnostics of a context while alive ("line:column: message", with notes).
 class DiagnosticCollector {
  public:

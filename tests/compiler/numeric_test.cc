@@ -3,6 +3,7 @@
 // and compared with a plain C++ computation (f32 within 1e-4 relative, integers exactly), per op
 // and per sharding: replicated, rows, columns, contraction dimension, and a 2-D mesh.
 
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -509,6 +510,123 @@ TEST(ReduceTest, OverShardedAndUnshardedDimensions) {
   CheckReduce("f32", DType(DType::kF32), "arith.addf", "0.0", 0, 1, "P(x,None)", add);
   CheckReduce("i32", DType(DType::kS32), "arith.addi", "0", 0, 1, "P(None,x)", add);
   CheckReduce("f64", DType(DType::kF64), "arith.addf", "0.0", 0, 0, "P()", add);
+}
+
+// Reductions over the innermost dimension of a width the CPU code generator vectorizes (a
+// multiple of 8, at least 16: compiler/targets/llvm_cpu/vectorized_reductions.cc) and of widths it
+// leaves scalar, rows sharded over 4 devices. The float inputs are multiples of 1/8 below 2, so
+// that every sum is exact in any order: results are compared exactly.
+void CheckInnerReduce(const std::string& element, DType dtype, const std::string& combiner,
+                      const std::string& init, double init_value, int64_t rows, int64_t width,
+                      std::function<double(double, double)> fn, bool vectorized) {
+  SCOPED_TRACE(absl::StrCat(combiner, " over rows of ", width, " ", element));
+  std::string tin = TensorType({rows, width}, element), tout = TensorType({rows}, element);
+  std::string program =
+      "func.func @main(%x: " + tin + " " + Attr("mesh{x=4}", "P(x,None)") + ") -> (" + tout + " " +
+      Attr("mesh{x=4}", "P(x)") + ") {\n  %init = arith.constant " + init + " : " + element +
+      "\n  %e = tensor.empty() : " + tout + "\n  %f = linalg.fill ins(%init : " + element +
+      ") outs(%e : " + tout + ") -> " + tout + "\n  %r = linalg.reduce ins(%x : " + tin +
+      ") outs(%f : " + tout + ") dimensions = [1]\n    (%in: " + element + ", %acc: " + element +
+      ") {\n      %s = " + combiner + " %in, %acc : " + element +
+      "\n      linalg.yield %s : " + element + "\n    }\n  return %r : " + tout + "\n}";
+  HostArray x = Random(dtype, {rows, width}, 17);
+  for (int64_t i = 0; i < x.num_elements(); ++i) Set(x, i, std::round(Get(x, i) * 16) / 8);
+  HostArray expected = HostArray::Zeros(dtype, {rows});
+  for (int64_t r = 0; r < rows; ++r) {
+    double acc = init_value;
+    for (int64_t c = 0; c < width; ++c) acc = fn(Get(x, r * width + c), acc);
+    Set(expected, r, acc);
+  }
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(program, 4, {}, {}));
+  bool has_vector_code = false;
+  for (const ProgramStep& step : plan.steps) {
+    if (step.kind != ProgramStep::Kind::kKernel) continue;
+    has_vector_code |= step.kernel.artifacts.at("cpu").code.find("vector<") != std::string::npos;
+  }
+  EXPECT_EQ(has_vector_code, vectorized);
+  CompileRunAndCompare(program, {x}, {expected});
+}
+
+TEST(ReduceTest, InnerReductionsOfEveryWidthMatchExactly) {
+  auto add = [](double a, double b) { return a + b; };
+  auto max = [](double a, double b) { return std::max(a, b); };
+  auto min = [](double a, double b) { return std::min(a, b); };
+  for (int64_t width : {16, 24, 64, 200, 4096}) {
+    CheckInnerReduce("f32", DType(DType::kF32), "arith.addf", "0.5", 0.5, 8, width, add, true);
+  }
+  for (int64_t width : {1, 7, 15, 20, 100}) {  // below 16 or not a multiple of 8: scalar
+    CheckInnerReduce("f32", DType(DType::kF32), "arith.addf", "0.0", 0, 8, width, add, false);
+  }
+  CheckInnerReduce("f32", DType(DType::kF32), "arith.maximumf", "-1.0e30", -1e30, 12, 64, max,
+                   true);
+  CheckInnerReduce("f32", DType(DType::kF32), "arith.minnumf", "1.0e30", 1e30, 4, 48, min, true);
+  CheckInnerReduce("f64", DType(DType::kF64), "arith.addf", "0.0", 0, 4, 256, add, true);
+  CheckInnerReduce("i32", DType(DType::kS32), "arith.addi", "3", 3, 8, 32, add, true);
+  CheckInnerReduce("i64", DType(DType::kS64), "arith.maxsi", "-100", -100, 4, 40, max, true);
+}
+
+// Max and min stay exact when vectorized: -0 < +0, maxnumf / minnumf skip a NaN, maximumf keeps it.
+TEST(ReduceTest, VectorizedMaxAndMinKeepSignedZerosAndNaNs) {
+  const std::string program = R"mlir(
+func.func @main(%x: tensor<4x64xf32> {tessera.sharding = "mesh{x=4} P(x,None)"})
+    -> (tensor<4xf32> {tessera.sharding = "mesh{x=4} P(x)"},
+        tensor<4xf32> {tessera.sharding = "mesh{x=4} P(x)"},
+        tensor<4xf32> {tessera.sharding = "mesh{x=4} P(x)"}) {
+  %lowest = arith.constant 0xFF800000 : f32
+  %highest = arith.constant 0x7F800000 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %lo = linalg.fill ins(%lowest : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %hi = linalg.fill ins(%highest : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %maxnum = linalg.reduce ins(%x : tensor<4x64xf32>) outs(%lo : tensor<4xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %m = arith.maxnumf %in, %acc : f32
+      linalg.yield %m : f32
+    }
+  %minnum = linalg.reduce ins(%x : tensor<4x64xf32>) outs(%hi : tensor<4xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %m = arith.minnumf %in, %acc : f32
+      linalg.yield %m : f32
+    }
+  %maximum = linalg.reduce ins(%x : tensor<4x64xf32>) outs(%lo : tensor<4xf32>) dimensions = [1]
+    (%in: f32, %acc: f32) {
+      %m = arith.maximumf %in, %acc : f32
+      linalg.yield %m : f32
+    }
+  return %maxnum, %minnum, %maximum : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+})mlir";
+  const float nan = std::nanf("");
+  // Row 0: -0 and +0 only (max +0, min -0); row 1: -0 only; row 2: a NaN among negatives;
+  // row 3: +0 then -0 at the end, and a NaN.
+  HostArray x = HostArray::Zeros(DType(DType::kF32), {4, 64});
+  float* v = x.data<float>();
+  for (int64_t c = 0; c < 64; ++c) {
+    v[c] = c % 3 == 0 ? 0.0f : -0.0f;
+    v[64 + c] = -0.0f;
+    v[128 + c] = -1.0f - static_cast<float>(c);
+    v[192 + c] = c == 63 ? -0.0f : 0.0f;
+  }
+  v[128 + 40] = nan;
+  v[192 + 5] = nan;
+  auto bits = [](float f) { return std::bit_cast<uint32_t>(f); };
+  HostArray maxnum = HostArray::Zeros(DType(DType::kF32), {4});
+  HostArray minnum = maxnum, maximum = maxnum;
+  const float expected_maxnum[] = {0.0f, -0.0f, -1.0f, 0.0f};
+  const float expected_minnum[] = {-0.0f, -0.0f, -64.0f, -0.0f};
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(program, 4, {}, {}));
+  SpmdInterpreter interpreter(plan);
+  ASSERT_OK_AND_ASSIGN(std::vector<HostArray> outputs, interpreter.Run({x}));
+  ASSERT_EQ(outputs.size(), 3u);
+  for (int r = 0; r < 4; ++r) {
+    SCOPED_TRACE(absl::StrCat("row ", r));
+    EXPECT_EQ(bits(outputs[0].data<float>()[r]), bits(expected_maxnum[r]));
+    EXPECT_EQ(bits(outputs[1].data<float>()[r]), bits(expected_minnum[r]));
+    const float got_maximum = outputs[2].data<float>()[r];
+    if (r >= 2) {
+      EXPECT_TRUE(std::isnan(got_maximum));
+    } else {
+      EXPECT_EQ(bits(got_maximum), bits(expected_maxnum[r]));
+    }
+  }
 }
 
 // ---- map, generic, elementwise ------------------------------------------------------------

@@ -450,6 +450,7 @@ absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const st
   ContractionsAsMatmuls(func);
   TESSERA_RETURN_IF_ERROR(TileMatmuls(kernel, name));
   TESSERA_RETURN_IF_ERROR(FuseElementwiseOps(kernel, name));
+  TESSERA_RETURN_IF_ERROR(VectorizeInnerReductions(kernel, name));
   DropZeroFillsOfBlasMatmuls(kernel);
 
   mlir::PassManager bufferize(kernel.getContext());
