@@ -10,37 +10,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "bindings/python/src/common.h"
+#include "bindings/python/src/dtypes.h"
 
 namespace tessera::python {
 namespace {
 
-nb::dlpack::dtype NbDType(DType dtype) {
-  using Code = nb::dlpack::dtype_code;
-  const uint8_t bits = static_cast<uint8_t>(*dtype.byte_size() * 8);
-  Code code = Code::Float;
-  switch (dtype.kind()) {
-    case DType::kPred:
-      code = Code::Bool;
-      break;
-    case DType::kS8:
-    case DType::kS16:
-    case DType::kS32:
-    case DType::kS64:
-      code = Code::Int;
-      break;
-    case DType::kU8:
-    case DType::kU16:
-    case DType::kU32:
-    case DType::kU64:
-      code = Code::UInt;
-      break;
-    case DType::kBF16:
-      code = Code::Bfloat;
-      break;
-    default:
-      break;
-  }
-  return nb::dlpack::dtype{static_cast<uint8_t>(code), bits, 1};
+nb::tuple Shape(const Array& a) {
+  nb::list dims;
+  for (int64_t d : a.shape().dims()) dims.append(d);
+  return nb::tuple(dims);
 }
 
 // A new numpy array with the whole array's data (one device-to-host transfer).
@@ -58,15 +36,19 @@ nb::object ToNumpy(const PyArray& a, bool is_explicit) {
           "use np.from_dlpack on a single-device array");
     }
   }
-  const size_t bytes = array.shape().num_elements() * *array.dtype().byte_size();
-  auto* data = new uint8_t[bytes == 0 ? 1 : bytes];
-  nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<uint8_t*>(p); });
+  // The result is allocated by numpy itself, as np.empty: its allocator asks for huge pages for
+  // large arrays (a 64 MiB read faults 33 times instead of 16,385 with 4 KiB pages).
+  const DType host_dtype = bf16 ? DType(DType::kU16) : array.dtype();
+  const char* numpy_dtype = NumpyName(host_dtype);
+  if (numpy_dtype == nullptr) {
+    throw nb::type_error(
+        absl::StrCat("numpy has no dtype for ", array.dtype().DebugString()).c_str());
+  }
+  nb::object out = nb::module_::import_("numpy").attr("empty")(Shape(array), numpy_dtype);
+  auto* data = reinterpret_cast<void*>(
+      nb::cast<uintptr_t>(out.attr("__array_interface__")["data"][nb::int_(0)]));
   AwaitReleasingGil(a.array->CopyToHostBuffer(data, std::nullopt, ArrayCopySemantics::kAlwaysCopy,
                                               TransferOptions{is_explicit}));
-  std::vector<size_t> shape(array.shape().dims().begin(), array.shape().dims().end());
-  nb::object out =
-      nb::cast(nb::ndarray<nb::numpy>(data, shape.size(), shape.data(), owner, nullptr,
-                                      NbDType(bf16 ? DType(DType::kU16) : array.dtype())));
   return bf16 ? out.attr("view")(bfloat16) : out;
 }
 
@@ -80,12 +62,6 @@ nb::object DunderArray(const PyArray& a, nb::handle dtype, nb::handle copy) {
   nb::object out = ToNumpy(a, /*is_explicit=*/false);
   if (!dtype.is_none()) out = out.attr("astype")(dtype);
   return out;
-}
-
-nb::tuple Shape(const Array& a) {
-  nb::list dims;
-  for (int64_t d : a.shape().dims()) dims.append(d);
-  return nb::tuple(dims);
 }
 
 std::vector<PyShard> AddressableShards(const PyArray& a) {
