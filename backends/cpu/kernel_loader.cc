@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,6 +33,7 @@
 #ifdef TESSERA_CPU_BLAS
 #include <cblas.h>  // OpenBLAS's (Debian: libopenblas-dev)
 
+#include "backends/cpu/sgemm_choice.h"
 #include "backends/cpu/streaming_sgemm.h"
 #endif
 
@@ -75,11 +77,38 @@ void Gemm2D(Memref2D<T>* a, Memref2D<T>* b, Memref2D<T>* c, T beta, Gemm gemm) {
   }
 }
 
-// f32 with few rows (a sharded batch) streams B instead of letting OpenBLAS pack it (see
-// streaming_sgemm.h); the rest goes to OpenBLAS.
+// The kernels SgemmChooser times: C = A @ B, packed.
+void StreamingOverwrite(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
+  cpu::StreamingSgemmOverwrite(m, n, k, a, k, b, n, c, n);
+}
+void BlasOverwrite(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), 1.0f, a, static_cast<int>(k), b, static_cast<int>(n), 0.0f, c,
+              static_cast<int>(n));
+}
+
+// TESSERA_CPU_SGEMM's policy, read once; LoadCpuKernel fails on a value it does not name.
+const absl::StatusOr<cpu::SgemmPolicy>& ProcessSgemmPolicy() {
+  static const auto* policy = new absl::StatusOr<cpu::SgemmPolicy>(
+      cpu::SgemmPolicyFromText(std::getenv("TESSERA_CPU_SGEMM")));
+  return *policy;
+}
+
+// The process's choice between them (sgemm_choice.h).
+cpu::SgemmChooser& ProcessSgemmChooser() {
+  static auto* chooser =
+      new cpu::SgemmChooser(&StreamingOverwrite, &BlasOverwrite,
+                            ProcessSgemmPolicy().value_or(cpu::SgemmPolicy::kMeasure));
+  return *chooser;
+}
+
+// f32 with few rows (a sharded batch) may stream B instead of letting OpenBLAS pack it (see
+// streaming_sgemm.h), where that is faster on this machine (sgemm_choice.h); the rest goes to
+// OpenBLAS.
 void Sgemm(Memref2D<float>* a, Memref2D<float>* b, Memref2D<float>* c, bool accumulate) {
   const int64_t m = c->sizes[0], n = c->sizes[1], k = a->sizes[1];
-  if (cpu::StreamingSgemmUsable(m, n, k)) {
+  if (cpu::StreamingSgemmUsable(m, n, k) &&
+      ProcessSgemmChooser().Choose(m, n, k) == cpu::SgemmKernel::kStreaming) {
     (accumulate ? cpu::StreamingSgemm : cpu::StreamingSgemmOverwrite)(
         m, n, k, a->aligned + a->offset, a->strides[0], b->aligned + b->offset, b->strides[0],
         c->aligned + c->offset, c->strides[0]);
@@ -246,6 +275,9 @@ absl::StatusOr<std::shared_ptr<CpuKernel>> LoadCpuKernel(const KernelArtifact& a
     return absl::InvalidArgumentError(
         absl::StrCat("the CPU loads \"mlir-llvm\" kernels, not \"", artifact.format, "\""));
   }
+#ifdef TESSERA_CPU_BLAS
+  if (!ProcessSgemmPolicy().ok()) return ProcessSgemmPolicy().status();
+#endif
   InitializeNativeTargetOnce();
   std::unique_ptr<mlir::MLIRContext> context = CreateLlvmContext();
   std::string diagnostics;
