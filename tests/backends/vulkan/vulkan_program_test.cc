@@ -217,7 +217,16 @@ TEST_P(VulkanProgramTest, MatmulAtSeveralShapesAndShardings) {
                                          {8, 7, 13, "P(x,None)", "P()", "P(x,None)"},
                                          {12, 8, 20, "P()", "P(None,x)", "P(None,x)"},
                                          {5, 16, 3, "P(None,x)", "P(x,None)", "P()"},
-                                         {68, 36, 72, "P(x,None)", "P()", "P(x,None)"}}) {
+                                         {68, 36, 72, "P(x,None)", "P()", "P(x,None)"},
+                                         // The register-blocked kernel's edges: size 1, K = 1,
+                                         // N a multiple of 4 (vec4) or not, blocks cut by M and N.
+                                         {1, 1, 1, "P()", "P()", "P()"},
+                                         {1, 1, 4, "P()", "P()", "P()"},
+                                         {3, 1, 8, "P()", "P()", "P()"},
+                                         {5, 9, 1, "P()", "P()", "P()"},
+                                         {17, 33, 12, "P()", "P()", "P()"},
+                                         {19, 5, 70, "P()", "P()", "P()"},
+                                         {33, 2, 68, "P()", "P(None,x)", "P(None,x)"}}) {
     SCOPED_TRACE(absl::StrCat(t.m, "x", t.k, "x", t.n, " ", t.a, " ", t.b, " ", t.c));
     const std::string ta = Tensor({t.m, t.k}, "f32"), tb = Tensor({t.k, t.n}, "f32"),
                       tc = Tensor({t.m, t.n}, "f32");
@@ -305,6 +314,43 @@ TEST_P(VulkanProgramTest, ElementwiseInEveryDtype) {
     }
     ASSERT_OK_AND_ASSIGN(std::vector<Host> out, Run(text, {a, b}));
     ExpectNear(out[0], want);
+  }
+}
+
+// The vec4 elementwise kernel and its scalar tail at sizes around multiples of 4 (1 to 3: the
+// tail alone), f32 and i32, with a constant operand: the same bits as the scalar arithmetic.
+TEST_P(VulkanProgramTest, VectorElementwiseIsExactAtEverySize) {
+  for (const int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 1001, 4099}) {
+    for (const std::string element : {"f32", "i32"}) {
+      SCOPED_TRACE(absl::StrCat(element, "[", n, "]"));
+      const bool fp = element == "f32";
+      const DType::Kind kind = fp ? DType::kF32 : DType::kS32;
+      const std::string t = Tensor({n}, element);
+      const std::string three = fp ? "3.0" : "3";
+      const std::string text = "func.func @main(%a: " + t + Attr("P()") + ", %b: " + t +
+                               Attr("P()") + ") -> (" + t + Attr("P()") +
+                               ") {\n  %c = arith.constant dense<" + three + "> : " + t +
+                               "\n  %s = " + (fp ? "arith.addf" : "arith.addi") + " %a, %b : " + t +
+                               "\n  %p = " + (fp ? "arith.mulf" : "arith.muli") + " %s, %c : " + t +
+                               "\n  %d = " + (fp ? "arith.subf" : "arith.subi") + " %p, %a : " + t +
+                               "\n  return %d : " + t + "\n}";
+      const Host a = Random(kind, {n}, 41), b = Random(kind, {n}, 42);
+      ASSERT_OK_AND_ASSIGN(std::vector<Host> out, Run(text, {a, b}));
+      ASSERT_EQ(out[0].values.size(), static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        double want;
+        if (fp) {
+          const float x = static_cast<float>(a.values[i]), y = static_cast<float>(b.values[i]);
+          want = (x + y) * 3.0f - x;
+        } else {
+          const int32_t x = static_cast<int32_t>(a.values[i]),
+                        y = static_cast<int32_t>(b.values[i]);
+          want = static_cast<int32_t>((static_cast<uint32_t>(x) + static_cast<uint32_t>(y)) * 3u -
+                                      static_cast<uint32_t>(x));
+        }
+        ASSERT_EQ(out[0].values[i], want) << "element " << i;
+      }
+    }
   }
 }
 
