@@ -103,8 +103,13 @@ class BlockedMatmulEmitter {
     element_ = a_type.getElementType();
     unit_ = Widen(element_);
     is_float_ = mlir::isa<mlir::FloatType>(element_);
-    b_mat_ = View(matmul->getOperand(1), k_);
-    c_ = View(matmul->getOperand(2), m_);
+    b_mat_ = View(matmul->getOperand(1), k_, n_units_);
+    c_ = View(matmul->getOperand(2), m_, n_units_);
+    // A's rows as vec4s too where K allows: one load per row for 4 steps of K.
+    if (layout_.lanes > 1 && k_ % layout_.lanes == 0) {
+      k_lanes_ = layout_.lanes;
+      a_ = View(a_, m_, k_ / k_lanes_);
+    }
   }
 
   void Emit() {
@@ -123,7 +128,7 @@ class BlockedMatmulEmitter {
     for (int64_t u = 0; u < layout_.units; ++u) units_.push_back(Add(unit0, Index(u)));
     mlir::Value zero = mlir::arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(unit_));
     const std::vector<mlir::Value> init(layout_.rows * layout_.units, zero);
-    auto steps = mlir::scf::ForOp::create(b_, loc_, Index(0), Index(k_), Index(1), init);
+    auto steps = mlir::scf::ForOp::create(b_, loc_, Index(0), Index(k_ / k_lanes_), Index(1), init);
     b_.setInsertionPointToStart(steps.getBody());
     mlir::scf::YieldOp::create(b_, loc_,
                                EmitStep(steps.getInductionVar(), steps.getRegionIterArgs()));
@@ -140,11 +145,11 @@ class BlockedMatmulEmitter {
   mlir::Type Widen(mlir::Type element) {
     return layout_.lanes == 1 ? element : mlir::VectorType::get({layout_.lanes}, element);
   }
-  // `matrix` (rows x n_) as rows x n_units_ values of `lanes` lanes: itself when lanes is 1, else
-  // a cast in the host function that CollectDispatches binds as the buffer itself.
-  mlir::Value View(mlir::Value matrix, int64_t rows) {
+  // `matrix` as rows x units values of `lanes` lanes: itself when lanes is 1, else a cast in the
+  // host function that CollectDispatches binds as the buffer itself.
+  mlir::Value View(mlir::Value matrix, int64_t rows, int64_t units) {
     if (layout_.lanes == 1) return matrix;
-    auto type = mlir::MemRefType::get({rows, n_units_}, unit_);
+    auto type = mlir::MemRefType::get({rows, units}, unit_);
     return mlir::UnrealizedConversionCastOp::create(b_, loc_, mlir::TypeRange{type}, matrix)
         .getResult(0);
   }
@@ -170,22 +175,32 @@ class BlockedMatmulEmitter {
     return mlir::arith::AddIOp::create(b_, loc_, acc, mlir::arith::MulIOp::create(b_, loc_, x, y));
   }
 
-  // One step k of the contraction: A's element of each row (clamped in range, broadcast to the
-  // lanes) times B's values of each unit (clamped), added to the accumulators (row-major over
+  // One step of the contraction: k_lanes_ consecutive k (A's rows loaded as one vec4 per row
+  // when k_lanes_ is 4), each in order: A's element of each row (clamped in range, broadcast to
+  // the lanes) times B's values of each unit (clamped), added to the accumulators (row-major over
   // rows x units). Clamped rows and columns compute values StoreOutput drops.
-  std::vector<mlir::Value> EmitStep(mlir::Value k, mlir::ValueRange accumulators) {
-    std::vector<mlir::Value> b_values;
-    for (mlir::Value unit : units_) {
-      b_values.push_back(mlir::memref::LoadOp::create(b_, loc_, b_mat_,
-                                                      mlir::ValueRange{k, Clamp(unit, n_units_)}));
-    }
-    std::vector<mlir::Value> sums;
+  std::vector<mlir::Value> EmitStep(mlir::Value step, mlir::ValueRange accumulators) {
+    std::vector<mlir::Value> a_rows;
     for (int64_t r = 0; r < layout_.rows; ++r) {
-      mlir::Value a =
-          mlir::memref::LoadOp::create(b_, loc_, a_, mlir::ValueRange{Clamp(rows_[r], m_), k});
-      if (layout_.lanes > 1) a = mlir::vector::BroadcastOp::create(b_, loc_, unit_, a);
-      for (int64_t u = 0; u < layout_.units; ++u) {
-        sums.push_back(MulAdd(accumulators[r * layout_.units + u], a, b_values[u]));
+      a_rows.push_back(
+          mlir::memref::LoadOp::create(b_, loc_, a_, mlir::ValueRange{Clamp(rows_[r], m_), step}));
+    }
+    std::vector<mlir::Value> sums(accumulators.begin(), accumulators.end());
+    for (int64_t j = 0; j < k_lanes_; ++j) {
+      mlir::Value k = k_lanes_ == 1 ? step : Add(Mul(step, Index(k_lanes_)), Index(j));
+      std::vector<mlir::Value> b_values;
+      for (mlir::Value unit : units_) {
+        b_values.push_back(mlir::memref::LoadOp::create(
+            b_, loc_, b_mat_, mlir::ValueRange{k, Clamp(unit, n_units_)}));
+      }
+      for (int64_t r = 0; r < layout_.rows; ++r) {
+        mlir::Value a = a_rows[r];
+        if (k_lanes_ > 1) a = mlir::vector::ExtractOp::create(b_, loc_, a, j);
+        if (layout_.lanes > 1) a = mlir::vector::BroadcastOp::create(b_, loc_, unit_, a);
+        for (int64_t u = 0; u < layout_.units; ++u) {
+          mlir::Value& sum = sums[r * layout_.units + u];
+          sum = MulAdd(sum, a, b_values[u]);
+        }
       }
     }
     return sums;
@@ -209,6 +224,7 @@ class BlockedMatmulEmitter {
   mlir::Value a_, b_mat_, c_;              // B and C as units (View)
   std::vector<mlir::Value> rows_, units_;  // an invocation's rows of C and units of its rows
   int64_t m_ = 0, k_ = 0, n_ = 0, n_units_ = 0;
+  int64_t k_lanes_ = 1;  // steps of K per iteration: 4 where A binds as vec4s
   mlir::Type element_, unit_;
   bool is_float_ = false;
 };

@@ -226,7 +226,11 @@ TEST_P(VulkanProgramTest, MatmulAtSeveralShapesAndShardings) {
                                          {5, 9, 1, "P()", "P()", "P()"},
                                          {17, 33, 12, "P()", "P()", "P()"},
                                          {19, 5, 70, "P()", "P()", "P()"},
-                                         {33, 2, 68, "P()", "P(None,x)", "P(None,x)"}}) {
+                                         {33, 2, 68, "P()", "P(None,x)", "P(None,x)"},
+                                         // K a multiple of 4 too: A's rows as vec4s.
+                                         {9, 12, 36, "P()", "P()", "P()"},
+                                         {1, 4, 4, "P()", "P()", "P()"},
+                                         {72, 20, 132, "P(x,None)", "P()", "P(x,None)"}}) {
     SCOPED_TRACE(absl::StrCat(t.m, "x", t.k, "x", t.n, " ", t.a, " ", t.b, " ", t.c));
     const std::string ta = Tensor({t.m, t.k}, "f32"), tb = Tensor({t.k, t.n}, "f32"),
                       tc = Tensor({t.m, t.n}, "f32");
