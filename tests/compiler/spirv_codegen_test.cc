@@ -399,6 +399,38 @@ func.func @main(%a: tensor<100003xf32> {tessera.sharding = "mesh{x=1} P()"})
   CheckArtifacts(scalar_plan, HaveSpirvVal());
 }
 
+// A reduction of the last dimension with many outputs: one dispatch after the fill, one invocation
+// per row (64 per work-group), no scratch buffer; rows of a multiple of 4 elements or not alike.
+TEST(SpirvCodegenTest, ManyRowsReduceOneInvocationPerRow) {
+  auto program = [](int64_t rows, int64_t cols) {
+    const std::string t = absl::StrCat("tensor<", rows, "x", cols, "xf32>");
+    const std::string o = absl::StrCat("tensor<", rows, "xf32>");
+    return absl::StrCat("func.func @main(%a: ", t, R"mlir( {tessera.sharding = "mesh{x=1} P()"})
+    -> ()mlir",
+                        o, R"mlir( {tessera.sharding = "mesh{x=1} P()"}) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : )mlir",
+                        o, "\n  %f = linalg.fill ins(%z : f32) outs(%e : ", o, ") -> ", o,
+                        "\n  %r = linalg.reduce ins(%a : ", t, ") outs(%f : ", o,
+                        R"mlir() dimensions = [1]
+    (%x: f32, %y: f32) { %s = arith.addf %x, %y : f32
+                         linalg.yield %s : f32 }
+  return %r : )mlir",
+                        o, "\n}");
+  };
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{4096, 4096}, {300, 1031}}) {
+    SCOPED_TRACE(absl::StrCat(rows, "x", cols));
+    ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileForTarget(program(rows, cols), KernelTarget{}));
+    const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("vulkan");
+    ASSERT_EQ(Dispatches(artifact).size(), 2u);
+    EXPECT_TRUE(artifact.scratch_bytes.empty());
+    EXPECT_THAT(Dispatches(artifact)[1].workgroup_count,
+                ::testing::ElementsAre((rows + 63) / 64, 1, 1));
+    EXPECT_THAT(Dispatches(artifact)[1].workgroup_size, ::testing::ElementsAre(64, 1, 1));
+    CheckArtifacts(plan, HaveSpirvVal());
+  }
+}
+
 // The matmul is register-blocked: 4x4 blocks of C per invocation on 16x4 invocations, B and C
 // bound as vec4 arrays where N is a multiple of 4 (16 vec4 columns per work-group), as scalars
 // otherwise (64 columns); the work-group shrinks where the device allows fewer invocations.

@@ -5,7 +5,9 @@
 //   (bufferization)               tensors -> memrefs, results -> out-params, copies -> linalg.copy
 //   EmitTiledMatmuls              each matmul -> a gpu.launch tiled through workgroup memory (tile
 //                                 from the device's limits and subgroup size)
-//   EmitTwoPassReductions         long reductions -> two gpu.launch (vulkan_reduction.cc)
+//   EmitTwoPassReductions         reductions of many rows -> one gpu.launch, an invocation per
+//                                 row (vec4 loads); long ones -> two gpu.launch
+//                                 (vulkan_reduction.cc)
 //   ExpandFloatMinMax             max / min of floats -> exact compares and selects
 //   EmitVectorElementwise         elementwise ops on 32-bit elements -> vec4 launches
 //   (parallel loops)              linalg -> scf.parallel; each nest collapsed to one dimension and
