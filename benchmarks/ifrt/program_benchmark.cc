@@ -7,14 +7,19 @@
 //                                            floor: a parallel memcpy (one thread per device) of
 //                                            the same bytes, in the same run
 //   latency      elementwise over f32[8,8]   the fixed cost of one Execute (dispatch, no work)
+//   matmul       y = x @ w                   x f32[B,N], w f32[N,N], x and y rows-sharded
+//   rowsum       y = sum(x, 1)               f32[S,S] rows-sharded
 //
 //   program_benchmark [--batch B] [--width N] [--size S] [--devices D] [--repeat R] [--only P]
+//                     [--vulkan]
 //
 // B (default 256) is the batch, N (default 2048) the layers' width, S (default 4096) the
 // elementwise array's side. Each program is compiled once (timed), run once to warm up, then
 // timed R times (Execute + await of the status and outputs); one row per program: median, best,
 // compile time, memcpy floor (elementwise only) and the ratio to it. Results are checked against
 // reference values on a few rows. --only P runs program P alone (a profile of one program).
+// --vulkan runs on the client's first D Vulkan devices instead of CPU devices (VK_DRIVER_FILES
+// chooses the driver; lavapipe in CI).
 
 #include <algorithm>
 #include <chrono>
@@ -85,6 +90,34 @@ func.func @main(%x: tensor<$Bx$Nxf32> {tessera.sharding = "mesh{x=$D} P()"},
   %y = linalg.matmul ins(%h, %w2 : tensor<$Bx$Nxf32>, tensor<$Nx$Nxf32>)
                      outs(%acc : tensor<$Bx$Nxf32>) -> tensor<$Bx$Nxf32>
   return %y : tensor<$Bx$Nxf32>
+}
+)mlir";
+
+constexpr char kMatmul[] = R"mlir(
+func.func @main(%x: tensor<$Bx$Nxf32> {tessera.sharding = "mesh{x=$D} P(x,None)"},
+                %w: tensor<$Nx$Nxf32> {tessera.sharding = "mesh{x=$D} P()"})
+    -> (tensor<$Bx$Nxf32> {tessera.sharding = "mesh{x=$D} P(x,None)"}) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<$Bx$Nxf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<$Bx$Nxf32>) -> tensor<$Bx$Nxf32>
+  %y = linalg.matmul ins(%x, %w : tensor<$Bx$Nxf32>, tensor<$Nx$Nxf32>)
+                     outs(%acc : tensor<$Bx$Nxf32>) -> tensor<$Bx$Nxf32>
+  return %y : tensor<$Bx$Nxf32>
+}
+)mlir";
+
+constexpr char kRowSum[] = R"mlir(
+func.func @main(%x: tensor<$Rx$Cxf32> {tessera.sharding = "mesh{x=$D} P(x,None)"})
+    -> (tensor<$Rxf32> {tessera.sharding = "mesh{x=$D} P(x)"}) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<$Rxf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<$Rxf32>) -> tensor<$Rxf32>
+  %y = linalg.reduce ins(%x : tensor<$Rx$Cxf32>) outs(%acc : tensor<$Rxf32>) dimensions = [1]
+    (%in: f32, %out: f32) {
+      %s = arith.addf %in, %out : f32
+      linalg.yield %s : f32
+    }
+  return %y : tensor<$Rxf32>
 }
 )mlir";
 
@@ -215,37 +248,60 @@ int main(int argc, char** argv) {
   int64_t batch = 256, width = 2048, size = 4096;
   int num_devices = 8, repeat = 7;
   std::string only;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
+  bool vulkan = false;
+  auto usage = [&] {
+    std::fprintf(stderr,
+                 "usage: %s [--batch B] [--width N] [--size S] [--devices D] [--repeat R] "
+                 "[--only P] [--vulkan]\n",
+                 argv[0]);
+    return 2;
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--vulkan") {
+      vulkan = true;
+      continue;
+    }
+    if (i + 1 >= argc) return usage();
+    const char* value = argv[++i];
     if (flag == "--batch") {
-      batch = std::atoll(argv[i + 1]);
+      batch = std::atoll(value);
     } else if (flag == "--width") {
-      width = std::atoll(argv[i + 1]);
+      width = std::atoll(value);
     } else if (flag == "--size") {
-      size = std::atoll(argv[i + 1]);
+      size = std::atoll(value);
     } else if (flag == "--devices") {
-      num_devices = std::atoi(argv[i + 1]);
+      num_devices = std::atoi(value);
     } else if (flag == "--repeat") {
-      repeat = std::atoi(argv[i + 1]);
+      repeat = std::atoi(value);
     } else if (flag == "--only") {
-      only = argv[i + 1];
+      only = value;
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--batch B] [--width N] [--size S] [--devices D] [--repeat R] "
-                   "[--only P]\n",
-                   argv[0]);
-      return 2;
+      return usage();
     }
   }
-  auto client = CreateClient({.cpu_devices = num_devices, .vulkan = VulkanMode::kOff});
+  auto client = CreateClient({.cpu_devices = vulkan ? 1 : num_devices,
+                              .vulkan = vulkan ? VulkanMode::kRequired : VulkanMode::kOff});
   if (!client.ok()) Bench::Die("CreateClient", client.status());
   Bench bench{*client, nullptr, num_devices, repeat};
-  bench.devices = *(*client)->MakeDeviceList((*client)->devices().first(num_devices));
+  std::vector<Device*> chosen;
+  for (Device* device : (*client)->devices()) {
+    const bool is_vulkan = device->Kind() == "vulkan";
+    if (is_vulkan == vulkan && static_cast<int>(chosen.size()) < num_devices) {
+      chosen.push_back(device);
+    }
+  }
+  if (static_cast<int>(chosen.size()) < num_devices) {
+    Bench::Die("choosing devices",
+               absl::NotFoundError(absl::StrCat("fewer than ", num_devices,
+                                                vulkan ? " Vulkan" : " CPU", " devices")));
+  }
+  bench.devices = *(*client)->MakeDeviceList(chosen);
   std::printf(
-      "Tessera program benchmark: batch %lld, width %lld, elementwise f32[%lld,%lld], %d CPU "
+      "Tessera program benchmark: batch %lld, width %lld, elementwise f32[%lld,%lld], %d %s "
       "devices, median of %d\n",
       static_cast<long long>(batch), static_cast<long long>(width), static_cast<long long>(size),
-      static_cast<long long>(size), num_devices, repeat);
+      static_cast<long long>(size), num_devices, vulkan ? "Vulkan" : "CPU", repeat);
   const int64_t b = batch, n = width;
   std::vector<Row> rows;
   std::vector<ArrayRef> out;
@@ -292,6 +348,31 @@ int main(int argc, char** argv) {
           return row;
         },
         size, size);
+  }
+
+  if (want("matmul")) {
+    rows.push_back(bench.Time("matmul", Fill(kMatmul, b, n, 0, 0, num_devices),
+                              {bench.Put(x, {b, n}, "P(x,None)"), bench.Put(w, {n, n}, "P()")},
+                              &out));
+    ok &= CheckRows(
+        "matmul", bench.Get(out[0]), [&](int64_t i) { return DenseRow(x, w, {}, i, n, false); }, b,
+        n);
+  }
+
+  if (want("rowsum")) {
+    const std::vector<float> big = Random(size * size, 6);
+    rows.push_back(bench.Time("rowsum", Fill(kRowSum, 0, 0, size, size, num_devices),
+                              {bench.Put(big, {size, size}, "P(x,None)")}, &out));
+    const std::vector<float> sums = bench.Get(out[0]);
+    for (int64_t i : {int64_t{0}, size / 2, size - 1}) {
+      double want_sum = 0;
+      for (int64_t j = 0; j < size; ++j) want_sum += big[i * size + j];
+      if (std::abs(sums[i] - want_sum) > 1e-3 * std::max(1.0, std::abs(want_sum))) {
+        std::fprintf(stderr, "rowsum: y[%lld] = %g, want %g\n", static_cast<long long>(i), sums[i],
+                     want_sum);
+        ok = false;
+      }
+    }
   }
 
   if (want("latency")) {

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ifrt/spi/spirv_artifact.h"
@@ -398,33 +399,69 @@ func.func @main(%a: tensor<100003xf32> {tessera.sharding = "mesh{x=1} P()"})
   CheckArtifacts(scalar_plan, HaveSpirvVal());
 }
 
-// The matmul's tile follows the device: 16x16 on 16x8 invocations where only 128 are allowed,
-// 32x32 on 32x8 where 256 are and a subgroup of 32 holds a row of the work-group.
-TEST(SpirvCodegenTest, MatmulTileFollowsTheDeviceLimits) {
-  const std::string program = R"mlir(
-func.func @main(%a: tensor<40x24xf32> {tessera.sharding = "mesh{x=1} P()"},
-                %b: tensor<24x72xf32> {tessera.sharding = "mesh{x=1} P()"})
-    -> (tensor<40x72xf32> {tessera.sharding = "mesh{x=1} P()"}) {
+// A reduction of the last dimension with many outputs: one dispatch after the fill, one invocation
+// per row (64 per work-group), no scratch buffer; rows of a multiple of 4 elements or not alike.
+TEST(SpirvCodegenTest, ManyRowsReduceOneInvocationPerRow) {
+  auto program = [](int64_t rows, int64_t cols) {
+    const std::string t = absl::StrCat("tensor<", rows, "x", cols, "xf32>");
+    const std::string o = absl::StrCat("tensor<", rows, "xf32>");
+    return absl::StrCat("func.func @main(%a: ", t, R"mlir( {tessera.sharding = "mesh{x=1} P()"})
+    -> ()mlir",
+                        o, R"mlir( {tessera.sharding = "mesh{x=1} P()"}) {
   %z = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<40x72xf32>
-  %f = linalg.fill ins(%z : f32) outs(%e : tensor<40x72xf32>) -> tensor<40x72xf32>
-  %c = linalg.matmul ins(%a, %b : tensor<40x24xf32>, tensor<24x72xf32>)
-                     outs(%f : tensor<40x72xf32>) -> tensor<40x72xf32>
-  return %c : tensor<40x72xf32>
-})mlir";
-  KernelTarget gpu;
-  gpu.max_workgroup_invocations = 1024;
-  gpu.max_workgroup_size = {1024, 1024, 64};
-  gpu.subgroup_size = 32;
-  for (const auto& [target, tile, rows] :
-       {std::tuple{KernelTarget{}, 16, 8}, std::tuple{gpu, 32, 8}}) {
-    SCOPED_TRACE(tile);
-    ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileForTarget(program, target));
+  %e = tensor.empty() : )mlir",
+                        o, "\n  %f = linalg.fill ins(%z : f32) outs(%e : ", o, ") -> ", o,
+                        "\n  %r = linalg.reduce ins(%a : ", t, ") outs(%f : ", o,
+                        R"mlir() dimensions = [1]
+    (%x: f32, %y: f32) { %s = arith.addf %x, %y : f32
+                         linalg.yield %s : f32 }
+  return %r : )mlir",
+                        o, "\n}");
+  };
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{4096, 4096}, {300, 1031}}) {
+    SCOPED_TRACE(absl::StrCat(rows, "x", cols));
+    ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileForTarget(program(rows, cols), KernelTarget{}));
     const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("vulkan");
-    ASSERT_EQ(Dispatches(artifact).size(), 2u);  // fill, matmul
-    EXPECT_THAT(Dispatches(artifact)[1].workgroup_size, ::testing::ElementsAre(tile, rows, 1));
+    ASSERT_EQ(Dispatches(artifact).size(), 2u);
+    EXPECT_TRUE(artifact.scratch_bytes.empty());
     EXPECT_THAT(Dispatches(artifact)[1].workgroup_count,
-                ::testing::ElementsAre((72 + tile - 1) / tile, (40 + tile - 1) / tile, 1));
+                ::testing::ElementsAre((rows + 63) / 64, 1, 1));
+    EXPECT_THAT(Dispatches(artifact)[1].workgroup_size, ::testing::ElementsAre(64, 1, 1));
+    CheckArtifacts(plan, HaveSpirvVal());
+  }
+}
+
+// The matmul is register-blocked: 4x4 blocks of C per invocation on 16x4 invocations, B and C
+// bound as vec4 arrays where N is a multiple of 4 (16 vec4 columns per work-group), as scalars
+// otherwise (64 columns); the work-group shrinks where the device allows fewer invocations.
+TEST(SpirvCodegenTest, MatmulIsRegisterBlocked) {
+  auto program = [](int n) {
+    return absl::StrReplaceAll(R"mlir(
+func.func @main(%a: tensor<40x24xf32> {tessera.sharding = "mesh{x=1} P()"},
+                %b: tensor<24xNxf32> {tessera.sharding = "mesh{x=1} P()"})
+    -> (tensor<40xNxf32> {tessera.sharding = "mesh{x=1} P()"}) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<40xNxf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<40xNxf32>) -> tensor<40xNxf32>
+  %c = linalg.matmul ins(%a, %b : tensor<40x24xf32>, tensor<24xNxf32>)
+                     outs(%f : tensor<40xNxf32>) -> tensor<40xNxf32>
+  return %c : tensor<40xNxf32>
+})mlir",
+                               {{"xN", absl::StrCat("x", n)}});
+  };
+  KernelTarget small;
+  small.max_workgroup_invocations = 32;
+  for (const auto& [n, target, groups_x, group_y] :
+       {std::tuple{72, KernelTarget{}, (72 / 4 + 15) / 16, 4},
+        std::tuple{70, KernelTarget{}, (70 + 63) / 64, 4}, std::tuple{72, small, 2, 2}}) {
+    SCOPED_TRACE(absl::StrCat(n, " columns, ", target.max_workgroup_invocations, " invocations"));
+    ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileForTarget(program(n), target));
+    const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("vulkan");
+    ASSERT_GE(Dispatches(artifact).size(), 2u);  // fill (one or two launches), matmul
+    const SpirvDispatch& matmul = Dispatches(artifact).back();
+    EXPECT_THAT(matmul.workgroup_size, ::testing::ElementsAre(16, group_y, 1));
+    EXPECT_THAT(matmul.workgroup_count,
+                ::testing::ElementsAre(groups_x, (40 + 4 * group_y - 1) / (4 * group_y), 1));
     CheckArtifacts(plan, HaveSpirvVal(), target.max_workgroup_invocations);
   }
 }

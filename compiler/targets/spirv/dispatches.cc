@@ -73,6 +73,10 @@ namespace {
 // scratch buffer, numbered after the arguments).
 absl::StatusOr<int> BindingOf(mlir::Value operand, mlir::func::FuncOp host,
                               const std::vector<mlir::Operation*>& scratch) {
+  // A buffer viewed as another element type (EmitVectorElementwise's vec4 views) binds as itself.
+  if (auto view = operand.getDefiningOp<mlir::UnrealizedConversionCastOp>()) {
+    if (view->getNumOperands() == 1) return BindingOf(view->getOperand(0), host, scratch);
+  }
   if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(operand)) {
     if (arg.getOwner() == &host.getBody().front()) return static_cast<int>(arg.getArgNumber());
   }
@@ -151,7 +155,8 @@ absl::Status CollectDispatches(mlir::ModuleOp module, mlir::func::FuncOp host,
                                const SplitDispatches& splits, KernelArtifact& artifact) {
   std::vector<mlir::Operation*> scratch;
   for (mlir::Operation& op : host.getBody().front()) {
-    if (mlir::isa<mlir::arith::ConstantOp, mlir::func::ReturnOp, mlir::memref::DeallocOp>(op)) {
+    if (mlir::isa<mlir::arith::ConstantOp, mlir::func::ReturnOp, mlir::memref::DeallocOp,
+                  mlir::UnrealizedConversionCastOp>(op)) {
       continue;
     }
     if (auto alloc = mlir::dyn_cast<mlir::memref::AllocOp>(op)) {

@@ -123,32 +123,34 @@ mlir::OwningOpRef<mlir::ModuleOp> ChunkModule(mlir::linalg::GenericOp op, int64_
   return module;
 }
 
-// The dispatch running an elementwise `op` over `count` elements (bindings: its memref operands
-// in order), one run per offset in `first_elements`.
-absl::StatusOr<SpirvDispatch> ChunkDispatch(mlir::linalg::GenericOp op, int64_t count,
-                                            const std::vector<int64_t>& first_elements,
-                                            const std::string& fn, const KernelTarget& target) {
+// The dispatches running an elementwise `op` over `count` elements (bindings: its memref
+// operands in order; a vec4 launch and one for the elements after the last whole vec4, or one
+// scalar launch), each run once per offset in `first_elements`.
+absl::StatusOr<std::vector<SpirvDispatch>> ChunkDispatches(
+    mlir::linalg::GenericOp op, int64_t count, const std::vector<int64_t>& first_elements,
+    const std::string& fn, const KernelTarget& target) {
   mlir::OwningOpRef<mlir::ModuleOp> module = ChunkModule(op, count, fn);
   auto func = module->lookupSymbol<mlir::func::FuncOp>(fn);
   TESSERA_ASSIGN_OR_RETURN(KernelArtifact artifact,
                            LowerLoopsToDispatches(*module, func, fn, target, {}));
   SpirvPayload& chunk = MutableSpirvPayload(artifact);
-  if (chunk.dispatches.size() != 1 || !artifact.scratch_bytes.empty()) {
-    return absl::InternalError(absl::StrCat(fn, ": a chunk is not one dispatch"));
+  if (chunk.dispatches.empty() || chunk.dispatches.size() > 2 || !artifact.scratch_bytes.empty()) {
+    return absl::InternalError(absl::StrCat(fn, ": a chunk is not one or two dispatches"));
   }
-  SpirvDispatch dispatch = std::move(chunk.dispatches[0]);
+  std::vector<SpirvBufferRanges> ranges;
   for (int64_t first : first_elements) {
-    SpirvBufferRanges ranges;
+    SpirvBufferRanges r;
     for (mlir::Value v : op->getOperands()) {
       auto type = mlir::dyn_cast<mlir::MemRefType>(v.getType());
       if (!type) continue;
       const int64_t element_bytes = (type.getElementTypeBitWidth() + 7) / 8;
-      ranges.offsets.push_back(first * element_bytes);
-      ranges.sizes.push_back(count * element_bytes);
+      r.offsets.push_back(first * element_bytes);
+      r.sizes.push_back(count * element_bytes);
     }
-    dispatch.ranges.push_back(std::move(ranges));
+    ranges.push_back(std::move(r));
   }
-  return dispatch;
+  for (SpirvDispatch& dispatch : chunk.dispatches) dispatch.ranges = ranges;
+  return std::move(chunk.dispatches);
 }
 
 // `op`'s dispatches by ranges: chunks of C elements (each buffer's chunk at most the target's
@@ -165,14 +167,15 @@ absl::Status SplitOp(mlir::linalg::GenericOp op, const std::string& fn, int64_t 
   for (int64_t first = 0; first + chunk <= total; first += chunk) full.push_back(first);
   std::vector<SpirvDispatch> dispatches;
   if (!full.empty()) {
-    TESSERA_ASSIGN_OR_RETURN(SpirvDispatch whole,
-                             ChunkDispatch(op, chunk, full, absl::StrCat(fn, "_chunk"), target));
-    dispatches.push_back(std::move(whole));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<SpirvDispatch> whole,
+                             ChunkDispatches(op, chunk, full, absl::StrCat(fn, "_chunk"), target));
+    for (SpirvDispatch& d : whole) dispatches.push_back(std::move(d));
   }
   if (const int64_t rest = total % chunk; rest > 0) {
-    TESSERA_ASSIGN_OR_RETURN(SpirvDispatch last, ChunkDispatch(op, rest, {total - rest},
-                                                               absl::StrCat(fn, "_rest"), target));
-    dispatches.push_back(std::move(last));
+    TESSERA_ASSIGN_OR_RETURN(
+        std::vector<SpirvDispatch> last,
+        ChunkDispatches(op, rest, {total - rest}, absl::StrCat(fn, "_rest"), target));
+    for (SpirvDispatch& d : last) dispatches.push_back(std::move(d));
   }
   splits[fn] = std::move(dispatches);
   std::vector<mlir::Value> buffers;

@@ -30,6 +30,7 @@
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
@@ -61,74 +62,97 @@ bool IsTileableMatmul(mlir::linalg::MatmulOp matmul) {
   return mlir::isa<mlir::FloatType, mlir::IntegerType>(element);
 }
 
-// The tiled matmul's layout: tile x tile output tiles per work-group of tile x rows invocations,
-// each computing tile / rows outputs of its column.
+// The register-blocked matmul's layout: each invocation computes `rows` rows by `units` values of
+// `lanes` lanes (vector<lanes x T> when lanes > 1) of C, on work-groups of group_x x group_y
+// invocations (x along N).
 struct MatmulLayout {
-  int64_t tile = 16;
-  int64_t rows = 8;
+  int64_t lanes = 4;
+  int64_t units = 1;
+  int64_t rows = 4;
+  int64_t group_x = 16;
+  int64_t group_y = 4;
 };
 
-// 32x32 tiles on 32x8 invocations (4 outputs each, fewer barriers per output) where the device
-// allows 256 invocations per work-group and its subgroups are 32 wide or more (a row of the
-// work-group, 32 invocations reading 32 consecutive elements of B, is one subgroup); else 16x16
-// tiles on 16x8 invocations, 128, which every device allows. On lavapipe (subgroups of 8) the
-// 16x16 layout measured faster: 174 ms against 188 ms for a 512^3 f32 matmul (both layouts pass
-// the Vulkan program tests there).
-MatmulLayout ChooseMatmulLayout(const KernelTarget& target) {
-  const bool room = target.max_workgroup_invocations >= 256 &&
-                    target.max_workgroup_size.size() == 3 && target.max_workgroup_size[0] >= 32 &&
-                    target.max_workgroup_size[1] >= 8;
-  const int64_t sg = target.subgroup_size;  // 0: unknown
-  if (room && sg >= 32) return {32, 8};
-  return {16, 8};
+// 4x4 blocks of C per invocation: one vec4 of B per step of K where N is a multiple of 4 and the
+// elements 32-bit (the buffers then bind as vec4 arrays), else 4 scalars; 16x4 invocations per
+// work-group (64, below every device's limit; fewer rows of them where `target` allows fewer).
+// No workgroup memory and no barrier: B's rows are
+// read once per 4 rows of C, A's elements once per 4 columns, from the device's caches
+// (lavapipe emulates barriers, expensive; it runs a work-group on SIMD lanes of one thread).
+MatmulLayout ChooseMatmulLayout(mlir::linalg::MatmulOp matmul, const KernelTarget& target) {
+  auto c = mlir::cast<mlir::MemRefType>(matmul->getOperand(2).getType());
+  const bool vec4 = c.getDimSize(1) % 4 == 0 && c.getElementTypeBitWidth() == 32;
+  MatmulLayout layout = vec4 ? MatmulLayout{4, 1, 4, 16, 4} : MatmulLayout{1, 4, 4, 16, 4};
+  while (layout.group_y > 1 && layout.group_x * layout.group_y > target.max_workgroup_invocations) {
+    layout.group_y /= 2;
+  }
+  return layout;
 }
 
-// Builds C += A @ B as one gpu.launch (EmitTiledMatmul).
-class TiledMatmulEmitter {
+// Builds C += A @ B as one gpu.launch (EmitRegisterBlockedMatmul).
+class BlockedMatmulEmitter {
  public:
-  TiledMatmulEmitter(mlir::linalg::MatmulOp matmul, MatmulLayout layout)
-      : b_(matmul), loc_(matmul.getLoc()), layout_(layout), per_(layout.tile / layout.rows) {
+  BlockedMatmulEmitter(mlir::linalg::MatmulOp matmul, MatmulLayout layout)
+      : b_(matmul), loc_(matmul.getLoc()), layout_(layout) {
     a_ = matmul->getOperand(0);
-    b_mat_ = matmul->getOperand(1);
-    c_ = matmul->getOperand(2);
     auto a_type = mlir::cast<mlir::MemRefType>(a_.getType());
     m_ = a_type.getDimSize(0);
     k_ = a_type.getDimSize(1);
-    n_ = mlir::cast<mlir::MemRefType>(c_.getType()).getDimSize(1);
+    n_ = mlir::cast<mlir::MemRefType>(matmul->getOperand(2).getType()).getDimSize(1);
+    n_units_ = n_ / layout_.lanes;
     element_ = a_type.getElementType();
+    unit_ = Widen(element_);
     is_float_ = mlir::isa<mlir::FloatType>(element_);
+    b_mat_ = View(matmul->getOperand(1), k_, n_units_);
+    c_ = View(matmul->getOperand(2), m_, n_units_);
+    // A's rows as vec4s too where K allows: one load per row for 4 steps of K.
+    if (layout_.lanes > 1 && k_ % layout_.lanes == 0) {
+      k_lanes_ = layout_.lanes;
+      a_ = View(a_, m_, k_ / k_lanes_);
+    }
   }
 
   void Emit() {
-    const int64_t t = layout_.tile;
-    auto launch =
-        mlir::gpu::LaunchOp::create(b_, loc_, Index((n_ + t - 1) / t), Index((m_ + t - 1) / t),
-                                    Index(1), Index(t), Index(layout_.rows), Index(1));
+    const int64_t cols = layout_.group_x * layout_.units, rows = layout_.group_y * layout_.rows;
+    auto launch = mlir::gpu::LaunchOp::create(
+        b_, loc_, Index((n_units_ + cols - 1) / cols), Index((m_ + rows - 1) / rows), Index(1),
+        Index(layout_.group_x), Index(layout_.group_y), Index(1));
     b_.setInsertionPointToStart(&launch.getBody().front());
-    // Allocations in workgroup memory (MLIR 22's GPU-to-SPIR-V conversion crashes on gpu.func
-    // workgroup attributions; memref.alloc in workgroup memory becomes a Workgroup variable).
-    auto tile_type = mlir::MemRefType::get({t, t}, element_, mlir::MemRefLayoutAttrInterface{},
-                                           b_.getI64IntegerAttr(3));
-    a_tile_ = mlir::memref::AllocOp::create(b_, loc_, tile_type);
-    b_tile_ = mlir::memref::AllocOp::create(b_, loc_, tile_type);
-    tx_ = launch.getThreadIds().x;
-    mlir::Value ty = launch.getThreadIds().y;
-    col_ = Add(Mul(launch.getBlockIds().x, Index(t)), tx_);
-    for (int64_t r = 0; r < per_; ++r) {
-      tile_rows_.push_back(Add(ty, Index(r * layout_.rows)));
-      rows_.push_back(Add(Mul(launch.getBlockIds().y, Index(t)), tile_rows_.back()));
-    }
-    mlir::Value zero = mlir::arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(element_));
-    auto steps = mlir::scf::ForOp::create(b_, loc_, Index(0), Index((k_ + t - 1) / t), Index(1),
-                                          std::vector<mlir::Value>(per_, zero));
+    mlir::Value unit0 =
+        Mul(Add(Mul(launch.getBlockIds().x, Index(layout_.group_x)), launch.getThreadIds().x),
+            Index(layout_.units));
+    mlir::Value row0 =
+        Mul(Add(Mul(launch.getBlockIds().y, Index(layout_.group_y)), launch.getThreadIds().y),
+            Index(layout_.rows));
+    for (int64_t r = 0; r < layout_.rows; ++r) rows_.push_back(Add(row0, Index(r)));
+    for (int64_t u = 0; u < layout_.units; ++u) units_.push_back(Add(unit0, Index(u)));
+    mlir::Value zero = mlir::arith::ConstantOp::create(b_, loc_, b_.getZeroAttr(unit_));
+    const std::vector<mlir::Value> init(layout_.rows * layout_.units, zero);
+    auto steps = mlir::scf::ForOp::create(b_, loc_, Index(0), Index(k_ / k_lanes_), Index(1), init);
     b_.setInsertionPointToStart(steps.getBody());
-    EmitStep(steps.getInductionVar(), steps.getRegionIterArgs(), zero);
+    mlir::scf::YieldOp::create(b_, loc_,
+                               EmitStep(steps.getInductionVar(), steps.getRegionIterArgs()));
     b_.setInsertionPointAfter(steps);
-    for (int64_t r = 0; r < per_; ++r) StoreOutput(rows_[r], steps.getResult(r));
+    for (int64_t r = 0; r < layout_.rows; ++r) {
+      for (int64_t u = 0; u < layout_.units; ++u) {
+        StoreOutput(rows_[r], units_[u], steps.getResult(r * layout_.units + u));
+      }
+    }
     mlir::gpu::TerminatorOp::create(b_, loc_);
   }
 
  private:
+  mlir::Type Widen(mlir::Type element) {
+    return layout_.lanes == 1 ? element : mlir::VectorType::get({layout_.lanes}, element);
+  }
+  // `matrix` as rows x units values of `lanes` lanes: itself when lanes is 1, else a cast in the
+  // host function that CollectDispatches binds as the buffer itself.
+  mlir::Value View(mlir::Value matrix, int64_t rows, int64_t units) {
+    if (layout_.lanes == 1) return matrix;
+    auto type = mlir::MemRefType::get({rows, units}, unit_);
+    return mlir::UnrealizedConversionCastOp::create(b_, loc_, mlir::TypeRange{type}, matrix)
+        .getResult(0);
+  }
   mlir::Value Index(int64_t v) { return mlir::arith::ConstantIndexOp::create(b_, loc_, v); }
   mlir::Value Add(mlir::Value x, mlir::Value y) {
     return mlir::arith::AddIOp::create(b_, loc_, x, y);
@@ -139,83 +163,77 @@ class TiledMatmulEmitter {
   mlir::Value Less(mlir::Value x, int64_t bound) {
     return mlir::arith::CmpIOp::create(b_, loc_, mlir::arith::CmpIPredicate::ult, x, Index(bound));
   }
-  mlir::Value Fma(mlir::Value acc, mlir::Value x, mlir::Value y) {
+  mlir::Value Clamp(mlir::Value x, int64_t bound) {
+    return mlir::arith::MinUIOp::create(b_, loc_, x, Index(bound - 1));
+  }
+  // acc + x * y, unfused (as linalg.matmul's body: the same rounding on every target).
+  mlir::Value MulAdd(mlir::Value acc, mlir::Value x, mlir::Value y) {
     if (is_float_) {
       return mlir::arith::AddFOp::create(b_, loc_, acc,
                                          mlir::arith::MulFOp::create(b_, loc_, x, y));
     }
     return mlir::arith::AddIOp::create(b_, loc_, acc, mlir::arith::MulIOp::create(b_, loc_, x, y));
   }
-  // mem[i][j] when both are in range, else 0 (clamped index, select: every invocation reaches
-  // every barrier).
-  mlir::Value LoadOrZero(mlir::Value mem, mlir::Value i, mlir::Value j, int64_t rows, int64_t cols,
-                         mlir::Value zero) {
-    mlir::Value inside = mlir::arith::AndIOp::create(b_, loc_, Less(i, rows), Less(j, cols));
-    mlir::Value ic = mlir::arith::MinUIOp::create(b_, loc_, i, Index(rows - 1));
-    mlir::Value jc = mlir::arith::MinUIOp::create(b_, loc_, j, Index(cols - 1));
-    mlir::Value v = mlir::memref::LoadOp::create(b_, loc_, mem, mlir::ValueRange{ic, jc});
-    return mlir::arith::SelectOp::create(b_, loc_, inside, v, zero);
+
+  // One step of the contraction: k_lanes_ consecutive k (A's rows loaded as one vec4 per row
+  // when k_lanes_ is 4), each in order: A's element of each row (clamped in range, broadcast to
+  // the lanes) times B's values of each unit (clamped), added to the accumulators (row-major over
+  // rows x units). Clamped rows and columns compute values StoreOutput drops.
+  std::vector<mlir::Value> EmitStep(mlir::Value step, mlir::ValueRange accumulators) {
+    std::vector<mlir::Value> a_rows;
+    for (int64_t r = 0; r < layout_.rows; ++r) {
+      a_rows.push_back(
+          mlir::memref::LoadOp::create(b_, loc_, a_, mlir::ValueRange{Clamp(rows_[r], m_), step}));
+    }
+    std::vector<mlir::Value> sums(accumulators.begin(), accumulators.end());
+    for (int64_t j = 0; j < k_lanes_; ++j) {
+      mlir::Value k = k_lanes_ == 1 ? step : Add(Mul(step, Index(k_lanes_)), Index(j));
+      std::vector<mlir::Value> b_values;
+      for (mlir::Value unit : units_) {
+        b_values.push_back(mlir::memref::LoadOp::create(
+            b_, loc_, b_mat_, mlir::ValueRange{k, Clamp(unit, n_units_)}));
+      }
+      for (int64_t r = 0; r < layout_.rows; ++r) {
+        mlir::Value a = a_rows[r];
+        if (k_lanes_ > 1) a = mlir::vector::ExtractOp::create(b_, loc_, a, j);
+        if (layout_.lanes > 1) a = mlir::vector::BroadcastOp::create(b_, loc_, unit_, a);
+        for (int64_t u = 0; u < layout_.units; ++u) {
+          mlir::Value& sum = sums[r * layout_.units + u];
+          sum = MulAdd(sum, a, b_values[u]);
+        }
+      }
+    }
+    return sums;
   }
 
-  // One step of the contraction: the tiles of A and B at k0 = step * tile loaded cooperatively,
-  // then each invocation's outputs accumulated over them.
-  void EmitStep(mlir::Value step, mlir::ValueRange accumulators, mlir::Value zero) {
-    mlir::Value k0 = Mul(step, Index(layout_.tile));
-    mlir::Value ka = Add(k0, tx_);
-    for (int64_t r = 0; r < per_; ++r) {
-      mlir::memref::StoreOp::create(b_, loc_, LoadOrZero(a_, rows_[r], ka, m_, k_, zero), a_tile_,
-                                    mlir::ValueRange{tile_rows_[r], tx_});
-      mlir::memref::StoreOp::create(b_, loc_,
-                                    LoadOrZero(b_mat_, Add(k0, tile_rows_[r]), col_, k_, n_, zero),
-                                    b_tile_, mlir::ValueRange{tile_rows_[r], tx_});
-    }
-    mlir::gpu::BarrierOp::create(b_, loc_);
-    auto inner =
-        mlir::scf::ForOp::create(b_, loc_, Index(0), Index(layout_.tile), Index(1), accumulators);
-    b_.setInsertionPointToStart(inner.getBody());
-    mlir::Value kk = inner.getInductionVar();
-    mlir::Value bv = mlir::memref::LoadOp::create(b_, loc_, b_tile_, mlir::ValueRange{kk, tx_});
-    std::vector<mlir::Value> sums;
-    for (int64_t r = 0; r < per_; ++r) {
-      mlir::Value av =
-          mlir::memref::LoadOp::create(b_, loc_, a_tile_, mlir::ValueRange{tile_rows_[r], kk});
-      sums.push_back(Fma(inner.getRegionIterArgs()[r], av, bv));
-    }
-    mlir::scf::YieldOp::create(b_, loc_, sums);
-    b_.setInsertionPointAfter(inner);
-    mlir::gpu::BarrierOp::create(b_, loc_);
-    mlir::scf::YieldOp::create(b_, loc_, inner.getResults());
-  }
-
-  // c[row][col] += sum where both are in range.
-  void StoreOutput(mlir::Value row, mlir::Value sum) {
-    mlir::Value inside = mlir::arith::AndIOp::create(b_, loc_, Less(row, m_), Less(col_, n_));
+  // c[row][unit] += sum where both are in range.
+  void StoreOutput(mlir::Value row, mlir::Value unit, mlir::Value sum) {
+    mlir::Value inside = mlir::arith::AndIOp::create(b_, loc_, Less(row, m_), Less(unit, n_units_));
     auto guard = mlir::scf::IfOp::create(b_, loc_, inside, /*withElseRegion=*/false);
     b_.setInsertionPointToStart(guard.thenBlock());
-    mlir::Value old = mlir::memref::LoadOp::create(b_, loc_, c_, mlir::ValueRange{row, col_});
+    mlir::Value old = mlir::memref::LoadOp::create(b_, loc_, c_, mlir::ValueRange{row, unit});
     mlir::Value total = is_float_ ? mlir::arith::AddFOp::create(b_, loc_, old, sum).getResult()
                                   : mlir::arith::AddIOp::create(b_, loc_, old, sum).getResult();
-    mlir::memref::StoreOp::create(b_, loc_, total, c_, mlir::ValueRange{row, col_});
+    mlir::memref::StoreOp::create(b_, loc_, total, c_, mlir::ValueRange{row, unit});
     b_.setInsertionPointAfter(guard);
   }
 
   mlir::OpBuilder b_;
   mlir::Location loc_;
   MatmulLayout layout_;
-  int64_t per_;
-  mlir::Value a_, b_mat_, c_, a_tile_, b_tile_, tx_, col_;
-  std::vector<mlir::Value> tile_rows_, rows_;  // per output of an invocation
-  int64_t m_ = 0, k_ = 0, n_ = 0;
-  mlir::Type element_;
+  mlir::Value a_, b_mat_, c_;              // B and C as units (View)
+  std::vector<mlir::Value> rows_, units_;  // an invocation's rows of C and units of its rows
+  int64_t m_ = 0, k_ = 0, n_ = 0, n_units_ = 0;
+  int64_t k_lanes_ = 1;  // steps of K per iteration: 4 where A binds as vec4s
+  mlir::Type element_, unit_;
   bool is_float_ = false;
 };
 
-// C += A @ B as one gpu.launch (layout: ChooseMatmulLayout): the K dimension walked in
-// tile-wide steps through two tiles of A and B in workgroup memory (memory space 3, which
-// map-memref-spirv-storage-class maps to Workgroup for Vulkan), loaded cooperatively between
-// barriers. Out-of-range elements load as 0.
-void EmitTiledMatmul(mlir::linalg::MatmulOp matmul, MatmulLayout layout) {
-  TiledMatmulEmitter(matmul, layout).Emit();
+// C += A @ B as one gpu.launch (layout: ChooseMatmulLayout): each invocation keeps its block of C
+// in registers over the whole K dimension, in order (the sums of linalg.matmul's loop nest), and
+// adds it to C at the end. Out-of-range rows and columns are clamped loads and dropped stores.
+void EmitRegisterBlockedMatmul(mlir::linalg::MatmulOp matmul, const KernelTarget& target) {
+  BlockedMatmulEmitter(matmul, ChooseMatmulLayout(matmul, target)).Emit();
   matmul->erase();
 }
 
@@ -225,14 +243,13 @@ void EmitTiledMatmuls(mlir::func::FuncOp func, const KernelTarget& target) {
   // The ops and attributes built here need their dialects loaded.
   func.getContext()
       ->loadDialect<mlir::gpu::GPUDialect, mlir::scf::SCFDialect, mlir::memref::MemRefDialect,
-                    mlir::arith::ArithDialect, mlir::spirv::SPIRVDialect>();
+                    mlir::arith::ArithDialect, mlir::spirv::SPIRVDialect,
+                    mlir::vector::VectorDialect>();
   std::vector<mlir::linalg::MatmulOp> matmuls;
   func.walk([&](mlir::linalg::MatmulOp matmul) {
     if (IsTileableMatmul(matmul)) matmuls.push_back(matmul);
   });
-  for (mlir::linalg::MatmulOp matmul : matmuls) {
-    EmitTiledMatmul(matmul, ChooseMatmulLayout(target));
-  }
+  for (mlir::linalg::MatmulOp matmul : matmuls) EmitRegisterBlockedMatmul(matmul, target);
 }
 
 }  // namespace tessera::compiler::spirv

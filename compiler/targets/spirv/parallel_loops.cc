@@ -82,7 +82,7 @@ absl::Status WrapSerialLoops(mlir::func::FuncOp func, const std::string& name) {
   auto serial = [](mlir::Operation& op) {
     return !mlir::isa<mlir::scf::ParallelOp, mlir::func::ReturnOp, mlir::memref::DeallocOp,
                       mlir::memref::AllocOp, mlir::arith::ConstantOp, mlir::gpu::LaunchOp,
-                      mlir::func::CallOp>(op);
+                      mlir::func::CallOp, mlir::UnrealizedConversionCastOp>(op);
   };
   std::vector<std::vector<mlir::Operation*>> runs;
   bool in_run = false;

@@ -5,6 +5,7 @@
 // compiler/. The order they run in, and why, is vulkan_codegen.cc's opening comment:
 //   pipelines.cc        the pass pipelines, named ops generalized, capabilities checked
 //   matmul_tiling.cc    each matmul -> a gpu.launch tiled through workgroup memory
+//   vector_elementwise.cc  elementwise ops on 32-bit elements -> vec4 launches
 //   parallel_loops.cc   linalg -> scf.parallel, collapsed and tiled by kThreadsPerGroup
 //   loop_limits.cc      the loop limits of the target device (llvmpipe: 65535 iterations)
 //   large_ops.cc        elementwise ops above max_storage_buffer_range split into chunks
@@ -100,6 +101,13 @@ absl::Status CheckCapabilities(mlir::func::FuncOp func, const std::string& name,
 // Each tileable linalg.matmul of `func` (static, identity layouts, one element type) -> one
 // gpu.launch tiled through workgroup memory, its layout chosen from `target`'s limits.
 void EmitTiledMatmuls(mlir::func::FuncOp func, const KernelTarget& target);
+
+// Each top-level elementwise linalg.generic of `func` on 32-bit elements (identity maps on static
+// buffers of one shape, arith / math ops, at least 4 elements) -> a gpu.launch on its buffers
+// viewed as vector<4xT> arrays (several vectors per invocation, work-group size from `target`),
+// plus a one-invocation launch for the last N % 4 elements; the same results bit for bit. Other
+// generics are left to the scalar parallel loops.
+void EmitVectorElementwise(mlir::func::FuncOp func, const KernelTarget& target);
 
 // Every linalg.generic (named ops were generalized) with its parallel dimensions first: they then
 // all become the scf.parallel loop the kernel's invocations share, the reductions scf.for loops

@@ -5,8 +5,11 @@
 //   (bufferization)               tensors -> memrefs, results -> out-params, copies -> linalg.copy
 //   EmitTiledMatmuls              each matmul -> a gpu.launch tiled through workgroup memory (tile
 //                                 from the device's limits and subgroup size)
-//   EmitTwoPassReductions         long reductions -> two gpu.launch (vulkan_reduction.cc)
+//   EmitTwoPassReductions         reductions of many rows -> one gpu.launch, an invocation per
+//                                 row (vec4 loads); long ones -> two gpu.launch
+//                                 (vulkan_reduction.cc)
 //   ExpandFloatMinMax             max / min of floats -> exact compares and selects
+//   EmitVectorElementwise         elementwise ops on 32-bit elements -> vec4 launches
 //   (parallel loops)              linalg -> scf.parallel; each nest collapsed to one dimension and
 //                                 tiled by kThreadsPerGroup (a 2-D grid where it is long)
 //   BuildGpuOutliningPipeline     scf.parallel -> gpu.launch -> outlined gpu.func kernels
@@ -73,6 +76,8 @@ absl::StatusOr<KernelArtifact> LowerLoopsToDispatches(mlir::ModuleOp kernel,
   // Float max / min exact (SPIR-V's FMax / FMin leave NaN and the sign of max(-0, +0) open); after
   // EmitTwoPassReductions, which matches their combiners.
   ExpandFloatMinMax(kernel, /*maximum_minimum_too=*/true);
+  // After the expansion (its compares and selects are lane ops too).
+  EmitVectorElementwise(func, target);
   TESSERA_RETURN_IF_ERROR(
       RunPipelineText(kernel, "func.func(convert-linalg-to-parallel-loops),canonicalize",
                       absl::StrCat("lowering ", name, " to parallel loops")));

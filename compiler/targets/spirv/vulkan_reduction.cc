@@ -1,4 +1,6 @@
-// Reductions over a long extent for Vulkan, in two passes (EmitTwoPassReductions, internal.h).
+// Reductions for Vulkan (EmitTwoPassReductions, internal.h): many outputs one invocation per row
+// (EmitRowReduction, below: at least kMinRows outputs, the reduced extent contiguous in each
+// input), else over a long extent in two passes.
 // Lowered as other generics, a reduction is one invocation per output walking the whole reduced
 // extent (a reduction to a scalar: one invocation in all). Here a linalg.generic on buffers with
 // its parallel dimensions first and one reduction dimension of at least kMinExtent, whose body
@@ -27,6 +29,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -98,7 +101,7 @@ std::optional<Reduction> MatchReduction(mlir::linalg::GenericOp op) {
   r.parallel.assign(ranges.begin(), ranges.end() - 1);
   int64_t outputs = 1;
   for (int64_t d : r.parallel) outputs *= d;
-  if (r.extent < kMinExtent || outputs < 1 || outputs > kMaxOutputs) return std::nullopt;
+  if (outputs < 1) return std::nullopt;
   return r;
 }
 
@@ -123,6 +126,16 @@ class Emitter {
     map.map(r_.value, x);
     map.map(r_.op.getRegion().front().getArguments().back(), acc);
     return b_.clone(*r_.combiner, map)->getResult(0);
+  }
+  // The combiner on (acc, x) where both may be vectors: rebuilt with the result type of `acc`.
+  mlir::Value CombineWide(mlir::Value acc, mlir::Value x) {
+    mlir::OperationState state(r_.combiner->getLoc(), r_.combiner->getName());
+    for (mlir::Value operand : r_.combiner->getOperands()) {
+      state.operands.push_back(operand == r_.value ? x : acc);
+    }
+    state.types.push_back(acc.getType());
+    state.attributes = r_.combiner->getAttrs();
+    return b_.create(state)->getResult(0);
   }
   // The combiner's identity: 0 for an integer addition, -0.0 for a float one (-0 + x is x, also for
   // x = -0), -inf / the least integer for a max, +inf / the greatest integer for a min, NaN for a
@@ -286,6 +299,191 @@ void EmitTotals(mlir::OpBuilder& b, Reduction& r, mlir::Value partials, int64_t 
   b.setInsertionPointAfter(launch);
 }
 
+// Row reductions (many outputs, the reduced extent contiguous): one invocation per output walks
+// its row, no workgroup memory and no barrier (lavapipe emulates barriers at great cost). Where
+// the row is a whole number of vec4s of 32-bit elements and the body is lane ops, the input binds
+// as an array of vector<4xT> and each invocation keeps kRowVectorAccumulators vec4 accumulators
+// (combined, then their lanes, at the end); otherwise scalar loads into kRowScalarAccumulators.
+constexpr int64_t kMinRows = 256;         // fewer outputs: the two-pass split
+constexpr int64_t kMaxRowSteps = 16384;   // loop iterations per invocation at most
+constexpr int64_t kRowGroup = kThreads;   // invocations per work-group (Launch)
+constexpr int64_t kMaxRowGroups = 65535;  // grid x
+constexpr int64_t kRowVectorAccumulators = 2;
+constexpr int64_t kRowScalarAccumulators = 4;
+
+// Whether `operand` (an input of r.op) is read along the row: the identity map over a buffer of
+// the iteration domain's shape; else (not reading the reduced dimension) once per row.
+bool Streamed(Reduction& r, mlir::OpOperand& operand) {
+  auto type = mlir::cast<mlir::MemRefType>(operand.get().getType());
+  llvm::SmallVector<int64_t> domain = r.op.getStaticLoopRanges();
+  return r.op.getMatchingIndexingMap(&operand).isIdentity() &&
+         type.getShape() == llvm::ArrayRef<int64_t>(domain);
+}
+
+bool ReadsRow(Reduction& r, mlir::OpOperand& operand) {
+  mlir::AffineMap map = r.op.getMatchingIndexingMap(&operand);
+  return map.isFunctionOfDim(map.getNumDims() - 1);
+}
+
+bool IsLaneType(mlir::Type type) {
+  return type.isInteger(1) || (type.isIntOrFloat() && type.getIntOrFloatBitWidth() == 32);
+}
+
+// Lanes per load of the row path for `r` (4 or 1), or 0 where the row path does not apply.
+int64_t RowLanes(Reduction& r) {
+  int64_t outputs = 1;
+  for (int64_t d : r.parallel) outputs *= d;
+  if (outputs < kMinRows || outputs > kMaxRowGroups * kRowGroup || r.extent < 1) return 0;
+  bool lanes = r.extent % 4 == 0;
+  for (mlir::OpOperand* input : r.op.getDpsInputOperands()) {
+    if (ReadsRow(r, *input) && !Streamed(r, *input)) return 0;
+    auto type = mlir::cast<mlir::MemRefType>(input->get().getType());
+    lanes = lanes && IsLaneType(type.getElementType()) && !type.getElementType().isInteger(1) &&
+            !type.getMemorySpace();
+  }
+  mlir::Block& body = r.op.getRegion().front();
+  for (mlir::Operation& op : body.without_terminator()) {
+    mlir::StringRef dialect = op.getDialect() ? op.getDialect()->getNamespace() : "";
+    lanes = lanes && op.getNumRegions() == 0 && (dialect == "arith" || dialect == "math") &&
+            (mlir::isa<mlir::arith::ConstantOp>(op) || op.hasTrait<mlir::OpTrait::Elementwise>()) &&
+            llvm::all_of(op.getOperandTypes(), IsLaneType) &&
+            llvm::all_of(op.getResultTypes(), IsLaneType);
+  }
+  lanes = lanes && IsLaneType(body.getArguments().back().getType());
+  const int64_t per = lanes ? 4 * kRowVectorAccumulators : kRowScalarAccumulators;
+  if (r.extent / per > kMaxRowSteps) return 0;
+  return lanes ? 4 : 1;
+}
+
+// `value` (a scalar) as `lanes` lanes.
+mlir::Value Splat(mlir::OpBuilder& b, mlir::Location loc, mlir::Value value, int64_t lanes) {
+  if (lanes == 1) return value;
+  auto type = mlir::VectorType::get({lanes}, value.getType());
+  if (auto constant = value.getDefiningOp<mlir::arith::ConstantOp>()) {
+    return mlir::arith::ConstantOp::create(b, loc, type,
+                                           mlir::DenseElementsAttr::get(type, constant.getValue()));
+  }
+  return mlir::vector::BroadcastOp::create(b, loc, type, value);
+}
+
+// The body of r.op but its combiner, on `lanes` lanes, with its block arguments mapped by `map`:
+// the value combined into the accumulator.
+mlir::Value RowValue(mlir::OpBuilder& b, Reduction& r, mlir::IRMapping map, int64_t lanes) {
+  mlir::Location loc = r.op.getLoc();
+  llvm::SetVector<mlir::Value> above;
+  mlir::getUsedValuesDefinedAbove(r.op.getRegion(), above);
+  for (mlir::Value v : above)
+    map.map(v, Splat(b, loc, b.clone(*v.getDefiningOp())->getResult(0), lanes));
+  for (mlir::Operation& op : r.op.getRegion().front().without_terminator()) {
+    if (&op == r.combiner) continue;
+    if (lanes == 1 || mlir::isa<mlir::arith::ConstantOp>(op)) {
+      mlir::Value v = b.clone(op, map)->getResult(0);
+      map.map(op.getResult(0), Splat(b, loc, v, lanes));
+      continue;
+    }
+    mlir::OperationState state(op.getLoc(), op.getName());
+    for (mlir::Value operand : op.getOperands()) state.operands.push_back(map.lookup(operand));
+    for (mlir::Type type : op.getResultTypes()) {
+      state.types.push_back(mlir::VectorType::get({lanes}, type));
+    }
+    state.attributes = op.getAttrs();
+    map.map(op.getResults(), b.create(state)->getResults());
+  }
+  return map.lookup(r.value);
+}
+
+// One launch of ceil(outputs / kRowGroup) work-groups: invocation p reduces row p into output p.
+void EmitRowReduction(Reduction& r, int64_t lanes) {
+  mlir::OpBuilder b(r.op);
+  mlir::Location loc = r.op.getLoc();
+  mlir::Type element =
+      mlir::cast<mlir::MemRefType>(r.op.getDpsInits()[0].getType()).getElementType();
+  int64_t outputs = 1;
+  for (int64_t d : r.parallel) outputs *= d;
+  const int64_t steps = r.extent / lanes;  // loads per row and streamed input
+  const int64_t unroll = lanes == 4 ? kRowVectorAccumulators : kRowScalarAccumulators;
+  std::vector<mlir::Value> views(r.op->getNumOperands());
+  if (lanes == 4) {
+    for (mlir::OpOperand* input : r.op.getDpsInputOperands()) {
+      if (!Streamed(r, *input)) continue;
+      auto buffer = mlir::cast<mlir::MemRefType>(input->get().getType());
+      auto type = mlir::MemRefType::get({outputs * steps},
+                                        mlir::VectorType::get({4}, buffer.getElementType()));
+      views[input->getOperandNumber()] =
+          mlir::UnrealizedConversionCastOp::create(b, loc, mlir::TypeRange{type}, input->get())
+              .getResult(0);
+    }
+  }
+  auto launch = Launch(b, loc, (outputs + kRowGroup - 1) / kRowGroup, 1);
+  Emitter e(b, loc, r);
+  mlir::Value p = e.Add(e.Mul(launch.getBlockIds().x, e.Index(kRowGroup)), launch.getThreadIds().x);
+  if (outputs % kRowGroup != 0) {
+    auto guard = mlir::scf::IfOp::create(b, loc, e.Less(p, e.Index(outputs)), false);
+    b.setInsertionPointToStart(guard.thenBlock());
+  }
+  std::vector<mlir::Value> dims = e.Delinearize(p);
+  mlir::Block& body = r.op.getRegion().front();
+  mlir::IRMapping rows;  // the inputs read once per row
+  for (mlir::OpOperand* input : r.op.getDpsInputOperands()) {
+    if (ReadsRow(r, *input)) continue;
+    rows.map(body.getArgument(input->getOperandNumber()),
+             Splat(b, loc, e.Load(*input, dims), lanes));
+  }
+  mlir::Value base = e.Mul(p, e.Index(steps));
+  // The value at step `j` (an index) of the row.
+  auto value_at = [&](mlir::Value j) {
+    mlir::IRMapping map = rows;
+    for (mlir::OpOperand* input : r.op.getDpsInputOperands()) {
+      if (!ReadsRow(r, *input)) continue;
+      mlir::Value loaded;
+      if (lanes == 4) {
+        loaded = mlir::memref::LoadOp::create(b, loc, views[input->getOperandNumber()],
+                                              mlir::ValueRange{e.Add(base, j)});
+      } else {
+        std::vector<mlir::Value> at = dims;
+        at.push_back(j);
+        loaded = e.Load(*input, at);
+      }
+      map.map(body.getArgument(input->getOperandNumber()), loaded);
+    }
+    return RowValue(b, r, map, lanes);
+  };
+  std::vector<mlir::Value> accs(unroll, Splat(b, loc, e.Identity(element), lanes));
+  auto loop =
+      mlir::scf::ForOp::create(b, loc, e.Index(0), e.Index(steps / unroll), e.Index(1), accs);
+  b.setInsertionPointToStart(loop.getBody());
+  std::vector<mlir::Value> next;
+  for (int64_t u = 0; u < unroll; ++u) {
+    mlir::Value j = e.Add(e.Mul(loop.getInductionVar(), e.Index(unroll)), e.Index(u));
+    next.push_back(e.CombineWide(loop.getRegionIterArgs()[u], value_at(j)));
+  }
+  mlir::scf::YieldOp::create(b, loc, next);
+  b.setInsertionPointAfter(loop);
+  for (int64_t u = 0; u < unroll; ++u) accs[u] = loop.getResult(u);
+  for (int64_t u = 0; u < steps % unroll; ++u) {
+    accs[u] = e.CombineWide(accs[u], value_at(e.Index(steps - steps % unroll + u)));
+  }
+  for (int64_t width = unroll / 2; width > 0; width /= 2) {  // a tree over the accumulators
+    for (int64_t u = 0; u < width; ++u) accs[u] = e.CombineWide(accs[u], accs[u + width]);
+  }
+  mlir::Value total = accs[0];
+  if (lanes == 4) {
+    std::vector<mlir::Value> lane(4);
+    for (int64_t l = 0; l < 4; ++l) lane[l] = mlir::vector::ExtractOp::create(b, loc, total, l);
+    total = e.Combine(e.Combine(lane[0], lane[1]), e.Combine(lane[2], lane[3]));
+  }
+  mlir::OpOperand* out = r.op.getDpsInitOperand(0);
+  dims.push_back(e.Index(0));  // the reduced dimension: not among the output's
+  mlir::Value old = e.Load(*out, dims);
+  mlir::AffineMap map = r.op.getMatchingIndexingMap(out);
+  llvm::SmallVector<mlir::Value> indices;
+  for (unsigned i = 0; i < map.getNumResults(); ++i) indices.push_back(dims[map.getDimPosition(i)]);
+  mlir::memref::StoreOp::create(b, loc, e.Combine(old, total), out->get(), indices);
+  b.setInsertionPointToEnd(&launch.getBody().front());
+  mlir::gpu::TerminatorOp::create(b, loc);
+  r.op->erase();
+}
+
 void EmitTwoPassReduction(Reduction& r) {
   mlir::OpBuilder b(r.op);
   mlir::Location loc = r.op.getLoc();
@@ -308,15 +506,21 @@ void EmitTwoPassReduction(Reduction& r) {
 void EmitTwoPassReductions(mlir::func::FuncOp func, const KernelTarget& target) {
   func.getContext()
       ->loadDialect<mlir::gpu::GPUDialect, mlir::scf::SCFDialect, mlir::memref::MemRefDialect,
-                    mlir::arith::ArithDialect>();
+                    mlir::arith::ArithDialect, mlir::vector::VectorDialect>();
   std::vector<Reduction> reductions;
+  std::vector<std::pair<Reduction, int64_t>> rows;
   for (mlir::Operation& op : func.getBody().front()) {
     auto generic = mlir::dyn_cast<mlir::linalg::GenericOp>(op);
     if (!generic) continue;
     std::optional<Reduction> r = MatchReduction(generic);
     if (!r) continue;
+    if (const int64_t lanes = RowLanes(*r); lanes > 0) {
+      rows.emplace_back(*r, lanes);
+      continue;
+    }
     int64_t outputs = 1;
     for (int64_t d : r->parallel) outputs *= d;
+    if (r->extent < kMinExtent || outputs > kMaxOutputs) continue;
     const int64_t element_bytes =
         (mlir::cast<mlir::MemRefType>(generic.getDpsInits()[0].getType()).getElementTypeBitWidth() +
          7) /
@@ -325,6 +529,7 @@ void EmitTwoPassReductions(mlir::func::FuncOp func, const KernelTarget& target) 
     if (outputs * kMaxGroups * element_bytes > target.max_storage_buffer_range) continue;
     reductions.push_back(*r);
   }
+  for (auto& [r, lanes] : rows) EmitRowReduction(r, lanes);
   for (Reduction& r : reductions) EmitTwoPassReduction(r);
 }
 
