@@ -3,7 +3,8 @@
 
     python3 benchmarks/jax_compare.py [--size 4096] [--devices 8] [--repeat 7] [--rounds 3] \
         [--tessera build/benchmarks/ifrt/reshard_benchmark] \
-        [--tessera-programs build/benchmarks/ifrt/program_benchmark] [--batch 256] [--width 2048]
+        [--tessera-programs build/benchmarks/ifrt/program_benchmark] [--batch 256] [--width 2048] \
+        [--busy 1]
 
 Reshards: JAX's device_put against Tessera's ReshardArrays. Programs: jax.jit with in_shardings /
 out_shardings against Tessera's compiler and LoadedExecutable::Execute, for
@@ -19,6 +20,9 @@ block's forward + backward (--block-batch 8, --block-seq 128, --block-width 512,
 4x the width), data-parallel and Megatron: jax.jit against Tessera running the same lowering, with
 both compile times.
 An empty --tessera, --tessera-programs or --tessera-python skips that part.
+--busy N runs N busy loops (processes spinning on a core each) beside the whole run, both runtimes
+alike: how each degrades when another job holds cores (--busy 1 on a 2-core machine: one core
+left for 8 devices).
 
 The two runtimes take turns: each of --rounds rounds times every case in Tessera (a fresh benchmark
 process, median of --repeat) and then in JAX (median of --repeat, compiled once). A table shows the
@@ -466,9 +470,30 @@ def main():
     ap.add_argument("--block-width", type=int, default=512)
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--no-transformer", action="store_true")
+    ap.add_argument("--busy", type=int, default=0,
+                    help="busy loops (one core each) running beside the whole run")
     args = ap.parse_args()
     if args.rounds < 1 or args.repeat < 1:
         ap.error("--rounds and --repeat must be at least 1")
+    if args.busy < 0:
+        ap.error("--busy must be at least 0")
+    busy = start_busy_loops(args.busy)
+    try:
+        return run_parts(args)
+    finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()
+
+
+def start_busy_loops(count):
+    """`count` processes that spin until killed, one core each while they run."""
+    if count:
+        print(f"with {count} busy loop(s) beside the run ({os.cpu_count()} cores)")
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def run_parts(args):
     if args.tessera_programs:
         print_programs(args)
     if args.tessera:
