@@ -40,6 +40,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Pass/PassManager.h"
 #include "sharding/mesh.h"
@@ -138,6 +139,15 @@ class DiagnosticCollector {
   std::vector<std::string> errors_;
   mlir::ScopedDiagnosticHandler handler_;
 };
+
+// Whether `op` has MLIR's elementwise-mappable traits (an arith / math op that applies lane by
+// lane), asked through libMLIR's own hasElementwiseMappableTraits. Never op.hasTrait<...>() in
+// this library: a trait's TypeID is found by a name GCC and Clang spell differently, so in the
+// Python extension (hidden visibility: its own copy of the lookup) it is another TypeID than the
+// one libMLIR's ops registered, and hasTrait answers false there (tests/layering checks this).
+inline bool IsElementwiseMappable(mlir::Operation& op) {
+  return mlir::OpTrait::hasElementwiseMappableTraits(&op);
+}
 
 // Runs `pm` on `module`; a failure is `code` with `what` and the pass diagnostics.
 absl::Status RunPipeline(mlir::PassManager& pm, mlir::ModuleOp module, absl::StatusCode code,

@@ -53,7 +53,7 @@ bool IsLaneOp(mlir::Operation& op) {
   if (op.getNumRegions() != 0) return false;
   mlir::StringRef dialect = op.getDialect() ? op.getDialect()->getNamespace() : "";
   if (dialect != "arith" && dialect != "math") return false;
-  if (!mlir::isa<mlir::arith::ConstantOp>(op) && !op.hasTrait<mlir::OpTrait::Elementwise>()) {
+  if (!mlir::isa<mlir::arith::ConstantOp>(op) && !IsElementwiseMappable(op)) {
     return false;
   }
   return llvm::all_of(op.getOperandTypes(), IsLaneType) &&

@@ -345,7 +345,7 @@ int64_t RowLanes(Reduction& r) {
   for (mlir::Operation& op : body.without_terminator()) {
     mlir::StringRef dialect = op.getDialect() ? op.getDialect()->getNamespace() : "";
     lanes = lanes && op.getNumRegions() == 0 && (dialect == "arith" || dialect == "math") &&
-            (mlir::isa<mlir::arith::ConstantOp>(op) || op.hasTrait<mlir::OpTrait::Elementwise>()) &&
+            (mlir::isa<mlir::arith::ConstantOp>(op) || IsElementwiseMappable(op)) &&
             llvm::all_of(op.getOperandTypes(), IsLaneType) &&
             llvm::all_of(op.getResultTypes(), IsLaneType);
   }
