@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,31 @@ std::string SpirvPipeline() {
   return "fold-memref-alias-ops,map-memref-spirv-storage-class{client-api=vulkan},"
          "gpu.module(convert-math-to-spirv),convert-gpu-to-spirv,spirv.module(spirv-lower-abi-"
          "attrs)";
+}
+
+void GuardZeroTripLoops(mlir::ModuleOp kernel) {
+  std::vector<mlir::scf::ForOp> loops;
+  kernel.walk([&](mlir::scf::ForOp loop) {
+    if (loop.getNumResults() == 0) return;
+    std::optional<llvm::APInt> trips = loop.getStaticTripCount();
+    if (!trips || trips->isZero()) loops.push_back(loop);
+  });
+  for (mlir::scf::ForOp loop : loops) {
+    mlir::OpBuilder b(loop);
+    const mlir::Location loc = loop.getLoc();
+    const auto predicate =
+        loop.getUnsignedCmp() ? mlir::arith::CmpIPredicate::ult : mlir::arith::CmpIPredicate::slt;
+    mlir::Value runs =
+        mlir::arith::CmpIOp::create(b, loc, predicate, loop.getLowerBound(), loop.getUpperBound());
+    auto guard = mlir::scf::IfOp::create(b, loc, loop.getResultTypes(), runs,
+                                         /*withElseRegion=*/true);
+    loop.getResults().replaceAllUsesWith(guard.getResults());
+    loop->moveBefore(guard.thenBlock(), guard.thenBlock()->end());
+    b.setInsertionPointToEnd(guard.thenBlock());
+    mlir::scf::YieldOp::create(b, loc, loop.getResults());
+    b.setInsertionPointToEnd(guard.elseBlock());
+    mlir::scf::YieldOp::create(b, loc, loop.getInitArgs());
+  }
 }
 
 // Each entry point of `kernel`'s SPIR-V modules declares SignedZeroInfNanPreserve for 32-bit (and

@@ -78,6 +78,15 @@ std::string GpuOutliningPipeline();
 // conversion), then the interface variables and the minimal version / capabilities.
 std::string SpirvPipeline();
 
+// Each scf.for with results in `kernel` that may run no iteration (its trip count is not a
+// constant of at least 1) is put in an scf.if on `lower < upper` whose else branch yields the
+// initial values. Why: MLIR's SCF-to-SPIR-V conversion (LLVM 22) returns the loop's results
+// through Function variables that only the loop body stores, so a loop that runs no iteration
+// returns an uninitialized value, not its initial values (+0 on lavapipe: an invocation of a
+// reduction with nothing to walk then added a +0 to its work-group tree;
+// llvm/llvm-project#206280 fixes the conversion upstream). Run before SpirvPipeline.
+void GuardZeroTripLoops(mlir::ModuleOp kernel);
+
 // Each entry point of `kernel`'s SPIR-V modules declares SignedZeroInfNanPreserve for 32-bit (and
 // 64-bit) floats where `target` allows it: without it the driver may assume no NaN, infinity or
 // signed zero (lavapipe folds a product whose accumulator starts at a constant -0.0 to +0.0,

@@ -13,6 +13,8 @@
 //   (parallel loops)              linalg -> scf.parallel; each nest collapsed to one dimension and
 //                                 tiled by kThreadsPerGroup (a 2-D grid where it is long)
 //   BuildGpuOutliningPipeline     scf.parallel -> gpu.launch -> outlined gpu.func kernels
+//   GuardZeroTripLoops            scf.for with results that may run no iteration -> in an scf.if
+//                                 (the SCF conversion would leave their results undefined)
 //   BuildSpirvPipeline            gpu.func -> spirv.module (target env and entry point ABI set;
 //                                 SignedZeroInfNanPreserve where the device allows it)
 // What is left of the host function (allocations and launches) becomes the dispatch list.
@@ -86,6 +88,7 @@ absl::StatusOr<KernelArtifact> LowerLoopsToDispatches(mlir::ModuleOp kernel,
   TESSERA_RETURN_IF_ERROR(RunPipelineText(kernel, GpuOutliningPipeline(),
                                           absl::StrCat("outlining the kernels of ", name)));
   TESSERA_RETURN_IF_ERROR(SetSpirvAttributes(kernel, name, target));
+  GuardZeroTripLoops(kernel);  // before the SCF conversion, which leaves their results undefined
   TESSERA_RETURN_IF_ERROR(
       RunPipelineText(kernel, SpirvPipeline(), absl::StrCat("lowering ", name, " to SPIR-V")));
   PreserveSignedZeroInfNan(kernel, target);

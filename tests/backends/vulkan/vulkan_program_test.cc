@@ -156,6 +156,35 @@ class VulkanProgramTest : public ::testing::TestWithParam<Topology> {
   // Compiles `text` (its shardings in attributes, over mesh{x=4}), runs it on `inputs` (uploaded
   // replicated: the executable reshards them), returns its results.
   absl::StatusOr<std::vector<Host>> Run(const std::string& text, const std::vector<Host>& inputs) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<ArrayRef> results, Execute(text, inputs));
+    std::vector<Host> outputs;
+    for (const ArrayRef& out : results) {
+      TESSERA_ASSIGN_OR_RETURN(Host host, Download(*out));
+      outputs.push_back(std::move(host));
+    }
+    return outputs;
+  }
+
+  // As Run, for a program whose first result is replicated: that result as each device holds it
+  // (the device, then its copy; Run reads one copy, the first device's, a CPU device's on the
+  // mixed topology).
+  absl::StatusOr<std::vector<std::pair<std::string, Host>>> RunEveryCopy(
+      const std::string& text, const std::vector<Host>& inputs) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<ArrayRef> results, Execute(text, inputs));
+    TESSERA_ASSIGN_OR_RETURN(
+        std::vector<ArrayRef> copies,
+        results.at(0)->DisassembleIntoSingleDeviceArrays(ArrayCopySemantics::kAlwaysCopy));
+    std::vector<std::pair<std::string, Host>> outputs;
+    for (const ArrayRef& copy : copies) {
+      TESSERA_ASSIGN_OR_RETURN(Host host, Download(*copy));
+      const Device* device = copy->sharding().devices()->devices().front();
+      outputs.emplace_back(device->DebugString(), std::move(host));
+    }
+    return outputs;
+  }
+
+  absl::StatusOr<std::vector<ArrayRef>> Execute(const std::string& text,
+                                                const std::vector<Host>& inputs) {
     TESSERA_ASSIGN_OR_RETURN(LoadedExecutableRef exe, client_->GetDefaultCompiler()->Compile(
                                                           std::make_unique<MlirProgram>(text),
                                                           CompileOptions{.devices = devices_}));
@@ -171,16 +200,16 @@ class VulkanProgramTest : public ::testing::TestWithParam<Topology> {
     }
     TESSERA_ASSIGN_OR_RETURN(ExecuteResult result, exe->Execute(absl::MakeSpan(args)));
     TESSERA_RETURN_IF_ERROR(result.status.Await());
-    std::vector<Host> outputs;
-    for (const ArrayRef& out : result.outputs) {
-      std::vector<char> bytes(out->shape().num_elements() * *out->dtype().byte_size());
-      TESSERA_RETURN_IF_ERROR(
-          out->CopyToHostBuffer(bytes.data(), std::nullopt, ArrayCopySemantics::kAlwaysCopy)
-              .Await());
-      std::vector<int64_t> dims(out->shape().dims().begin(), out->shape().dims().end());
-      outputs.push_back(Host{out->dtype().kind(), dims, Decode(out->dtype().kind(), bytes)});
-    }
-    return outputs;
+    return result.outputs;
+  }
+
+  static absl::StatusOr<Host> Download(Array& array) {
+    std::vector<char> bytes(array.shape().num_elements() * *array.dtype().byte_size());
+    TESSERA_RETURN_IF_ERROR(
+        array.CopyToHostBuffer(bytes.data(), std::nullopt, ArrayCopySemantics::kAlwaysCopy)
+            .Await());
+    std::vector<int64_t> dims(array.shape().dims().begin(), array.shape().dims().end());
+    return Host{array.dtype().kind(), dims, Decode(array.dtype().kind(), bytes)};
   }
 
   std::shared_ptr<Client> client_;
@@ -497,7 +526,7 @@ void ExpectSame(const Host& actual, const Host& expected) {
 // the row is a multiple of 4 elements of 32 bits, scalar loads otherwise), at edge widths (1, 3,
 // 4, 5, 8, 1031, 4096) and row counts (256, 257, 1000, a 3-D batch), and on the other paths
 // (one row, few rows, the first dimension): sums within tolerance, i32 and float max / min
-// exactly, with rows of mixed -0 / +0, all -0, and one NaN.
+// exactly, with rows of mixed -0 / +0, all -0, and one NaN, on every device's copy.
 TEST_P(VulkanProgramTest, RowReductionsAtEdgeShapesAreExact) {
   struct Shape2 {
     std::vector<int64_t> in;
@@ -530,40 +559,121 @@ TEST_P(VulkanProgramTest, RowReductionsAtEdgeShapesAreExact) {
     int64_t inner = 1;
     for (size_t d = shape.dimension + 1; d < shape.in.size(); ++d) inner *= shape.in[d];
     auto output_of = [&](int64_t i) { return i / (inner * extent) * inner + i % inner; };
-    Host f = Random(DType::kF32, shape.in, static_cast<uint32_t>(n));
-    Host s = Random(DType::kS32, shape.in, static_cast<uint32_t>(n + 1));
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t o = output_of(i), k = i / inner % extent;
-      if (o == 0) f.values[i] = k % 2 == 0 ? -0.0 : 0.0;  // mixed: +0 where extent > 1
-      // One output: the mixed row alone (the two-pass path returns +0 for a maxnumf of all -0
-      // and one NaN on 4 logical lavapipe devices: a known bug of that path, not tested here).
-      if (o == 1 && outputs > 1) f.values[i] = -0.0;  // all -0
-      if (o == 2 && k == extent / 2) f.values[i] = std::nan("");
+    // Output (o + shift) % 3 == 0: mixed -0 / +0 (+0 where extent > 1), 1: all -0, 2: one NaN;
+    // shifted until every row kind has had an output (the one output of 1x4099 each in turn).
+    for (int64_t shift = 0; shift < 3 && (shift == 0 || outputs < 3); ++shift) {
+      Host f = Random(DType::kF32, shape.in, static_cast<uint32_t>(n));
+      const Host s = Random(DType::kS32, shape.in, static_cast<uint32_t>(n + 1));
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t kind = (output_of(i) + shift) % 3, k = i / inner % extent;
+        if (kind == 0) f.values[i] = k % 2 == 0 ? -0.0 : 0.0;
+        if (kind == 1) f.values[i] = -0.0;
+        if (kind == 2 && k == extent / 2) f.values[i] = std::nan("");
+      }
+      for (const auto& [input, ops, element] :
+           {std::tuple{f, float_ops, "f32"}, std::tuple{s, int_ops, "i32"}}) {
+        for (const Op& op : ops) {
+          SCOPED_TRACE(absl::StrCat(op.op, " of ", absl::StrJoin(shape.in, "x"), " over dimension ",
+                                    shape.dimension, ", rows shifted by ", shift));
+          Host expected{input.kind, shape.out, std::vector<double>(outputs, op.init_value)};
+          for (int64_t i = 0; i < n; ++i) {
+            double& e = expected.values[output_of(i)];
+            e = CombineReference(op.op, e, input.values[i]);
+          }
+          ASSERT_OK_AND_ASSIGN(auto copies,
+                               RunEveryCopy(ReductionProgram(shape.in, shape.out, shape.dimension,
+                                                             op.op, op.init, element),
+                                            {input}));
+          for (auto& [device, out] : copies) {
+            SCOPED_TRACE(device);
+            if (op.exact) {
+              ExpectSame(out, expected);
+              continue;
+            }
+            // A sum: NaN where the row holds one, else within tolerance.
+            Host want = expected;
+            for (int64_t o = 0; o < outputs; ++o) {
+              EXPECT_EQ(std::isnan(out.values[o]), std::isnan(want.values[o])) << o;
+              if (std::isnan(want.values[o])) out.values[o] = want.values[o] = 0;
+            }
+            ExpectNear(out, want);
+          }
+        }
+      }
     }
-    for (const auto& [input, ops, element] :
-         {std::tuple{f, float_ops, "f32"}, std::tuple{s, int_ops, "i32"}}) {
-      for (const Op& op : ops) {
-        SCOPED_TRACE(absl::StrCat(op.op, " of ", absl::StrJoin(shape.in, "x"), " over dimension ",
-                                  shape.dimension));
-        Host expected{input.kind, shape.out, std::vector<double>(outputs, op.init_value)};
+  }
+}
+
+// Max / min on the two-pass path (few outputs, a long reduced extent: one output, a scalar, a few
+// rows, columns), every device's copy. Floats: rows of all -0, all -0 and one NaN, mixed -0 / +0,
+// all -1.5 and all 1.5, each kind at every output, exactly as compiler/float_min_max.cc defines
+// them (-0 < +0); i32: a maximum of negatives, a minimum of positives. The invocations of a pass
+// with nothing to walk (the second pass over fewer partials than invocations) once put an
+// undefined value (+0 on lavapipe) into the work-group tree (GuardZeroTripLoops, pipelines.cc).
+TEST_P(VulkanProgramTest, TwoPassMaxMinAreExact) {
+  struct Case {
+    std::vector<int64_t> in;
+    std::vector<int64_t> out;
+    int64_t dimension;
+  };
+  const std::vector<Case> cases = {{{1, 4099}, {1}, 1},
+                                   {{4099}, {}, 0},
+                                   {{3, 1031}, {3}, 1},
+                                   {{5, 300}, {5}, 1},
+                                   {{1031, 3}, {3}, 0}};
+  const std::vector<std::tuple<std::string, std::string, double>> ops = {
+      {"arith.maxnumf", "-1.0e30", -1.0e30f},
+      {"arith.minnumf", "1.0e30", 1.0e30f},
+      {"arith.maximumf", "-1.0e30", -1.0e30f},
+      {"arith.minimumf", "1.0e30", 1.0e30f}};
+  constexpr int kPatterns = 5;
+  for (const Case& c : cases) {
+    const int64_t extent = c.in[c.dimension];
+    const int64_t n = Elements(c.in), outputs = Elements(c.out);
+    int64_t inner = 1;
+    for (size_t d = c.dimension + 1; d < c.in.size(); ++d) inner *= c.in[d];
+    auto output_of = [&](int64_t i) { return i / (inner * extent) * inner + i % inner; };
+    for (int shift = 0; shift < kPatterns; ++shift) {
+      // Output o: pattern (o + shift) % kPatterns: all -0, all -0 and one NaN, alternating -0 /
+      // +0, all -1.5, all 1.5.
+      Host input{DType::kF32, c.in, std::vector<double>(n)};
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t k = i / inner % extent;
+        const int pattern = static_cast<int>((output_of(i) + shift) % kPatterns);
+        const double values[kPatterns] = {-0.0, k == extent / 3 ? std::nan("") : -0.0,
+                                          k % 2 == 0 ? -0.0 : 0.0, -1.5, 1.5};
+        input.values[i] = values[pattern];
+      }
+      for (const auto& [op, init, init_value] : ops) {
+        SCOPED_TRACE(absl::StrCat(op, " of ", absl::StrJoin(c.in, "x"), " over dimension ",
+                                  c.dimension, ", patterns shifted by ", shift));
+        Host expected{DType::kF32, c.out, std::vector<double>(outputs, init_value)};
         for (int64_t i = 0; i < n; ++i) {
           double& e = expected.values[output_of(i)];
-          e = CombineReference(op.op, e, input.values[i]);
+          e = CombineReference(op, e, input.values[i]);
         }
         ASSERT_OK_AND_ASSIGN(
-            std::vector<Host> out,
-            Run(ReductionProgram(shape.in, shape.out, shape.dimension, op.op, op.init, element),
-                {input}));
-        if (op.exact) {
-          ExpectSame(out[0], expected);
-          continue;
+            auto copies,
+            RunEveryCopy(ReductionProgram(c.in, c.out, c.dimension, op, init), {input}));
+        ASSERT_EQ(copies.size(), 4u);
+        for (const auto& [device, out] : copies) {
+          SCOPED_TRACE(device);
+          ExpectSame(out, expected);
         }
-        // A sum: NaN where the row holds one, else within tolerance.
-        for (int64_t o = 0; o < outputs; ++o) {
-          EXPECT_EQ(std::isnan(out[0].values[o]), std::isnan(expected.values[o])) << o;
-          if (std::isnan(expected.values[o])) out[0].values[o] = expected.values[o] = 0;
-        }
-        ExpectNear(out[0], expected);
+      }
+    }
+    // Integers likewise: a maximum of negative values, a minimum of positive ones.
+    for (const auto& [op, init, value] :
+         {std::tuple{"arith.maxsi", "-100", -7.0}, std::tuple{"arith.minsi", "100", 7.0}}) {
+      SCOPED_TRACE(
+          absl::StrCat(op, " of ", absl::StrJoin(c.in, "x"), " over dimension ", c.dimension));
+      const Host input{DType::kS32, c.in, std::vector<double>(n, value)};
+      ASSERT_OK_AND_ASSIGN(
+          auto copies,
+          RunEveryCopy(ReductionProgram(c.in, c.out, c.dimension, op, init, "i32"), {input}));
+      for (const auto& [device, out] : copies) {
+        SCOPED_TRACE(device);
+        ExpectSame(out, Host{DType::kS32, c.out, std::vector<double>(outputs, value)});
       }
     }
   }
