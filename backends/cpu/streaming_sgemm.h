@@ -28,10 +28,11 @@
 
 namespace tessera::cpu {
 
-// At most this many rows take the streaming path. Measured on a 2-core AMD EPYC (Zen 5, AVX-512),
-// one thread, against OpenBLAS 0.3.21's Cooper Lake kernels: 32x2048x2048 2.0-2.3 ms against
-// 2.6-2.8 ms, 128x2048x2048 4.8-5.0 against 5.8-5.9 ms, 256x2048x256 1.13 against 1.16-1.30 ms,
-// 256x256x2048 1.10 against 1.18-1.19 ms.
+// At most this many rows may take the streaming path (the kernel loader then chooses between it
+// and OpenBLAS by timing both on the machine: sgemm_choice.h). Measured on a 2-core AMD EPYC
+// (Zen 5, AVX-512), one thread, against OpenBLAS 0.3.21's Cooper Lake kernels: 32x2048x2048 2.0-2.3
+// ms against 2.6-2.8 ms, 128x2048x2048 4.8-5.0 against 5.8-5.9 ms, 256x2048x256 1.13
+// against 1.16-1.30 ms, 256x256x2048 1.10 against 1.18-1.19 ms.
 inline constexpr int64_t kStreamingSgemmMaxRows = 256;
 
 // Whether this CPU can run the streaming kernel (x86-64 with AVX-512F); false elsewhere.

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Runs compiled programs on a machine with an NVIDIA GPU, through Tessera's Vulkan code generator
-# (compiler/ -> SPIR-V -> backends/vulkan), and prints GFLOP/s beside the GPU's FP32 peak, last:
-#   1. a 4096x4096x4096 f32 matmul on one GPU device;
+# (compiler/ -> SPIR-V -> backends/vulkan), and prints GFLOP/s beside the GPU's FP32 peak and GB/s
+# beside its memory bandwidth, last:
+#   1. a 4096x4096x4096 f32 matmul on one GPU device (issue 26's target: >= 25% of FP32 peak);
 #   2. the Megatron MLP (examples/mlp2_megatron.mlir's program at 2048 x 4096 -> 16384 -> 4096)
-#      on one GPU device.
+#      on one GPU device;
+#   3. x * 2 + 1 over f32[16384,16384] (1 GiB read, 1 GiB written) on one GPU device (target: >= 70%
+#      of memory bandwidth).
 # Each run is `tessera run` (it also checks the result against the same program on one device and
 # fails when they differ); each program is limited to 240 s:
 #   bash build_tools/device/program-check.sh [build-dir (build)] [repeats (5)]
@@ -38,16 +41,19 @@ if command -v nvidia-smi >/dev/null; then
   GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
 fi
-# FP32 peak (non-tensor-core) in GFLOP/s of the GPUs such a machine may have (vendor data sheets).
+# FP32 peak (non-tensor-core) in GFLOP/s and memory bandwidth in GB/s of the GPUs such a machine
+# may have (vendor data sheets).
 case "$GPU" in
-  *H200*|*H100*SXM*|*"H100 80GB HBM3"*) PEAK=67000 ;;
-  *H100*PCIe*|*"H100 PCIe"*) PEAK=51000 ;;
-  *A100*) PEAK=19500 ;;
-  *L40S*) PEAK=91600 ;;
-  *L4*) PEAK=30300 ;;
-  *A10*) PEAK=31200 ;;
-  *T4*) PEAK=8100 ;;
-  *) PEAK="" ;;
+  *H200*) PEAK=67000 BANDWIDTH=4800 ;;
+  *H100*SXM*|*"H100 80GB HBM3"*) PEAK=67000 BANDWIDTH=3350 ;;
+  *H100*PCIe*|*"H100 PCIe"*) PEAK=51000 BANDWIDTH=2000 ;;
+  *A100*80GB*) PEAK=19500 BANDWIDTH=2039 ;;
+  *A100*) PEAK=19500 BANDWIDTH=1555 ;;
+  *L40S*) PEAK=91600 BANDWIDTH=864 ;;
+  *L4*) PEAK=30300 BANDWIDTH=300 ;;
+  *A10*) PEAK=31200 BANDWIDTH=600 ;;
+  *T4*) PEAK=8100 BANDWIDTH=320 ;;
+  *) PEAK="" BANDWIDTH="" ;;
 esac
 
 "$TESSERA" info --devices vulkan:1 >"$OUTDIR/info.log" 2>&1
@@ -66,6 +72,21 @@ func.func @main(%a: tensor<4096x4096xf32> {tessera.sharding = "mesh{x=1} P()"},
   return %c : tensor<4096x4096xf32>
 }
 EOF
+cat >"$OUTDIR/elementwise16384.mlir" <<'EOF'
+func.func @main(%x: tensor<16384x16384xf32> {tessera.sharding = "mesh{x=1} P()"})
+    -> (tensor<16384x16384xf32> {tessera.sharding = "mesh{x=1} P()"}) {
+  %two = arith.constant 2.0 : f32
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<16384x16384xf32>
+  %y = linalg.map ins(%x : tensor<16384x16384xf32>) outs(%e : tensor<16384x16384xf32>)
+    (%in: f32, %out: f32) {
+      %m = arith.mulf %in, %two : f32
+      %a = arith.addf %m, %one : f32
+      linalg.yield %a : f32
+    }
+  return %y : tensor<16384x16384xf32>
+}
+EOF
 # examples/mlp2_megatron.mlir at B=2048, D=4096, H=16384 (its shapes scaled; one device).
 sed -e 's/8x16xf32/2048x4096xf32/g' -e 's/16x32xf32/4096x16384xf32/g' \
     -e 's/32x16xf32/16384x4096xf32/g' -e 's/8x32xf32/2048x16384xf32/g' \
@@ -80,8 +101,8 @@ median_seconds() {
          printf "%.9f\n", v * f }' "$1"
 }
 
-run_one() {  # name file flops
-  local name=$1 file=$2 flops=$3
+run_one() {  # name file flops [bytes moved]
+  local name=$1 file=$2 flops=$3 bytes=${4:-}
   timeout 240 "$TESSERA" run "$file" --devices vulkan:1 --repeat "$REPEAT" >"$OUTDIR/$name.log" 2>&1
   local rc=$?
   tail -9 "$OUTDIR/$name.log"
@@ -91,8 +112,19 @@ run_one() {  # name file flops
   if [ -n "$t" ] && [ "$t" != "0.000000000" ]; then
     gflops=$(awk -v f="$flops" -v t="$t" 'BEGIN { printf "%.1f", f / t / 1e9 }')
   fi
-  RESULTS+=("$(printf "%-34s %-6s %-12s %-12s %s" "$name" "$rc" "${t:-?}" "${gflops:-?}" \
-    "${PEAK:+$(awk -v g="${gflops:-0}" -v p="$PEAK" 'BEGIN { printf "%.1f%%", 100 * g / p }')}")")
+  local gbps="" share=""
+  if [ -n "$bytes" ]; then  # a memory-bound program: GB/s against the memory bandwidth
+    [ -n "$gflops" ] && gbps=$(awk -v b="$bytes" -v t="$t" 'BEGIN { printf "%.1f", b / t / 1e9 }')
+    [ -n "$BANDWIDTH" ] && share=$(awk -v g="${gbps:-0}" -v p="$BANDWIDTH" \
+      'BEGIN { printf "%.1f%% of memory bandwidth", 100 * g / p }')
+    RESULTS+=("$(printf "%-34s %-6s %-12s %-12s %s" "$name" "$rc" "${t:-?}" "${gbps:-?} GB/s" \
+      "$share")")
+  else
+    [ -n "$PEAK" ] && share=$(awk -v g="${gflops:-0}" -v p="$PEAK" \
+      'BEGIN { printf "%.1f%% of FP32 peak", 100 * g / p }')
+    RESULTS+=("$(printf "%-34s %-6s %-12s %-12s %s" "$name" "$rc" "${t:-?}" "${gflops:-?}" \
+      "$share")")
+  fi
   [ "$rc" = 0 ]
 }
 
@@ -102,9 +134,13 @@ echo "== 4096x4096 f32 matmul =="
 run_one matmul4096 "$OUTDIR/matmul4096.mlir" $((2 * 4096 * 4096 * 4096)) || ok=1
 echo "== Megatron MLP 2048x4096 -> 16384 -> 4096 =="
 run_one megatron "$OUTDIR/megatron.mlir" $((2 * 2048 * 4096 * 16384 * 2)) || ok=1
+echo "== x * 2 + 1 over f32[16384,16384] =="
+run_one elementwise16384 "$OUTDIR/elementwise16384.mlir" $((2 * 16384 * 16384)) \
+  $((2 * 16384 * 16384 * 4)) || ok=1
 
 echo
-echo "== summary (${GPU:-unknown GPU}; FP32 peak ${PEAK:-unknown} GFLOP/s) =="
-printf "%-34s %-6s %-12s %-12s %s\n" "program" "exit" "median s" "GFLOP/s" "of peak"
+echo "== summary (${GPU:-unknown GPU}; FP32 peak ${PEAK:-unknown} GFLOP/s, memory" \
+  "${BANDWIDTH:-unknown} GB/s) =="
+printf "%-34s %-6s %-12s %-12s %s\n" "program" "exit" "median s" "GFLOP/s" "share"
 for r in "${RESULTS[@]}"; do echo "$r"; done
 exit $ok
