@@ -5,9 +5,10 @@
 #include <bit>
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -74,16 +75,20 @@ SgemmKernel SgemmChooser::Measure(int64_t m, int64_t n, int64_t k) const {
   n = std::min(n, kMaxMeasuredDim);
   k = std::min(k, kMaxMeasuredDim);
   m = std::min(m, kMaxMeasuredDim);
-  // Inputs of small values (no denormals, no overflow); every page touched before timing.
-  std::vector<float> a(m * k), b(k * n), c(m * n);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) * 0.125f - 0.375f;
-  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) * 0.25f - 0.5f;
-  Seconds(streaming_, m, n, k, a.data(), b.data(), c.data());
-  Seconds(blas_, m, n, k, a.data(), b.data(), c.data());
+  // Inputs of small values (no denormals, no overflow); every page touched before timing. Where
+  // the memory is not there, no measurement: the streaming kernel (the choice before measuring).
+  std::unique_ptr<float[]> a(new (std::nothrow) float[m * k]);
+  std::unique_ptr<float[]> b(new (std::nothrow) float[k * n]);
+  std::unique_ptr<float[]> c(new (std::nothrow) float[m * n]);
+  if (a == nullptr || b == nullptr || c == nullptr) return SgemmKernel::kStreaming;
+  for (int64_t i = 0; i < m * k; ++i) a[i] = static_cast<float>(i % 7) * 0.125f - 0.375f;
+  for (int64_t i = 0; i < k * n; ++i) b[i] = static_cast<float>(i % 5) * 0.25f - 0.5f;
+  Seconds(streaming_, m, n, k, a.get(), b.get(), c.get());
+  Seconds(blas_, m, n, k, a.get(), b.get(), c.get());
   double streaming = 1e30, blas = 1e30;
   for (int round = 0; round < kRounds; ++round) {
-    streaming = std::min(streaming, Seconds(streaming_, m, n, k, a.data(), b.data(), c.data()));
-    blas = std::min(blas, Seconds(blas_, m, n, k, a.data(), b.data(), c.data()));
+    streaming = std::min(streaming, Seconds(streaming_, m, n, k, a.get(), b.get(), c.get()));
+    blas = std::min(blas, Seconds(blas_, m, n, k, a.get(), b.get(), c.get()));
   }
   return blas < kBlasMargin * streaming ? SgemmKernel::kBlas : SgemmKernel::kStreaming;
 }
