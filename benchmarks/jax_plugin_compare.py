@@ -3,7 +3,8 @@
 process, rounds taking turns.
 
     PYTHONPATH=build/python build/pyenv/bin/python benchmarks/jax_plugin_compare.py \
-        [--devices 8] [--rounds 5] [--repeat 7] [--batch 256] [--width 2048] [--mib 64]
+        [--devices 8] [--rounds 5] [--repeat 7] [--batch 256] [--width 2048] [--mib 64] \
+        [--cases device_put,asarray]
 
 Three ways to run the same thing:
   plugin   JAX with JAX_PLATFORMS=tessera: jax.jit, jax.device_put, np.asarray through the plugin
@@ -21,6 +22,8 @@ Cases:
                a transformer block's forward + backward (batch 8, sequence 128, width 512, 8
                heads; benchmarks/jax_compare.py's), data-parallel and Megatron (--no-transformer
                leaves them out: compiling them takes a minute)
+--cases names the cases to run (comma-separated; default all): the others are not even set up,
+so that one case can be timed alone, in more rounds, on a busy machine.
 Each round times every case on each system (median of --repeat), in turns; the table shows the
 median over rounds and the per-round ratios plugin/tessera and plugin/jax with their ranges.
 Targets (issue 23): dispatch at or below JAX's; programs <= 1.1x Tessera's API and at or below
@@ -43,6 +46,8 @@ def parse_args():
     p.add_argument("--mib", type=int, default=64)
     p.add_argument("--dispatch-calls", type=int, default=2000)
     p.add_argument("--no-transformer", action="store_true")
+    p.add_argument("--cases", type=lambda text: [c for c in text.split(",") if c], default=None,
+                   help="comma-separated cases to run (default: all); e.g. device_put,asarray")
     return p.parse_args()
 
 
@@ -95,6 +100,11 @@ def transformer_cases(jax, np, client, plugin_devices, cpu_devices, b=8, s=128, 
 
 def main():
     args = parse_args()
+    known = {"dispatch", "mlp", "megatron", "block_dp", "block_megatron", "device_put", "asarray"}
+    unknown = set(args.cases or []) - known
+    if unknown:
+        sys.exit(f"unknown --cases {sorted(unknown)}; the cases are {sorted(known)}")
+    wanted = lambda case: args.cases is None or case in args.cases  # noqa: E731
     d = args.devices
     os.environ["JAX_PLATFORMS"] = "tessera,cpu"
     os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={d}"
@@ -148,41 +158,48 @@ def main():
     }
     cases = {}
     small = np.ones(8, np.float32)
-    for name, devs in (("plugin", plugin_devices), ("jax", cpu_devices)):
+    dispatch_devices = (("plugin", plugin_devices), ("jax", cpu_devices))
+    for name, devs in dispatch_devices if wanted("dispatch") else ():
         x = jax.device_put(small, devs[0])
         f = jax.jit(lambda a: a + 1)
         cases.setdefault("dispatch", {})[name] = (
             lambda f=f, x=x: [f(x).block_until_ready() for _ in range(args.dispatch_calls)])
     for name, (fn, in_specs, out_spec, host) in programs.items():
+        if not wanted(name):
+            continue
         run_plugin, jitted = jax_program(plugin_devices, fn, in_specs, out_spec, host)
         run_jax, _ = jax_program(cpu_devices, fn, in_specs, out_spec, host)
         cases[name] = {"plugin": run_plugin, "tessera": tessera_program(jitted, in_specs, host),
                        "jax": run_jax}
-    if not args.no_transformer:
-        cases.update(transformer_cases(jax, np, client, plugin_devices, cpu_devices))
+    if not args.no_transformer and (wanted("block_dp") or wanted("block_megatron")):
+        blocks = transformer_cases(jax, np, client, plugin_devices, cpu_devices)
+        cases.update({case: systems for case, systems in blocks.items() if wanted(case)})
     big = rand(args.mib * (1 << 20) // 4 // 1024, 1024)
     rows_plugin = NamedSharding(Mesh(np.array(plugin_devices), ("x",)), P("x", None))
     rows_cpu = NamedSharding(Mesh(np.array(cpu_devices), ("x",)), P("x", None))
     rows_text = f"mesh{{x={d}}} P(x,None)"
-    cases["device_put"] = {
-        "plugin": lambda: jax.device_put(big, rows_plugin).block_until_ready(),
-        "tessera": lambda: client.put(big, rows_text).block_until_ready(),
-        "jax": lambda: jax.device_put(big, rows_cpu).block_until_ready(),
-    }
-    on_plugin = jax.device_put(big, rows_plugin)
-    on_tessera = client.put(big, rows_text)
-    on_cpu = jax.device_put(big, rows_cpu)
-    # np.asarray of a jax.Array caches its value: each call reads a fresh jax.Array over the same
-    # device buffers (no device copy).
-    def fresh(a):
-        return jax.make_array_from_single_device_arrays(
-            a.shape, a.sharding, [shard.data for shard in a.addressable_shards])
+    if wanted("device_put"):
+        cases["device_put"] = {
+            "plugin": lambda: jax.device_put(big, rows_plugin).block_until_ready(),
+            "tessera": lambda: client.put(big, rows_text).block_until_ready(),
+            "jax": lambda: jax.device_put(big, rows_cpu).block_until_ready(),
+        }
+    if wanted("asarray"):
+        on_plugin = jax.device_put(big, rows_plugin)
+        on_tessera = client.put(big, rows_text)
+        on_cpu = jax.device_put(big, rows_cpu)
 
-    cases["asarray"] = {
-        "plugin": lambda: np.asarray(fresh(on_plugin)),
-        "tessera": lambda: np.asarray(on_tessera),
-        "jax": lambda: np.asarray(fresh(on_cpu)),
-    }
+        # np.asarray of a jax.Array caches its value: each call reads a fresh jax.Array over the
+        # same device buffers (no device copy).
+        def fresh(a):
+            return jax.make_array_from_single_device_arrays(
+                a.shape, a.sharding, [shard.data for shard in a.addressable_shards])
+
+        cases["asarray"] = {
+            "plugin": lambda: np.asarray(fresh(on_plugin)),
+            "tessera": lambda: np.asarray(on_tessera),
+            "jax": lambda: np.asarray(fresh(on_cpu)),
+        }
 
     results = {case: {system: [] for system in systems} for case, systems in cases.items()}
     for _ in range(args.rounds):
