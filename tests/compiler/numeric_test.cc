@@ -445,6 +445,55 @@ TEST(TransposeTest, TwoAndThreeDimensions) {
   CompileRunAndCompare(program3, {b}, {bt});
 }
 
+// Transposes that move the innermost dimension run in 32x32 blocks on CPU devices
+// (targets/llvm_cpu/blocked_transposes.cc): exact for sizes below, at and past a block, ragged
+// last blocks, a dimension of 1 and a batch dimension kept outermost.
+TEST(TransposeTest, BlockedTransposesOfEdgeShapesAreExact) {
+  struct Case {
+    Dims shape;
+    std::vector<int64_t> permutation;
+  };
+  for (const Case& c : std::vector<Case>{{{33, 70}, {1, 0}},
+                                         {{64, 96}, {1, 0}},
+                                         {{1, 100}, {1, 0}},
+                                         {{40, 3}, {1, 0}},
+                                         {{3, 40, 37}, {2, 0, 1}},
+                                         {{5, 33, 65}, {0, 2, 1}}}) {
+    const int64_t rank = static_cast<int64_t>(c.shape.size());
+    Dims out_shape(rank);
+    for (int64_t d = 0; d < rank; ++d) out_shape[d] = c.shape[c.permutation[d]];
+    HostArray a = Random(DType(DType::kF32), c.shape, 11);
+    HostArray expected = HostArray::Zeros(DType(DType::kF32), out_shape);
+    std::vector<int64_t> index(rank, 0);  // an output index, in row-major order
+    for (int64_t i = 0; i < expected.num_elements(); ++i) {
+      int64_t source = 0;
+      for (int64_t d = 0; d < rank; ++d) {
+        int64_t coordinate = 0;  // the input's coordinate along its dimension d
+        for (int64_t o = 0; o < rank; ++o) {
+          if (c.permutation[o] == d) coordinate = index[o];
+        }
+        source = source * c.shape[d] + coordinate;
+      }
+      Set(expected, i, Get(a, source));
+      for (int64_t d = rank; d-- > 0;) {
+        if (++index[d] < out_shape[d]) break;
+        index[d] = 0;
+      }
+    }
+    std::string permutation;
+    for (int64_t p : c.permutation) {
+      permutation += (permutation.empty() ? "" : ", ") + std::to_string(p);
+    }
+    const std::string in = TensorType(c.shape), out = TensorType(out_shape);
+    const std::string program =
+        "func.func @main(%a: " + in + " " + Attr("mesh{x=4}", "P()") + ") -> (" + out + " " +
+        Attr("mesh{x=4}", "P()") + ") {\n  %e = tensor.empty() : " + out +
+        "\n  %t = linalg.transpose ins(%a : " + in + ") outs(%e : " + out + ") permutation = [" +
+        permutation + "]\n  return %t : " + out + "\n}";
+    CompileRunAndCompare(program, {a}, {expected});
+  }
+}
+
 TEST(BroadcastTest, RowsAndColumns) {
   HostArray v = Random(DType(DType::kF32), {7}, 8);
   HostArray rows = HostArray::Zeros(DType(DType::kF32), {12, 7});

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "compiler/internal.h"
+#include "compiler/targets/llvm_cpu/blocked_transposes.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "mlir/Conversion/Passes.h"
@@ -451,6 +452,7 @@ absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const st
   TESSERA_RETURN_IF_ERROR(TileMatmuls(kernel, name));
   TESSERA_RETURN_IF_ERROR(FuseElementwiseOps(kernel, name));
   TESSERA_RETURN_IF_ERROR(VectorizeInnerReductions(kernel, name));
+  TESSERA_RETURN_IF_ERROR(BlockTransposes(kernel, name));
   DropZeroFillsOfBlasMatmuls(kernel);
 
   mlir::PassManager bufferize(kernel.getContext());
