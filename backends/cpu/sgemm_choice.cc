@@ -58,16 +58,16 @@ SgemmKernel SgemmChooser::Choose(int64_t m, int64_t n, int64_t k) {
   if (last.chooser == id_ && last.shape_class == shape_class) return last.kernel;
   Choice* choice;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     choice = &choices_[shape_class];  // nodes are stable
   }
-  absl::call_once(choice->once, [&] { choice->kernel = Measure(m, n, k); });
+  std::call_once(choice->once, [&] { choice->kernel = Measure(m, n, k); });
   last = {id_, shape_class, choice->kernel};
   return choice->kernel;
 }
 
 int SgemmChooser::shape_classes() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int>(choices_.size());
 }
 

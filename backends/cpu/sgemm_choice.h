@@ -35,13 +35,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <tuple>
 
-#include "absl/base/call_once.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 
 namespace tessera::cpu {
 
@@ -70,7 +69,7 @@ class SgemmChooser {
  private:
   using ShapeClass = std::tuple<int, int, int>;  // log2 of m, n, k rounded up
   struct Choice {
-    absl::once_flag once;
+    std::once_flag once;
     SgemmKernel kernel = SgemmKernel::kStreaming;
   };
 
@@ -82,7 +81,9 @@ class SgemmChooser {
   const SgemmKernelFn streaming_;
   const SgemmKernelFn blas_;
   const SgemmPolicy policy_;
-  mutable absl::Mutex mu_;
+  // std::mutex and std::call_once, not Abseil's: ThreadSanitizer sees these (Debian's Abseil
+  // is not built with its annotations).
+  mutable std::mutex mu_;
   absl::node_hash_map<ShapeClass, Choice> choices_ ABSL_GUARDED_BY(mu_);
 };
 
