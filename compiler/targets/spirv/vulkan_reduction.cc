@@ -51,6 +51,18 @@ struct Reduction {
   mlir::Value value;  // the combiner's operand that is not the output
   std::vector<int64_t> parallel;
   int64_t extent = 0;
+
+  // How many outputs: the product of the parallel dimensions.
+  int64_t outputs() const {
+    int64_t n = 1;
+    for (int64_t d : parallel) n *= d;
+    return n;
+  }
+  // The output's element type (its one init is the op's last operand).
+  mlir::Type element() const {
+    return mlir::cast<mlir::MemRefType>(op->getOperand(op->getNumOperands() - 1).getType())
+        .getElementType();
+  }
 };
 
 bool IsCombiner(mlir::Operation* op) {
@@ -99,9 +111,7 @@ std::optional<Reduction> MatchReduction(mlir::linalg::GenericOp op) {
   llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   r.extent = ranges.back();
   r.parallel.assign(ranges.begin(), ranges.end() - 1);
-  int64_t outputs = 1;
-  for (int64_t d : r.parallel) outputs *= d;
-  if (outputs < 1) return std::nullopt;
+  if (r.outputs() < 1) return std::nullopt;
   return r;
 }
 
@@ -331,8 +341,7 @@ bool IsLaneType(mlir::Type type) {
 
 // Lanes per load of the row path for `r` (4 or 1), or 0 where the row path does not apply.
 int64_t RowLanes(Reduction& r) {
-  int64_t outputs = 1;
-  for (int64_t d : r.parallel) outputs *= d;
+  const int64_t outputs = r.outputs();
   if (outputs < kMinRows || outputs > kMaxRowGroups * kRowGroup || r.extent < 1) return 0;
   bool lanes = r.extent % 4 == 0;
   for (mlir::OpOperand* input : r.op.getDpsInputOperands()) {
@@ -396,10 +405,8 @@ mlir::Value RowValue(mlir::OpBuilder& b, Reduction& r, mlir::IRMapping map, int6
 void EmitRowReduction(Reduction& r, int64_t lanes) {
   mlir::OpBuilder b(r.op);
   mlir::Location loc = r.op.getLoc();
-  mlir::Type element =
-      mlir::cast<mlir::MemRefType>(r.op.getDpsInits()[0].getType()).getElementType();
-  int64_t outputs = 1;
-  for (int64_t d : r.parallel) outputs *= d;
+  const mlir::Type element = r.element();
+  const int64_t outputs = r.outputs();
   const int64_t steps = r.extent / lanes;  // loads per row and streamed input
   const int64_t unroll = lanes == 4 ? kRowVectorAccumulators : kRowScalarAccumulators;
   std::vector<mlir::Value> views(r.op->getNumOperands());
@@ -487,10 +494,8 @@ void EmitRowReduction(Reduction& r, int64_t lanes) {
 void EmitTwoPassReduction(Reduction& r) {
   mlir::OpBuilder b(r.op);
   mlir::Location loc = r.op.getLoc();
-  mlir::Type element =
-      mlir::cast<mlir::MemRefType>(r.op.getDpsInits()[0].getType()).getElementType();
-  int64_t outputs = 1;
-  for (int64_t d : r.parallel) outputs *= d;
+  const mlir::Type element = r.element();
+  const int64_t outputs = r.outputs();
   const int64_t groups = std::clamp<int64_t>(
       (r.extent + kThreads * kPerInvocation - 1) / (kThreads * kPerInvocation), 1, kMaxGroups);
   const int64_t slice = (r.extent + groups - 1) / groups;
@@ -518,15 +523,10 @@ void EmitTwoPassReductions(mlir::func::FuncOp func, const KernelTarget& target) 
       rows.emplace_back(*r, lanes);
       continue;
     }
-    int64_t outputs = 1;
-    for (int64_t d : r->parallel) outputs *= d;
-    if (r->extent < kMinExtent || outputs > kMaxOutputs) continue;
-    const int64_t element_bytes =
-        (mlir::cast<mlir::MemRefType>(generic.getDpsInits()[0].getType()).getElementTypeBitWidth() +
-         7) /
-        8;
+    if (r->extent < kMinExtent || r->outputs() > kMaxOutputs) continue;
+    const int64_t element_bytes = (r->element().getIntOrFloatBitWidth() + 7) / 8;
     // The partials buffer binds whole: it must fit the range.
-    if (outputs * kMaxGroups * element_bytes > target.max_storage_buffer_range) continue;
+    if (r->outputs() * kMaxGroups * element_bytes > target.max_storage_buffer_range) continue;
     reductions.push_back(*r);
   }
   for (auto& [r, lanes] : rows) EmitRowReduction(r, lanes);
