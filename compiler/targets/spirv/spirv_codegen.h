@@ -4,7 +4,7 @@
 // The stages of SPIR-V code generation (compiler/targets/spirv/), shared by its files; internal to
 // compiler/. The order they run in, and why, is vulkan_codegen.cc's opening comment:
 //   pipelines.cc        the pass pipelines, named ops generalized, capabilities checked
-//   matmul_tiling.cc    each matmul -> a gpu.launch tiled through workgroup memory
+//   matmul_tiling.cc    each matmul -> a register-blocked gpu.launch (4x4 of C per invocation)
 //   vector_elementwise.cc  elementwise ops on 32-bit elements -> vec4 launches
 //   parallel_loops.cc   linalg -> scf.parallel, collapsed and tiled by kThreadsPerGroup
 //   loop_limits.cc      the loop limits of the target device (llvmpipe: 65535 iterations)
@@ -108,7 +108,8 @@ absl::Status CheckCapabilities(mlir::func::FuncOp func, const std::string& name,
                                const KernelTarget& target);
 
 // Each tileable linalg.matmul of `func` (static, identity layouts, one element type) -> one
-// gpu.launch tiled through workgroup memory, its layout chosen from `target`'s limits.
+// register-blocked gpu.launch (a 4x4 block of C per invocation, vec4 loads where the shapes allow,
+// no workgroup memory), its work-group size within `target`'s limits.
 void EmitTiledMatmuls(mlir::func::FuncOp func, const KernelTarget& target);
 
 // Each top-level elementwise linalg.generic of `func` on 32-bit elements (identity maps on static
@@ -117,6 +118,18 @@ void EmitTiledMatmuls(mlir::func::FuncOp func, const KernelTarget& target);
 // plus a one-invocation launch for the last N % 4 elements; the same results bit for bit. Other
 // generics are left to the scalar parallel loops.
 void EmitVectorElementwise(mlir::func::FuncOp func, const KernelTarget& target);
+
+// Lanes of the vec4 kernels' loads and stores (EmitVectorElementwise, the row reductions).
+inline constexpr int64_t kVectorLanes = 4;
+
+// Whether `type` is a scalar the vec4 kernels compute on: a 32-bit integer or float, or a boolean
+// (the result of a compare).
+bool IsLaneType(mlir::Type type);
+
+// Whether `op` (in a linalg body) applies to vectors lane by lane, as the SPIR-V conversion takes
+// them: an arith or math op with the elementwise-mappable traits on lane types, a constant, or the
+// body's yield.
+bool IsLaneOp(mlir::Operation& op);
 
 // Every linalg.generic (named ops were generalized) with its parallel dimensions first: they then
 // all become the scf.parallel loop the kernel's invocations share, the reductions scf.for loops

@@ -30,24 +30,10 @@
 
 namespace tessera::compiler::spirv {
 
-namespace {
-
-// Lanes of a vector load or store: 16 bytes of 32-bit elements.
-constexpr int64_t kLanes = 4;
-
-// Work-groups of a vectorized launch at most: each invocation then walks
-// ceil(vectors / (groups * invocations)) vectors (lavapipe pays per work-group; a GPU has enough
-// groups to fill it long before this).
-constexpr int64_t kMaxVectorGroups = 4096;
-
-// Whether `type` is a scalar a vec4 kernel computes on: an integer or float of 32 bits, or a
-// boolean (the result of a compare).
 bool IsLaneType(mlir::Type type) {
   return type.isInteger(1) || (type.isIntOrFloat() && type.getIntOrFloatBitWidth() == 32);
 }
 
-// Whether `op` (in a linalg body) applies to vectors lane by lane, as the SPIR-V conversion takes
-// them: an arith or math op with the elementwise-mappable trait on lane types, or a constant.
 bool IsLaneOp(mlir::Operation& op) {
   if (mlir::isa<mlir::linalg::YieldOp>(op)) return true;
   if (op.getNumRegions() != 0) return false;
@@ -59,6 +45,16 @@ bool IsLaneOp(mlir::Operation& op) {
   return llvm::all_of(op.getOperandTypes(), IsLaneType) &&
          llvm::all_of(op.getResultTypes(), IsLaneType);
 }
+
+namespace {
+
+// Lanes of a vector load or store: 16 bytes of 32-bit elements.
+constexpr int64_t kLanes = kVectorLanes;
+
+// Work-groups of a vectorized launch at most: each invocation then walks
+// ceil(vectors / (groups * invocations)) vectors (lavapipe pays per work-group; a GPU has enough
+// groups to fill it long before this).
+constexpr int64_t kMaxVectorGroups = 4096;
 
 // Whether `op` becomes a vec4 kernel: every iterator parallel, every operand a static
 // identity-layout buffer of the iteration domain's shape read through the identity map (or a

@@ -3,8 +3,8 @@
 // buffers they share (ifrt/spi/program_plan.h, SpirvDispatch). The pipelines, side by side:
 //   BuildVulkanTensorPipeline     elementwise ops -> linalg, fused
 //   (bufferization)               tensors -> memrefs, results -> out-params, copies -> linalg.copy
-//   EmitTiledMatmuls              each matmul -> a gpu.launch tiled through workgroup memory (tile
-//                                 from the device's limits and subgroup size)
+//   EmitTiledMatmuls              each matmul -> a register-blocked gpu.launch (work-group size
+//                                 within the device's limits)
 //   EmitTwoPassReductions         reductions of many rows -> one gpu.launch, an invocation per
 //                                 row (vec4 loads); long ones -> two gpu.launch
 //                                 (vulkan_reduction.cc)

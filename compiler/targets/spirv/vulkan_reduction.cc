@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "compiler/internal.h"
+#include "compiler/targets/spirv/spirv_codegen.h"
 #include "llvm/ADT/APFloat.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -335,33 +336,24 @@ bool ReadsRow(Reduction& r, mlir::OpOperand& operand) {
   return map.isFunctionOfDim(map.getNumDims() - 1);
 }
 
-bool IsLaneType(mlir::Type type) {
-  return type.isInteger(1) || (type.isIntOrFloat() && type.getIntOrFloatBitWidth() == 32);
-}
-
-// Lanes per load of the row path for `r` (4 or 1), or 0 where the row path does not apply.
+// Lanes per load of the row path for `r` (kVectorLanes or 1), or 0 where the row path does not
+// apply.
 int64_t RowLanes(Reduction& r) {
   const int64_t outputs = r.outputs();
   if (outputs < kMinRows || outputs > kMaxRowGroups * kRowGroup || r.extent < 1) return 0;
-  bool lanes = r.extent % 4 == 0;
+  bool lanes = r.extent % spirv::kVectorLanes == 0;
   for (mlir::OpOperand* input : r.op.getDpsInputOperands()) {
     if (ReadsRow(r, *input) && !Streamed(r, *input)) return 0;
     auto type = mlir::cast<mlir::MemRefType>(input->get().getType());
-    lanes = lanes && IsLaneType(type.getElementType()) && !type.getElementType().isInteger(1) &&
-            !type.getMemorySpace();
+    lanes = lanes && spirv::IsLaneType(type.getElementType()) &&
+            !type.getElementType().isInteger(1) && !type.getMemorySpace();
   }
   mlir::Block& body = r.op.getRegion().front();
-  for (mlir::Operation& op : body.without_terminator()) {
-    mlir::StringRef dialect = op.getDialect() ? op.getDialect()->getNamespace() : "";
-    lanes = lanes && op.getNumRegions() == 0 && (dialect == "arith" || dialect == "math") &&
-            (mlir::isa<mlir::arith::ConstantOp>(op) || IsElementwiseMappable(op)) &&
-            llvm::all_of(op.getOperandTypes(), IsLaneType) &&
-            llvm::all_of(op.getResultTypes(), IsLaneType);
-  }
-  lanes = lanes && IsLaneType(body.getArguments().back().getType());
-  const int64_t per = lanes ? 4 * kRowVectorAccumulators : kRowScalarAccumulators;
+  lanes = lanes && llvm::all_of(body, spirv::IsLaneOp) &&
+          spirv::IsLaneType(body.getArguments().back().getType());
+  const int64_t per = lanes ? spirv::kVectorLanes * kRowVectorAccumulators : kRowScalarAccumulators;
   if (r.extent / per > kMaxRowSteps) return 0;
-  return lanes ? 4 : 1;
+  return lanes ? spirv::kVectorLanes : 1;
 }
 
 // `value` (a scalar) as `lanes` lanes.
@@ -408,14 +400,15 @@ void EmitRowReduction(Reduction& r, int64_t lanes) {
   const mlir::Type element = r.element();
   const int64_t outputs = r.outputs();
   const int64_t steps = r.extent / lanes;  // loads per row and streamed input
-  const int64_t unroll = lanes == 4 ? kRowVectorAccumulators : kRowScalarAccumulators;
+  const int64_t unroll =
+      lanes == spirv::kVectorLanes ? kRowVectorAccumulators : kRowScalarAccumulators;
   std::vector<mlir::Value> views(r.op->getNumOperands());
-  if (lanes == 4) {
+  if (lanes == spirv::kVectorLanes) {
     for (mlir::OpOperand* input : r.op.getDpsInputOperands()) {
       if (!Streamed(r, *input)) continue;
       auto buffer = mlir::cast<mlir::MemRefType>(input->get().getType());
-      auto type = mlir::MemRefType::get({outputs * steps},
-                                        mlir::VectorType::get({4}, buffer.getElementType()));
+      auto type = mlir::MemRefType::get(
+          {outputs * steps}, mlir::VectorType::get({spirv::kVectorLanes}, buffer.getElementType()));
       views[input->getOperandNumber()] =
           mlir::UnrealizedConversionCastOp::create(b, loc, mlir::TypeRange{type}, input->get())
               .getResult(0);
@@ -443,7 +436,7 @@ void EmitRowReduction(Reduction& r, int64_t lanes) {
     for (mlir::OpOperand* input : r.op.getDpsInputOperands()) {
       if (!ReadsRow(r, *input)) continue;
       mlir::Value loaded;
-      if (lanes == 4) {
+      if (lanes == spirv::kVectorLanes) {
         loaded = mlir::memref::LoadOp::create(b, loc, views[input->getOperandNumber()],
                                               mlir::ValueRange{e.Add(base, j)});
       } else {
@@ -474,9 +467,10 @@ void EmitRowReduction(Reduction& r, int64_t lanes) {
     for (int64_t u = 0; u < width; ++u) accs[u] = e.CombineWide(accs[u], accs[u + width]);
   }
   mlir::Value total = accs[0];
-  if (lanes == 4) {
-    std::vector<mlir::Value> lane(4);
-    for (int64_t l = 0; l < 4; ++l) lane[l] = mlir::vector::ExtractOp::create(b, loc, total, l);
+  if (lanes == spirv::kVectorLanes) {
+    std::vector<mlir::Value> lane(spirv::kVectorLanes);
+    for (int64_t l = 0; l < spirv::kVectorLanes; ++l)
+      lane[l] = mlir::vector::ExtractOp::create(b, loc, total, l);
     total = e.Combine(e.Combine(lane[0], lane[1]), e.Combine(lane[2], lane[3]));
   }
   mlir::OpOperand* out = r.op.getDpsInitOperand(0);
