@@ -16,7 +16,7 @@
 //   ...
 //   HandoffAcquire(task);                 // the worker, before reading `task`
 //
-// Without -fsanitize=thread both functions (and ScopedIgnoreLibraryAccesses below) are empty.
+// Without -fsanitize=thread both functions are empty.
 // Stateless and thread-safe; used only in backends/ (the one layer that names oneTBB).
 
 #if defined(__SANITIZE_THREAD__)
@@ -29,11 +29,6 @@
 
 #if defined(TESSERA_TSAN_ANNOTATIONS)
 #include <sanitizer/tsan_interface.h>
-// The dynamic annotations of the ThreadSanitizer runtime (not in its public header).
-extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
-extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
-extern "C" void AnnotateIgnoreWritesBegin(const char* file, int line);
-extern "C" void AnnotateIgnoreWritesEnd(const char* file, int line);
 #endif
 
 namespace tessera::backends {
@@ -53,32 +48,6 @@ inline void HandoffAcquire(const void* key) {
   (void)key;
 #endif
 }
-
-// While it lives, this thread's plain reads and writes are not checked (synchronisation still is).
-// Only for a call whose plain accesses are all a library's own, made by its header code inlined
-// into Tessera's function, where a release build's report names no library frame for a
-// suppression to match: oneTBB's task_arena::enqueue, which constructs its task wrapper in memory
-// its small-object pool recycles between threads without synchronisation TSan sees. Tessera's own
-// state handed to that call is covered by HandoffRelease before it. Also for Tessera's own
-// accesses to an object that library constructs in that memory (CpuStream's task): checking them
-// would only compare them with the memory's earlier users', never with the unchecked construction.
-class ScopedIgnoreLibraryAccesses {
- public:
-  ScopedIgnoreLibraryAccesses() {
-#if defined(TESSERA_TSAN_ANNOTATIONS)
-    AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
-    AnnotateIgnoreWritesBegin(__FILE__, __LINE__);
-#endif
-  }
-  ~ScopedIgnoreLibraryAccesses() {
-#if defined(TESSERA_TSAN_ANNOTATIONS)
-    AnnotateIgnoreWritesEnd(__FILE__, __LINE__);
-    AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
-#endif
-  }
-  ScopedIgnoreLibraryAccesses(const ScopedIgnoreLibraryAccesses&) = delete;
-  ScopedIgnoreLibraryAccesses& operator=(const ScopedIgnoreLibraryAccesses&) = delete;
-};
 
 }  // namespace tessera::backends
 

@@ -4,34 +4,42 @@
 #include <exception>
 #include <memory>
 #include <new>
-#include <vector>
+#include <utility>
 
-#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
-#include "backends/common/tsan_annotations.h"
 
 namespace tessera::cpu {
 namespace {
 std::atomic<int64_t> live_operations{0};
 
-// Task's members (see there): accesses ThreadSanitizer does not check.
-template <typename T>
-T* LoadUnchecked(T* const& field) {
-  backends::ScopedIgnoreLibraryAccesses in_onetbb_memory;
-  return field;
-}
-template <typename T>
-void StoreUnchecked(T*& field, T* value) {
-  backends::ScopedIgnoreLibraryAccesses in_onetbb_memory;
-  field = value;
+// `work()`, with an exception it throws as its error: RESOURCE_EXHAUSTED for std::bad_alloc, else
+// INTERNAL.
+template <typename Work>
+absl::Status RunCaught(Work&& work) {
+  try {
+    return work();
+  } catch (const std::bad_alloc& e) {
+    return absl::ResourceExhaustedError(absl::StrCat("out of host memory: ", e.what()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("CPU stream operation threw: ", e.what()));
+  }
 }
 }  // namespace
 
 int64_t CpuStream::LiveOperations() { return live_operations.load(std::memory_order_relaxed); }
 
-CpuStream::CpuStream(int threads)
+struct CpuStream::Op {
+  Op() { live_operations.fetch_add(1, std::memory_order_relaxed); }
+  ~Op() { live_operations.fetch_sub(1, std::memory_order_relaxed); }
+  std::function<absl::Status()> work;
+  Promise<> result;
+  Promise<> done;
+};
+
+CpuStream::CpuStream(int threads, std::shared_ptr<CpuWorkerPool> pool)
     : threads_(threads),
-      arena_(threads, /*reserved_for_masters=*/0),
+      pool_(pool != nullptr ? std::move(pool) : std::make_shared<CpuWorkerPool>(1)),
+      arena_(threads, /*reserved_for_masters=*/1),
       tail_done_(MakeReadyFuture()) {}
 
 CpuStream::~CpuStream() {
@@ -41,9 +49,25 @@ CpuStream::~CpuStream() {
     tail = tail_done_;
   }
   if (tail.valid()) tail.Await().IgnoreError();  // always OK: tail_done_ never carries an error
-  // The last task may still be unwinding after it set its futures.
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [this] { return running_tasks_ == 0; });
+}
+
+void CpuStream::Run(std::shared_ptr<Op> op) {
+  // The arena has one slot for the pool thread (so the work runs here) and threads - 1 for
+  // oneTBB's workers: a parallel copy inside splits over the device's threads, a one-thread
+  // device's runs serially.
+  absl::Status status = RunCaught([&] {
+    absl::Status s;
+    arena_.execute([&] { s = op->work(); });
+    return s;
+  });
+  op->work = nullptr;  // release what the work captured before anyone is told
+  // The result first: the next operation starts only after the result's callbacks (which count
+  // bytes and release buffers) have run, so that an operation that drains the stream (the
+  // client's destructor enqueues one) finds nothing of this one still running.
+  op->result.Set(std::move(status));
+  Promise<> done = op->done;
+  op.reset();                  // gone before the destructor, which waits for `done`, may return
+  done.Set(absl::OkStatus());  // the last touch of this stream
 }
 
 std::optional<Future<>> CpuStream::TryRunInline(absl::Span<const Future<>> after,
@@ -64,16 +88,8 @@ std::optional<Future<>> CpuStream::TryRunInline(absl::Span<const Future<>> after
       break;
     }
   }
-  if (status.ok()) {
-    // Never let an exception leave the stream marked busy: it would wait forever.
-    try {
-      status = work();
-    } catch (const std::bad_alloc& e) {
-      status = absl::ResourceExhaustedError(absl::StrCat("out of host memory: ", e.what()));
-    } catch (const std::exception& e) {
-      status = absl::InternalError(absl::StrCat("inline stream operation threw: ", e.what()));
-    }
-  }
+  // Never let an exception leave the stream marked busy: it would wait forever.
+  if (status.ok()) status = RunCaught(work);
   work = nullptr;  // release what the work captured before anyone is told
   std::optional<Promise<>> waiters;
   {
@@ -86,55 +102,6 @@ std::optional<Future<>> CpuStream::TryRunInline(absl::Span<const Future<>> after
   return MakeReadyFuture(std::move(status));
 }
 
-struct CpuStream::Op {
-  Op() { live_operations.fetch_add(1, std::memory_order_relaxed); }
-  ~Op() { live_operations.fetch_sub(1, std::memory_order_relaxed); }
-  std::function<absl::Status()> work;
-  Promise<> result;
-  Promise<> done;
-  std::shared_ptr<Op> self;  // while in the arena: the task's reference (see Task)
-};
-
-// The members are written by StoreUnchecked only (see Task), so they are not initialised.
-ABSL_ATTRIBUTE_NOINLINE CpuStream::Task::Task(CpuStream* stream, Op* op) {
-  StoreUnchecked(this->stream, stream);
-  StoreUnchecked(this->op, op);
-}
-
-ABSL_ATTRIBUTE_NOINLINE CpuStream::Task::Task(Task&& other) noexcept {
-  StoreUnchecked(stream, LoadUnchecked(other.stream));
-  StoreUnchecked(op, LoadUnchecked(other.op));
-  StoreUnchecked<Op>(other.op, nullptr);
-}
-
-ABSL_ATTRIBUTE_NOINLINE CpuStream::Task::~Task() {
-  if (Op* unrun = LoadUnchecked(op)) {
-    backends::HandoffAcquire(unrun);
-    unrun->self.reset();
-  }
-}
-
-ABSL_ATTRIBUTE_NOINLINE void CpuStream::Task::operator()() const {
-  Op* taken = LoadUnchecked(op);
-  StoreUnchecked<Op>(op, nullptr);
-  backends::HandoffAcquire(taken);
-  std::shared_ptr<Op> owned = std::move(taken->self);
-  LoadUnchecked(stream)->Run(std::move(owned));
-}
-
-void CpuStream::Run(std::shared_ptr<Op> op) {
-  absl::Status status = op->work();
-  op->work = nullptr;  // release what the work captured before anyone is told
-  // The result first: the next operation starts only after the result's callbacks (which count
-  // bytes and release buffers) have run, so that an operation that drains the stream (the
-  // client's destructor enqueues one) finds nothing of this one still running.
-  op->result.Set(std::move(status));
-  op->done.Set(absl::OkStatus());
-  op.reset();  // the last reference: gone before the destructor may return (see Task)
-  std::lock_guard<std::mutex> lock(mu_);
-  if (--running_tasks_ == 0) idle_.notify_all();
-}
-
 void CpuStream::Start(std::shared_ptr<Op> op, const absl::Status& inputs) {
   if (!inputs.ok()) {    // skipped: the inputs' error is its result
     op->work = nullptr;  // release what the work captured before anyone is told
@@ -144,18 +111,7 @@ void CpuStream::Start(std::shared_ptr<Op> op, const absl::Status& inputs) {
     done.Set(absl::OkStatus());
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++running_tasks_;
-  }
-  Op* handed = op.get();
-  handed->self = std::move(op);
-  backends::HandoffRelease(handed);  // the op, complete: see Task
-  // oneTBB's header code, inlined here, builds its task wrapper around the Task in memory from its
-  // small-object pool, which libtbb recycles across threads unseen by TSan (a client destroyed on
-  // one thread, then another's enqueue reusing the block, would look like a race in Start).
-  backends::ScopedIgnoreLibraryAccesses tbb_internals;
-  arena_.enqueue(Task(this, handed));
+  pool_->Post([this, op = std::move(op)]() mutable { Run(std::move(op)); });
 }
 
 Future<> CpuStream::Enqueue(absl::Span<const Future<>> after, std::function<absl::Status()> work,
