@@ -43,15 +43,17 @@ void RaiseTbbThreadLimit() {
 
 // A 64-byte aligned block of the platform's HostAllocator (its cache of freed blocks by size is
 // the pool that makes small shard buffers cheap); accounts its bytes to the memory's counter and
-// returns the block to the allocator when the last reference goes (the array was deleted).
+// returns the block to the allocator when the last reference goes (the array was deleted). It
+// shares the counter and the allocator, so it may outlive the platform (a transport still holding
+// it when the client goes).
 class CpuBuffer final : public PlatformBuffer {
  public:
-  CpuBuffer(void* data, int64_t size, int64_t rounded, std::atomic<int64_t>* in_use,
+  CpuBuffer(void* data, int64_t size, int64_t rounded, std::shared_ptr<std::atomic<int64_t>> in_use,
             std::shared_ptr<cpu::HostAllocator> allocator)
       : data_(data),
         size_(size),
         rounded_(rounded),
-        in_use_(in_use),
+        in_use_(std::move(in_use)),
         allocator_(std::move(allocator)) {
     in_use_->fetch_add(size_, std::memory_order_relaxed);
   }
@@ -66,7 +68,7 @@ class CpuBuffer final : public PlatformBuffer {
   void* data_;
   int64_t size_;
   int64_t rounded_;
-  std::atomic<int64_t>* in_use_;
+  std::shared_ptr<std::atomic<int64_t>> in_use_;
   std::shared_ptr<cpu::HostAllocator> allocator_;
 };
 
@@ -130,12 +132,12 @@ class CpuPlatform final : public Platform {
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot allocate ", bytes, " bytes of host memory for cpu device ", device));
     }
-    return std::make_shared<CpuBuffer>(data, bytes, rounded, &devices_[device]->bytes_in_use,
+    return std::make_shared<CpuBuffer>(data, bytes, rounded, devices_[device]->bytes_in_use,
                                        allocator_);
   }
 
   int64_t BytesInUse(int device, int memory) const override {
-    return devices_[device]->bytes_in_use.load(std::memory_order_relaxed);
+    return devices_[device]->bytes_in_use->load(std::memory_order_relaxed);
   }
 
   absl::StatusOr<PlatformBufferRef> WrapHostMemory(int device, int memory, void* data,
@@ -211,7 +213,8 @@ class CpuPlatform final : public Platform {
   struct Device {
     PlatformDeviceInfo info;
     std::unique_ptr<cpu::CpuStream> stream;
-    std::atomic<int64_t> bytes_in_use{0};
+    std::shared_ptr<std::atomic<int64_t>> bytes_in_use =
+        std::make_shared<std::atomic<int64_t>>(0);  // shared with its buffers
   };
 
   // Enqueues `copy(c)` for every copy as one operation of `device`'s stream: inline when the

@@ -112,15 +112,18 @@ absl::Status CheckHostData(const void* data, DType dtype, const Shape& shape, st
   return absl::OkStatus();
 }
 
-// Zero copy: a single compact, aligned shard in a memory the platform can use in place. nullopt
-// when the buffer does not qualify or the platform cannot wrap it: the caller then copies.
+// Zero copy: a single compact shard, 16-byte aligned (the alignment of every element type, and
+// what malloc and numpy give a large array), in a memory the platform can use in place. nullopt when
+// the buffer does not qualify or the platform cannot wrap it (a platform with a stricter alignment
+// of its own refuses): the caller then copies.
+constexpr uintptr_t kWrapAlignment = 16;
 std::optional<Shard> WrapHostBuffer(const void* data, const Shape& shape, int64_t element_bytes,
                                     const Index& strides, const sharding::ShardLayout& layout,
                                     const std::vector<RuntimeMemory*>& memories,
                                     const OnceCallback& on_done) {
   if (layout.num_slots() != 1 ||
       strides != StridedCopy::RowMajorByteStrides(shape.dims(), element_bytes) || data == nullptr ||
-      reinterpret_cast<uintptr_t>(data) % 64 != 0) {
+      reinterpret_cast<uintptr_t>(data) % kWrapAlignment != 0) {
     return std::nullopt;
   }
   RuntimeMemory* m = memories[0];

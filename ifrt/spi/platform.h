@@ -104,7 +104,9 @@ class Platform {
 
   // Wraps caller-owned host memory as a buffer of `memory` without copying; `on_release` runs
   // once the buffer is freed. UNIMPLEMENTED where the platform cannot use host memory in place
-  // (then the caller copies). `data` must be 64-byte aligned.
+  // (then the caller copies), or where `data` is not aligned as the platform needs (a CPU device
+  // takes any 16-byte aligned address; Vulkan its driver's host-import alignment). `data` is at
+  // least 16-byte aligned.
   virtual absl::StatusOr<PlatformBufferRef> WrapHostMemory(int device, int memory, void* data,
                                                            int64_t bytes,
                                                            std::function<void()> on_release) {
