@@ -19,7 +19,6 @@
 #include "backends/common/parallel_memcpy.h"
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/cpu_stream.h"
-#include "backends/cpu/cpu_worker_pool.h"
 #include "backends/cpu/host_allocator.h"
 #include "base/status_macros.h"
 #include "oneapi/tbb/blocked_range.h"
@@ -97,12 +96,9 @@ class CpuPlatform final : public Platform {
     const int hw = std::max(1u, std::thread::hardware_concurrency());
     const int threads = options.threads_per_device > 0 ? options.threads_per_device
                                                        : std::max(1, hw / options.num_devices);
-    // A thread per device that runs its operations (cpu_worker_pool.h), shared so that whichever
-    // is awake takes the next ready operation instead of waking another.
-    auto pool = std::make_shared<cpu::CpuWorkerPool>(options.num_devices);
     for (int i = 0; i < options.num_devices; ++i) {
       auto device = std::make_unique<Device>();
-      device->stream = std::make_unique<cpu::CpuStream>(threads, pool);
+      device->stream = std::make_unique<cpu::CpuStream>(threads);
       device->info.kind = "cpu";
       device->info.name = absl::StrCat("CPU device ", i, " (", threads, " threads)");
       device->info.attributes.Set("threads", int64_t{threads});

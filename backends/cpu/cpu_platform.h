@@ -1,8 +1,8 @@
 #ifndef TESSERA_BACKENDS_CPU_CPU_PLATFORM_H_
 #define TESSERA_BACKENDS_CPU_CPU_PLATFORM_H_
 
-// The CPU platform: N "devices", each a group of threads (a thread of the platform's worker pool
-// that sleeps while idle, plus oneTBB workers in its task_arena beyond the first thread) with an
+// The CPU platform: N "devices", each a group of threads (its stream's own thread, which sleeps
+// while idle, plus oneTBB workers in its task_arena beyond the first thread) with an
 // in-order stream and one memory of kind "host" (64-byte aligned buffers, host-addressable). Copies
 // are strided memcpy, split across the device's threads when large.
 //

@@ -36,11 +36,11 @@ struct CpuStream::Op {
   Promise<> done;
 };
 
-CpuStream::CpuStream(int threads, std::shared_ptr<CpuWorkerPool> pool)
+CpuStream::CpuStream(int threads)
     : threads_(threads),
-      pool_(pool != nullptr ? std::move(pool) : std::make_shared<CpuWorkerPool>(1)),
       arena_(threads, /*reserved_for_masters=*/1),
-      tail_done_(MakeReadyFuture()) {}
+      tail_done_(MakeReadyFuture()),
+      pool_(/*threads=*/1) {}
 
 CpuStream::~CpuStream() {
   Future<> tail;
@@ -52,7 +52,7 @@ CpuStream::~CpuStream() {
 }
 
 void CpuStream::Run(std::shared_ptr<Op> op) {
-  // The arena has one slot for the pool thread (so the work runs here) and threads - 1 for
+  // The arena has one slot for the stream's thread (so the work runs here) and threads - 1 for
   // oneTBB's workers: a parallel copy inside splits over the device's threads, a one-thread
   // device's runs serially.
   absl::Status status = RunCaught([&] {
@@ -111,7 +111,7 @@ void CpuStream::Start(std::shared_ptr<Op> op, const absl::Status& inputs) {
     done.Set(absl::OkStatus());
     return;
   }
-  pool_->Post([this, op = std::move(op)]() mutable { Run(std::move(op)); });
+  pool_.Post([this, op = std::move(op)]() mutable { Run(std::move(op)); });
 }
 
 Future<> CpuStream::Enqueue(absl::Span<const Future<>> after, std::function<absl::Status()> work,

@@ -1,10 +1,10 @@
 #ifndef TESSERA_BACKENDS_CPU_CPU_STREAM_H_
 #define TESSERA_BACKENDS_CPU_CPU_STREAM_H_
 
-// CpuStream: the in-order stream of one CPU device. Each enqueued operation runs on a thread of
-// the stream's worker pool (cpu_worker_pool.h: threads that sleep while idle), inside the device's
-// task arena (so that host copies split over the device's threads and no more), after the previous
-// operation finished and after its `after` futures are set; an error in `after` skips the
+// CpuStream: the in-order stream of one CPU device. Each enqueued operation runs on the stream's
+// own thread (a CpuWorkerPool of one thread, cpu_worker_pool.h: it sleeps while idle), inside the
+// device's task arena (so that host copies split over the device's threads and no more), after the
+// previous operation finished and after its `after` futures are set; an error in `after` skips the
 // operation and becomes its result. No thread blocks while an operation waits: waiting is done
 // with future callbacks.
 //
@@ -19,7 +19,7 @@
 // under `mu_`; an operation enqueued meanwhile chains on `inline_done_`, a promise created on
 // demand and set by the inline operation once it has finished. So operations of one stream never
 // overlap, inline or not, and each sees the writes of the one before (mutex and future
-// happens-before edges). Ready operations reach a pool thread through the pool's queue (a mutex).
+// happens-before edges). Ready operations reach the thread through the pool's queue (a mutex).
 //
 // Lifetime: an operation (its work, its captures, its state) is released before its future is set
 // and before the stream counts it done. Thread-safe. The destructor waits until every enqueued
@@ -42,10 +42,9 @@ namespace tessera::cpu {
 
 class CpuStream {
  public:
-  // `threads`: the device's threads, the pool thread running an operation among them (parallel
-  // copies split over them). `pool`: where operations run (shared by a platform's devices); null:
-  // a pool of one thread of the stream's own.
-  explicit CpuStream(int threads, std::shared_ptr<CpuWorkerPool> pool = nullptr);
+  // `threads`: the device's threads, the stream's own thread among them (parallel copies split
+  // over them).
+  explicit CpuStream(int threads);
   ~CpuStream();
   CpuStream(const CpuStream&) = delete;
   CpuStream& operator=(const CpuStream&) = delete;
@@ -70,13 +69,12 @@ class CpuStream {
   struct Op;  // an enqueued operation: its work and its two promises
 
   // Once the previous operation and the inputs are done: skips `op` if `inputs` failed, else
-  // posts it to the pool.
+  // posts it to the stream's thread.
   void Start(std::shared_ptr<Op> op, const absl::Status& inputs);
-  // On a pool thread: runs `op` in the arena, releases it, sets its futures.
+  // On the stream's thread: runs `op` in the arena, releases it, sets its futures.
   void Run(std::shared_ptr<Op> op);
 
   const int threads_;
-  const std::shared_ptr<CpuWorkerPool> pool_;
   tbb::task_arena arena_;
   std::mutex mu_;
   // Set (always OK) when the last operation finished; invalid while an inline operation runs
@@ -85,6 +83,8 @@ class CpuStream {
   bool inline_running_ ABSL_GUARDED_BY(mu_) = false;
   // Created when an operation is enqueued behind a running inline one; set when it finishes.
   std::optional<Promise<>> inline_done_ ABSL_GUARDED_BY(mu_);
+  // One thread, which runs the operations. Last: joined before the members it uses go.
+  CpuWorkerPool pool_;
 };
 
 }  // namespace tessera::cpu

@@ -118,7 +118,7 @@ TEST(CpuWorkerPoolTest, WaitingDevicesTakeNoCpuTime) {
   constexpr int kSteps = 200;
   int threads = 0;
   const double cpu_before = ThreadsCpuSeconds("tessera-cpu", &threads);
-  ASSERT_GE(threads, 8) << "one thread per device, named for the CPU platform";
+  ASSERT_GE(threads, 8) << "a thread per device, named for the CPU platform";
   const auto wall_before = std::chrono::steady_clock::now();
   Future<> previous = MakeReadyFuture();
   for (int step = 0; step < kSteps; ++step) {
