@@ -3,12 +3,15 @@
 // and compared with a plain C++ computation (f32 within 1e-4 relative, integers exactly), per op
 // and per sharding: replicated, rows, columns, contraction dimension, and a 2-D mesh.
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <tuple>
@@ -800,6 +803,77 @@ TEST(ElementwiseTest, MathFunctions) {
   return %z : tensor<4x7xf32>
 })mlir",
       {a}, {z});
+}
+
+// f32 tanh on CPU devices is a rational approximation (compiler/targets/llvm_cpu/
+// tanh_approximation.h), not libm's tanhf: within a few ulp of std::tanh over the whole range,
+// exactly +-1 beyond the clamp and at +-inf, x itself for tiny x (signed zeros kept), NaN for NaN;
+// and no tanh is left in the kernel for LLVM to lower to a tanhf call (the loop vectorizes).
+TEST(ElementwiseTest, TanhApproximationIsCloseAndKeepsSpecialValues) {
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               1e-30f,
+                               -1e-30f,
+                               1e-6f,
+                               3.9e-4f,
+                               4.1e-4f,
+                               -0.3f,
+                               0.5f,
+                               1.0f,
+                               -2.5f,
+                               5.0f,
+                               7.99f,
+                               -8.5f,
+                               20.0f,
+                               1e30f,
+                               std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(),
+                               std::numeric_limits<float>::quiet_NaN(),
+                               1e-45f};
+  for (int i = 0; i < 4000; ++i) values.push_back(-10.0f + 20.0f * static_cast<float>(i) / 4000);
+  while (values.size() % 16 != 0) values.push_back(0.25f);
+  const int64_t n = static_cast<int64_t>(values.size());
+  HostArray a = HostArray::Zeros(DType(DType::kF32), {n / 4, 4});
+  std::memcpy(a.data<float>(), values.data(), values.size() * sizeof(float));
+  const std::string type = TensorType({n / 4, 4});
+  const std::string program = "func.func @main(%a: " + type + " " + Attr("mesh{x=4}", "P(x,None)") +
+                              ") -> (" + type + " " + Attr("mesh{x=4}", "P(x,None)") +
+                              ") {\n  %t = math.tanh %a : " + type + "\n  return %t : " + type +
+                              "\n}";
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(program, 4, {}, {}));
+  for (const ProgramStep& step : plan.steps) {
+    if (step.kind != ProgramStep::Kind::kKernel) continue;
+    const std::string& code = step.kernel.artifacts.at("cpu").code;
+    EXPECT_EQ(code.find("tanh"), std::string::npos)
+        << step.kernel.name;  // no math.tanh, no llvm.intr.tanh
+  }
+  SpmdInterpreter interpreter(plan);
+  ASSERT_OK_AND_ASSIGN(std::vector<HostArray> outputs, interpreter.Run({a}));
+  ASSERT_EQ(outputs.size(), 1u);
+  const float* got = outputs[0].data<float>();
+  int max_ulps = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = values[i], want = std::tanh(x);
+    SCOPED_TRACE(absl::StrCat("tanh(", x, ") = ", got[i], ", std::tanh ", want));
+    if (std::isnan(x)) {
+      EXPECT_TRUE(std::isnan(got[i]));
+      continue;
+    }
+    if (std::abs(x) < 4e-4f) {  // tiny: x itself, bit for bit (so -0 stays -0)
+      EXPECT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(x));
+      continue;
+    }
+    EXPECT_EQ(std::signbit(got[i]), std::signbit(want));
+    const int ulps =
+        std::abs(static_cast<int>(std::bit_cast<int32_t>(got[i]) - std::bit_cast<int32_t>(want)));
+    max_ulps = std::max(max_ulps, ulps);
+    EXPECT_LE(ulps, 8);
+    if (std::abs(x) >= 9.0f) {
+      EXPECT_EQ(got[i], std::copysign(1.0f, x));
+    }
+  }
+  std::printf("tanh approximation: at most %d ulp from std::tanh over %lld values\n", max_ulps,
+              static_cast<long long>(n));
 }
 
 // ---- the examples ---------------------------------------------------------------------------

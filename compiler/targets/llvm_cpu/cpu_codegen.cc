@@ -23,6 +23,7 @@
 #include "base/status_macros.h"
 #include "compiler/internal.h"
 #include "compiler/targets/llvm_cpu/blocked_transposes.h"
+#include "compiler/targets/llvm_cpu/tanh_approximation.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "mlir/Conversion/Passes.h"
@@ -464,6 +465,7 @@ absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const st
   StridedCopiesToLoops(kernel);
   // maxnumf / minnumf with -0 < +0 (LLVM's maxnum leaves max(-0, +0) open).
   ExpandFloatMinMax(kernel, /*maximum_minimum_too=*/false);
+  TESSERA_RETURN_IF_ERROR(ApproximateTanh(kernel, name));
 
   mlir::PassManager lower(kernel.getContext());
   BuildLlvmLoweringPipeline(lower);
