@@ -35,20 +35,82 @@ DeviceMemoryAllocator::DeviceMemoryAllocator(VkDevice device, uint32_t type_inde
       alignment_(alignment),
       exporter_(exporter),
       heaps_(heaps),
-      heap_index_(heap_index) {}
+      heap_index_(heap_index) {
+  if (heaps_ != nullptr) {
+    spare_limit_bytes_ = heaps_->limit(heap_index_) / 4;
+    reclaimer_ = heaps_->AddReclaimer([this] { DestroySpares(); });
+  } else {
+    spare_limit_bytes_ = int64_t{256} << 20;
+  }
+}
 
 DeviceMemoryAllocator::~DeviceMemoryAllocator() {
+  if (heaps_ != nullptr) heaps_->RemoveReclaimer(reclaimer_);
+  DestroySpares();
   for (auto& b : blocks_) DestroyBlock(*b);
+}
+
+std::unique_ptr<MemoryBlock> DeviceMemoryAllocator::TakeSpare(int64_t size) {
+  std::lock_guard<std::mutex> lock(spare_mu_);
+  auto best = spares_.end();
+  for (auto it = spares_.begin(); it != spares_.end(); ++it) {
+    const int64_t have = (*it)->size;
+    if (have < size || have > size + size / 8) continue;
+    if (best == spares_.end() || have < (*best)->size) best = it;
+  }
+  if (best == spares_.end()) return nullptr;
+  std::unique_ptr<MemoryBlock> b = std::move(*best);
+  spares_.erase(best);
+  return b;
+}
+
+void DeviceMemoryAllocator::KeepSpare(std::unique_ptr<MemoryBlock> b) {
+  std::vector<std::unique_ptr<MemoryBlock>> evicted;
+  {
+    std::lock_guard<std::mutex> lock(spare_mu_);
+    if (b->size <= spare_limit_bytes_) {
+      spares_.push_back(std::move(b));
+    } else {
+      evicted.push_back(std::move(b));
+    }
+    int64_t bytes = 0;
+    for (const auto& spare : spares_) bytes += spare->size;
+    while (!spares_.empty() &&
+           (static_cast<int>(spares_.size()) > kMaxSpareBlocks || bytes > spare_limit_bytes_)) {
+      bytes -= spares_.front()->size;
+      evicted.push_back(std::move(spares_.front()));
+      spares_.erase(spares_.begin());
+    }
+  }
+  for (auto& e : evicted) DestroyBlock(*e);
+}
+
+void DeviceMemoryAllocator::DestroySpares() {
+  std::vector<std::unique_ptr<MemoryBlock>> spares;
+  {
+    std::lock_guard<std::mutex> lock(spare_mu_);
+    spares.swap(spares_);
+  }
+  for (auto& b : spares) DestroyBlock(*b);
+}
+
+int DeviceMemoryAllocator::spare_blocks() const {
+  std::lock_guard<std::mutex> lock(spare_mu_);
+  return static_cast<int>(spares_.size());
 }
 
 absl::StatusOr<DeviceMemoryAllocator::Allocation> DeviceMemoryAllocator::Allocate(int64_t bytes) {
   const int64_t size = RoundUp(bytes, alignment_);
   std::lock_guard<std::mutex> lock(mu_);
   if (size > block_bytes_ / 2) {
-    auto block = CreateBlock(size, /*dedicated=*/true);
-    if (!block.ok()) return block.status();
-    MemoryBlock* b = block->get();
-    blocks_.push_back(std::move(*block));
+    std::unique_ptr<MemoryBlock> spare = TakeSpare(size);
+    if (spare == nullptr) {
+      auto block = CreateBlock(size, /*dedicated=*/true);
+      if (!block.ok()) return block.status();
+      spare = *std::move(block);
+    }
+    MemoryBlock* b = spare.get();
+    blocks_.push_back(std::move(spare));
     in_use_ += size;
     return Allocation{b, 0, size};
   }
@@ -105,8 +167,13 @@ void DeviceMemoryAllocator::Free(const Allocation& a) {
   }
   for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
     if (it->get() == b) {
-      DestroyBlock(*b);
+      std::unique_ptr<MemoryBlock> freed = std::move(*it);
       blocks_.erase(it);
+      if (freed->dedicated) {
+        KeepSpare(std::move(freed));
+      } else {
+        DestroyBlock(*freed);
+      }
       break;
     }
   }
@@ -148,7 +215,7 @@ absl::StatusOr<std::unique_ptr<MemoryBlock>> DeviceMemoryAllocator::CreateBlock(
   mai.memoryTypeIndex = type_index_;
   b->allocation_size = static_cast<int64_t>(req.size);
   if (heaps_ != nullptr) {
-    absl::Status fits = heaps_->Reserve(heap_index_, b->allocation_size);
+    absl::Status fits = heaps_->ReserveOrReclaim(heap_index_, b->allocation_size);
     if (!fits.ok()) {
       vkDestroyBuffer(device_, b->buffer, nullptr);
       return fits;

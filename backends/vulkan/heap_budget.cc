@@ -59,6 +59,28 @@ void HeapBudgets::Release(uint32_t heap_index, int64_t bytes) {
   committed_[heap_index] -= bytes;
 }
 
+int HeapBudgets::AddReclaimer(std::function<void()> reclaimer) {
+  std::lock_guard<std::mutex> lock(reclaim_mu_);
+  const int id = next_reclaimer_++;
+  reclaimers_[id] = std::move(reclaimer);
+  return id;
+}
+
+void HeapBudgets::RemoveReclaimer(int id) {
+  std::lock_guard<std::mutex> lock(reclaim_mu_);
+  reclaimers_.erase(id);
+}
+
+absl::Status HeapBudgets::ReserveOrReclaim(uint32_t heap_index, int64_t bytes) {
+  absl::Status reserved = Reserve(heap_index, bytes);
+  if (reserved.ok() || !absl::IsResourceExhausted(reserved)) return reserved;
+  {
+    std::lock_guard<std::mutex> lock(reclaim_mu_);
+    for (auto& [id, reclaim] : reclaimers_) reclaim();
+  }
+  return Reserve(heap_index, bytes);
+}
+
 int64_t HeapBudgets::limit(uint32_t heap_index) const {
   return heap_index < limits_.size() ? limits_[heap_index] : 0;
 }

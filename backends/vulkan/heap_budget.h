@@ -17,11 +17,13 @@
 //   TESSERA_RETURN_IF_ERROR(heaps.Reserve(heap_index, bytes));  // before vkAllocateMemory
 //   heaps.Release(heap_index, bytes);                           // after vkFreeMemory
 //
-// Thread-safety: every member is thread-safe (one mutex).
+// Thread-safety: every member is thread-safe (a mutex for the ledger, another for the reclaimers).
 
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -46,6 +48,14 @@ class HeapBudgets {
   // Gives back bytes that Reserve counted (the memory was freed).
   void Release(uint32_t heap_index, int64_t bytes);
 
+  // Memory kept only for reuse (an allocator's spare blocks) can be handed back when a Reserve
+  // would fail: ReserveOrReclaim runs every reclaimer (which frees what it keeps, calling
+  // Release) and tries once more. A reclaimer is never run after RemoveReclaimer returns; it must
+  // not call AddReclaimer, RemoveReclaimer or ReserveOrReclaim.
+  int AddReclaimer(std::function<void()> reclaimer);
+  void RemoveReclaimer(int id);
+  absl::Status ReserveOrReclaim(uint32_t heap_index, int64_t bytes);
+
   // The limit of heap `heap_index` and the bytes committed in it now.
   int64_t limit(uint32_t heap_index) const;
   int64_t committed(uint32_t heap_index) const;
@@ -61,6 +71,10 @@ class HeapBudgets {
   std::vector<int64_t> limits_;  // per heap; fixed after construction
   mutable std::mutex mu_;
   std::vector<int64_t> committed_ ABSL_GUARDED_BY(mu_);  // per heap
+  // Held while reclaimers run (never with mu_): RemoveReclaimer waits for a run in progress.
+  std::mutex reclaim_mu_;
+  std::map<int, std::function<void()>> reclaimers_ ABSL_GUARDED_BY(reclaim_mu_);
+  int next_reclaimer_ ABSL_GUARDED_BY(reclaim_mu_) = 0;
 };
 
 }  // namespace tessera::vulkan

@@ -19,7 +19,8 @@
 //     mapping and host copies into/out of it are a memcpy done in stream order.
 //
 // Allocation sub-allocates (first fit, coalescing free list) from blocks of `block_bytes`; requests
-// above block_bytes / 2 get a dedicated VkDeviceMemory. Offsets are aligned to max(256,
+// above block_bytes / 2 get a dedicated VkDeviceMemory, kept for reuse when freed
+// (device_memory_allocator.h). Offsets are aligned to max(256,
 // minStorageBufferOffsetAlignment, nonCoherentAtomSize). A request above
 // min(maxMemoryAllocationSize, maxBufferSize) or above the memory heap is INVALID_ARGUMENT; a
 // failed vkAllocateMemory is RESOURCE_EXHAUSTED. Buffers above maxStorageBufferRange are fine

@@ -290,6 +290,52 @@ TEST_F(VulkanPlatformTest, HeapLimitIsAccountedAcrossLogicalDevices) {
   EXPECT_EQ(p->BytesInUse(0, kDevice) + p->BytesInUse(1, kDevice), 4 * kBuffer);
 }
 
+// A freed dedicated block (above block_bytes / 2) is kept and handed to the next request of its
+// size: a program's outputs of the same size on every call reuse memory instead of allocating and
+// faulting it in. Kept blocks still count against the heap, and are given back, by every logical
+// device of the GPU, when an allocation would not fit otherwise.
+TEST_F(VulkanPlatformTest, FreedDedicatedBlocksAreReusedAndGivenBackWhenTheHeapIsFull) {
+  VulkanPlatformOptions o = TestOptions();
+  o.logical_devices_per_gpu = 2;
+  o.heap_limit_bytes = 4 << 20;  // four dedicated 900 KiB buffers (block_bytes is 1 MiB)
+  MAKE_OR_SKIP(p, Make(1, o));
+  ASSERT_EQ(p->device_count(), 2);
+  constexpr int64_t kBuffer = 900 << 10;
+  // Reuse: the same pinned (mapped) memory comes back for the same size, and for a little less.
+  void* first = nullptr;
+  {
+    auto a = Alloc(*p, 0, kPinned, kBuffer);
+    ASSERT_NE(a, nullptr);
+    first = a->host_address();
+  }
+  EXPECT_EQ(p->BytesInUse(0, kPinned), 0);
+  {
+    auto b = Alloc(*p, 0, kPinned, kBuffer - 4096);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->host_address(), first);
+    std::vector<uint8_t> data = Pattern(kBuffer - 4096, 3);
+    ASSERT_TRUE(Write(*p, 0, b, data.data(), Dense(kBuffer - 4096)).ok());
+    EXPECT_EQ(ReadAll(*p, 0, b), data);
+  }
+  // Pressure: device 0 fills the heap, frees everything (keeping a spare), then device 1 takes
+  // the whole heap: device 0's spare is given back for it.
+  for (int round = 0; round < 3; ++round) {
+    for (int dev : {0, 1}) {
+      SCOPED_TRACE(::testing::Message() << "round " << round << ", device " << dev);
+      std::vector<PlatformBufferRef> held;
+      for (int i = 0; i < 4; ++i) {
+        absl::StatusOr<PlatformBufferRef> b = p->Allocate(dev, kDevice, kBuffer);
+        ASSERT_TRUE(b.ok()) << "buffer " << i << ": " << b.status();
+        held.push_back(*std::move(b));
+      }
+      auto fifth = p->Allocate(dev, kDevice, kBuffer);
+      EXPECT_EQ(fifth.status().code(), absl::StatusCode::kResourceExhausted) << fifth.status();
+      EXPECT_EQ(p->BytesInUse(dev, kDevice), 4 * kBuffer);
+    }
+  }
+  EXPECT_EQ(p->BytesInUse(0, kDevice) + p->BytesInUse(1, kDevice), 0);
+}
+
 TEST_F(VulkanPlatformTest, NegativeHeapLimitIsRejected) {
   VulkanPlatformOptions o = TestOptions();
   o.heap_limit_bytes = -1;
@@ -585,9 +631,9 @@ INSTANTIATE_TEST_SUITE_P(Topologies, CrossDeviceTest,
                                                               CrossDevicePath::kPeerImport)),
                          CrossDeviceName);
 
-// Imports of another device's blocks follow the blocks: a freed source block drops its import in
-// the destination device, a new block is imported anew, and buffers may outlive their platform in
-// any order.
+// Imports of another device's blocks follow the blocks: a block kept for reuse keeps its import
+// (the next buffer in it is read without importing again), a destroyed block drops its import in
+// the destination device, and buffers may outlive their platform in any order.
 TEST_F(VulkanPlatformTest, PeerImportsFollowTheSourceBlocks) {
   VulkanPlatformOptions o = TestOptions();
   o.logical_devices_per_gpu = 2;
@@ -597,17 +643,25 @@ TEST_F(VulkanPlatformTest, PeerImportsFollowTheSourceBlocks) {
   if (!BoolAttribute(*p, 0, "peer_memory_import")) {
     GTEST_SKIP() << "no VK_KHR_external_memory_fd opaque-fd buffers";
   }
-  // Dedicated blocks (above block_bytes / 2): freeing the buffer destroys its block.
+  // Dedicated blocks (above block_bytes / 2): a freed one is kept for the next buffer of its size,
+  // and so is its import: each device's block is imported by the other once, in the first round.
   const int64_t n = 700 << 10;
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE(round);
     CheckBufferCopy(this, *p, 0, 1, kDevice, kDevice, Dense(n), n, n);
     CheckBufferCopy(this, *p, 1, 0, kDevice, kDevice, Dense(n), n, n);
-    EXPECT_EQ(p->stats().peer_imports_live, 0);  // dropped with the blocks
+    EXPECT_EQ(p->stats().peer_imports_live, 2);
   }
   EXPECT_EQ(p->stats().peer_import_copies, 6);
   EXPECT_EQ(p->BytesInUse(0, kDevice), 0);
   EXPECT_EQ(p->BytesInUse(1, kDevice), 0);
+  // Device 0 frees more dedicated blocks of another size than it keeps: its 700 KiB block is
+  // destroyed, and device 1's import of it with it.
+  {
+    std::vector<PlatformBufferRef> others;
+    for (int i = 0; i < 4; ++i) others.push_back(Alloc(*p, 0, kDevice, 600 << 10));
+  }
+  EXPECT_EQ(p->stats().peer_imports_live, 1);
 
   // A source buffer kept past the platform, read by the other device first.
   auto src = Alloc(*p, 0, kDevice, 4096);
@@ -617,7 +671,7 @@ TEST_F(VulkanPlatformTest, PeerImportsFollowTheSourceBlocks) {
   ASSERT_TRUE(
       p->CopyBuffersToBuffers(1, {BufferToBufferCopy{src, dst, Dense(4096)}}, {}).Await().ok());
   EXPECT_EQ(ReadAll(*p, 1, dst), data);
-  EXPECT_EQ(p->stats().peer_imports_live, 1);
+  EXPECT_EQ(p->stats().peer_imports_live, 2);  // this block's, and device 1's kept block's
   dst.reset();
   p.reset();    // the importing device goes while the source block lives
   src.reset();  // then the source block: its hook finds the imports closed
