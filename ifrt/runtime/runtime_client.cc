@@ -113,9 +113,9 @@ absl::Status CheckHostData(const void* data, DType dtype, const Shape& shape, st
 }
 
 // Zero copy: a single compact shard, 16-byte aligned (the alignment of every element type, and
-// what malloc and numpy give a large array), in a memory the platform can use in place. nullopt when
-// the buffer does not qualify or the platform cannot wrap it (a platform with a stricter alignment
-// of its own refuses): the caller then copies.
+// what malloc and numpy give a large array), in a memory the platform can use in place. nullopt
+// when the buffer does not qualify or the platform cannot wrap it (a platform with a stricter
+// alignment of its own refuses): the caller then copies.
 constexpr uintptr_t kWrapAlignment = 16;
 std::optional<Shard> WrapHostBuffer(const void* data, const Shape& shape, int64_t element_bytes,
                                     const Index& strides, const sharding::ShardLayout& layout,
