@@ -38,7 +38,7 @@ DeviceMemoryAllocator::DeviceMemoryAllocator(VkDevice device, uint32_t type_inde
       heap_index_(heap_index) {
   if (heaps_ != nullptr) {
     spare_limit_bytes_ = heaps_->limit(heap_index_) / 4;
-    reclaimer_ = heaps_->AddReclaimer([this] { DestroySpares(); });
+    reclaimer_ = heaps_->AddReclaimer(heap_index_, [this] { DestroySpares(); });
   } else {
     spare_limit_bytes_ = int64_t{256} << 20;
   }
@@ -92,11 +92,6 @@ void DeviceMemoryAllocator::DestroySpares() {
     spares.swap(spares_);
   }
   for (auto& b : spares) DestroyBlock(*b);
-}
-
-int DeviceMemoryAllocator::spare_blocks() const {
-  std::lock_guard<std::mutex> lock(spare_mu_);
-  return static_cast<int>(spares_.size());
 }
 
 absl::StatusOr<DeviceMemoryAllocator::Allocation> DeviceMemoryAllocator::Allocate(int64_t bytes) {

@@ -103,8 +103,6 @@ class DeviceMemoryAllocator {
   void Free(const Allocation& a);
   // Bytes of live allocations (after alignment rounding): BytesInUse. Spares are not counted.
   int64_t in_use() const;
-  // Spare dedicated blocks kept now (tests).
-  int spare_blocks() const;
 
   static constexpr int kMaxSpareBlocks = 4;
 

@@ -59,10 +59,10 @@ void HeapBudgets::Release(uint32_t heap_index, int64_t bytes) {
   committed_[heap_index] -= bytes;
 }
 
-int HeapBudgets::AddReclaimer(std::function<void()> reclaimer) {
+int HeapBudgets::AddReclaimer(uint32_t heap_index, std::function<void()> reclaimer) {
   std::lock_guard<std::mutex> lock(reclaim_mu_);
   const int id = next_reclaimer_++;
-  reclaimers_[id] = std::move(reclaimer);
+  reclaimers_[id] = Reclaimer{heap_index, std::move(reclaimer)};
   return id;
 }
 
@@ -76,7 +76,9 @@ absl::Status HeapBudgets::ReserveOrReclaim(uint32_t heap_index, int64_t bytes) {
   if (reserved.ok() || !absl::IsResourceExhausted(reserved)) return reserved;
   {
     std::lock_guard<std::mutex> lock(reclaim_mu_);
-    for (auto& [id, reclaim] : reclaimers_) reclaim();
+    for (auto& [id, reclaimer] : reclaimers_) {
+      if (reclaimer.heap_index == heap_index) reclaimer.reclaim();
+    }
   }
   return Reserve(heap_index, bytes);
 }

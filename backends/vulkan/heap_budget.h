@@ -49,10 +49,10 @@ class HeapBudgets {
   void Release(uint32_t heap_index, int64_t bytes);
 
   // Memory kept only for reuse (an allocator's spare blocks) can be handed back when a Reserve
-  // would fail: ReserveOrReclaim runs every reclaimer (which frees what it keeps, calling
-  // Release) and tries once more. A reclaimer is never run after RemoveReclaimer returns; it must
-  // not call AddReclaimer, RemoveReclaimer or ReserveOrReclaim.
-  int AddReclaimer(std::function<void()> reclaimer);
+  // would fail: ReserveOrReclaim runs every reclaimer of the heap (which frees what it keeps,
+  // calling Release) and tries once more. A reclaimer is never run after RemoveReclaimer returns;
+  // it must not call AddReclaimer, RemoveReclaimer or ReserveOrReclaim.
+  int AddReclaimer(uint32_t heap_index, std::function<void()> reclaimer);
   void RemoveReclaimer(int id);
   absl::Status ReserveOrReclaim(uint32_t heap_index, int64_t bytes);
 
@@ -73,7 +73,11 @@ class HeapBudgets {
   std::vector<int64_t> committed_ ABSL_GUARDED_BY(mu_);  // per heap
   // Held while reclaimers run (never with mu_): RemoveReclaimer waits for a run in progress.
   std::mutex reclaim_mu_;
-  std::map<int, std::function<void()>> reclaimers_ ABSL_GUARDED_BY(reclaim_mu_);
+  struct Reclaimer {
+    uint32_t heap_index;
+    std::function<void()> reclaim;
+  };
+  std::map<int, Reclaimer> reclaimers_ ABSL_GUARDED_BY(reclaim_mu_);
   int next_reclaimer_ ABSL_GUARDED_BY(reclaim_mu_) = 0;
 };
 
