@@ -9,6 +9,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -289,7 +290,16 @@ absl::StatusOr<std::unique_ptr<Platform>> CreateCpuPlatform(const CpuPlatformOpt
         "cpu_threads_per_device must be >= 0 (0 = auto), got ", options.threads_per_device));
   }
   TESSERA_ASSIGN_OR_RETURN(const int64_t inline_max_bytes, ResolveInlineMaxBytes(options));
-  return std::unique_ptr<Platform>(new CpuPlatform(options, inline_max_bytes));
+  // Each device starts a thread: the system may refuse one (std::system_error), never an abort.
+  try {
+    return std::unique_ptr<Platform>(new CpuPlatform(options, inline_max_bytes));
+  } catch (const std::system_error& e) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot start the threads of ", options.num_devices, " CPU devices: ", e.what()));
+  } catch (const std::bad_alloc& e) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of host memory creating ", options.num_devices, " CPU devices"));
+  }
 }
 
 }  // namespace tessera

@@ -40,7 +40,8 @@ inline constexpr int64_t kDefaultInlineMaxBytes = 256 << 10;
 // INVALID_ARGUMENT for an environment value that is neither "never", "always" nor an integer.
 absl::StatusOr<int64_t> ResolveInlineMaxBytes(const CpuPlatformOptions& options);
 
-// INVALID_ARGUMENT for num_devices < 1 or threads_per_device < 0.
+// INVALID_ARGUMENT for num_devices < 1 or threads_per_device < 0; RESOURCE_EXHAUSTED when the
+// system cannot start a thread per device.
 absl::StatusOr<std::unique_ptr<Platform>> CreateCpuPlatform(const CpuPlatformOptions& options = {});
 
 }  // namespace tessera
