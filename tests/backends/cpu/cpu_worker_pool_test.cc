@@ -53,18 +53,19 @@ TEST(CpuWorkerPoolTest, EveryTaskRunsOnceBeforeTheDestructorReturns) {
 }
 
 TEST(CpuWorkerPoolTest, TasksRunOnSeveralThreadsAtOnce) {
-  CpuWorkerPool pool(3);
   std::mutex mu;
   int waiting = 0;
   absl::Notification all_in;
+  CpuWorkerPool pool(3);  // after what its tasks use: joined before they go
   for (int i = 0; i < 3; ++i) {
     pool.Post([&] {
       {
         std::lock_guard<std::mutex> lock(mu);
         if (++waiting == 3) all_in.Notify();
       }
-      // Returns only when all three run at the same time (else the test times out).
-      all_in.WaitForNotification();
+      // Waits for all three to run at the same time; gives up after a minute (then the check
+      // below fails) so that the pool's destructor never waits forever.
+      all_in.WaitForNotificationWithTimeout(absl::Seconds(60));
     });
   }
   EXPECT_TRUE(all_in.WaitForNotificationWithTimeout(absl::Seconds(60)));
