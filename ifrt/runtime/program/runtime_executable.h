@@ -147,8 +147,11 @@ class RuntimeExecutable final : public LoadedExecutable {
                                                        absl::Span<RuntimeArray* const> checked);
   absl::Status RunSteps(ValueShards& values, std::vector<Future<>>& done, Exchange& exchange);
   absl::Status LaunchKernelStep(size_t step, ValueShards& values, std::vector<Future<>>& done);
-  // An all-reduce in two phases (reduce a range, then gather the ranges): each member reads
-  // 2 * bytes / group_size from each peer instead of every peer's whole input.
+  // An all-reduce as a reduce-scatter and an all-gather: each member reduces its range of every
+  // member's input, reading 2 * bytes / group_size from each peer instead of every peer's whole
+  // input. In one process each member writes its reduced range into every member's output (one
+  // phase: the outputs are ready when the group's reductions are); across processes the ranges
+  // travel in a second phase (GatherReducedRanges).
   absl::Status RunAllReduce(size_t index, ValueShards& values, std::vector<Future<>>& done,
                             Exchange& exchange);
   // Phase 2 of RunAllReduce: each member copies every peer's reduced range (from `outputs` here,
