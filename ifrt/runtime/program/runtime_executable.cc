@@ -268,7 +268,7 @@ absl::Status RuntimeExecutable::RunAllReduce(size_t index, ValueShards& values,
   // process every member's output is host memory this process writes, so the member also writes
   // its range into its peers' outputs, and there is no phase 2: one wait for all members instead
   // of two (8 device threads on 2 busy cores lose more at each wait than in the copies).
-  const bool one_process = exchange.tag_base < 0;
+  const bool one_process = !program_->spans_processes;
   const ReceivedMap ranges = PostMessages(index, static_cast<int>(StepMessage::Phase::kReduceRange),
                                           staged, exchange, done);
   std::vector<Future<>> reduced(slots);
