@@ -180,8 +180,9 @@ TEST_P(ExecutableTest, MegatronAllReducesOnceAndCountsItsBytes) {
   ASSERT_OK_AND_ASSIGN(ExecuteResult result, exe->Execute(absl::MakeSpan(args)));
   ASSERT_OK(result.status.Await());
   ExpectNear(Get(result.outputs[0]), MegatronReference(x, w1, w2));
-  // A two-phase all-reduce of f32[4x8] (128 bytes) over 4 devices: each device reads a quarter
-  // from each of its 3 peers to reduce, and a quarter from each to gather: 2 * 128 / 4 per peer.
+  // An all-reduce of f32[4x8] (128 bytes) over 4 devices: each device reads a quarter from each
+  // of its 3 peers to reduce, and gets a quarter from each (each peer's reduced range, which the
+  // peer writes into every member's output): 2 * 128 / 4 per peer.
   EXPECT_EQ(client_->transfer_stats().device_to_device.bytes - before.device_to_device.bytes,
             4 * 3 * (2 * 128 / 4));
 }
