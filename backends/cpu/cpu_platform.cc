@@ -137,6 +137,9 @@ class CpuPlatform final : public Platform {
     return devices_[device]->bytes_in_use->load(std::memory_order_relaxed);
   }
 
+  // Every device is a group of threads of this process: any buffer is every device's.
+  bool HostBuffersServeEveryDevice() const override { return true; }
+
   absl::StatusOr<PlatformBufferRef> WrapHostMemory(int device, int memory, void* data,
                                                    int64_t bytes,
                                                    std::function<void()> on_release) override {

@@ -102,6 +102,13 @@ class Platform {
   // Bytes currently allocated in memory `memory` of `device` (0 if the platform does not track it).
   virtual int64_t BytesInUse(int device, int memory) const { return 0; }
 
+  // Whether a buffer of a host-addressable memory of one device serves every device of this
+  // platform as one of its own: a kernel's operand, a copy's source, a shard of an array on that
+  // device. True where every device addresses the one host memory (CPU devices); the runtime then
+  // gives one buffer to several devices (an all-reduce's replicated result, written once rather
+  // than once per device), counted in BytesInUse of the memory that allocated it.
+  virtual bool HostBuffersServeEveryDevice() const { return false; }
+
   // Wraps caller-owned host memory as a buffer of `memory` without copying; `on_release` runs
   // once the buffer is freed. UNIMPLEMENTED where the platform cannot use host memory in place
   // (then the caller copies), or where `data` is not aligned as the platform needs (a CPU device

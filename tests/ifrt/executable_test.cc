@@ -187,6 +187,46 @@ TEST_P(ExecutableTest, MegatronAllReducesOnceAndCountsItsBytes) {
             4 * 3 * (2 * 128 / 4));
 }
 
+// On CPU devices (one host memory) the members of an all-reduce share its replicated result: one
+// buffer, written once. Each shard reads as the whole result, and outlives the others. Where the
+// group takes in a Vulkan device, every device has a buffer of its own.
+TEST_P(ExecutableTest, AllReducedResultIsOneBufferWhereTheDevicesShareHostMemory) {
+  ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kMegatron));
+  const std::vector<float> x = Random(48, 13), w1 = Random(192, 14), w2 = Random(128, 15);
+  std::vector<ArrayRef> args = {Put(x, {4, 12}, Named("P()")),
+                                Put(w1, {12, 16}, Named("P(None,x)")),
+                                Put(w2, {16, 8}, Named("P(x,None)"))};
+  ASSERT_OK_AND_ASSIGN(ExecuteResult result, exe->Execute(absl::MakeSpan(args)));
+  ASSERT_OK(result.status.Await());
+  const std::vector<float> want = MegatronReference(x, w1, w2);
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<ArrayRef> shards,
+      result.outputs[0]->DisassembleIntoSingleDeviceArrays(ArrayCopySemantics::kReuseInput));
+  ASSERT_EQ(shards.size(), 4u);
+  std::vector<const void*> cpu_addresses;
+  for (const ArrayRef& shard : shards) {
+    absl::StatusOr<std::shared_ptr<void>> bytes = shard->AcquireExternalReference();
+    if (absl::IsUnimplemented(bytes.status())) continue;  // a Vulkan device's memory
+    ASSERT_OK(bytes.status());
+    cpu_addresses.push_back(bytes->get());
+  }
+  const bool all_cpu = GetParam().vulkan_logical_devices_per_gpu == 0;
+  ASSERT_EQ(cpu_addresses.size(), static_cast<size_t>(GetParam().cpu_devices));
+  for (size_t i = 1; i < cpu_addresses.size(); ++i) {
+    if (all_cpu) {
+      EXPECT_EQ(cpu_addresses[i], cpu_addresses[0]) << "shard " << i;
+    } else {
+      EXPECT_NE(cpu_addresses[i], cpu_addresses[0]) << "shard " << i;
+    }
+  }
+  // The shared buffer lives as long as any shard does: with the whole result and three shards
+  // deleted, the last still reads as the result.
+  ASSERT_OK(result.outputs[0]->Delete().Await());
+  result.outputs.clear();
+  for (int i = 0; i < 3; ++i) ASSERT_OK(shards[i]->Delete().Await());
+  ExpectNear(Get(shards[3]), want);
+}
+
 TEST_P(ExecutableTest, MismatchedArgumentIsReshardedAsAnImplicitTransfer) {
   ASSERT_OK_AND_ASSIGN(LoadedExecutableRef exe, Compile(kRowsMatmul));
   const std::vector<float> x = Random(48, 6), w = Random(30, 7);

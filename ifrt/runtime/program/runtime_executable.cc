@@ -19,6 +19,7 @@
 #include "ifrt/runtime/program/program_messages.h"
 #include "ifrt/runtime/runtime_client.h"
 #include "ifrt/runtime/transfer_events.h"
+#include "ifrt/spi/platform.h"
 #include "ifrt/spi/transport.h"
 #include "ifrt/strided_copy.h"
 
@@ -37,6 +38,22 @@ int64_t ValueBytes(const ProgramValue& value) {
 
 bool IsMine(const CompiledProgram& program, size_t slot) {
   return program.slot_devices[slot]->IsAddressable();
+}
+
+// Whether the members of a collective's `group` (all of this process) may share one output
+// buffer: their values live in host memory (no staging) of one platform whose buffers serve every
+// device (Platform::HostBuffersServeEveryDevice: CPU devices). Arrays are never written once
+// made, so an output shared by the group's devices stays what each device computed.
+bool SharesOutput(const CompiledProgram& program, const CollectiveGroup& group) {
+  const Platform* platform = program.slot_devices[group.members[0]]->platform();
+  if (!platform->HostBuffersServeEveryDevice()) return false;
+  for (int m : group.members) {
+    if (program.slot_devices[m]->platform() != platform ||
+        program.slot_memories[m] != program.host_memories[m]) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // `array` is already where a parameter of sharding `want` must be: the same sharding, or, for a
@@ -258,17 +275,28 @@ absl::Status RuntimeExecutable::RunAllReduce(size_t index, ValueShards& values,
   const size_t slots = program_->slot_devices.size();
   TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> staged,
                            StageToHost(values[step.input], ValueBytes(in)));
+  const bool one_process = !program_->spans_processes;
+  // A group whose members share one output (SharesOutput) allocates it once, in its first member's
+  // memory.
   std::vector<Shard> outputs(slots);
+  std::vector<int> output_of(slots);  // the slot whose output buffer is slot s's
   for (size_t s = 0; s < slots; ++s) {
-    if (!IsMine(*program_, s)) continue;
+    output_of[s] = static_cast<int>(s);
+    if (!one_process) continue;
+    const CollectiveGroup& group = program_->members[index][s].group;
+    if (SharesOutput(*program_, group)) output_of[s] = group.members[0];
+  }
+  for (size_t s = 0; s < slots; ++s) {
+    if (!IsMine(*program_, s) || output_of[s] != static_cast<int>(s)) continue;
     TESSERA_ASSIGN_OR_RETURN(outputs[s].buffer,
                              program_->host_memories[s]->Allocate(ValueBytes(in)));
   }
+  for (size_t s = 0; s < slots; ++s) outputs[s].buffer = outputs[output_of[s]].buffer;
   // Phase 1: each member reduces its range of every member's input into its own output. In one
   // process every member's output is host memory this process writes, so the member also writes
-  // its range into its peers' outputs, and there is no phase 2: one wait for all members instead
-  // of two (8 device threads on 2 busy cores lose more at each wait than in the copies).
-  const bool one_process = !program_->spans_processes;
+  // its range into its peers' outputs (where they have outputs of their own), and there is no
+  // phase 2: one wait for all members instead of two (8 device threads on 2 busy cores lose more
+  // at each wait than in the copies).
   const ReceivedMap ranges = PostMessages(index, static_cast<int>(StepMessage::Phase::kReduceRange),
                                           staged, exchange, done);
   std::vector<Future<>> reduced(slots);
@@ -285,7 +313,9 @@ absl::Status RuntimeExecutable::RunAllReduce(size_t index, ValueShards& values,
     }
     std::vector<PlatformBufferRef> targets = {outputs[s].buffer};  // its own output first
     for (int m : group.members) {
-      if (one_process && m != static_cast<int>(s)) targets.push_back(outputs[m].buffer);
+      if (one_process && outputs[m].buffer != outputs[s].buffer) {
+        targets.push_back(outputs[m].buffer);
+      }
     }
     auto reduce = [reduction = step.reduction, dtype = in.dtype, inputs, targets,
                    offset = begin * element_bytes, bytes = (end - begin) * element_bytes,
