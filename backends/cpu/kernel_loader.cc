@@ -53,26 +53,34 @@ struct Memref2D {
   int64_t strides[2];
 };
 
+// Which operands the compiler passes stored transposed (cpu_codegen.cc's `transposes` argument).
+constexpr int64_t kATransposed = 1, kBTransposed = 2;
+
 // C = beta * C + A @ B (beta 0 or 1) for the compiler's tessera_blas_{s,d}gemm{,_overwrite} calls
 // (compiler/targets/llvm_cpu/cpu_codegen.cc): inner strides are 1 (the compiler casts to
-// strided<[?, 1]>). Sizes BLAS cannot take (over INT_MAX) or cannot describe (an empty dimension)
-// run as plain loops.
+// strided<[?, 1]>); A is stored (k, m) where `transposes` has kATransposed, B (n, k) where it has
+// kBTransposed. Sizes BLAS cannot take (over INT_MAX) or cannot describe (an empty dimension) run
+// as plain loops.
 template <typename T, typename Gemm>
-void Gemm2D(Memref2D<T>* a, Memref2D<T>* b, Memref2D<T>* c, T beta, Gemm gemm) {
-  const int64_t m = c->sizes[0], n = c->sizes[1], k = a->sizes[1];
+void Gemm2D(Memref2D<T>* a, Memref2D<T>* b, Memref2D<T>* c, T beta, int64_t transposes, Gemm gemm) {
+  const bool ta = (transposes & kATransposed) != 0, tb = (transposes & kBTransposed) != 0;
+  const int64_t m = c->sizes[0], n = c->sizes[1], k = a->sizes[ta ? 0 : 1];
   T* pa = a->aligned + a->offset;
   T* pb = b->aligned + b->offset;
   T* pc = c->aligned + c->offset;
   const int64_t lda = a->strides[0], ldb = b->strides[0], ldc = c->strides[0];
   auto fits = [](int64_t v) { return v > 0 && v <= INT_MAX; };
   if (fits(m) && fits(n) && fits(k) && fits(lda) && fits(ldb) && fits(ldc)) {
-    gemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, T(1), pa, lda, pb, ldb, beta, pc, ldc);
+    gemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
+         T(1), pa, lda, pb, ldb, beta, pc, ldc);
     return;
   }
   for (int64_t i = 0; i < m; ++i) {
     if (beta == T(0)) std::fill(pc + i * ldc, pc + i * ldc + n, T(0));
     for (int64_t p = 0; p < k; ++p) {
-      for (int64_t j = 0; j < n; ++j) pc[i * ldc + j] += pa[i * lda + p] * pb[p * ldb + j];
+      const T x = ta ? pa[p * lda + i] : pa[i * lda + p];
+      for (int64_t j = 0; j < n; ++j)
+        pc[i * ldc + j] += x * (tb ? pb[j * ldb + p] : pb[p * ldb + j]);
     }
   }
 }
@@ -103,35 +111,38 @@ cpu::SgemmChooser& ProcessSgemmChooser() {
 }
 
 // f32 with few rows (a sharded batch) may stream B instead of letting OpenBLAS pack it (see
-// streaming_sgemm.h), where that is faster on this machine (sgemm_choice.h); the rest goes to
-// OpenBLAS.
-void Sgemm(Memref2D<float>* a, Memref2D<float>* b, Memref2D<float>* c, bool accumulate) {
+// streaming_sgemm.h), where that is faster on this machine (sgemm_choice.h); the rest, and every
+// matmul with a transposed operand, goes to OpenBLAS.
+void Sgemm(Memref2D<float>* a, Memref2D<float>* b, Memref2D<float>* c, bool accumulate,
+           int64_t transposes) {
   const int64_t m = c->sizes[0], n = c->sizes[1], k = a->sizes[1];
-  if (cpu::StreamingSgemmUsable(m, n, k) &&
+  if (transposes == 0 && cpu::StreamingSgemmUsable(m, n, k) &&
       ProcessSgemmChooser().Choose(m, n, k) == cpu::SgemmKernel::kStreaming) {
     (accumulate ? cpu::StreamingSgemm : cpu::StreamingSgemmOverwrite)(
         m, n, k, a->aligned + a->offset, a->strides[0], b->aligned + b->offset, b->strides[0],
         c->aligned + c->offset, c->strides[0]);
     return;
   }
-  Gemm2D(a, b, c, accumulate ? 1.0f : 0.0f, cblas_sgemm);
+  Gemm2D(a, b, c, accumulate ? 1.0f : 0.0f, transposes, cblas_sgemm);
 }
 
 // C += A @ B.
-extern "C" void TesseraBlasSgemm(Memref2D<float>* a, Memref2D<float>* b, Memref2D<float>* c) {
-  Sgemm(a, b, c, /*accumulate=*/true);
+extern "C" void TesseraBlasSgemm(Memref2D<float>* a, Memref2D<float>* b, Memref2D<float>* c,
+                                 int64_t transposes) {
+  Sgemm(a, b, c, /*accumulate=*/true, transposes);
 }
-extern "C" void TesseraBlasDgemm(Memref2D<double>* a, Memref2D<double>* b, Memref2D<double>* c) {
-  Gemm2D(a, b, c, 1.0, cblas_dgemm);
+extern "C" void TesseraBlasDgemm(Memref2D<double>* a, Memref2D<double>* b, Memref2D<double>* c,
+                                 int64_t transposes) {
+  Gemm2D(a, b, c, 1.0, transposes, cblas_dgemm);
 }
 // C = A @ B: a matmul whose init was a fill of +0.0 (the compiler dropped the fill).
 extern "C" void TesseraBlasSgemmOverwrite(Memref2D<float>* a, Memref2D<float>* b,
-                                          Memref2D<float>* c) {
-  Sgemm(a, b, c, /*accumulate=*/false);
+                                          Memref2D<float>* c, int64_t transposes) {
+  Sgemm(a, b, c, /*accumulate=*/false, transposes);
 }
 extern "C" void TesseraBlasDgemmOverwrite(Memref2D<double>* a, Memref2D<double>* b,
-                                          Memref2D<double>* c) {
-  Gemm2D(a, b, c, 0.0, cblas_dgemm);
+                                          Memref2D<double>* c, int64_t transposes) {
+  Gemm2D(a, b, c, 0.0, transposes, cblas_dgemm);
 }
 #endif
 

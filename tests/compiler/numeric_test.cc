@@ -398,6 +398,122 @@ TEST(ContractionTest, MatmulWithTransposingMapsMatchesReference) {
                        {a, b}, {ReferenceMatmul(a, bt, 0, 8, 5, 3)});
 }
 
+// A matmul whose operand is a transpose or a reshape copy of another tensor (as the StableHLO of a
+// backward pass has them: dy @ W^T, x^T @ dy) reads that tensor where it lies on CPU devices
+// (matmul_operands_in_place.cc): A, B or both transposed, a transpose of a 3-D tensor collapsed to
+// 2-D, a reshape alone, a transpose also returned, f32 and f64, into a zero fill and onto a
+// fill of 1.5, replicated and with C's rows sharded.
+TEST(ContractionTest, TransposedAndReshapedOperandsMatchReference) {
+  constexpr int64_t m = 36, k = 40, n = 20;
+  struct Case {
+    std::string name;
+    Dims a_shape, b_shape;
+    std::string a_ops, b_ops;  // the ops making %am (m x k) of %a and %bm (k x n) of %b
+    std::string a_spec, c_spec;
+    bool returns_transpose;
+  };
+  auto transpose = [](const std::string& out, const std::string& in, const Dims& from,
+                      const Dims& to, const std::string& permutation, const std::string& element) {
+    return "  %" + out + "_e = tensor.empty() : " + TensorType(to, element) + "\n  %" + out +
+           " = linalg.transpose ins(%" + in + " : " + TensorType(from, element) + ") outs(%" + out +
+           "_e : " + TensorType(to, element) + ") permutation = [" + permutation + "]\n";
+  };
+  for (const std::string element : {"f32", "f64"}) {
+    const DType dtype(element == "f32" ? DType::kF32 : DType::kF64);
+    const std::vector<Case> cases = {
+        {"A transposed",
+         {k, m},
+         {k, n},
+         transpose("am", "a", {k, m}, {m, k}, "1, 0", element),
+         "",
+         "P()",
+         "P()",
+         false},
+        {"B transposed",
+         {m, k},
+         {n, k},
+         "",
+         transpose("bm", "b", {n, k}, {k, n}, "1, 0", element),
+         "P()",
+         "P()",
+         false},
+        {"both transposed, rows sharded",
+         {k, m},
+         {n, k},
+         transpose("am", "a", {k, m}, {m, k}, "1, 0", element),
+         transpose("bm", "b", {n, k}, {k, n}, "1, 0", element),
+         "P(None,x)",
+         "P(x,None)",
+         false},
+        {"3-D transpose collapsed",
+         {k, 2, m / 2},
+         {k, n},
+         transpose("a3", "a", {k, 2, m / 2}, {2, m / 2, k}, "1, 2, 0", element) +
+             "  %am = tensor.collapse_shape %a3 [[0, 1], [2]] : " +
+             TensorType({2, m / 2, k}, element) + " into " + TensorType({m, k}, element) + "\n",
+         "",
+         "P()",
+         "P()",
+         false},
+        {"reshape alone",
+         {2, m / 2, k},
+         {k, n},
+         "  %am = tensor.collapse_shape %a [[0, 1], [2]] : " + TensorType({2, m / 2, k}, element) +
+             " into " + TensorType({m, k}, element) + "\n",
+         "",
+         "P()",
+         "P()",
+         false},
+        {"transpose also returned",
+         {k, m},
+         {k, n},
+         transpose("am", "a", {k, m}, {m, k}, "1, 0", element),
+         "",
+         "P()",
+         "P()",
+         true},
+    };
+    for (const Case& c : cases) {
+      for (const std::string init : {"0.0", "1.5"}) {
+        SCOPED_TRACE(absl::StrCat(c.name, " ", element, " init ", init));
+        const std::string ta = TensorType(c.a_shape, element), tb = TensorType(c.b_shape, element),
+                          tam = TensorType({m, k}, element), tc = TensorType({m, n}, element);
+        const std::string a_value = c.a_ops.empty() ? "a" : "am",
+                          b_value = c.b_ops.empty() ? "b" : "bm";
+        const std::string program =
+            "func.func @main(%a: " + ta + " " + Attr("mesh{x=4}", c.a_spec) + ", %b: " + tb +
+            ") -> (" + tc + " " + Attr("mesh{x=4}", c.c_spec) +
+            (c.returns_transpose ? ", " + tam : "") + ") {\n" + c.a_ops + c.b_ops +
+            "  %init = arith.constant " + init + " : " + element +
+            "\n  %e = tensor.empty() : " + tc + "\n  %f = linalg.fill ins(%init : " + element +
+            ") outs(%e : " + tc + ") -> " + tc + "\n  %c = linalg.matmul ins(%" + a_value + ", %" +
+            b_value + " : " + tam + ", " + TensorType({k, n}, element) + ") outs(%f : " + tc +
+            ") -> " + tc + "\n  return %c" + (c.returns_transpose ? ", %am" : "") + " : " +
+            (c.returns_transpose ? tc + ", " + tam : tc) + "\n}";
+        HostArray a = Random(dtype, c.a_shape, 31), b = Random(dtype, c.b_shape, 32);
+        // The operands as the matmul sees them: A (m x k), B (k x n).
+        HostArray am = HostArray::Zeros(dtype, {m, k}), bm = HostArray::Zeros(dtype, {k, n});
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t l = 0; l < k; ++l) {
+            const bool transposed = c.a_ops.find("transpose") != std::string::npos;
+            Set(am, i * k + l, Get(a, transposed ? l * m + i : i * k + l));
+          }
+        }
+        for (int64_t l = 0; l < k; ++l) {
+          for (int64_t j = 0; j < n; ++j) {
+            Set(bm, l * n + j, Get(b, c.b_ops.empty() ? l * n + j : j * k + l));
+          }
+        }
+        HostArray expected = ReferenceMatmul(am, bm, 0, m, k, n);
+        for (int64_t i = 0; i < m * n; ++i) Set(expected, i, Get(expected, i) + std::stod(init));
+        std::vector<HostArray> outputs = {expected};
+        if (c.returns_transpose) outputs.push_back(am);
+        CompileRunAndCompare(program, {a, b}, outputs);
+      }
+    }
+  }
+}
+
 // ---- fill, transpose, broadcast --------------------------------------------------------------
 
 TEST(FillTest, ShardedReplicatedAndEmpty) {

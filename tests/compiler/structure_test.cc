@@ -112,6 +112,35 @@ func.func @main(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>) -> tensor<8x4xf32> {
   EXPECT_FALSE(absl::StrContains(negative_zero, "tessera_blas_sgemm_overwrite")) << negative_zero;
 }
 
+// With OpenBLAS, a matmul of transposed operands (a backward pass's x^T @ dy and dy @ W^T) reads
+// them where they lie: the kernel neither allocates a transposed copy nor loops over one, and
+// passes BLAS which operands are stored transposed.
+TEST(CompilerStructureTest, TransposedMatmulOperandsAreNotCopied) {
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(R"mlir(
+func.func @main(%x: tensor<64x48xf32>, %w: tensor<32x64xf32>) -> tensor<48x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %xe = tensor.empty() : tensor<48x64xf32>
+  %xt = linalg.transpose ins(%x : tensor<64x48xf32>) outs(%xe : tensor<48x64xf32>)
+      permutation = [1, 0]
+  %we = tensor.empty() : tensor<64x32xf32>
+  %wt = linalg.transpose ins(%w : tensor<32x64xf32>) outs(%we : tensor<64x32xf32>)
+      permutation = [1, 0]
+  %e = tensor.empty() : tensor<48x32xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<48x32xf32>) -> tensor<48x32xf32>
+  %c = linalg.matmul ins(%xt, %wt : tensor<48x64xf32>, tensor<64x32xf32>)
+                     outs(%f : tensor<48x32xf32>) -> tensor<48x32xf32>
+  return %c : tensor<48x32xf32>
+})mlir",
+                                                     1));
+  ASSERT_THAT(StepKinds(plan), ElementsAre("kernel"));
+  const std::string& code = plan.steps[0].kernel.artifacts.at("cpu").code;
+  if (!absl::StrContains(code, "tessera_blas_sgemm")) GTEST_SKIP() << "a build without OpenBLAS";
+  EXPECT_EQ(CountOf(code, "_mlir_memref_to_llvm_aligned_alloc"), 0) << code;
+  EXPECT_EQ(CountOf(code, "llvm.br"), 0) << code;  // no loop
+  // transposes = 3: A and B stored transposed.
+  EXPECT_TRUE(absl::StrContains(code, "llvm.mlir.constant(3 : i64)")) << code;
+}
+
 // Attention's contraction `bhsd,bhtd->bhst` (two batch dimensions, B transposed) and a
 // linalg.batch_matmul run as BLAS matmuls, one per batch element, not as scalar loop nests.
 TEST(CompilerStructureTest, BatchedContractionsCallBlas) {

@@ -7,11 +7,13 @@
 // Before bufferization, FuseElementwiseOps makes chains of elementwise ops one loop nest.
 // In a build with OpenBLAS (TESSERA_CPU_BLAS), f32 / f64 matmuls are not tiled: after
 // bufferization each becomes a call to tessera_blas_sgemm / tessera_blas_dgemm (C interface:
-// `_mlir_ciface_*` taking three 2-D strided memref descriptors, C += A @ B), or, for a matmul into
-// a fill of +0.0, to tessera_blas_{s,d}gemm_overwrite (C = A @ B; the fill is dropped), which the
-// CPU kernel loader resolves to its streaming kernel or OpenBLAS, one thread per call (the
-// devices already run in parallel). A kernel's temporary buffers come from the loader's
-// per-thread scratch cache (MLIR's generic allocation functions), not from malloc; the kernel
+// `_mlir_ciface_*` taking three 2-D strided memref descriptors and which of A and B are stored
+// transposed, C += A @ B), or, for a matmul into a fill of +0.0, to
+// tessera_blas_{s,d}gemm_overwrite (C = A @ B; the fill is dropped), which the CPU kernel loader
+// resolves to its streaming kernel or OpenBLAS, one thread per call (the devices already run in
+// parallel). Their transposed and reshaped operands are read where they lie, not copied
+// (ReadMatmulOperandsInPlace). A kernel's temporary buffers come from the loader's per-thread
+// scratch cache (MLIR's generic allocation functions), not from malloc; the kernel
 // returns at once when one cannot be allocated (ReturnWhenAnAllocationFails).
 
 #include <string>
@@ -23,6 +25,7 @@
 #include "base/status_macros.h"
 #include "compiler/internal.h"
 #include "compiler/targets/llvm_cpu/blocked_transposes.h"
+#include "compiler/targets/llvm_cpu/matmul_operands_in_place.h"
 #include "compiler/targets/llvm_cpu/tanh_approximation.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SetVector.h"
@@ -96,9 +99,10 @@ constexpr bool kHaveBlas = false;
 #endif
 
 // Whether `matmul` (on tensors or memrefs) can be a BLAS call: f32 or f64 throughout, the default
-// indexing maps (no transposed or broadcast operands), a BLAS in the build.
+// indexing maps or A's and / or B's transposed (BlasTransposesOf; no broadcast operands), a BLAS
+// in the build.
 bool IsBlasMatmul(mlir::linalg::MatmulOp matmul) {
-  if (!kHaveBlas || matmul.hasUserDefinedMaps()) return false;
+  if (!kHaveBlas || !BlasTransposesOf(matmul)) return false;
   mlir::Type element = mlir::getElementTypeOrSelf(matmul->getOperand(0).getType());
   if (!element.isF32() && !element.isF64()) return false;
   for (mlir::Value operand : matmul->getOperands()) {
@@ -173,10 +177,12 @@ void DropZeroFillsOfBlasMatmuls(mlir::ModuleOp kernel) {
   }
 }
 
-// Every f32 / f64 matmul on memrefs -> a call to tessera_blas_{s,d}gemm(A, B, C) (C += A @ B), or
-// for one marked kOverwriteAttr to tessera_blas_{s,d}gemm_overwrite (C = A @ B), its operands
-// cast to memref<?x?xT, strided<[?, 1], offset: ?>>. An operand whose inner stride is not 1 keeps
-// its matmul (lowered to loops; a marked one gets its zero fill back).
+// Every f32 / f64 matmul on memrefs -> a call to tessera_blas_{s,d}gemm(A, B, C, transposes)
+// (C += A @ B), or for one marked kOverwriteAttr to tessera_blas_{s,d}gemm_overwrite (C = A @ B),
+// its operands cast to memref<?x?xT, strided<[?, 1], offset: ?>> as they are stored (a transposed
+// A is (k, m), a transposed B (n, k)), `transposes` an i64: 1 when A is stored transposed, plus 2
+// when B is. An operand whose inner stride is not 1 keeps its matmul (lowered to loops; a marked
+// one gets its zero fill back).
 void CallBlasForMatmuls(mlir::ModuleOp kernel) {
   std::vector<mlir::linalg::MatmulOp> matmuls;
   kernel.walk([&](mlir::linalg::MatmulOp matmul) {
@@ -211,9 +217,9 @@ void CallBlasForMatmuls(mlir::ModuleOp kernel) {
     auto function = kernel.lookupSymbol<mlir::func::FuncOp>(callee);
     if (!function) {
       builder.setInsertionPointToEnd(kernel.getBody());
-      function =
-          mlir::func::FuncOp::create(builder, kernel.getLoc(), callee,
-                                     builder.getFunctionType({generic, generic, generic}, {}));
+      function = mlir::func::FuncOp::create(
+          builder, kernel.getLoc(), callee,
+          builder.getFunctionType({generic, generic, generic, builder.getI64Type()}, {}));
       function.setPrivate();
       function->setAttr("llvm.emit_c_interface", builder.getUnitAttr());
     }
@@ -223,6 +229,10 @@ void CallBlasForMatmuls(mlir::ModuleOp kernel) {
       operands.push_back(
           mlir::memref::CastOp::create(builder, matmul.getLoc(), generic, operand).getResult());
     }
+    const BlasTransposes transposes = *BlasTransposesOf(matmul);
+    operands.push_back(mlir::arith::ConstantOp::create(
+        builder, matmul.getLoc(),
+        builder.getI64IntegerAttr((transposes.a ? 1 : 0) + (transposes.b ? 2 : 0))));
     mlir::func::CallOp::create(builder, matmul.getLoc(), function, operands);
     matmul->erase();
   }
@@ -450,6 +460,8 @@ absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const st
   TESSERA_RETURN_IF_ERROR(TensorOpsAsLinalg(func, name));
   // Batched and permuted contractions (attention) as a matmul per batch element.
   ContractionsAsMatmuls(func);
+  // Transposed and reshaped operands of BLAS matmuls read where they lie, not copied.
+  if (kHaveBlas) ReadMatmulOperandsInPlace(func);
   TESSERA_RETURN_IF_ERROR(TileMatmuls(kernel, name));
   TESSERA_RETURN_IF_ERROR(FuseElementwiseOps(kernel, name));
   TESSERA_RETURN_IF_ERROR(VectorizeInnerReductions(kernel, name));
