@@ -1,5 +1,6 @@
 // The StableHLO ops that move elements without computing on them: constant, iota,
-// broadcast_in_dim, reshape, transpose; and the sharding hints that
+// broadcast_in_dim, reshape, transpose (of a matmul's product: the product of the transposed
+// operands); and the sharding hints that
 // leave values unchanged (sdy.sharding_constraint, custom_call @Sharding). Each becomes a linalg
 // op on tensors (linalg.fill, linalg.broadcast, linalg.transpose, linalg.reduce over size-1
 // dimensions, or a linalg.generic reading its input through a permutation), whose maps are
@@ -327,6 +328,47 @@ absl::Status ConvertReshape(ImportState& state, mlir::Operation* op) {
   return absl::OkStatus();
 }
 
+// A transpose of a matmul's product (dot_general of one free dimension each), as a backward pass
+// emits its weight gradients (dot_general(dy, x), then transpose), as the product of the
+// transposed operands: (A @ B)^T = B^T @ A^T. The transposes then fall on the operands, which the
+// CPU's matmuls read where they lie (matmul_operands_in_place.cc), and not on the product, after
+// its all-reduce, on every device. Null where `input` is not such a product, only the transpose
+// reads it, or its init is not a splat.
+Value TransposedProduct(ImportState& state, mlir::Operation* op, Value input,
+                        const std::vector<int64_t>& permutation) {
+  auto matmul = input.getDefiningOp<mlir::linalg::MatmulOp>();
+  if (permutation != std::vector<int64_t>{1, 0} || !op->getOperand(0).hasOneUse() || !matmul ||
+      !input.use_empty() || matmul.hasUserDefinedMaps() || !matmul.hasPureTensorSemantics()) {
+    return nullptr;
+  }
+  mlir::TypedAttr scalar = state.SplatOf(matmul.getDpsInits()[0]);
+  if (!scalar) return nullptr;
+  mlir::Location loc = op->getLoc();
+  auto transposed = [&](Value value) -> Value {
+    auto type = mlir::cast<mlir::RankedTensorType>(value.getType());
+    Value init =
+        state.Empty(loc, mlir::RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)},
+                                                     type.getElementType()));
+    return mlir::linalg::TransposeOp::create(state.builder(), loc, value, init,
+                                             llvm::ArrayRef<int64_t>{1, 0})
+        ->getResult(0);
+  };
+  auto product_type = mlir::cast<mlir::RankedTensorType>(input.getType());
+  Value init = state.Fill(
+      loc,
+      mlir::RankedTensorType::get({product_type.getDimSize(1), product_type.getDimSize(0)},
+                                  product_type.getElementType()),
+      scalar);
+  Value b_transposed = transposed(matmul.getDpsInputs()[1]);
+  Value a_transposed = transposed(matmul.getDpsInputs()[0]);
+  Value product = mlir::linalg::MatmulOp::create(
+                      state.builder(), loc, mlir::TypeRange{init.getType()},
+                      mlir::ValueRange{b_transposed, a_transposed}, mlir::ValueRange{init})
+                      ->getResult(0);
+  matmul->erase();  // its init, now unread, goes with the partitioner's clean-up
+  return product;
+}
+
 absl::Status ConvertTranspose(ImportState& state, mlir::Operation* op) {
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, 0));
@@ -350,6 +392,10 @@ absl::Status ConvertTranspose(ImportState& state, mlir::Operation* op) {
   mlir::Location loc = op->getLoc();
   if (std::is_sorted(permutation.begin(), permutation.end())) {
     state.Map(op->getResult(0), input);
+    return absl::OkStatus();
+  }
+  if (Value product = TransposedProduct(state, op, input, permutation)) {
+    state.Map(op->getResult(0), product);
     return absl::OkStatus();
   }
   Value init = state.Empty(loc, ImportState::NewType(out));

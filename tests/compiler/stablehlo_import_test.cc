@@ -218,6 +218,24 @@ TEST(StableHloImportTest, MatmulsReachTheMatmulKernel) {
   EXPECT_THAT(plan.partitioned_text, ::testing::Not(HasSubstr("reduction")));
 }
 
+TEST(StableHloImportTest, WeightGradientsAreReducedInTheWeightsLayout) {
+  // A backward pass emits each weight gradient as dot_general(dy, x) and a transpose: the importer
+  // computes it as the product of the transposed operands (the CPU reads those in place), so that
+  // the data-parallel all-reduce sums f32[7,5] and f32[5,3] as the weights are, with no transpose
+  // after it on every device.
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(Corpus("sgd_step")));
+  std::vector<std::vector<int64_t>> reduced;
+  for (const ProgramStep& step : plan.steps) {
+    if (step.kind != ProgramStep::Kind::kCollective) continue;
+    absl::Span<const int64_t> dims = plan.values[step.collective.input].local_shape.dims();
+    reduced.emplace_back(dims.begin(), dims.end());
+  }
+  EXPECT_THAT(reduced, ::testing::Contains(std::vector<int64_t>{7, 5}));
+  EXPECT_THAT(reduced, ::testing::Contains(std::vector<int64_t>{5, 3}));
+  EXPECT_THAT(reduced, ::testing::Not(::testing::Contains(std::vector<int64_t>{5, 7})));
+  EXPECT_THAT(reduced, ::testing::Not(::testing::Contains(std::vector<int64_t>{3, 5})));
+}
+
 // A program of one op between `head` and the return, over f32[8,4] values.
 TEST(StableHloImportTest, ShardMapComputesWhatThePartitionerComputes) {
   // The Megatron MLP written per device (shard_map, psum over tp) and the same MLP sharded by the
