@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "bindings/pjrt/entry_points.h"
 #include "bindings/pjrt/internal.h"
@@ -21,7 +22,7 @@ absl::StatusOr<tessera::ArrayRef> AssembleArgument(const CompiledProgram& progra
                                                    PJRT_Buffer* const* const* argument_lists,
                                                    size_t a) {
   const tessera::ArraySpec& spec = program.parameters[a];
-  std::vector<tessera::ArrayRef> shards;
+  absl::InlinedVector<tessera::ArrayRef, 8> shards;
   for (tessera::Device* device : spec.sharding->devices()->devices()) {
     auto it = program.partition_of.find(device);
     if (it == program.partition_of.end()) {
@@ -67,14 +68,17 @@ absl::StatusOr<tessera::ArrayRef> AssembleArgument(const CompiledProgram& progra
 // shard: handed out as it is.
 absl::Status HandOutOutput(const CompiledProgram& program, tessera::ArrayRef output, size_t o,
                            PJRT_Buffer** const* output_lists) {
-  absl::StatusOr<std::vector<tessera::ArrayRef>> shards;
-  if (output->sharding().devices()->size() == 1) {
-    shards.emplace().push_back(std::move(output));
-  } else {
-    shards = output->DisassembleIntoSingleDeviceArrays(tessera::ArrayCopySemantics::kReuseInput);
+  // On one device the output is its own shard (no list of one: a call's tiny output is common).
+  std::vector<tessera::ArrayRef> shards;
+  absl::Span<tessera::ArrayRef> list = absl::MakeSpan(&output, 1);
+  if (output->sharding().devices()->size() != 1) {
+    absl::StatusOr<std::vector<tessera::ArrayRef>> disassembled =
+        output->DisassembleIntoSingleDeviceArrays(tessera::ArrayCopySemantics::kReuseInput);
+    if (!disassembled.ok()) return disassembled.status();
+    shards = *std::move(disassembled);
+    list = absl::MakeSpan(shards);
   }
-  if (!shards.ok()) return shards.status();
-  for (tessera::ArrayRef& shard : *shards) {
+  for (tessera::ArrayRef& shard : list) {
     auto it = program.partition_of.find(shard->sharding().devices()->devices()[0]);
     if (it == program.partition_of.end())
       return absl::InternalError(absl::StrCat("output ", o, " has a shard off the executable"));
@@ -134,7 +138,7 @@ tessera::ExecuteOptions ReadOptions(const PJRT_ExecuteOptions* options) {
 absl::Status Execute(PJRT_LoadedExecutable_Execute_Args& args) {
   const CompiledProgram& program = *args.executable->program;
   if (absl::Status s = CheckShape(args, program); !s.ok()) return s;
-  std::vector<tessera::ArrayRef> arguments;
+  absl::InlinedVector<tessera::ArrayRef, 8> arguments;
   for (size_t a = 0; a < args.num_args; ++a) {
     absl::StatusOr<tessera::ArrayRef> argument = AssembleArgument(program, args.argument_lists, a);
     if (!argument.ok()) {

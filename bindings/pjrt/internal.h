@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "tessera.h"
@@ -89,8 +90,9 @@ struct PJRT_Buffer {
   tessera::ArrayRef array;  // a single-device array
   PJRT_Device* device = nullptr;
   PJRT_Buffer_Type type = PJRT_Buffer_Type_INVALID;
-  std::vector<int64_t> dims;
-  std::vector<int64_t> minor_to_major;  // the row-major layout PJRT_Buffer_GetMemoryLayout gives
+  // Inline: a buffer per output of every call, so no allocation of their own for ranks up to 6.
+  absl::InlinedVector<int64_t, 6> dims;
+  absl::InlinedVector<int64_t, 6> minor_to_major;  // the row-major layout GetMemoryLayout gives
   std::mutex mu;
   std::vector<std::shared_ptr<void>> external_references;  // guarded by mu
 };

@@ -1,5 +1,6 @@
 #include "ifrt/runtime/runtime_array.h"
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "ifrt/runtime/plan_executor.h"
@@ -10,6 +11,15 @@ namespace tessera::runtime {
 RuntimeArray::RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
                            sharding::ShardLayout layout, std::vector<RuntimeMemory*> memories,
                            std::vector<Shard> shards)
+    : RuntimeArray(client, dtype, std::move(shape), std::move(sharding),
+                   std::make_shared<const sharding::ShardLayout>(std::move(layout)),
+                   std::make_shared<const std::vector<RuntimeMemory*>>(std::move(memories)),
+                   std::move(shards)) {}
+
+RuntimeArray::RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
+                           std::shared_ptr<const sharding::ShardLayout> layout,
+                           std::shared_ptr<const std::vector<RuntimeMemory*>> memories,
+                           std::vector<Shard> shards)
     : client_(client),
       dtype_(dtype),
       shape_(std::move(shape)),
@@ -17,8 +27,7 @@ RuntimeArray::RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, Shar
       layout_(std::move(layout)),
       memories_(std::move(memories)),
       shards_(std::move(shards)) {
-  std::vector<Future<>> futures;
-  futures.reserve(shards_.size());
+  absl::InlinedVector<Future<>, 8> futures;  // no allocation for a call's few outputs
   for (const Shard& s : shards_) futures.push_back(s.ready);
   ready_ = JoinFutures(futures);
 }

@@ -39,6 +39,12 @@ class RuntimeArray final : public Array {
   RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
                sharding::ShardLayout layout, std::vector<RuntimeMemory*> memories,
                std::vector<Shard> shards);
+  // The same, its layout and memories shared with their owner (an executable's results: a call
+  // makes its output arrays without copying them).
+  RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
+               std::shared_ptr<const sharding::ShardLayout> layout,
+               std::shared_ptr<const std::vector<RuntimeMemory*>> memories,
+               std::vector<Shard> shards);
 
   Client* client() const override;
   DType dtype() const override { return dtype_; }
@@ -57,8 +63,8 @@ class RuntimeArray final : public Array {
   std::string DebugString() const override;
 
   RuntimeClient* runtime_client() const { return client_; }
-  const sharding::ShardLayout& layout() const { return layout_; }
-  const std::vector<RuntimeMemory*>& memories() const { return memories_; }
+  const sharding::ShardLayout& layout() const { return *layout_; }
+  const std::vector<RuntimeMemory*>& memories() const { return *memories_; }
   int64_t element_bytes() const { return *dtype_.byte_size(); }
   // The shards, or FAILED_PRECONDITION when the array has been deleted.
   absl::StatusOr<std::vector<Shard>> shards() const;
@@ -70,8 +76,8 @@ class RuntimeArray final : public Array {
   DType dtype_;
   Shape shape_;
   ShardingRef sharding_;
-  sharding::ShardLayout layout_;
-  std::vector<RuntimeMemory*> memories_;
+  std::shared_ptr<const sharding::ShardLayout> layout_;          // never null
+  std::shared_ptr<const std::vector<RuntimeMemory*>> memories_;  // never null
   Future<> ready_;
   mutable std::mutex mu_;
   std::vector<Shard> shards_ ABSL_GUARDED_BY(mu_);

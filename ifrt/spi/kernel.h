@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "ifrt/shape.h"
 
 namespace tessera {
@@ -30,8 +31,9 @@ struct KernelLaunch {
   PlatformKernelRef kernel;
   // Inputs then outputs, each on the launching device, holding a dense row-major array of the
   // matching entry of `shapes`.
-  std::vector<PlatformBufferRef> buffers;
-  std::vector<Index> shapes;
+  // Inline for the common few buffers: a launch allocates no lists.
+  absl::InlinedVector<PlatformBufferRef, 6> buffers;
+  absl::InlinedVector<Index, 6> shapes;
   // The launching device's coordinate per grid axis (empty when the kernel takes none).
   std::vector<int64_t> device_position;
 };

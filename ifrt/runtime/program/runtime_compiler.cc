@@ -381,7 +381,8 @@ absl::Status RuntimeCompiler::BindShardings(const CompileOptions& options,
   for (size_t r = 0; r < program.result_shardings.size(); ++r) {
     const ShardingRef& s = program.result_shardings[r];
     TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeMemory*> memories, Dispatcher::ResolveMemories(*s));
-    program.result_memories.push_back(std::move(memories));
+    program.result_memories.push_back(
+        std::make_shared<const std::vector<RuntimeMemory*>>(std::move(memories)));
     TESSERA_ASSIGN_OR_RETURN(sharding::ShardLayout layout,
                              s->Layout(plan.global_results[r].local_shape));
     // The buffers the kernels write must be the shards the result's arrays describe.
@@ -393,7 +394,8 @@ absl::Status RuntimeCompiler::BindShardings(const CompileOptions& options,
             " in the compiler's plan but ", s->DebugString(), " gives shard ", slot, " another"));
       }
     }
-    program.result_layouts.push_back(std::move(layout));
+    program.result_layouts.push_back(
+        std::make_shared<const sharding::ShardLayout>(std::move(layout)));
   }
   return absl::OkStatus();
 }

@@ -169,7 +169,7 @@ absl::Status RuntimeExecutable::CheckDonations(absl::Span<const ArrayRef> args,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<RuntimeArray*>> RuntimeExecutable::CheckArguments(
+absl::StatusOr<RuntimeExecutable::CheckedArguments> RuntimeExecutable::CheckArguments(
     absl::Span<ArrayRef> args, const ExecuteOptions& options,
     std::optional<DeviceListRef> devices) {
   const ProgramPlan& plan = program_->plan;
@@ -187,7 +187,7 @@ absl::StatusOr<std::vector<RuntimeArray*>> RuntimeExecutable::CheckArguments(
                                                    plan.global_parameters.size(),
                                                    " arguments, got ", args.size()));
   }
-  std::vector<RuntimeArray*> checked(args.size());
+  CheckedArguments checked(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     TESSERA_ASSIGN_OR_RETURN(checked[i], client_->CheckArray(args[i], "Execute", i));
     const ProgramValue& want = plan.global_parameters[i];
@@ -207,9 +207,9 @@ absl::Status RuntimeExecutable::GuardCommunication() {
   return dispatcher_->GuardTransfer(ProgramCommunicationEvent(*program_)).status();
 }
 
-absl::StatusOr<std::vector<ArrayRef>> RuntimeExecutable::MatchShardings(
+absl::StatusOr<RuntimeExecutable::MatchedArguments> RuntimeExecutable::MatchShardings(
     absl::Span<ArrayRef> args, absl::Span<RuntimeArray* const> checked) {
-  std::vector<ArrayRef> matched(args.begin(), args.end());
+  MatchedArguments matched(args.begin(), args.end());
   std::vector<ArrayRef> to_reshard;
   std::vector<ArraySpec> specs;
   std::vector<size_t> indices;
@@ -231,7 +231,7 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeExecutable::MatchShardings(
 }
 
 absl::Status RuntimeExecutable::LaunchKernelStep(size_t index, ValueShards& values,
-                                                 std::vector<Future<>>& done) {
+                                                 StepFutures& done) {
   const KernelStep& step = program_->plan.steps[index].kernel;
   const size_t slots = program_->slot_devices.size();
   for (size_t s = 0; s < slots; ++s) {
@@ -266,8 +266,8 @@ absl::Status RuntimeExecutable::LaunchKernelStep(size_t index, ValueShards& valu
   return absl::OkStatus();
 }
 
-absl::Status RuntimeExecutable::RunAllReduce(size_t index, ValueShards& values,
-                                             std::vector<Future<>>& done, Exchange& exchange) {
+absl::Status RuntimeExecutable::RunAllReduce(size_t index, ValueShards& values, StepFutures& done,
+                                             Exchange& exchange) {
   const CollectiveStep& step = program_->plan.steps[index].collective;
   const ProgramValue& in = program_->plan.values[step.input];
   const int64_t elements = in.local_shape.num_elements();
@@ -356,7 +356,7 @@ absl::Status RuntimeExecutable::RunAllReduce(size_t index, ValueShards& values,
 
 absl::Status RuntimeExecutable::GatherReducedRanges(size_t index, const std::vector<Shard>& outputs,
                                                     const ReceivedMap& reduced, ValueShards& values,
-                                                    std::vector<Future<>>& done) {
+                                                    StepFutures& done) {
   const CollectiveStep& step = program_->plan.steps[index].collective;
   const ProgramValue& in = program_->plan.values[step.input];
   const int64_t elements = in.local_shape.num_elements();
@@ -421,7 +421,7 @@ absl::StatusOr<Shard> RuntimeExecutable::StageToDevice(size_t s, Shard host, int
 }
 
 absl::Status RuntimeExecutable::RunCollectiveStep(size_t index, ValueShards& values,
-                                                  std::vector<Future<>>& done, Exchange& exchange) {
+                                                  StepFutures& done, Exchange& exchange) {
   const CollectiveStep& step = program_->plan.steps[index].collective;
   if (step.kind == CollectiveKind::kAllReduce) return RunAllReduce(index, values, done, exchange);
   const ProgramValue& out = program_->plan.values[step.output];
@@ -470,7 +470,7 @@ absl::Status RuntimeExecutable::RunCollectiveStep(size_t index, ValueShards& val
 RuntimeExecutable::ReceivedMap RuntimeExecutable::PostMessages(size_t index, int phase,
                                                                const std::vector<Shard>& sources,
                                                                Exchange& exchange,
-                                                               std::vector<Future<>>& done) {
+                                                               StepFutures& done) {
   ReceivedMap received;
   if (exchange.tag_base < 0) return received;
   exchange.posted.insert({index, phase});
@@ -537,7 +537,7 @@ void RuntimeExecutable::Abandon(const Exchange& exchange, const absl::Status& er
   }
 }
 
-absl::Status RuntimeExecutable::RunSteps(ValueShards& values, std::vector<Future<>>& done,
+absl::Status RuntimeExecutable::RunSteps(ValueShards& values, StepFutures& done,
                                          Exchange& exchange) {
   const std::vector<ProgramStep>& steps = program_->plan.steps;
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -550,14 +550,20 @@ absl::Status RuntimeExecutable::RunSteps(ValueShards& values, std::vector<Future
   return absl::OkStatus();
 }
 
-std::vector<ArrayRef> RuntimeExecutable::MakeOutputs(const ValueShards& values) {
+std::vector<ArrayRef> RuntimeExecutable::MakeOutputs(ValueShards& values) {
   const ProgramPlan& plan = program_->plan;
   std::vector<ArrayRef> outputs;
+  outputs.reserve(plan.results.size());
   for (size_t r = 0; r < plan.results.size(); ++r) {
     const ProgramValue& global = plan.global_results[r];
+    // A value's shards move into the last result that returns it; earlier ones copy them.
+    std::vector<Shard>& row = values[plan.results[r]];
+    const bool last = std::find(plan.results.begin() + r + 1, plan.results.end(),
+                                plan.results[r]) == plan.results.end();
     outputs.push_back(std::make_shared<RuntimeArray>(
         client_, global.dtype, global.local_shape, program_->result_shardings[r],
-        program_->result_layouts[r], program_->result_memories[r], values[plan.results[r]]));
+        program_->result_layouts[r], program_->result_memories[r],
+        last ? std::move(row) : std::vector<Shard>(row)));
   }
   return outputs;
 }
@@ -597,8 +603,7 @@ absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteImpl(CollectiveCall* cal
                                                              absl::Span<ArrayRef> args,
                                                              const ExecuteOptions& options,
                                                              std::optional<DeviceListRef> devices) {
-  TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeArray*> checked,
-                           CheckArguments(args, options, devices));
+  TESSERA_ASSIGN_OR_RETURN(CheckedArguments checked, CheckArguments(args, options, devices));
   TESSERA_RETURN_IF_ERROR(GuardCommunication());
   Exchange exchange;
   if (program_->spans_processes) {
@@ -615,17 +620,19 @@ absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteImpl(CollectiveCall* cal
 absl::StatusOr<ExecuteResult> RuntimeExecutable::ExecuteChecked(
     absl::Span<ArrayRef> args, absl::Span<RuntimeArray* const> checked,
     const ExecuteOptions& options, Exchange& exchange) {
-  TESSERA_ASSIGN_OR_RETURN(std::vector<ArrayRef> matched, MatchShardings(args, checked));
+  TESSERA_ASSIGN_OR_RETURN(MatchedArguments matched, MatchShardings(args, checked));
   const ProgramPlan& plan = program_->plan;
-  // Other processes' slots keep no buffer (their shards are not addressable here).
-  ValueShards values(plan.values.size(), std::vector<Shard>(program_->slot_devices.size(),
-                                                            Shard{nullptr, MakeReadyFuture()}));
+  // The parameters' shards, and a row of empty shards for every other value (which the steps
+  // fill); other processes' slots keep no buffer (their shards are not addressable here).
+  ValueShards values(plan.values.size());
   for (size_t p = 0; p < plan.parameters.size(); ++p) {
-    TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> shards,
+    TESSERA_ASSIGN_OR_RETURN(values[plan.parameters[p]],
                              static_cast<RuntimeArray*>(matched[p].get())->shards());
-    values[plan.parameters[p]] = std::move(shards);
   }
-  std::vector<Future<>> done;
+  for (std::vector<Shard>& row : values) {
+    if (row.empty()) row.assign(program_->slot_devices.size(), Shard{nullptr, MakeReadyFuture()});
+  }
+  StepFutures done;
   {
     std::unique_lock<std::mutex> lock = dispatcher_->LockEnqueueOrder();
     TESSERA_RETURN_IF_ERROR(RunSteps(values, done, exchange));

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "ifrt/executable.h"
 #include "ifrt/runtime/processes.h"
 #include "ifrt/runtime/program/collectives.h"
@@ -73,10 +74,12 @@ struct CompiledProgram {
   std::vector<RuntimeMemory*> host_memories;
   std::vector<ShardingRef> parameter_shardings;
   std::vector<ShardingRef> result_shardings;
-  std::vector<std::vector<RuntimeMemory*>> result_memories;  // [result][slot]
-  std::vector<sharding::ShardLayout> result_layouts;         // [result], for the global shape
-  std::vector<std::vector<PlatformKernelRef>> kernels;       // [step][slot]; empty for collectives
-  std::vector<std::vector<CollectiveMember>> members;        // [step][slot]; empty for kernels
+  // [result][slot]; shared with the result arrays of every call.
+  std::vector<std::shared_ptr<const std::vector<RuntimeMemory*>>> result_memories;
+  // [result], for the global shape; shared with the result arrays of every call.
+  std::vector<std::shared_ptr<const sharding::ShardLayout>> result_layouts;
+  std::vector<std::vector<PlatformKernelRef>> kernels;  // [step][slot]; empty for collectives
+  std::vector<std::vector<CollectiveMember>> members;   // [step][slot]; empty for kernels
   std::vector<int> donated_parameters;
   int64_t communication_bytes = 0;  // bytes the collectives read from peers, per run
   // Devices of several processes: Execute is collective, and each collective step's first message
@@ -117,6 +120,11 @@ class RuntimeExecutable final : public LoadedExecutable {
                                             std::optional<DeviceListRef> devices);
   // Per value, one shard per slot.
   using ValueShards = std::vector<std::vector<Shard>>;
+  // A call's arguments checked and resharded where needed; inline: a call allocates no list.
+  using CheckedArguments = absl::InlinedVector<RuntimeArray*, 8>;
+  using MatchedArguments = absl::InlinedVector<ArrayRef, 8>;
+  // The futures of a call's steps' work.
+  using StepFutures = absl::InlinedVector<Future<>, 8>;
   // Multi-process: one Execute's messages, and the (step, phase) pairs whose messages are posted.
   struct Exchange {
     int64_t tag_base = -1;  // -1: a single-process executable
@@ -131,9 +139,9 @@ class RuntimeExecutable final : public LoadedExecutable {
                                                absl::Span<RuntimeArray* const> checked,
                                                const ExecuteOptions& options, Exchange& exchange);
 
-  absl::StatusOr<std::vector<RuntimeArray*>> CheckArguments(absl::Span<ArrayRef> args,
-                                                            const ExecuteOptions& options,
-                                                            std::optional<DeviceListRef> devices);
+  absl::StatusOr<CheckedArguments> CheckArguments(absl::Span<ArrayRef> args,
+                                                  const ExecuteOptions& options,
+                                                  std::optional<DeviceListRef> devices);
   // INVALID_ARGUMENT naming both indices when an argument donated to this call (donated and not
   // in options.non_donatable_input_indices) is also passed as another argument.
   absl::Status CheckDonations(absl::Span<const ArrayRef> args, const ExecuteOptions& options) const;
@@ -143,29 +151,29 @@ class RuntimeExecutable final : public LoadedExecutable {
                                          absl::Span<RuntimeArray* const> checked,
                                          const ExecuteOptions& options);
   // The arguments as the parameters' shardings want them (resharded where they differ).
-  absl::StatusOr<std::vector<ArrayRef>> MatchShardings(absl::Span<ArrayRef> args,
-                                                       absl::Span<RuntimeArray* const> checked);
-  absl::Status RunSteps(ValueShards& values, std::vector<Future<>>& done, Exchange& exchange);
-  absl::Status LaunchKernelStep(size_t step, ValueShards& values, std::vector<Future<>>& done);
+  absl::StatusOr<MatchedArguments> MatchShardings(absl::Span<ArrayRef> args,
+                                                  absl::Span<RuntimeArray* const> checked);
+  absl::Status RunSteps(ValueShards& values, StepFutures& done, Exchange& exchange);
+  absl::Status LaunchKernelStep(size_t step, ValueShards& values, StepFutures& done);
   // An all-reduce as a reduce-scatter and an all-gather: each member reduces its range of every
   // member's input, reading 2 * bytes / group_size from each peer instead of every peer's whole
   // input. In one process each member writes its reduced range into every member's output (one
   // phase: the outputs are ready when the group's reductions are); across processes the ranges
   // travel in a second phase (GatherReducedRanges).
-  absl::Status RunAllReduce(size_t index, ValueShards& values, std::vector<Future<>>& done,
+  absl::Status RunAllReduce(size_t index, ValueShards& values, StepFutures& done,
                             Exchange& exchange);
   // Phase 2 of RunAllReduce: each member copies every peer's reduced range (from `outputs` here,
   // from `reduced` for other processes' members) into its own output.
   absl::Status GatherReducedRanges(size_t index, const std::vector<Shard>& outputs,
                                    const ReceivedMap& reduced, ValueShards& values,
-                                   std::vector<Future<>>& done);
-  absl::Status RunCollectiveStep(size_t index, ValueShards& values, std::vector<Future<>>& done,
+                                   StepFutures& done);
+  absl::Status RunCollectiveStep(size_t index, ValueShards& values, StepFutures& done,
                                  Exchange& exchange);
   // Posts this process's messages of `phase` (a StepMessage::Phase) of collective step `index`:
   // sends from the host-addressable `sources` (by slot, after their futures), receives into new
   // host staging. The sends' futures join `done`.
   ReceivedMap PostMessages(size_t index, int phase, const std::vector<Shard>& sources,
-                           Exchange& exchange, std::vector<Future<>>& done);
+                           Exchange& exchange, StepFutures& done);
   // This process's messages not posted yet (`exchange.posted`), settled without data: empty sends
   // (their receivers fail rather than wait), receives taken and dropped.
   void Abandon(const Exchange& exchange, const absl::Status& error);
@@ -174,7 +182,7 @@ class RuntimeExecutable final : public LoadedExecutable {
   absl::StatusOr<std::vector<Shard>> StageToHost(const std::vector<Shard>& shards, int64_t bytes);
   // A collective's output of slot `s`, computed in its host memory, in its slot memory.
   absl::StatusOr<Shard> StageToDevice(size_t s, Shard host, int64_t bytes);
-  std::vector<ArrayRef> MakeOutputs(const ValueShards& values);
+  std::vector<ArrayRef> MakeOutputs(ValueShards& values);  // moves the results' shards out
   // Counts, once a collective has run on `slot`, the bytes it read from each peer.
   static void RecordPeerReads(Dispatcher& dispatcher, const CompiledProgram& program, size_t step,
                               size_t slot);
