@@ -225,7 +225,7 @@ PJRT_Error* ClientBufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* ar
   absl::StatusOr<PJRT_Buffer*> buffer = MakeBuffer(state, std::move(*array));
   TESSERA_PJRT_RETURN_IF_ERROR(buffer.status());
   args->buffer = *buffer;
-  args->done_with_host_buffer = new PJRT_Event{done.future()};
+  args->done_with_host_buffer = NewEvent(done.future());
   return nullptr;
 }
 
@@ -377,7 +377,7 @@ PJRT_Error* BufferToHostBuffer(PJRT_Buffer_ToHostBuffer_Args* args) {
   if (strides->has_value()) strides_span = absl::MakeConstSpan(**strides);
   tessera::Future<> copied = buffer.array->CopyToHostBuffer(
       args->dst, strides_span, tessera::ArrayCopySemantics::kAlwaysCopy);
-  args->event = new PJRT_Event{std::move(copied)};
+  args->event = NewEvent(std::move(copied));
   return nullptr;
 }
 
@@ -396,7 +396,7 @@ PJRT_Error* BufferIsOnCpu(PJRT_Buffer_IsOnCpu_Args* args) {
 PJRT_Error* BufferReadyEvent(PJRT_Buffer_ReadyEvent_Args* args) {
   TESSERA_PJRT_CHECK_ARGS(args, PJRT_Buffer_ReadyEvent_Args);
   TESSERA_PJRT_RETURN_IF_ERROR(CheckBuffer(args->buffer, "PJRT_Buffer_ReadyEvent_Args"));
-  args->event = new PJRT_Event{args->buffer->array->GetReadyFuture()};
+  args->event = NewEvent(args->buffer->array->GetReadyFuture());
   return nullptr;
 }
 

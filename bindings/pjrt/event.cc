@@ -7,10 +7,24 @@
 #include "bindings/pjrt/internal.h"
 
 namespace tessera::pjrt {
+namespace {
+
+// Never destroyed: events handed out at exit stay valid.
+PJRT_Event* ReadyOkEvent() {
+  static PJRT_Event* const event = new PJRT_Event{tessera::MakeReadyFuture()};
+  return event;
+}
+
+}  // namespace
+
+PJRT_Event* NewEvent(tessera::Future<> future) {
+  if (future.IsReady() && future.Await().ok()) return ReadyOkEvent();
+  return new PJRT_Event{std::move(future)};
+}
 
 PJRT_Error* EventDestroy(PJRT_Event_Destroy_Args* args) {
   TESSERA_PJRT_CHECK_ARGS(args, PJRT_Event_Destroy_Args);
-  delete args->event;
+  if (args->event != ReadyOkEvent()) delete args->event;
   return nullptr;
 }
 

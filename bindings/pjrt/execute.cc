@@ -184,7 +184,7 @@ absl::Status Execute(PJRT_LoadedExecutable_Execute_Args& args) {
   }
   if (args.device_complete_events != nullptr) {
     for (size_t d = 0; d < args.num_devices; ++d) {
-      args.device_complete_events[d] = new PJRT_Event{result->status};
+      args.device_complete_events[d] = NewEvent(result->status);
     }
   }
   return absl::OkStatus();

@@ -35,6 +35,13 @@ struct PJRT_Event {
   tessera::Future<> future;
 };
 
+namespace tessera::pjrt {
+// An event of `future`: a new one, or, for a future already set OK (the common case of a call run
+// inline), one shared event that PJRT_Event_Destroy leaves alone. Either way the caller destroys
+// it with PJRT_Event_Destroy.
+PJRT_Event* NewEvent(tessera::Future<> future);
+}  // namespace tessera::pjrt
+
 struct PJRT_Memory {
   tessera::Memory* memory = nullptr;
   int id = 0;

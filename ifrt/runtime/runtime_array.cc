@@ -47,7 +47,7 @@ Future<> RuntimeArray::Delete() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     released.swap(shards_);
-    deleted_ = true;
+    deleted_.store(true, std::memory_order_release);
   }
   // In-flight operations hold their own references to the buffers; dropping
   // ours is enough. The future reports when the array's pending writes are
@@ -59,10 +59,7 @@ Future<> RuntimeArray::Delete() {
   });
 }
 
-bool RuntimeArray::IsDeleted() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return deleted_;
-}
+bool RuntimeArray::IsDeleted() const { return deleted_.load(std::memory_order_acquire); }
 
 absl::Status RuntimeArray::CheckNotDeleted() const {
   if (IsDeleted()) {
@@ -75,7 +72,7 @@ absl::Status RuntimeArray::CheckNotDeleted() const {
 
 absl::StatusOr<std::vector<Shard>> RuntimeArray::shards() const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (deleted_) {
+  if (deleted_.load(std::memory_order_relaxed)) {
     return absl::FailedPreconditionError(
         absl::StrCat("Array has been deleted: ", dtype_.DebugString(), shape_.DebugString(), " on ",
                      sharding_->devices()->DebugString()));

@@ -11,6 +11,7 @@
 // Errors: every Array method returns RESOURCE_EXHAUSTED naming the call when memory runs out
 // inside it (CatchAllocationFailure), never an exception.
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -81,7 +82,8 @@ class RuntimeArray final : public Array {
   Future<> ready_;
   mutable std::mutex mu_;
   std::vector<Shard> shards_ ABSL_GUARDED_BY(mu_);
-  bool deleted_ ABSL_GUARDED_BY(mu_) = false;
+  // Set under mu_ with the shards cleared; read without it (IsDeleted: several times a call).
+  std::atomic<bool> deleted_{false};
 };
 
 }  // namespace tessera::runtime
