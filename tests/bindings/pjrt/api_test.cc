@@ -116,4 +116,53 @@ TEST_F(PjrtApiTest, HostileBufferArgumentsAreErrors) {
             PJRT_Error_Code_INVALID_ARGUMENT);
 }
 
+// A buffer's ready event, and the host buffer's done event, of work already done: each can be
+// waited on, asked, given a callback (which runs at once) and destroyed, in any number, the events
+// of the same future shared or not; a NULL buffer's event is an error naming the argument.
+TEST_F(PjrtApiTest, EventsOfFinishedWorkAreEachDestroyedAndStayUsable) {
+  float data[4] = {1, 2, 3, 4};
+  int64_t dims[1] = {4};
+  PJRT_Client_BufferFromHostBuffer_Args put{};
+  put.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE;
+  put.client = client_;
+  put.data = data;
+  put.type = PJRT_Buffer_Type_F32;
+  put.dims = dims;
+  put.num_dims = 1;
+  put.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+  put.device = device_;
+  ASSERT_EQ(Take(api_, api_->PJRT_Client_BufferFromHostBuffer(&put)).first, PJRT_Error_Code_OK);
+  std::vector<PJRT_Event*> events = {put.done_with_host_buffer};
+  for (int i = 0; i < 3; ++i) {
+    PJRT_Buffer_ReadyEvent_Args ready{PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE, nullptr, put.buffer,
+                                      nullptr};
+    ASSERT_EQ(Take(api_, api_->PJRT_Buffer_ReadyEvent(&ready)).first, PJRT_Error_Code_OK);
+    events.push_back(ready.event);
+  }
+  for (PJRT_Event* event : events) {
+    PJRT_Event_Await_Args await{PJRT_Event_Await_Args_STRUCT_SIZE, nullptr, event};
+    EXPECT_EQ(Take(api_, api_->PJRT_Event_Await(&await)).first, PJRT_Error_Code_OK);
+    PJRT_Event_IsReady_Args is_ready{PJRT_Event_IsReady_Args_STRUCT_SIZE, nullptr, event, false};
+    EXPECT_EQ(Take(api_, api_->PJRT_Event_IsReady(&is_ready)).first, PJRT_Error_Code_OK);
+    EXPECT_TRUE(is_ready.is_ready);
+    int calls = 0;
+    PJRT_Event_OnReady_Args on_ready{PJRT_Event_OnReady_Args_STRUCT_SIZE, nullptr, event,
+                                     [](PJRT_Error* error, void* count) {
+                                       EXPECT_EQ(error, nullptr);
+                                       ++*static_cast<int*>(count);
+                                     },
+                                     &calls};
+    EXPECT_EQ(Take(api_, api_->PJRT_Event_OnReady(&on_ready)).first, PJRT_Error_Code_OK);
+    EXPECT_EQ(calls, 1);
+    PJRT_Event_Destroy_Args destroy{PJRT_Event_Destroy_Args_STRUCT_SIZE, nullptr, event};
+    EXPECT_EQ(Take(api_, api_->PJRT_Event_Destroy(&destroy)).first, PJRT_Error_Code_OK);
+  }
+  PJRT_Buffer_ReadyEvent_Args null_buffer{PJRT_Buffer_ReadyEvent_Args_STRUCT_SIZE, nullptr, nullptr,
+                                          nullptr};
+  EXPECT_THAT(Take(api_, api_->PJRT_Buffer_ReadyEvent(&null_buffer)).second,
+              HasSubstr("PJRT_Buffer_ReadyEvent_Args.buffer is NULL"));
+  PJRT_Buffer_Destroy_Args destroy{PJRT_Buffer_Destroy_Args_STRUCT_SIZE, nullptr, put.buffer};
+  EXPECT_EQ(Take(api_, api_->PJRT_Buffer_Destroy(&destroy)).first, PJRT_Error_Code_OK);
+}
+
 }  // namespace
