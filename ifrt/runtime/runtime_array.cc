@@ -11,10 +11,17 @@ namespace tessera::runtime {
 RuntimeArray::RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
                            sharding::ShardLayout layout, std::vector<RuntimeMemory*> memories,
                            std::vector<Shard> shards)
-    : RuntimeArray(client, dtype, std::move(shape), std::move(sharding),
-                   std::make_shared<const sharding::ShardLayout>(std::move(layout)),
-                   std::make_shared<const std::vector<RuntimeMemory*>>(std::move(memories)),
-                   std::move(shards)) {}
+    : RuntimeArray(client, dtype, std::move(shape), std::move(sharding), nullptr, nullptr,
+                   std::move(shards)) {
+  // One allocation holds both (each pointer shares it).
+  struct Own {
+    sharding::ShardLayout layout;
+    std::vector<RuntimeMemory*> memories;
+  };
+  auto own = std::make_shared<const Own>(Own{std::move(layout), std::move(memories)});
+  layout_ = std::shared_ptr<const sharding::ShardLayout>(own, &own->layout);
+  memories_ = std::shared_ptr<const std::vector<RuntimeMemory*>>(own, &own->memories);
+}
 
 RuntimeArray::RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
                            std::shared_ptr<const sharding::ShardLayout> layout,
