@@ -65,6 +65,22 @@ class PjrtApiTest : public ::testing::Test {
     EXPECT_EQ(Take(api_, api_->PJRT_Client_Destroy(&destroy)).first, PJRT_Error_Code_OK);
   }
 
+  // The arguments of a BufferFromHostBuffer of `data` onto the first device, copied during the
+  // call.
+  PJRT_Client_BufferFromHostBuffer_Args PutArgs(const void* data, const int64_t* dims,
+                                                size_t num_dims, PJRT_Buffer_Type type) const {
+    PJRT_Client_BufferFromHostBuffer_Args args{};
+    args.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE;
+    args.client = client_;
+    args.data = data;
+    args.type = type;
+    args.dims = dims;
+    args.num_dims = num_dims;
+    args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
+    args.device = device_;
+    return args;
+  }
+
   const PJRT_Api* api_ = nullptr;
   PJRT_Client* client_ = nullptr;
   PJRT_Device* device_ = nullptr;
@@ -95,15 +111,7 @@ TEST_F(PjrtApiTest, HostileBufferArgumentsAreErrors) {
   float data[4] = {1, 2, 3, 4};
   int64_t dims[1] = {4};
   auto put = [&](size_t num_dims, const int64_t* d, PJRT_Buffer_Type type) {
-    PJRT_Client_BufferFromHostBuffer_Args args{};
-    args.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE;
-    args.client = client_;
-    args.data = data;
-    args.type = type;
-    args.dims = d;
-    args.num_dims = num_dims;
-    args.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
-    args.device = device_;
+    PJRT_Client_BufferFromHostBuffer_Args args = PutArgs(data, d, num_dims, type);
     return Take(api_, api_->PJRT_Client_BufferFromHostBuffer(&args));
   };
   EXPECT_THAT(put(uint64_t{1} << 40, dims, PJRT_Buffer_Type_F32).second,
@@ -122,15 +130,7 @@ TEST_F(PjrtApiTest, HostileBufferArgumentsAreErrors) {
 TEST_F(PjrtApiTest, EventsOfFinishedWorkAreEachDestroyedAndStayUsable) {
   float data[4] = {1, 2, 3, 4};
   int64_t dims[1] = {4};
-  PJRT_Client_BufferFromHostBuffer_Args put{};
-  put.struct_size = PJRT_Client_BufferFromHostBuffer_Args_STRUCT_SIZE;
-  put.client = client_;
-  put.data = data;
-  put.type = PJRT_Buffer_Type_F32;
-  put.dims = dims;
-  put.num_dims = 1;
-  put.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableOnlyDuringCall;
-  put.device = device_;
+  PJRT_Client_BufferFromHostBuffer_Args put = PutArgs(data, dims, 1, PJRT_Buffer_Type_F32);
   ASSERT_EQ(Take(api_, api_->PJRT_Client_BufferFromHostBuffer(&put)).first, PJRT_Error_Code_OK);
   std::vector<PJRT_Event*> events = {put.done_with_host_buffer};
   for (int i = 0; i < 3; ++i) {
