@@ -115,7 +115,8 @@ cpu::SgemmChooser& ProcessSgemmChooser() {
 // matmul with a transposed operand, goes to OpenBLAS.
 void Sgemm(Memref2D<float>* a, Memref2D<float>* b, Memref2D<float>* c, bool accumulate,
            int64_t transposes) {
-  const int64_t m = c->sizes[0], n = c->sizes[1], k = a->sizes[1];
+  // (m, n, k) as stored when nothing is transposed, the only case the streaming kernel takes.
+  const int64_t m = c->sizes[0], n = c->sizes[1], k = transposes == 0 ? a->sizes[1] : 0;
   if (transposes == 0 && cpu::StreamingSgemmUsable(m, n, k) &&
       ProcessSgemmChooser().Choose(m, n, k) == cpu::SgemmKernel::kStreaming) {
     (accumulate ? cpu::StreamingSgemm : cpu::StreamingSgemmOverwrite)(

@@ -64,6 +64,8 @@ class ImportState {
   static mlir::RankedTensorType NewType(mlir::RankedTensorType old);
 
   void Map(mlir::Value old_value, mlir::Value new_value) { values_[old_value] = new_value; }
+  // Forgets `old_value`'s new value (one the importer erased).
+  void Unmap(mlir::Value old_value) { values_.erase(old_value); }
   // The new value of `old_value`; null when not mapped.
   mlir::Value Lookup(mlir::Value old_value) const { return values_.lookup(old_value); }
   // A new value known to hold one scalar everywhere (a splat constant): converters fold it (a

@@ -365,7 +365,8 @@ Value TransposedProduct(ImportState& state, mlir::Operation* op, Value input,
                       state.builder(), loc, mlir::TypeRange{init.getType()},
                       mlir::ValueRange{b_transposed, a_transposed}, mlir::ValueRange{init})
                       ->getResult(0);
-  matmul->erase();  // its init, now unread, goes with the partitioner's clean-up
+  state.Unmap(op->getOperand(0));  // the product, erased next: only this transpose read it
+  matmul->erase();                 // its init, now unread, goes with the partitioner's clean-up
   return product;
 }
 

@@ -190,8 +190,8 @@ mlir::Value Reshaped(mlir::OpBuilder& builder, mlir::Location loc, mlir::Value s
       llvm::ArrayRef<mlir::ReassociationIndices>{{0, 1}});
 }
 
-// Where operand `index` of `matmul` can be read instead: the tensor, reshaped to 2-D, and whether
-// it is transposed. nullopt where the operand is read as it is.
+// Where operand `index` of `matmul` can be read instead: the farthest tensor of its chain whose
+// memory is the operand's or its transpose, and which. nullopt where the operand is read as it is.
 struct InPlace {
   mlir::Value source;
   Memory memory;
