@@ -51,30 +51,35 @@ StridedCopy StridedCopy::Normalized() const {
     out.dst_byte_strides = {element_bytes};
     return out;
   }
-  // Walk from the innermost dimension outwards, merging a dimension into the
-  // one inside it when it is contiguous with it on both sides.
-  Index ext, ss, ds;  // innermost first
-  for (int i = static_cast<int>(extent.size()) - 1; i >= 0; --i) {
+  // Walk from the innermost dimension outwards, merging a dimension into the one inside it when
+  // it is contiguous with it on both sides. The kept dimensions fill the outputs from the back
+  // (innermost last); the unused front is dropped at the end.
+  const size_t rank = extent.size();
+  out.extent.resize(rank);
+  out.src_byte_strides.resize(rank);
+  out.dst_byte_strides.resize(rank);
+  size_t first = rank;  // the kept dimensions are [first, rank)
+  for (size_t i = rank; i-- > 0;) {
     if (extent[i] == 1) continue;
-    if (!ext.empty() && src_byte_strides[i] == ss.back() * ext.back() &&
-        dst_byte_strides[i] == ds.back() * ext.back()) {
-      ext.back() *= extent[i];
+    if (first < rank && src_byte_strides[i] == out.src_byte_strides[first] * out.extent[first] &&
+        dst_byte_strides[i] == out.dst_byte_strides[first] * out.extent[first]) {
+      out.extent[first] *= extent[i];
       continue;
     }
-    ext.push_back(extent[i]);
-    ss.push_back(src_byte_strides[i]);
-    ds.push_back(dst_byte_strides[i]);
+    --first;
+    out.extent[first] = extent[i];
+    out.src_byte_strides[first] = src_byte_strides[i];
+    out.dst_byte_strides[first] = dst_byte_strides[i];
   }
-  if (ext.empty()) {  // a single element
-    ext.push_back(1);
-    ss.push_back(element_bytes);
-    ds.push_back(element_bytes);
+  if (first == rank) {  // a single element
+    out.extent.assign(1, 1);
+    out.src_byte_strides.assign(1, element_bytes);
+    out.dst_byte_strides.assign(1, element_bytes);
+    return out;
   }
-  // A contiguous inner dimension whose strides are element_bytes: leave as is.
-  // Reverse to outermost first.
-  out.extent.assign(ext.rbegin(), ext.rend());
-  out.src_byte_strides.assign(ss.rbegin(), ss.rend());
-  out.dst_byte_strides.assign(ds.rbegin(), ds.rend());
+  out.extent.erase(out.extent.begin(), out.extent.begin() + first);
+  out.src_byte_strides.erase(out.src_byte_strides.begin(), out.src_byte_strides.begin() + first);
+  out.dst_byte_strides.erase(out.dst_byte_strides.begin(), out.dst_byte_strides.begin() + first);
   return out;
 }
 

@@ -213,8 +213,7 @@ PJRT_Error* ClientBufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* ar
   }
   absl::StatusOr<tessera::HostBufferSemantics> semantics = ToSemantics(args->host_buffer_semantics);
   TESSERA_PJRT_RETURN_IF_ERROR(semantics.status());
-  tessera::ShardingRef sharding =
-      tessera::SingleDeviceSharding::Create(device->device, tessera::MemoryKind());
+  tessera::ShardingRef sharding = device->sharding;
   tessera::Promise<> done;
   std::optional<absl::Span<const int64_t>> strides_span;
   if (byte_strides.has_value()) strides_span = absl::MakeConstSpan(*byte_strides);

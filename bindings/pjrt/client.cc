@@ -97,6 +97,7 @@ absl::StatusOr<std::shared_ptr<ClientState>> MakeClientState(
     memory->devices.push_back(device.get());
     device->memory = memory.get();
     device->memories.push_back(memory.get());
+    device->sharding = tessera::SingleDeviceSharding::Create(devices[i], tessera::MemoryKind());
     state->devices.push_back(device.get());
     state->memories.push_back(memory.get());
     state->device_storage.push_back(std::move(device));

@@ -69,6 +69,9 @@ struct PJRT_Device {
   PJRT_DeviceDescription description;
   PJRT_Memory* memory = nullptr;  // the device's default memory, its only one here
   std::vector<PJRT_Memory*> memories;
+  // The sharding of every buffer put on the device: one object, so that Tessera's caches, keyed by
+  // a sharding's identity, find its uploads' and downloads' plans.
+  tessera::ShardingRef sharding;
 };
 
 namespace tessera::pjrt {

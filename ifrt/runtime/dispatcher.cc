@@ -89,7 +89,7 @@ absl::StatusOr<Placement> Dispatcher::ResolvePlacement(const Sharding& sharding,
                                                        const Shape& shape) {
   TESSERA_ASSIGN_OR_RETURN(sharding::ShardLayout layout, sharding.Layout(shape));
   TESSERA_ASSIGN_OR_RETURN(std::vector<RuntimeMemory*> memories, ResolveMemories(sharding));
-  return Placement{std::move(layout), std::move(memories)};
+  return Placement::Of(std::move(layout), std::move(memories));
 }
 
 std::vector<int64_t> Dispatcher::Locations(const std::vector<RuntimeMemory*>& memories) {
@@ -188,31 +188,45 @@ PlanExecution Dispatcher::Execute(const sharding::ReshardPlan& plan, int64_t ele
 
 absl::StatusOr<Dispatcher::Upload> Dispatcher::PlanUpload(std::string_view op, DType dtype,
                                                           const Shape& shape,
-                                                          const Placement& placement,
+                                                          const ShardingRef& sharding,
                                                           TransferOptions options) {
+  const int64_t element_bytes = *dtype.byte_size();
   Upload upload;
-  upload.addressable = DistributedRuntime::AllAddressable(placement.memories);
-  TESSERA_ASSIGN_OR_RETURN(upload.plan, GetPlan(sharding::ShardLayout::Replicated(shape.dims(), 1),
-                                                {TransferStats::kHost}, placement.layout,
-                                                Locations(placement.memories), *dtype.byte_size(),
-                                                /*fan_out=*/upload.addressable));
-  if (!upload.addressable) {
-    upload.plan = DistributedRuntime::LocalPart(*upload.plan, nullptr, placement.memories);
+  if (std::shared_ptr<const PlanCache::ReshardEntry> hit =
+          plan_cache_.FindReshard(nullptr, sharding.get(), shape.dims(), element_bytes)) {
+    upload.placement = hit->dst_placement;
+    upload.plan = hit->plan;
+    upload.addressable = DistributedRuntime::AllAddressable(*upload.placement.memories);
+  } else {
+    TESSERA_ASSIGN_OR_RETURN(upload.placement, ResolvePlacement(*sharding, shape));
+    const std::vector<RuntimeMemory*>& memories = *upload.placement.memories;
+    upload.addressable = DistributedRuntime::AllAddressable(memories);
+    TESSERA_ASSIGN_OR_RETURN(
+        upload.plan,
+        GetPlan(sharding::ShardLayout::Replicated(shape.dims(), 1), {TransferStats::kHost},
+                *upload.placement.layout, Locations(memories), element_bytes,
+                /*fan_out=*/upload.addressable));
+    if (!upload.addressable) {
+      upload.plan = DistributedRuntime::LocalPart(*upload.plan, nullptr, memories);
+    }
+    plan_cache_.InsertReshard(
+        shape.dims(), element_bytes,
+        std::make_shared<const PlanCache::ReshardEntry>(
+            PlanCache::ReshardEntry{nullptr, sharding, upload.placement, upload.plan}));
   }
-  TESSERA_ASSIGN_OR_RETURN(
-      upload.guard_action,
-      GuardTransfer(UploadEvent(op, *upload.plan, placement.memories, dtype, shape, options)));
+  TESSERA_ASSIGN_OR_RETURN(upload.guard_action,
+                           GuardTransfer(UploadEvent(op, *upload.plan, *upload.placement.memories,
+                                                     dtype, shape, options)));
   return upload;
 }
 
 absl::StatusOr<Dispatcher::UploadRun> Dispatcher::RunUpload(std::string_view op,
                                                             const Upload& upload,
                                                             PlanEndpoint source,
-                                                            const Placement& placement,
                                                             int64_t element_bytes) {
   std::vector<PlanEndpoint> dst;
-  TESSERA_RETURN_IF_ERROR(
-      CompleteDestinations(placement.layout, placement.memories, element_bytes, dst));
+  TESSERA_RETURN_IF_ERROR(CompleteDestinations(*upload.placement.layout, *upload.placement.memories,
+                                               element_bytes, dst));
   UploadRun run;
   // The forwards between replicas are legs of this host-to-device transfer.
   run.exec = Execute(*upload.plan, element_bytes, {std::move(source)}, dst, op, upload.guard_action,
@@ -226,11 +240,22 @@ absl::StatusOr<Future<>> Dispatcher::Download(std::string_view op, const Runtime
                                               PlanEndpoint destination, TransferOptions options) {
   const Shape& shape = array.shape();
   const int64_t element_bytes = array.element_bytes();
-  // Each region is read from one replica, spreading the reads over the replicas.
-  TESSERA_ASSIGN_OR_RETURN(std::shared_ptr<const sharding::ReshardPlan> plan,
-                           GetPlan(array.layout(), Locations(array.memories()),
-                                   sharding::ShardLayout::Replicated(shape.dims(), 1),
-                                   {TransferStats::kHost}, element_bytes, /*fan_out=*/false));
+  // Each region is read from one replica, spreading the reads over the replicas. An array's
+  // layout and memories follow from its sharding and shape: the plan is cached by the sharding.
+  const ShardingRef sharding = array.shared_ptr_sharding();
+  std::shared_ptr<const sharding::ReshardPlan> plan;
+  if (std::shared_ptr<const PlanCache::ReshardEntry> hit =
+          plan_cache_.FindReshard(sharding.get(), nullptr, shape.dims(), element_bytes)) {
+    plan = hit->plan;
+  } else {
+    TESSERA_ASSIGN_OR_RETURN(plan, GetPlan(array.layout(), Locations(array.memories()),
+                                           sharding::ShardLayout::Replicated(shape.dims(), 1),
+                                           {TransferStats::kHost}, element_bytes,
+                                           /*fan_out=*/false));
+    plan_cache_.InsertReshard(shape.dims(), element_bytes,
+                              std::make_shared<const PlanCache::ReshardEntry>(
+                                  PlanCache::ReshardEntry{sharding, nullptr, Placement{}, plan}));
+  }
   TESSERA_ASSIGN_OR_RETURN(std::string action,
                            GuardTransfer(DownloadEvent(op, *plan, array, options)));
   PlanExecution exec = Execute(*plan, element_bytes, SourceEndpoints(array, shards),
@@ -263,7 +288,7 @@ absl::StatusOr<std::vector<MovedShards>> Dispatcher::Reshard(
   DeviceTraffic traffic;
   for (size_t i = 0; i < arrays.size(); ++i) {
     TESSERA_ASSIGN_OR_RETURN(ReshardWork w, PlanOneReshard(arrays[i], specs[i]));
-    AddDeviceTraffic(*w.plan, w.input->memories(), w.placement.memories, traffic);
+    AddDeviceTraffic(*w.plan, w.input->memories(), *w.placement.memories, traffic);
     work.push_back(std::move(w));
   }
 
@@ -289,13 +314,13 @@ absl::Status Dispatcher::AgreeOnReshard(CollectiveCall* call, std::string_view o
   for (const ReshardWork& w : work) {
     parts.push_back(CollectivePart{
         static_cast<int>(w.input->dtype().kind()), w.input->element_bytes(), &w.input->layout(),
-        &w.input->memories(), &w.placement.layout, &w.placement.memories, w.plan.get()});
+        &w.input->memories(), w.placement.layout.get(), w.placement.memories.get(), w.plan.get()});
   }
   TESSERA_ASSIGN_OR_RETURN(int64_t tag,
                            processes_->AgreeOnCall(call, op, static_cast<int>(semantics), parts));
   for (ReshardWork& w : work) {
     w.tag_base = tag;
-    if (tag >= 0) tag += DistributedRuntime::MessageWindow(w.input->layout(), w.placement.layout);
+    if (tag >= 0) tag += DistributedRuntime::MessageWindow(w.input->layout(), *w.placement.layout);
   }
   return absl::OkStatus();
 }
@@ -307,8 +332,7 @@ absl::StatusOr<Dispatcher::ReshardWork> Dispatcher::PlanOneReshard(RuntimeArray*
   ShardingRef src_sharding = array->shared_ptr_sharding();
   if (std::shared_ptr<const PlanCache::ReshardEntry> hit = plan_cache_.FindReshard(
           src_sharding.get(), spec.sharding.get(), spec.shape.dims(), array->element_bytes())) {
-    return ReshardWork{
-        array, std::move(shards), Placement{hit->dst_layout, hit->dst_memories}, hit->plan, {}};
+    return ReshardWork{array, std::move(shards), hit->dst_placement, hit->plan, {}};
   }
   TESSERA_ASSIGN_OR_RETURN(Placement placement, ResolvePlacement(*spec.sharding, spec.shape));
   // Multi-process: only this process's part of the plan, the copies touching its memories.
@@ -316,20 +340,19 @@ absl::StatusOr<Dispatcher::ReshardWork> Dispatcher::PlanOneReshard(RuntimeArray*
   if (processes_->PlansItsPart()) part = local_memory_ids_;
   TESSERA_ASSIGN_OR_RETURN(
       std::shared_ptr<const sharding::ReshardPlan> plan,
-      plan_cache_.Get(array->layout(), Locations(array->memories()), placement.layout,
-                      Locations(placement.memories), array->element_bytes(), /*fan_out=*/false,
+      plan_cache_.Get(array->layout(), Locations(array->memories()), *placement.layout,
+                      Locations(*placement.memories), array->element_bytes(), /*fan_out=*/false,
                       std::move(part)));
   // The identity cache is per client, and so is the part (this process's memories): a hit stays
   // this process's part.
-  plan_cache_.InsertReshard(
-      spec.shape.dims(), array->element_bytes(),
-      std::make_shared<const PlanCache::ReshardEntry>(PlanCache::ReshardEntry{
-          std::move(src_sharding), spec.sharding, placement.layout, placement.memories, plan}));
+  plan_cache_.InsertReshard(spec.shape.dims(), array->element_bytes(),
+                            std::make_shared<const PlanCache::ReshardEntry>(PlanCache::ReshardEntry{
+                                std::move(src_sharding), spec.sharding, placement, plan}));
   return ReshardWork{array, std::move(shards), std::move(placement), std::move(plan), {}};
 }
 
 absl::Status Dispatcher::PrepareDestinations(ReshardWork& w, bool may_alias) {
-  w.dst.resize(w.placement.layout.num_slots());
+  w.dst.resize(w.placement.layout->num_slots());
   if (may_alias) {
     for (const sharding::BoxCopy& c : w.plan->copies) {
       if (c.kind == sharding::BoxCopy::Kind::kAlias) {
@@ -337,7 +360,7 @@ absl::Status Dispatcher::PrepareDestinations(ReshardWork& w, bool may_alias) {
       }
     }
   }
-  return CompleteDestinations(w.placement.layout, w.placement.memories, w.input->element_bytes(),
+  return CompleteDestinations(*w.placement.layout, *w.placement.memories, w.input->element_bytes(),
                               w.dst);
 }
 

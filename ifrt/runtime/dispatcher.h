@@ -44,6 +44,7 @@
 #include "ifrt/array_spec.h"
 #include "ifrt/copy_semantics.h"
 #include "ifrt/introspection.h"
+#include "ifrt/runtime/placement.h"
 #include "ifrt/runtime/plan_cache.h"
 #include "ifrt/runtime/plan_executor.h"
 #include "ifrt/runtime/processes.h"
@@ -58,12 +59,6 @@
 #include "sharding/shard_layout.h"
 
 namespace tessera::runtime {
-
-// Where an array's shards live: its layout and, per slot, the memory.
-struct Placement {
-  sharding::ShardLayout layout;
-  std::vector<RuntimeMemory*> memories;
-};
 
 // One output of a movement: where its shards live and the shards (each ready once its copies
 // are done).
@@ -109,17 +104,19 @@ class Dispatcher {
   PlanCacheStats plan_cache_stats() const { return plan_cache_.stats(); }
 
   // ---- Movements ----
-  // An upload of `shape` (dtype `dtype`) from the host into `placement`: each region read from
-  // the host once and forwarded to its other replicas (across processes, each process writes its
-  // own shards from its own copy of the data). Planned and guarded; run by RunUpload.
+  // An upload of `shape` (dtype `dtype`) from the host to `sharding` (validated by the caller):
+  // each region read from the host once and forwarded to its other replicas (across processes,
+  // each process writes its own shards from its own copy of the data). Placed, planned (both
+  // cached by the sharding's identity) and guarded; run by RunUpload.
   struct Upload {
+    Placement placement;
     std::shared_ptr<const sharding::ReshardPlan> plan;
     std::string guard_action;
     bool addressable = true;  // every slot on this process's devices
   };
   absl::StatusOr<Upload> PlanUpload(std::string_view op, DType dtype, const Shape& shape,
-                                    const Placement& placement, TransferOptions options);
-  // Runs `upload` from `source` (a host endpoint) into new buffers of `placement`: an error when
+                                    const ShardingRef& sharding, TransferOptions options);
+  // Runs `upload` from `source` (a host endpoint) into new buffers of its placement: an error when
   // the buffers could not be allocated (nothing was enqueued), else the execution (its all_done:
   // when the host buffer is no longer read; its status: enqueueing ran out of memory part way)
   // and, when that status is OK, the shards.
@@ -128,8 +125,7 @@ class Dispatcher {
     std::vector<Shard> shards;
   };
   absl::StatusOr<UploadRun> RunUpload(std::string_view op, const Upload& upload,
-                                      PlanEndpoint source, const Placement& placement,
-                                      int64_t element_bytes);
+                                      PlanEndpoint source, int64_t element_bytes);
   // The copies of `array`'s `shards` into the host buffer `destination` (a host endpoint):
   // planned, guarded and enqueued; the future joins the copies and the array's readiness.
   absl::StatusOr<Future<>> Download(std::string_view op, const RuntimeArray& array,

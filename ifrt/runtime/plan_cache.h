@@ -6,13 +6,12 @@
 // starts over. Thread-safe. A part (a set of locations) keeps only the copies whose source or
 // destination is one of them (sharding::PlanReshardPart): a multi-process client's share.
 //
-// In front of it, for reshards, a cache by identity: (source Sharding object,
-// destination Sharding object, shape, element size) -> the destination's layout
-// and memories and the plan. A hit costs one small hash and no geometry at all
-// (no layout computed, hashed or compared). Shardings are immutable, and each
-// entry holds references to its two shardings, so that their addresses cannot
-// be reused by other shardings while the entry lives. Hits of either layer count
-// as hits in stats().
+// In front of it, a cache by identity: (source Sharding object, destination Sharding object,
+// shape, element size) -> the destination's placement and the plan; for uploads the source is the
+// host (null), for downloads the destination (null, no placement). A hit costs one small hash and
+// no geometry at all (no layout computed, hashed or compared). Shardings are immutable, and each
+// entry holds references to its shardings, so that their addresses cannot be reused by other
+// shardings while the entry lives. Hits of either layer count as hits in stats().
 
 #include <cstdint>
 #include <memory>
@@ -25,6 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "ifrt/introspection.h"
+#include "ifrt/runtime/placement.h"
 #include "ifrt/runtime/runtime_device.h"
 #include "ifrt/sharding.h"
 #include "sharding/planner.h"
@@ -45,14 +45,14 @@ class PlanCache {
       bool fan_out, std::optional<std::vector<int64_t>> part = std::nullopt);
   PlanCacheStats stats() const;
 
-  // What a reshard to a sharding needs besides its source array.
+  // What a reshard to a sharding (an upload, a download) needs besides its source.
   struct ReshardEntry {
-    ShardingRef src, dst;  // keep the keys' addresses from being reused
-    sharding::ShardLayout dst_layout;
-    std::vector<RuntimeMemory*> dst_memories;
+    ShardingRef src, dst;     // keep the keys' addresses from being reused; null: the host
+    Placement dst_placement;  // shared with the arrays the entry places
     std::shared_ptr<const sharding::ReshardPlan> plan;
   };
-  // The entry of a reshard from an array with sharding `src` to `dst` (no fan-out), or null.
+  // The entry of a movement from an array with sharding `src` (null: the host) to `dst` (null:
+  // the host), or null.
   std::shared_ptr<const ReshardEntry> FindReshard(const Sharding* src, const Sharding* dst,
                                                   absl::Span<const int64_t> dims,
                                                   int64_t element_bytes);

@@ -111,13 +111,18 @@ int32_t DeviceIdOf(const PlanEndpoint& e) {
   return e.is_host() ? TransferStats::kHost : e.memory->device()->Id().value;
 }
 
-// Geometry of a box (origin `origin`, extent `extent`) inside an endpoint.
-void Place(const PlanEndpoint& e, int64_t element_bytes, const sharding::Box& box, int64_t* offset,
+// The byte strides of an endpoint: the host buffer's, or a dense shard's.
+Index ByteStridesOf(const PlanEndpoint& e, int64_t element_bytes) {
+  return e.is_host() ? e.host_byte_strides
+                     : StridedCopy::RowMajorByteStrides(e.shard_shape, element_bytes);
+}
+
+// Geometry of `box` inside an endpoint whose byte strides are `endpoint_strides`.
+void Place(const Index& endpoint_strides, const sharding::Box& box, int64_t* offset,
            Index* strides) {
-  *strides = e.is_host() ? e.host_byte_strides
-                         : StridedCopy::RowMajorByteStrides(e.shard_shape, element_bytes);
+  *strides = endpoint_strides;
   *offset = 0;
-  for (int d = 0; d < box.rank(); ++d) *offset += box.inclusive_min(d) * (*strides)[d];
+  for (int d = 0; d < box.rank(); ++d) *offset += box.inclusive_min(d) * endpoint_strides[d];
 }
 
 Future<> Enqueue(Batch& b) {
@@ -192,7 +197,7 @@ void RecordTraffic(const TrafficRecorder& record, const Traffic& traffic) {
   if (record) record(traffic);
 }
 
-// One trace event per (source, destination) pair of a finished batch.
+// One trace event per traffic entry of a finished batch (a traced batch holds one copy).
 void AddTraceEvents(TransferTrace& trace, const std::string& op, const std::string& action,
                     int32_t exec_device, const Traffic& traffic, const std::string& src_box,
                     const std::string& dst_box, const TraceStart& start, const absl::Status& st) {
@@ -272,6 +277,8 @@ class PlanRun {
   const absl::Span<const PlanEndpoint> destinations_;
   const PlanContext& context_;
   const bool traced_;
+  // Per source and destination slot: the endpoint's byte strides (computed once, not per copy).
+  std::vector<Index> src_strides_, dst_strides_;
   // Per destination slot: the futures of the copies that write it.
   std::vector<std::vector<Future<>>> slot_writes_;
   // Per destination slot: written, as far as the waves so far go.
@@ -287,6 +294,12 @@ PlanExecution PlanRun::Run() {
   // One entry per batch or staged copy, at most one per copy: push_back never allocates below.
   all_.reserve(plan_.copies.size());
   input_waited_by_.assign(sources_.size() + destinations_.size(), -1);
+  src_strides_.reserve(sources_.size());
+  for (const PlanEndpoint& e : sources_) src_strides_.push_back(ByteStridesOf(e, element_bytes_));
+  dst_strides_.reserve(destinations_.size());
+  for (const PlanEndpoint& e : destinations_) {
+    dst_strides_.push_back(ByteStridesOf(e, element_bytes_));
+  }
   const std::vector<int> wave_of = Waves();
   const int max_wave = wave_of.empty() ? 0 : *std::max_element(wave_of.begin(), wave_of.end());
   for (int wave = 0; wave <= max_wave; ++wave) RunWave(wave_of, wave);
@@ -358,8 +371,9 @@ void PlanRun::PlaceCopy(size_t i, BatchSet& batches) {
   StridedCopy g;
   g.element_bytes = element_bytes_;
   g.extent.assign(c.src_box.shape().begin(), c.src_box.shape().end());
-  Place(s, element_bytes_, c.src_box, &g.src_offset, &g.src_byte_strides);
-  Place(d, element_bytes_, c.dst_box, &g.dst_offset, &g.dst_byte_strides);
+  Place(c.from_destination ? dst_strides_[c.src_slot] : src_strides_[c.src_slot], c.src_box,
+        &g.src_offset, &g.src_byte_strides);
+  Place(dst_strides_[c.dst_slot], c.dst_box, &g.dst_offset, &g.dst_byte_strides);
   // Who the bytes count as coming from: the source, except for an upload's forwards, which are
   // legs of its host-to-device transfer (PlanContext::forwards_are_host_to_device).
   const int32_t counted_src = c.from_destination && context_.forwards_are_host_to_device
@@ -371,16 +385,16 @@ void PlanRun::PlaceCopy(size_t i, BatchSet& batches) {
   Batch* b = nullptr;
   if (s.is_host()) {
     b = &BatchFor(batches, d.memory->device(), OpKind::kHostToBuffer, i);
-    b->h2b.push_back(HostToBufferCopy{s.host, d.buffer, g});
+    b->h2b.push_back(HostToBufferCopy{s.host, d.buffer, std::move(g)});
   } else if (d.is_host()) {
     b = &BatchFor(batches, s.memory->device(), OpKind::kBufferToHost, i);
-    b->b2h.push_back(BufferToHostCopy{s.buffer, d.host, g});
+    b->b2h.push_back(BufferToHostCopy{s.buffer, d.host, std::move(g)});
   } else {
     RuntimeDevice* sd = s.memory->device();
     RuntimeDevice* dd = d.memory->device();
     if (sd->platform() == dd->platform()) {
       b = &BatchFor(batches, dd, OpKind::kBufferToBuffer, i);
-      b->b2b.push_back(BufferToBufferCopy{s.buffer, d.buffer, g});
+      b->b2b.push_back(BufferToBufferCopy{s.buffer, d.buffer, std::move(g)});
     } else if (void* src_host = s.buffer->host_address(); src_host != nullptr) {
       b = &BatchFor(batches, dd, OpKind::kHostToBuffer, i);
       b->h2b.push_back(HostToBufferCopy{src_host, d.buffer, g});
@@ -402,9 +416,7 @@ void PlanRun::PlaceCopy(size_t i, BatchSet& batches) {
     b->after.push_back(s_ready);
   }
   b->dst_slots.push_back(c.dst_slot);
-  auto& t = b->traffic[pair];
-  t.first += c.bytes;
-  t.second += 1;
+  AddTraffic(b->traffic, pair, c.bytes);
   if (traced_) {
     b->src_box = c.src_box.ToString();
     b->dst_box = c.dst_box.ToString();

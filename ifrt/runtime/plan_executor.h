@@ -40,7 +40,7 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/btree_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 #include "ifrt/future.h"
 #include "ifrt/runtime/runtime_device.h"
@@ -72,10 +72,21 @@ struct PlanExecution {
   Future<> all_done;                // every copy of the plan finished (all reads of sources done)
 };
 
-// (source device id, destination device id) -> (bytes, copies) of one batch, with
-// TransferStats::kHost (ifrt/transfer_stats.h) for the host side. A B-tree: the few pairs of a
-// batch share one node instead of one allocation each.
-using TransferTraffic = absl::btree_map<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>>;
+// What one batch moved: entries ((source device id, destination device id), (bytes, copies)),
+// with TransferStats::kHost (ifrt/transfer_stats.h) for the host side. A pair may appear in
+// several entries (consumers add them up); AddTraffic merges a copy into the last entry when it
+// is the same pair. Flat and inline: a batch's few pairs cost no allocation and no tree.
+using TransferTraffic =
+    absl::InlinedVector<std::pair<std::pair<int32_t, int32_t>, std::pair<int64_t, int64_t>>, 8>;
+// Adds one copy of `bytes` between `pair` to `traffic`.
+inline void AddTraffic(TransferTraffic& traffic, std::pair<int32_t, int32_t> pair, int64_t bytes) {
+  if (!traffic.empty() && traffic.back().first == pair) {
+    traffic.back().second.first += bytes;
+    traffic.back().second.second += 1;
+  } else {
+    traffic.push_back({pair, {bytes, 1}});
+  }
+}
 // Called once per batch (or single copy) that succeeded, with what it moved: a whole batch at once
 // (one lock instead of one per device pair).
 using TrafficRecorder = std::function<void(const TransferTraffic&)>;

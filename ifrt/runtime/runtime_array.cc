@@ -9,30 +9,12 @@
 namespace tessera::runtime {
 
 RuntimeArray::RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
-                           sharding::ShardLayout layout, std::vector<RuntimeMemory*> memories,
-                           std::vector<Shard> shards)
-    : RuntimeArray(client, dtype, std::move(shape), std::move(sharding), nullptr, nullptr,
-                   std::move(shards)) {
-  // One allocation holds both (each pointer shares it).
-  struct Own {
-    sharding::ShardLayout layout;
-    std::vector<RuntimeMemory*> memories;
-  };
-  auto own = std::make_shared<const Own>(Own{std::move(layout), std::move(memories)});
-  layout_ = std::shared_ptr<const sharding::ShardLayout>(own, &own->layout);
-  memories_ = std::shared_ptr<const std::vector<RuntimeMemory*>>(own, &own->memories);
-}
-
-RuntimeArray::RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
-                           std::shared_ptr<const sharding::ShardLayout> layout,
-                           std::shared_ptr<const std::vector<RuntimeMemory*>> memories,
-                           std::vector<Shard> shards)
+                           Placement placement, std::vector<Shard> shards)
     : client_(client),
       dtype_(dtype),
       shape_(std::move(shape)),
       sharding_(std::move(sharding)),
-      layout_(std::move(layout)),
-      memories_(std::move(memories)),
+      placement_(std::move(placement)),
       shards_(std::move(shards)) {
   absl::InlinedVector<Future<>, 8> futures;  // no allocation for a call's few outputs
   for (const Shard& s : shards_) futures.push_back(s.ready);

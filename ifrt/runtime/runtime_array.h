@@ -20,6 +20,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "ifrt/array.h"
+#include "ifrt/runtime/placement.h"
 #include "ifrt/runtime/runtime_device.h"
 #include "ifrt/spi/platform.h"
 #include "sharding/shard_layout.h"
@@ -35,17 +36,10 @@ struct Shard {
 
 class RuntimeArray final : public Array {
  public:
-  // `memories` and `shards` have one entry per device of `sharding`; `layout`
-  // is the sharding's layout for `shape`.
+  // `placement` is the sharding's layout for `shape` and a memory per device of `sharding`;
+  // `shards` has one entry per device. The placement is shared, not copied.
   RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
-               sharding::ShardLayout layout, std::vector<RuntimeMemory*> memories,
-               std::vector<Shard> shards);
-  // The same, its layout and memories shared with their owner (an executable's results: a call
-  // makes its output arrays without copying them).
-  RuntimeArray(RuntimeClient* client, DType dtype, Shape shape, ShardingRef sharding,
-               std::shared_ptr<const sharding::ShardLayout> layout,
-               std::shared_ptr<const std::vector<RuntimeMemory*>> memories,
-               std::vector<Shard> shards);
+               Placement placement, std::vector<Shard> shards);
 
   Client* client() const override;
   DType dtype() const override { return dtype_; }
@@ -64,8 +58,9 @@ class RuntimeArray final : public Array {
   std::string DebugString() const override;
 
   RuntimeClient* runtime_client() const { return client_; }
-  const sharding::ShardLayout& layout() const { return *layout_; }
-  const std::vector<RuntimeMemory*>& memories() const { return *memories_; }
+  const sharding::ShardLayout& layout() const { return *placement_.layout; }
+  const std::vector<RuntimeMemory*>& memories() const { return *placement_.memories; }
+  const Placement& placement() const { return placement_; }
   int64_t element_bytes() const { return *dtype_.byte_size(); }
   // The shards, or FAILED_PRECONDITION when the array has been deleted.
   absl::StatusOr<std::vector<Shard>> shards() const;
@@ -77,8 +72,7 @@ class RuntimeArray final : public Array {
   DType dtype_;
   Shape shape_;
   ShardingRef sharding_;
-  std::shared_ptr<const sharding::ShardLayout> layout_;          // never null
-  std::shared_ptr<const std::vector<RuntimeMemory*>> memories_;  // never null
+  Placement placement_;
   Future<> ready_;
   mutable std::mutex mu_;
   std::vector<Shard> shards_ ABSL_GUARDED_BY(mu_);

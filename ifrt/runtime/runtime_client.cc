@@ -414,33 +414,32 @@ absl::StatusOr<ArrayRef> RuntimeClient::MakeArrayImpl(
   TESSERA_ASSIGN_OR_RETURN(Index strides,
                            HostByteStrides(byte_strides, shape, element_bytes, kOp, data));
   TESSERA_RETURN_IF_ERROR(CheckHostData(data, dtype, shape, kOp));
-  TESSERA_ASSIGN_OR_RETURN(Placement placement, Dispatcher::ResolvePlacement(*sharding, shape));
   TESSERA_ASSIGN_OR_RETURN(Dispatcher::Upload upload,
-                           dispatcher_->PlanUpload(kOp, dtype, shape, placement, options));
+                           dispatcher_->PlanUpload(kOp, dtype, shape, sharding, options));
+  const Placement& placement = upload.placement;
 
   if (semantics == HostBufferSemantics::kImmutableZeroCopy && upload.addressable) {
     std::optional<Shard> wrapped = WrapHostBuffer(data, shape, element_bytes, strides,
-                                                  placement.layout, placement.memories, on_done);
+                                                  *placement.layout, *placement.memories, on_done);
     if (wrapped.has_value()) {
       on_failure.armed = false;  // the buffer's release calls on_done
       return ArrayRef(std::make_shared<RuntimeArray>(
-          this, dtype, std::move(shape), std::move(sharding), std::move(placement.layout),
-          std::move(placement.memories), std::vector<Shard>{*std::move(wrapped)}));
+          this, dtype, std::move(shape), std::move(sharding), std::move(upload.placement),
+          std::vector<Shard>{*std::move(wrapped)}));
     }
   }
 
   PlanEndpoint src;
   src.host = const_cast<void*>(data);
   src.host_byte_strides = std::move(strides);
-  TESSERA_ASSIGN_OR_RETURN(
-      Dispatcher::UploadRun run,
-      dispatcher_->RunUpload(kOp, upload, std::move(src), placement, element_bytes));
+  TESSERA_ASSIGN_OR_RETURN(Dispatcher::UploadRun run,
+                           dispatcher_->RunUpload(kOp, upload, std::move(src), element_bytes));
   on_failure.armed = false;  // from here on, the transfer calls on_done
   ReleaseHostBufferWhenRead(semantics, run.exec.all_done, on_done);
   TESSERA_RETURN_IF_ERROR(run.exec.status);
-  return ArrayRef(std::make_shared<RuntimeArray>(
-      this, dtype, std::move(shape), std::move(sharding), std::move(placement.layout),
-      std::move(placement.memories), std::move(run.shards)));
+  return ArrayRef(std::make_shared<RuntimeArray>(this, dtype, std::move(shape), std::move(sharding),
+                                                 std::move(upload.placement),
+                                                 std::move(run.shards)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -581,10 +580,9 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::ReshardValidated(
   std::vector<ArrayRef> outputs;
   outputs.reserve(moved.size());
   for (size_t i = 0; i < moved.size(); ++i) {
-    outputs.push_back(std::make_shared<RuntimeArray>(
-        this, arrays[i]->dtype(), specs[i].shape, specs[i].sharding,
-        std::move(moved[i].placement.layout), std::move(moved[i].placement.memories),
-        std::move(moved[i].shards)));
+    outputs.push_back(
+        std::make_shared<RuntimeArray>(this, arrays[i]->dtype(), specs[i].shape, specs[i].sharding,
+                                       std::move(moved[i].placement), std::move(moved[i].shards)));
   }
   if (semantics == ArrayCopySemantics::kDonateInput) {
     for (RuntimeArray* a : arrays) static_cast<void>(a->Delete());  // donated
@@ -614,35 +612,34 @@ absl::StatusOr<ArrayRef> RuntimeClient::AssembleImpl(DType dtype, Shape shape, S
   // One array per addressable device of the sharding (all of them in a single-process client);
   // the other processes hold the other shards.
   std::vector<int> slots;
-  for (int i = 0; i < placement.layout.num_slots(); ++i) {
-    if (placement.memories[i]->device()->IsAddressable()) slots.push_back(i);
+  for (int i = 0; i < placement.layout->num_slots(); ++i) {
+    if ((*placement.memories)[i]->device()->IsAddressable()) slots.push_back(i);
   }
   const int n = static_cast<int>(slots.size());
   if (static_cast<int>(arrays.size()) != n) {
     return absl::InvalidArgumentError(
         absl::StrCat(std::string(kOp), ": the sharding has ", n,
-                     n == placement.layout.num_slots() ? "" : " addressable", " devices but ",
+                     n == placement.layout->num_slots() ? "" : " addressable", " devices but ",
                      arrays.size(), " arrays were given"));
   }
   std::vector<RuntimeArray*> inputs;
-  std::vector<Shard> shards(placement.layout.num_slots(), Shard{nullptr, MakeReadyFuture()});
+  std::vector<Shard> shards(placement.layout->num_slots(), Shard{nullptr, MakeReadyFuture()});
   for (int k = 0; k < n; ++k) {
     const int i = slots[k];
     TESSERA_ASSIGN_OR_RETURN(RuntimeArray* const a, CheckArray(arrays[k], kOp, k));
-    TESSERA_RETURN_IF_ERROR(
-        CheckAssemblyPart(*a, i, dtype, *sharding, placement.layout, placement.memories[i], kOp));
+    TESSERA_RETURN_IF_ERROR(CheckAssemblyPart(*a, i, dtype, *sharding, *placement.layout,
+                                              (*placement.memories)[i], kOp));
     TESSERA_ASSIGN_OR_RETURN(std::vector<Shard> part, a->shards());
     shards[i] = part[0];
     inputs.push_back(a);
   }
   if (semantics == ArrayCopySemantics::kAlwaysCopy) {
     TESSERA_ASSIGN_OR_RETURN(
-        shards, dispatcher_->CopyShardsLocally(kOp, placement.layout, placement.memories, shards,
+        shards, dispatcher_->CopyShardsLocally(kOp, *placement.layout, *placement.memories, shards,
                                                *dtype.byte_size()));
   }
   ArrayRef out = std::make_shared<RuntimeArray>(this, dtype, std::move(shape), std::move(sharding),
-                                                std::move(placement.layout),
-                                                std::move(placement.memories), std::move(shards));
+                                                std::move(placement), std::move(shards));
   if (semantics == ArrayCopySemantics::kDonateInput) {
     for (RuntimeArray* a : inputs) static_cast<void>(a->Delete());  // donated
   }
@@ -655,8 +652,9 @@ ArrayRef RuntimeClient::ShardAsArray(const RuntimeArray& array, int slot, Shard 
   return std::make_shared<RuntimeArray>(
       this, array.dtype(), shape,
       SingleDeviceSharding::Create(sharding.devices()->devices()[slot], sharding.memory_kind()),
-      sharding::ShardLayout::Replicated(shape.dims(), 1),
-      std::vector<RuntimeMemory*>{array.memories()[slot]}, std::vector<Shard>{std::move(shard)});
+      Placement::Of(sharding::ShardLayout::Replicated(shape.dims(), 1),
+                    std::vector<RuntimeMemory*>{array.memories()[slot]}),
+      std::vector<Shard>{std::move(shard)});
 }
 
 absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::Disassemble(RuntimeArray& array,
@@ -744,9 +742,9 @@ absl::StatusOr<std::vector<ArrayRef>> RuntimeClient::RemapImpl(const RemapPlan& 
   std::vector<ArrayRef> outputs;
   for (size_t o = 0; o < plan.output_specs.size(); ++o) {
     const ArraySpec& spec = plan.output_specs[o];
-    outputs.push_back(std::make_shared<RuntimeArray>(
-        this, spec.dtype, spec.shape, spec.sharding, std::move(placements[o].layout),
-        std::move(placements[o].memories), std::move(out_shards[o])));
+    outputs.push_back(std::make_shared<RuntimeArray>(this, spec.dtype, spec.shape, spec.sharding,
+                                                     std::move(placements[o]),
+                                                     std::move(out_shards[o])));
   }
   for (RuntimeArray* a : inputs) static_cast<void>(a->Delete());  // donated
   return outputs;
@@ -779,11 +777,11 @@ absl::StatusOr<std::vector<std::vector<Shard>>> RuntimeClient::RemapShards(
     std::string_view op) {
   std::vector<std::vector<Shard>> out_shards(outputs.size());
   for (size_t o = 0; o < outputs.size(); ++o) {
-    out_shards[o].resize(outputs[o].layout.num_slots());
+    out_shards[o].resize(outputs[o].layout->num_slots());
   }
   for (const RemapPlan::Mapping& m : plan.mappings) {
     const std::vector<RuntimeMemory*>& from_memories = inputs[m.in_array]->memories();
-    const std::vector<RuntimeMemory*>& to_memories = outputs[m.out_array].memories;
+    const std::vector<RuntimeMemory*>& to_memories = *outputs[m.out_array].memories;
     for (size_t k = 0; k < m.from.size(); ++k) {
       for (int j = 0; j < m.from[k].size(); ++j) {
         const int from = m.from[k].start + j * m.from[k].step;

@@ -1,5 +1,7 @@
 #include "ifrt/runtime/transfer_events.h"
 
+#include <algorithm>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +13,14 @@ namespace {
 
 std::vector<int> DeviceIds(const std::set<int32_t>& ids) {
   return std::vector<int>(ids.begin(), ids.end());
+}
+
+// `items` sorted, each once.
+template <typename T>
+std::vector<T> SortedUnique(std::vector<T> items) {
+  std::sort(items.begin(), items.end());
+  items.erase(std::unique(items.begin(), items.end()), items.end());
+  return items;
 }
 
 std::vector<int64_t> Dims(const Shape& shape) {
@@ -77,10 +87,10 @@ void AddDeviceTraffic(const sharding::ReshardPlan& plan, const std::vector<Runti
     // Between two memories of one device: a local copy, as transfer_stats() counts it.
     if (src_id == dst_id) continue;
     traffic.bytes += c.bytes;
-    traffic.src_ids.insert(src_id);
-    traffic.dst_ids.insert(dst_id);
-    traffic.src_memories.insert(src[c.src_slot]);
-    traffic.dst_memories.insert(dst[c.dst_slot]);
+    traffic.src_ids.push_back(src_id);
+    traffic.dst_ids.push_back(dst_id);
+    traffic.src_memories.push_back(src[c.src_slot]);
+    traffic.dst_memories.push_back(dst[c.dst_slot]);
   }
 }
 
@@ -96,10 +106,10 @@ guard::TransferEvent ReshardEvent(std::string_view op, absl::Span<RuntimeArray* 
       .dtype = arrays.empty() ? "" : arrays[0]->dtype().DebugString(),
       .shape = Dims(first_shape),
       .bytes = traffic.bytes,
-      .src_devices = DeviceIds(traffic.src_ids),
-      .dst_devices = DeviceIds(traffic.dst_ids),
-      .src_memory_kind = KindsOf(traffic.src_memories),
-      .dst_memory_kind = KindsOf(traffic.dst_memories)};
+      .src_devices = SortedUnique(traffic.src_ids),
+      .dst_devices = SortedUnique(traffic.dst_ids),
+      .src_memory_kind = KindsOf(SortedUnique(traffic.src_memories)),
+      .dst_memory_kind = KindsOf(SortedUnique(traffic.dst_memories))};
 }
 
 guard::TransferEvent ProgramCommunicationEvent(const CompiledProgram& program) {

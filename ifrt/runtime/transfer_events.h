@@ -15,7 +15,6 @@
 // host-to-device bytes. Free functions; thread-compatible.
 
 #include <cstdint>
-#include <set>
 #include <string_view>
 #include <vector>
 
@@ -42,12 +41,13 @@ guard::TransferEvent UploadEvent(std::string_view op, const sharding::ReshardPla
 guard::TransferEvent DownloadEvent(std::string_view op, const sharding::ReshardPlan& plan,
                                    const RuntimeArray& array, TransferOptions options);
 
-// What the plans of one reshard call move between devices.
+// What the plans of one reshard call move between devices. The lists hold an entry per copy,
+// repeats included (a copy costs a push, not a tree insertion); ReshardEvent names each once.
 struct DeviceTraffic {
   int64_t bytes = 0;
-  std::set<int32_t> src_ids, dst_ids;
+  std::vector<int32_t> src_ids, dst_ids;
   // The memories' kinds are named once per call (ReshardEvent), not once per copy.
-  std::set<const RuntimeMemory*> src_memories, dst_memories;
+  std::vector<const RuntimeMemory*> src_memories, dst_memories;
 };
 // Adds the copies of `plan` (from `src` memories to `dst` memories) that cross devices. Copies
 // within a device and aliases are not transfers.

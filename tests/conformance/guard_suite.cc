@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "guard/recording_transfer_sink.h"
@@ -230,6 +232,21 @@ TEST_P(GuardTest, RecordingSinkSeesOneEventPerCallAndDirection) {
   EXPECT_FALSE(events[0].is_explicit);
   EXPECT_EQ(events[0].bytes, plan->cross_location_bytes);
   EXPECT_EQ(plan->cross_location_bytes, bytes * (n_ - 1));
+  // Every device sends its rows and receives the others': each named once, ascending, as is each
+  // memory kind, however many copies the plan has.
+  const DeviceListRef all = All();
+  std::vector<int> ids;
+  for (Device* d : all->devices()) ids.push_back(d->Id().value);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(events[0].src_devices, ids);
+  EXPECT_EQ(events[0].dst_devices, ids);
+  std::set<std::string> kinds;
+  for (Device* d : all->devices()) {
+    ASSERT_OK_AND_ASSIGN(Memory * m, d->DefaultMemory());
+    kinds.insert(m->Kind().DebugString());
+  }
+  EXPECT_EQ(events[0].src_memory_kind, absl::StrJoin(kinds, ","));
+  EXPECT_EQ(events[0].dst_memory_kind, absl::StrJoin(kinds, ","));
   EXPECT_EQ(client().transfer_stats().device_to_device.bytes - before.device_to_device.bytes,
             plan->cross_location_bytes);
   // Internal legs (host staging between platforms) count as the movement they

@@ -562,7 +562,7 @@ std::vector<ArrayRef> RuntimeExecutable::MakeOutputs(ValueShards& values) {
                                 plan.results[r]) == plan.results.end();
     outputs.push_back(std::make_shared<RuntimeArray>(
         client_, global.dtype, global.local_shape, program_->result_shardings[r],
-        program_->result_layouts[r], program_->result_memories[r],
+        Placement{program_->result_layouts[r], program_->result_memories[r]},
         last ? std::move(row) : std::vector<Shard>(row)));
   }
   return outputs;
