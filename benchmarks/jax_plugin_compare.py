@@ -28,6 +28,8 @@ Each round times every case on each system (median of --repeat), in turns; the t
 median over rounds and the per-round ratios plugin/tessera and plugin/jax with their ranges.
 Targets (issue 23): dispatch at or below JAX's; programs <= 1.1x Tessera's API and at or below
 JAX; device_put / asarray within 1.2x of Tessera's API.
+asarray also times its floor: JAX's own assembly of the plugin's shard views into a new numpy array
+(np.empty and a copy per shard, on one thread, as jax.Array._value does), without JAX.
 """
 import argparse
 import os
@@ -195,10 +197,21 @@ def main():
             return jax.make_array_from_single_device_arrays(
                 a.shape, a.sharding, [shard.data for shard in a.addressable_shards])
 
+        # What JAX does with the plugin's shards, without JAX: np.empty, then one numpy copy per
+        # shard from its zero-copy view, on one thread (jax.Array._value). The plugin's floor.
+        views = [(shard.index, np.asarray(shard.data)) for shard in on_plugin.addressable_shards]
+
+        def assembly():
+            out = np.empty(big.shape, big.dtype)
+            for index, view in views:
+                out[index] = view
+            return out
+
         cases["asarray"] = {
             "plugin": lambda: np.asarray(fresh(on_plugin)),
             "tessera": lambda: np.asarray(on_tessera),
             "jax": lambda: np.asarray(fresh(on_cpu)),
+            "floor": assembly,
         }
 
     results = {case: {system: [] for system in systems} for case, systems in cases.items()}
@@ -231,6 +244,10 @@ def main():
               f"{ms(systems.get('tessera', []), scale)} {ms(systems.get('jax'), scale)}   "
               f"{ratio(systems.get('plugin'), systems.get('tessera')):>24}"
               f" {ratio(systems.get('plugin'), systems.get('jax')):>22}")
+    for case, systems in results.items():
+        if systems.get("floor"):
+            print(f"{case}: JAX's assembly alone (numpy, one thread) {ms(systems['floor'])} ms; "
+                  f"plugin / that floor {ratio(systems['plugin'], systems['floor'])}")
     print(f"(ms per call; dispatch: us per call, the mean of {args.dispatch_calls}; tessera has no "
           "dispatch row: its Python API is not jit's dispatch path)")
 

@@ -100,7 +100,7 @@ std::vector<PyShard> AddressableShards(const PyArray& a) {
 }
 
 PyArray ReshardOne(const PyArray& a, nb::handle sharding, bool donate) {
-  ArraySpec spec{a.array->dtype(), a.array->shape(), ShardingFromPython(*a.client, sharding)};
+  ArraySpec spec{a.array->dtype(), a.array->shape(), ShardingFromPython(a.client, sharding)};
   std::vector<ArrayRef> in = {a.array};
   absl::StatusOr<std::vector<ArrayRef>> out;
   {

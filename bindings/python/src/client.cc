@@ -95,7 +95,7 @@ namespace {
 // `data` (of `dtype`'s element size) onto the devices of `sharding`.
 PyArray PutAs(const PyClient& c, const HostArray& data, DType dtype, nb::handle sharding,
               bool is_explicit) {
-  ShardingRef s = ShardingFromPython(*c.client, sharding);
+  ShardingRef s = ShardingFromPython(c.client, sharding);
   const int64_t item = *dtype.byte_size();
   std::vector<int64_t> dims(data.ndim()), strides(data.ndim());
   for (size_t i = 0; i < data.ndim(); ++i) {
@@ -148,7 +148,7 @@ std::vector<PyArray> Reshard(const PyClient& c, const std::vector<PyArray>& arra
   for (size_t i = 0; i < arrays.size(); ++i) {
     const ArrayRef& a = arrays[i].array;
     refs.push_back(a);
-    specs.push_back(ArraySpec{a->dtype(), a->shape(), ShardingFromPython(*c.client, shardings[i])});
+    specs.push_back(ArraySpec{a->dtype(), a->shape(), ShardingFromPython(c.client, shardings[i])});
   }
   absl::StatusOr<std::vector<ArrayRef>> out;
   {

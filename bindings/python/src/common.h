@@ -65,8 +65,9 @@ T ValueOrThrow(absl::StatusOr<T> value) {
 
 // A sharding from a Python object: a str in either text notation (over the client's first
 // devices), a Device (the whole array on it), or an object with `_tessera_sharding()` returning
-// (text, device ids or None, memory kind or None) — tessera.NamedSharding.
-ShardingRef ShardingFromPython(const Client& client, nb::handle sharding);
+// (text, device ids or None, memory kind or None) — tessera.NamedSharding. The same meaning gives
+// the same Sharding object each time (shardings.cc), so that the runtime's caches find its plans.
+ShardingRef ShardingFromPython(const std::shared_ptr<Client>& client, nb::handle sharding);
 
 // numpy's dtype for `dtype` (a string for bfloat16, which numpy lacks).
 nb::object NumpyDType(DType dtype);

@@ -49,30 +49,6 @@ void AwaitReleasingGil(const Future<>& future) {
   ThrowIfError(status);
 }
 
-ShardingRef ShardingFromPython(const Client& client, nb::handle sharding) {
-  if (nb::isinstance<PyDevice>(sharding)) {
-    const PyDevice& d = nb::cast<const PyDevice&>(sharding);
-    if (d.client.get() != &client) throw nb::value_error("the device belongs to another client");
-    return SingleDeviceSharding::Create(d.device, MemoryKind());
-  }
-  std::string text;
-  std::vector<int32_t> ids;
-  std::string memory_kind;
-  if (nb::isinstance<nb::str>(sharding)) {
-    text = nb::cast<std::string>(sharding);
-  } else if (nb::hasattr(sharding, "_tessera_sharding")) {
-    nb::tuple t = nb::cast<nb::tuple>(sharding.attr("_tessera_sharding")());
-    text = nb::cast<std::string>(t[0]);
-    if (!t[1].is_none()) ids = nb::cast<std::vector<int32_t>>(t[1]);
-    if (!t[2].is_none()) memory_kind = nb::cast<std::string>(t[2]);
-  } else {
-    throw nb::type_error(
-        "a sharding is a str ('mesh{x=4} P(x,None)' or '2x1 to [0] on 2'), a tessera.Device or "
-        "a tessera.NamedSharding");
-  }
-  return ValueOrThrow(ShardingFromText(client, text, ids, memory_kind));
-}
-
 nb::object NumpyDType(DType dtype) {
   const char* name = NumpyName(dtype);
   if (name == nullptr) return nb::str(dtype.DebugString().c_str());

@@ -18,7 +18,7 @@ namespace {
 // `sharding`, then CopyToHostBuffer into a new buffer and await. Runs without the GIL.
 std::vector<double> TimePutFetch(const PyClient& c, int64_t rows, int64_t cols, nb::handle sharding,
                                  int repeats) {
-  ShardingRef s = ShardingFromPython(*c.client, sharding);
+  ShardingRef s = ShardingFromPython(c.client, sharding);
   const size_t n = static_cast<size_t>(rows * cols);
   std::vector<float> data(n, 1.0f);
   std::vector<double> seconds;

@@ -56,6 +56,28 @@ def test_sharding_notations_and_devices(client):
     assert str(tessera.P(("x", "y"), None)) == "P((x,y),None)"
 
 
+def test_a_sharding_named_again_stays_on_its_own_clients_devices():
+    # The binding hands out one Sharding object per (client, text, devices, memory kind), so that
+    # the runtime finds repeated movements' plans by identity. Clients made one after the other
+    # (a new one may reuse a freed one's address) and side by side each get their own devices.
+    x = np.arange(32, dtype=np.int32).reshape(8, 4)
+    for round in range(3):
+        first = tessera.Client(cpu_devices=4, vulkan="off")
+        second = tessera.Client(cpu_devices=4, vulkan="off")
+        for c in (first, second, first):
+            a = c.put(x + round, ROWS)
+            b = c.put(x - round, tessera.NamedSharding(tessera.Mesh(x=4), tessera.P("x")))
+            one = c.put(x, c.devices[1])
+            assert a.devices() == c.devices and b.devices() == c.devices
+            assert one.devices() == [c.devices[1]]
+            assert np.array_equal(np.asarray(a), x + round)
+            assert np.array_equal(np.asarray(b), x - round)
+            assert np.array_equal(np.asarray(a.reshard("mesh{x=4} P(None,x)")), x + round)
+        with pytest.raises(ValueError, match="another client"):
+            first.put(x, second.devices[0])
+        del a, b, one, first, second
+
+
 def test_non_contiguous_input(client):
     x = np.arange(64, dtype=np.float64).reshape(8, 8)
     view = x[::2, 1::3]
