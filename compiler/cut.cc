@@ -1,8 +1,8 @@
 // Step d: cut the partitioned @main at its shard collectives into kernel and collective steps.
 //
 // The top-level ops of @main fall into three kinds:
-//   collectives      shard.all_reduce / all_gather / all_to_all / all_slice / reduce_scatter: one
-//                    CollectiveStep each; they separate kernels;
+//   collectives      shard.all_reduce / all_gather / all_to_all / all_slice / reduce_scatter /
+//                    shift: one CollectiveStep each; they separate kernels;
 //   rematerialized   cheap pure ops without regions that yield no tensor (constants, index
 //                    arithmetic, shard.process_multi_index) and tensor.empty: cloned into every
 //                    kernel that uses them instead of being passed between steps;
@@ -40,7 +40,7 @@ namespace {
 
 bool IsCollective(mlir::Operation* op) {
   return mlir::isa<mlir::shard::AllReduceOp, mlir::shard::AllGatherOp, mlir::shard::AllToAllOp,
-                   mlir::shard::AllSliceOp, mlir::shard::ReduceScatterOp>(op);
+                   mlir::shard::AllSliceOp, mlir::shard::ReduceScatterOp, mlir::shard::ShiftOp>(op);
 }
 
 bool IsRematerialized(mlir::Operation* op) {
@@ -168,6 +168,17 @@ absl::StatusOr<CollectiveStep> DescribeCollective(mlir::Operation* op) {
     step.split_axis = scatter.getScatterAxis().getSExtValue();
     TESSERA_ASSIGN_OR_RETURN(step.reduction,
                              ToReduction(op, scatter.getReduction(), scatter.getInput()));
+  } else if (auto shift = mlir::dyn_cast<mlir::shard::ShiftOp>(op)) {
+    step.kind = CollectiveKind::kCollectivePermute;
+    axes(shift.getGridAxes());
+    const int64_t shift_axis = shift.getShiftAxis().getSExtValue();
+    if (step.grid_axes != std::vector<int>{static_cast<int>(shift_axis)}) {
+      return absl::UnimplementedError(
+          absl::StrCat("shift at ", FormatLocation(op->getLoc()),
+                       ": only a shift within groups along its own grid axis is supported"));
+    }
+    step.shift_offset = shift.getOffsetAttr().getValue().getSExtValue();
+    step.shift_rotates = shift.getRotate();
   }
   return step;
 }

@@ -63,8 +63,8 @@ bool IsSupportedOp(std::string_view name) {
 // grid and the collectives its bodies communicate with.
 bool IsManualComputationOp(mlir::Operation* op) {
   static const auto* const kShardOps = new absl::flat_hash_set<std::string_view>{
-      "shard.grid",           "shard.all_reduce", "shard.all_gather",
-      "shard.reduce_scatter", "shard.all_to_all", "shard.process_multi_index"};
+      "shard.grid",       "shard.all_reduce", "shard.all_gather",         "shard.reduce_scatter",
+      "shard.all_to_all", "shard.shift",      "shard.process_multi_index"};
   const std::string_view name = op->getName().getStringRef();
   if (name == "builtin.unrealized_conversion_cast") return op->hasAttr(kManualBodyAttrName);
   auto parent = op->getParentOfType<mlir::ModuleOp>();

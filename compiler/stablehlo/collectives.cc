@@ -1,6 +1,7 @@
 // The explicit collectives of a manual computation's body (shard_map's psum, all_gather,
-// psum_scatter, all_to_all, axis_index): StableHLO's all_reduce, all_gather, reduce_scatter,
-// all_to_all, partition_id and replica_id as the shard dialect's ops on @grid (internal.h). A
+// psum_scatter, all_to_all, ppermute, axis_index): StableHLO's all_reduce, all_gather,
+// reduce_scatter, all_to_all, collective_permute (a shift along one mesh axis), partition_id and
+// replica_id as the shard dialect's ops on @grid (internal.h). A
 // collective's replica_groups (device ids, the devices in mesh order) must be the groups of some
 // mesh axes, in some order: those become its grid axes.
 
@@ -13,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -425,12 +427,140 @@ absl::Status ConvertPartitionId(ImportState& state, mlir::Operation* op) {
   return absl::OkStatus();
 }
 
-// Point to point (ppermute) and one-to-all collectives have no shard op Tessera runs.
+// The (source, target) device pairs of a collective_permute: ids in [0, devices), no device a
+// source or a target twice.
+absl::StatusOr<std::set<std::pair<int64_t, int64_t>>> ReadPairs(mlir::Operation* op,
+                                                                int64_t devices) {
+  auto attr = mlir::dyn_cast_or_null<mlir::DenseIntElementsAttr>(
+      ImportState::GetAttr(op, "source_target_pairs"));
+  auto type = attr ? mlir::dyn_cast<mlir::RankedTensorType>(attr.getType()) : nullptr;
+  if (!type || type.getRank() != 2 || (type.getNumElements() > 0 && type.getDimSize(1) != 2)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ImportState::Where(op), ": expected source_target_pairs, an N x 2 integer tensor"));
+  }
+  std::vector<int64_t> ids;
+  for (const llvm::APInt& id : attr.getValues<llvm::APInt>()) ids.push_back(id.getSExtValue());
+  std::set<std::pair<int64_t, int64_t>> pairs;
+  std::set<int64_t> sources, targets;
+  for (size_t i = 0; i + 1 < ids.size(); i += 2) {
+    const int64_t source = ids[i], target = ids[i + 1];
+    if (source < 0 || source >= devices || target < 0 || target >= devices ||
+        !sources.insert(source).second || !targets.insert(target).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(ImportState::Where(op), ": source_target_pairs name [", source, ", ", target,
+                       "]: each id must be one of the shard_map's ", devices,
+                       " devices, and no device a source or a target twice"));
+    }
+    pairs.insert({source, target});
+  }
+  return pairs;
+}
+
+// The pairs of a shift by `offset` along mesh axis `axis` of `grid`: device d's input goes to the
+// device whose coordinate on `axis` is d's plus `offset`, wrapping around when `rotate`, else only
+// where that coordinate exists.
+std::set<std::pair<int64_t, int64_t>> ShiftPairs(const std::vector<int64_t>& grid, size_t axis,
+                                                 int64_t offset, bool rotate) {
+  int64_t devices = 1, stride = 1;
+  for (int64_t size : grid) devices *= size;
+  for (size_t b = axis + 1; b < grid.size(); ++b) stride *= grid[b];
+  const int64_t n = grid[axis];
+  std::set<std::pair<int64_t, int64_t>> pairs;
+  for (int64_t d = 0; d < devices; ++d) {
+    const int64_t c = (d / stride) % n;
+    int64_t to = c + offset;
+    if (rotate) {
+      to = ((to % n) + n) % n;
+    } else if (to < 0 || to >= n) {
+      continue;
+    }
+    pairs.insert({d, d + (to - c) * stride});
+  }
+  return pairs;
+}
+
+// stablehlo.collective_permute (shard_map's ppermute) whose pairs shift the devices along one mesh
+// axis, wrapping around or not (a ring, a pipeline's stages): shard.shift, the devices that no
+// pair targets receiving zeros. No pairs: zeros everywhere; every device its own target: the
+// input. Other pairs (swaps of pairs, a shift over several axes) are UNIMPLEMENTED, named.
+absl::Status ConvertCollectivePermute(ImportState& state, mlir::Operation* op) {
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
+  TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, 0));
+  if (in != out) return ShapeMismatch(op, 0, "its type");
+  TESSERA_ASSIGN_OR_RETURN(mlir::Value input, state.Operand(op, 0));
+  const std::vector<int64_t>& grid = *state.manual_grid();
+  int64_t devices = 1;
+  for (int64_t size : grid) devices *= size;
+  TESSERA_ASSIGN_OR_RETURN(auto pairs, ReadPairs(op, devices));
+  mlir::OpBuilder& builder = state.builder();
+  const mlir::Location loc = op->getLoc();
+  const mlir::RankedTensorType type = ImportState::NewType(out);
+  if (pairs.empty()) {
+    state.Map(op->getResult(0), state.Fill(loc, type, builder.getZeroAttr(type.getElementType())));
+    return absl::OkStatus();
+  }
+  if (static_cast<int64_t>(pairs.size()) == devices &&
+      absl::c_all_of(pairs, [](const auto& p) { return p.first == p.second; })) {
+    state.Map(op->getResult(0), input);
+    return absl::OkStatus();
+  }
+  for (size_t axis = 0; axis < grid.size(); ++axis) {
+    const int64_t n = grid[axis];
+    for (int64_t offset = 1 - n; offset < n; ++offset) {
+      if (offset == 0) continue;
+      for (bool rotate : {true, false}) {
+        if (rotate && offset < 0) continue;  // the same rings as offset + n
+        if (ShiftPairs(grid, axis, offset, rotate) != pairs) continue;
+        // shard.shift takes a tensor of rank 1 or more: a scalar travels as tensor<1x...>
+        // (a linalg.broadcast there and a linalg.reduce back, as reshapes insert and drop units).
+        mlir::Value value = input;
+        mlir::RankedTensorType shifted = type;
+        if (type.getRank() == 0) {
+          shifted = mlir::RankedTensorType::get({1}, type.getElementType());
+          value = mlir::linalg::BroadcastOp::create(builder, loc, value, state.Empty(loc, shifted),
+                                                    llvm::ArrayRef<int64_t>{0})
+                      ->getResult(0);
+        }
+        mlir::Value result = mlir::shard::ShiftOp::create(
+            builder, loc, shifted, GridSymbol(state),
+            builder.getDenseI16ArrayAttr({static_cast<int16_t>(axis)}), value,
+            builder.getIndexAttr(static_cast<int64_t>(axis)), builder.getI64IntegerAttr(offset),
+            rotate ? builder.getUnitAttr() : nullptr);
+        if (type.getRank() == 0) {
+          result = mlir::linalg::ReduceOp::create(
+                       builder, loc, mlir::ValueRange{result},
+                       mlir::ValueRange{state.Empty(loc, type)}, llvm::ArrayRef<int64_t>{0},
+                       [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange args) {
+                         mlir::linalg::YieldOp::create(b, l, args[0]);
+                       })
+                       ->getResult(0);
+        }
+        state.Map(op->getResult(0), result);
+        return absl::OkStatus();
+      }
+    }
+  }
+  std::vector<std::string> shown;
+  for (const auto& [source, target] : pairs) {
+    shown.push_back(absl::StrCat("[", source, ",", target, "]"));
+    if (shown.size() == 6) break;
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      ImportState::Where(op), ": its source_target_pairs (", absl::StrJoin(shown, ", "),
+      pairs.size() > 6 ? ", ..." : "",
+      ") are not a shift along one mesh axis of the shard_map's mesh (a ppermute by a fixed "
+      "offset along one axis, wrapping around or not), which is all Tessera's collective_permute "
+      "runs"));
+}
+
+// One-to-all collectives have no shard op Tessera runs.
 absl::Status RefuseCollective(ImportState&, mlir::Operation* op) {
   return absl::UnimplementedError(absl::StrCat(
       ImportState::Where(op),
-      ": not supported (shard_map's psum / pmax / pmin, all_gather, psum_scatter, all_to_all and "
-      "axis_index are; ppermute is not)"));
+      ": not supported (shard_map's psum / pmax / pmin, all_gather, psum_scatter, all_to_all, "
+      "ppermute by a shift and axis_index are)"));
 }
 
 }  // namespace
@@ -442,7 +572,7 @@ void AddCollectiveConversions(ConversionTable& table) {
   table["stablehlo.all_to_all"] = ConvertAllToAll;
   table["stablehlo.partition_id"] = ConvertPartitionId;
   table["stablehlo.replica_id"] = ConvertPartitionId;
-  table["stablehlo.collective_permute"] = RefuseCollective;
+  table["stablehlo.collective_permute"] = ConvertCollectivePermute;
   table["stablehlo.collective_broadcast"] = RefuseCollective;
 }
 

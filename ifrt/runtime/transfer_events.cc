@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ifrt/runtime/program/collectives.h"
 #include "ifrt/runtime/program/runtime_executable.h"
 
 namespace tessera::runtime {
@@ -116,9 +117,7 @@ guard::TransferEvent ProgramCommunicationEvent(const CompiledProgram& program) {
   std::vector<std::string> kinds;
   for (const ProgramStep& step : program.plan.steps) {
     if (step.kind != ProgramStep::Kind::kCollective) continue;
-    static constexpr const char* kNames[] = {"all_reduce", "all_gather", "all_to_all", "all_slice",
-                                             "reduce_scatter"};
-    kinds.push_back(kNames[static_cast<int>(step.collective.kind)]);
+    kinds.push_back(CollectiveName(step.collective.kind));
   }
   guard::TransferEvent event;
   event.direction = guard::Direction::kDeviceToDevice;

@@ -64,7 +64,14 @@ struct KernelStep {
   std::map<std::string, KernelArtifact> artifacts;
 };
 
-enum class CollectiveKind { kAllReduce, kAllGather, kAllToAll, kAllSlice, kReduceScatter };
+enum class CollectiveKind {
+  kAllReduce,
+  kAllGather,
+  kAllToAll,
+  kAllSlice,
+  kReduceScatter,
+  kCollectivePermute,
+};
 // How an all_reduce / reduce_scatter combines its members' elements, one kind per combiner a
 // program's reduction can have (the element order of the combination is not fixed; every kind but
 // a float kSum / kProduct gives the same result in any order):
@@ -98,6 +105,9 @@ enum class ReductionKind {
 // slice of its input along `split_axis` (no communication). all_to_all: input split along
 // `split_axis`, piece i sent to member i, received pieces concatenated along `concat_axis`.
 // reduce_scatter: the reduction, then this device's slice along `split_axis`.
+// collective_permute (ppermute by a shift; `grid_axes` is the one axis shifted along): member p's
+// output is member p - `shift_offset`'s input, the position taken modulo the group's size when
+// `shift_rotates`, else zeros where there is no such member.
 struct CollectiveStep {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   ReductionKind reduction = ReductionKind::kSum;
@@ -105,6 +115,8 @@ struct CollectiveStep {
   int64_t gather_axis = 0;
   int64_t split_axis = 0;
   int64_t concat_axis = 0;
+  int64_t shift_offset = 0;
+  bool shift_rotates = false;
   int input = 0;   // value id
   int output = 0;  // value id, defined here
 };

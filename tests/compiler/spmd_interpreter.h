@@ -376,6 +376,16 @@ class SpmdInterpreter {
         for (int d : group) parts.push_back(Piece(input(d), step.split_axis, member, n));
         return Concat(parts, step.concat_axis);
       }
+      case CollectiveKind::kCollectivePermute: {
+        // Member `member` receives member (member - offset)'s input: modulo n when rotating,
+        // else zeros where there is no such member.
+        int64_t from = member - step.shift_offset;
+        if (step.shift_rotates) from = ((from % n) + n) % n;
+        if (from >= 0 && from < n) return input(group[from]);
+        HostArray zeros = input(dev);
+        std::fill(zeros.bytes.begin(), zeros.bytes.end(), 0);
+        return zeros;
+      }
     }
     return {};
   }

@@ -31,6 +31,7 @@ using ::tessera::testing::HostArray;
 using ::tessera::testing::SpmdInterpreter;
 using ::tessera::testing::StatusIs;
 using ::tessera::testing::StepKinds;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 constexpr uint64_t kSeed = 20261202;
@@ -323,6 +324,79 @@ TEST(StableHloImportTest, ShardMapCollectivesMeanWhatJaxsDo) {
       }
     }
   }
+}
+
+TEST(StableHloImportTest, ShardMapPermutesMeanWhatJaxsDo) {
+  // On mesh{dp=2,tp=4}, a f32[8,12] P(dp,tp) (device (d, t) holds a[4d:4d+4, 3t:3t+3]): ppermute
+  // as a ring over tp, a pipeline step over dp (no wrap), a ring backwards over tp of each
+  // block's sum, and a shift by -2 over tp (no wrap). Each result is checked against its
+  // definition; a device no pair targets receives zeros, as in StableHLO.
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(Corpus("shard_map_ppermute")));
+  struct Shift {
+    std::vector<int> axes;
+    int64_t offset;
+    bool rotates;
+    bool operator==(const Shift&) const = default;
+  };
+  std::vector<Shift> shifts;
+  for (const ProgramStep& step : plan.steps) {
+    if (step.kind != ProgramStep::Kind::kCollective) continue;
+    ASSERT_EQ(step.collective.kind, CollectiveKind::kCollectivePermute);
+    shifts.push_back(
+        {step.collective.grid_axes, step.collective.shift_offset, step.collective.shift_rotates});
+  }
+  EXPECT_EQ(shifts, (std::vector<Shift>{
+                        {{1}, 1, true}, {{0}, 1, false}, {{1}, 3, true}, {{1}, -2, false}}));
+  const std::vector<HostArray> inputs = Inputs(plan, kSeed + 102);
+  SpmdInterpreter run(plan);
+  ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run.Run(inputs));
+  ASSERT_EQ(got.size(), 4u);
+  const float* a = inputs[0].data<float>();
+  auto at = [&](int64_t i, int64_t j) { return a[i * 12 + j]; };
+  for (int64_t i = 0; i < 8; ++i) {
+    for (int64_t j = 0; j < 12; ++j) {
+      const int64_t d = i / 4, t = j / 3;
+      const int64_t from = (t + 3) % 4;  // the ring: t receives t - 1's block
+      EXPECT_EQ(got[0].data<float>()[i * 12 + j], at(i, 3 * from + j % 3)) << i << "," << j;
+      EXPECT_EQ(got[1].data<float>()[i * 12 + j], d == 0 ? 0.0f : 2 * at(i - 4, j));
+      EXPECT_EQ(got[3].data<float>()[i * 12 + j], t < 2 ? at(i, j + 6) + 1 : 0.0f);
+    }
+  }
+  ASSERT_EQ(got[2].shape, (std::vector<int64_t>{2, 4}));
+  for (int64_t d = 0; d < 2; ++d) {
+    for (int64_t t = 0; t < 4; ++t) {
+      float sum = 0;  // backwards: t receives t + 1's sum
+      for (int64_t i = 0; i < 4; ++i) {
+        for (int64_t j = 0; j < 3; ++j) sum += at(4 * d + i, 3 * ((t + 1) % 4) + j);
+      }
+      EXPECT_NEAR(got[2].data<float>()[d * 4 + t], sum, 1e-4) << d << "," << t;
+    }
+  }
+}
+
+TEST(StableHloImportErrorTest, PermutesThatAreNoShiftAreNamed) {
+  const std::string text = Corpus("shard_map_ppermute");
+  const std::string ring = "[[0, 1], [1, 2], [2, 3], [3, 0], [4, 5], [5, 6], [6, 7], [7, 4]]";
+  ASSERT_NE(text.find(ring), std::string::npos);
+  auto with = [&](const std::string& pairs) {
+    std::string changed = text;
+    changed.replace(changed.find(ring), ring.size(), pairs);
+    return changed;
+  };
+  // Swaps of pairs: a permutation, but no shift.
+  EXPECT_THAT(
+      Compile(with("[[0, 1], [1, 0], [2, 3], [3, 2], [4, 5], [5, 4], [6, 7], [7, 6]]")),
+      StatusIs(absl::StatusCode::kUnimplemented,
+               AllOf(HasSubstr("stablehlo.collective_permute"), HasSubstr("[0,1], [1,0], [2,3]"),
+                     HasSubstr("not a shift along one mesh axis"))));
+  // A shift of the flattened mesh (across both axes).
+  EXPECT_THAT(Compile(with("[[0, 1], [1, 2], [2, 3], [3, 4], [4, 5], [5, 6], [6, 7], [7, 0]]")),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("not a shift")));
+  // Two pairs into one device, and a device outside the mesh.
+  EXPECT_THAT(Compile(with("[[0, 1], [2, 1], [2, 3], [3, 0], [4, 5], [5, 6], [6, 7], [7, 4]]")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("[2, 1]")));
+  EXPECT_THAT(Compile(with("[[0, 1], [1, 2], [2, 3], [3, 9], [4, 5], [5, 6], [6, 7], [7, 4]]")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("[3, 9]")));
 }
 
 std::string OneOp(const std::string& op, const std::string& result = "tensor<8x4xf32>") {

@@ -40,6 +40,8 @@ inline std::string CollectiveName(CollectiveKind kind) {
       return "all_slice";
     case CollectiveKind::kReduceScatter:
       return "reduce_scatter";
+    case CollectiveKind::kCollectivePermute:
+      return "collective_permute";
   }
   return "?";
 }

@@ -353,6 +353,34 @@ absl::Status ReduceElements(ReductionKind reduction, DType dtype,
   return absl::OkStatus();
 }
 
+const char* CollectiveName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return "all_reduce";
+    case CollectiveKind::kAllGather:
+      return "all_gather";
+    case CollectiveKind::kAllToAll:
+      return "all_to_all";
+    case CollectiveKind::kAllSlice:
+      return "all_slice";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kCollectivePermute:
+      return "collective_permute";
+  }
+  return "collective";
+}
+
+int PermuteSource(const CollectiveStep& step, int group_size, int position) {
+  if (group_size <= 0) return -1;
+  int64_t source = static_cast<int64_t>(position) - step.shift_offset;
+  if (step.shift_rotates) {
+    source %= group_size;
+    if (source < 0) source += group_size;
+  }
+  return source >= 0 && source < group_size ? static_cast<int>(source) : -1;
+}
+
 int64_t BytesFromEachPeer(const CollectiveStep& step, int64_t input_bytes, int group_size) {
   switch (step.kind) {
     case CollectiveKind::kAllReduce:
@@ -364,6 +392,8 @@ int64_t BytesFromEachPeer(const CollectiveStep& step, int64_t input_bytes, int g
       return group_size > 0 ? input_bytes / group_size : 0;
     case CollectiveKind::kAllSlice:
       return 0;
+    case CollectiveKind::kCollectivePermute:
+      return input_bytes;  // from the source only
   }
   return 0;
 }
@@ -429,6 +459,19 @@ absl::Status ComputeCollective(const CollectiveStep& step, DType dtype,
         piece_ptrs[j] = pieces.data() + j * piece_bytes;
       }
       return Reduce(dtype, step.reduction, piece_ptrs, piece_bytes, out);
+    }
+    case CollectiveKind::kCollectivePermute: {
+      if (input_bytes != output_bytes) {
+        return absl::InvalidArgumentError(
+            "collective_permute: the output's size is not the input's");
+      }
+      const int source = PermuteSource(step, static_cast<int>(groups), position);
+      if (source < 0) {
+        std::memset(out, 0, output_bytes);
+      } else {
+        std::memcpy(out, in[source], output_bytes);
+      }
+      return absl::OkStatus();
     }
   }
   return absl::InvalidArgumentError("unknown collective kind");

@@ -4,7 +4,7 @@
 // The communication steps of a ProgramPlan (ifrt/spi/program_plan.h) as the runtime runs them:
 // group membership on the program's grid, the bytes each member reads from its peers, and the
 // host-memory arithmetic of each kind (all_reduce, all_gather, all_slice, all_to_all,
-// reduce_scatter) over buffers that the host can address.
+// reduce_scatter, collective_permute) over buffers that the host can address.
 //
 // Pure functions over plain data; thread-safe.
 
@@ -20,6 +20,9 @@
 
 namespace tessera::runtime {
 
+// The collective's name as programs and messages say it: "all_reduce", ..., "collective_permute".
+const char* CollectiveName(CollectiveKind kind);
+
 // The group of `device` (its linear index on `grid_shape`) for a collective over `grid_axes`: the
 // linear indices of its members in member order, and the device's own position among them.
 struct CollectiveGroup {
@@ -31,6 +34,11 @@ CollectiveGroup GroupOf(absl::Span<const int64_t> grid_shape, absl::Span<const i
 
 // The coordinates of linear index `device` on `grid_shape` (row-major).
 std::vector<int64_t> GridPosition(absl::Span<const int64_t> grid_shape, int device);
+
+// The position of the member whose input member `position` of a group of `group_size` receives in
+// a collective_permute `step` (ifrt/spi/program_plan.h), or -1 when none does (its output is
+// zeros).
+int PermuteSource(const CollectiveStep& step, int group_size, int position);
 
 // The element range [begin, end) that member `position` of a group of `group_size` reduces in a
 // two-phase all-reduce of `elements` elements: an even split, the first ranges one longer.
@@ -45,11 +53,14 @@ absl::Status ReduceElements(ReductionKind reduction, DType dtype,
 
 // Bytes one member reads from each peer for `step` on an input of `input_bytes`. An all-reduce runs
 // in two phases (each member reduces its range of every peer's input, then copies every peer's
-// reduced range), so it reads 2 * input_bytes / group_size from each peer, not input_bytes.
+// reduced range), so it reads 2 * input_bytes / group_size from each peer, not input_bytes. A
+// collective_permute reads input_bytes from its one source (PermuteSource), nothing from the
+// other peers.
 int64_t BytesFromEachPeer(const CollectiveStep& step, int64_t input_bytes, int group_size);
 
 // Computes this member's output of `step`: `inputs[j]` is member j's input (dense row-major, of
-// `input_dims`), `output` this member's output (of `output_dims`). INVALID_ARGUMENT for a dtype a
+// `input_dims`), `output` this member's output (of `output_dims`); a collective_permute reads only
+// its source's input (the others may be null). INVALID_ARGUMENT for a dtype a
 // reduction does not support, a reduction kind that does not apply to it, or dims that do not fit
 // the step.
 absl::Status ComputeCollective(const CollectiveStep& step, DType dtype,

@@ -20,6 +20,8 @@ class StepView {
   void WholeInputMessages(int64_t elements, std::vector<StepMessage>& out) const;
   void PieceMessages(int64_t elements, std::vector<StepMessage>& out) const;
   void AllReduceMessages(int64_t elements, std::vector<StepMessage>& out) const;
+  // collective_permute: each member's source sends its whole input to the member's process.
+  void PermuteMessages(int64_t elements, std::vector<StepMessage>& out) const;
 
  private:
   bool IsMine(int slot) const { return ProcessOf(program_, slot) == me_; }
@@ -134,6 +136,26 @@ void StepView::AllReduceMessages(int64_t elements, std::vector<StepMessage>& out
   }
 }
 
+void StepView::PermuteMessages(int64_t elements, std::vector<StepMessage>& out) const {
+  const CollectiveStep& step = program_.plan.steps[index_].collective;
+  const int slots = static_cast<int>(program_.slot_devices.size());
+  for (int m = 0; m < slots && elements > 0; ++m) {
+    const CollectiveGroup& group = GroupOf(m);
+    const int source = PermuteSource(step, static_cast<int>(group.members.size()), group.position);
+    if (source < 0) continue;
+    const int j = group.members[source];
+    if (ProcessOf(program_, m) == ProcessOf(program_, j)) continue;
+    if (!IsMine(m) && !IsMine(j)) continue;
+    // Each member has one source, and each source one target: the tag of the source's slot.
+    out.push_back(StepMessage{.send = IsMine(j),
+                              .peer = ProcessOf(program_, IsMine(j) ? m : j),
+                              .tag = j,
+                              .phase = StepMessage::Phase::kWholeInput,
+                              .slot = j,
+                              .end = elements});
+  }
+}
+
 }  // namespace
 
 ProgramTags AssignTags(const ProgramPlan& plan, size_t slots) {
@@ -169,6 +191,8 @@ std::vector<StepMessage> StepMessages(const CompiledProgram& program, size_t ind
     view.PieceMessages(elements, out);
   } else if (step.kind == CollectiveKind::kAllGather) {  // all_slice reads its own input only
     view.WholeInputMessages(elements, out);
+  } else if (step.kind == CollectiveKind::kCollectivePermute) {
+    view.PermuteMessages(elements, out);
   }
   return out;
 }

@@ -13,6 +13,8 @@
 //   peer's input: member m sends that piece to j's process (tag: the pair m, j), a strided box
 //   received into the same box of host staging as large as m's input.
 // - all_slice: none (each member slices its own input).
+// - collective_permute: a member's source sends its whole input to the member's process (tag: the
+//   source's slot; each source has one target).
 // - all_reduce (two phases, as within a process): member m sends the range member j reduces of its
 //   input to j's process (phase 1, tag: the pair m, j); once reduced, member m sends its reduced
 //   range to each other process of its group (phase 2, tag: m).

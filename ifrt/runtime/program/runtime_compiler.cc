@@ -24,9 +24,6 @@
 namespace tessera::runtime {
 namespace {
 
-constexpr const char* kCollectiveNames[] = {"all_reduce", "all_gather", "all_to_all", "all_slice",
-                                            "reduce_scatter"};
-
 // The text and language of a program the compiler takes; null text for any other Program.
 struct ProgramSource {
   const std::string* text = nullptr;
@@ -154,12 +151,19 @@ absl::Status BindCollectives(CompiledProgram& program) {
     const int64_t bytes = in.local_shape.num_elements() * *in.dtype.byte_size();
     for (size_t s = 0; s < program.slot_devices.size(); ++s) {
       CollectiveMember member{GroupOf(plan.grid_shape, step.grid_axes, static_cast<int>(s))};
-      for (int m : member.group.members) {
+      const int group_size = static_cast<int>(member.group.members.size());
+      if (step.kind == CollectiveKind::kCollectivePermute) {  // reads its source only
+        const int source = PermuteSource(step, group_size, member.group.position);
+        const int m = source < 0 ? static_cast<int>(s) : member.group.members[source];
         if (m != static_cast<int>(s))
           member.peer_ids.push_back(program.slot_devices[m]->Id().value);
+      } else {
+        for (int m : member.group.members) {
+          if (m != static_cast<int>(s))
+            member.peer_ids.push_back(program.slot_devices[m]->Id().value);
+        }
       }
-      member.bytes_from_each_peer =
-          BytesFromEachPeer(step, bytes, static_cast<int>(member.group.members.size()));
+      member.bytes_from_each_peer = BytesFromEachPeer(step, bytes, group_size);
       program.communication_bytes +=
           static_cast<int64_t>(member.peer_ids.size()) * member.bytes_from_each_peer;
       program.members[i].push_back(std::move(member));
@@ -191,9 +195,13 @@ std::string DescribeSteps(const CompiledProgram& program) {
       continue;
     }
     const CollectiveStep& c = step.collective;
-    absl::StrAppend(&out, "  ", kCollectiveNames[static_cast<int>(c.kind)], ": ",
-                    DescribeValues(plan, {c.input}), " -> ", DescribeValues(plan, {c.output}),
-                    " over grid axes [", absl::StrJoin(c.grid_axes, ","), "]\n");
+    absl::StrAppend(
+        &out, "  ", CollectiveName(c.kind), ": ", DescribeValues(plan, {c.input}), " -> ",
+        DescribeValues(plan, {c.output}), " over grid axes [", absl::StrJoin(c.grid_axes, ","), "]",
+        c.kind == CollectiveKind::kCollectivePermute
+            ? absl::StrCat(", shifted by ", c.shift_offset, c.shift_rotates ? " (rotating)" : "")
+            : "",
+        "\n");
   }
   return out;
 }
@@ -213,8 +221,8 @@ std::string DescribeCommunication(const CompiledProgram& program) {
     const size_t group = first.group.members.size();
     const int64_t per_device =
         static_cast<int64_t>(first.peer_ids.size()) * first.bytes_from_each_peer;
-    absl::StrAppend(&out, "  ", kCollectiveNames[static_cast<int>(c.kind)], " of value %", c.input,
-                    " (", in.dtype.DebugString(), in.local_shape.DebugString(),
+    absl::StrAppend(&out, "  ", CollectiveName(c.kind), " of value %", c.input, " (",
+                    in.dtype.DebugString(), in.local_shape.DebugString(),
                     " per device) over grid axes [", absl::StrJoin(c.grid_axes, ","),
                     "] in groups of ", group, ", devices [", absl::StrJoin(ids, ","),
                     "]: ", per_device, " bytes read from peers per device\n");

@@ -441,8 +441,17 @@ absl::Status RuntimeExecutable::RunCollectiveStep(size_t index, ValueShards& val
     const CollectiveGroup& group = program_->members[index][s].group;
     std::vector<HostInput> inputs;
     std::vector<Future<>> after;
-    for (int m : group.members) {
-      inputs.push_back(InputOf(*program_, m, -1, staged, received, 0, after));
+    // A collective_permute reads (and waits for) its source's input only.
+    const int source =
+        step.kind == CollectiveKind::kCollectivePermute
+            ? PermuteSource(step, static_cast<int>(group.members.size()), group.position)
+            : -1;
+    for (size_t p = 0; p < group.members.size(); ++p) {
+      if (step.kind == CollectiveKind::kCollectivePermute && static_cast<int>(p) != source) {
+        inputs.emplace_back();
+        continue;
+      }
+      inputs.push_back(InputOf(*program_, group.members[p], -1, staged, received, 0, after));
     }
     auto compute = [inputs, output = outputs[s], program = program_, index, s,
                     dispatcher = dispatcher_]() -> absl::Status {

@@ -188,6 +188,64 @@ def test_shard_map_collectives_match_jax_cpu(tessera_devices, cpu_devices):
     np.testing.assert_allclose(np.asarray(ours), np.asarray(ref), rtol=1e-6)
 
 
+def ring(n, step=1):
+    return [(i, (i + step) % n) for i in range(n)]
+
+
+@pytest.mark.parametrize("name,body,moved_blocks", [
+    # A ring over tp: every device reads its left neighbour's block.
+    ("ring", lambda a: jax.lax.ppermute(a, "tp", ring(4)) * 2, 8),
+    # A pipeline step over dp without wrap: the first stage receives zeros.
+    ("stage", lambda a: jax.lax.ppermute(a + 1, "dp", [(0, 1)]), 4),
+    # Backwards by two over tp without wrap, and a scalar backwards around the ring.
+    ("back", lambda a: jax.lax.ppermute(a, "tp", [(2, 0), (3, 1)]), 4),
+    ("scalar", lambda a: jax.lax.ppermute(a.sum(), "tp", ring(4, -1)) + a, None),
+])
+def test_ppermute_by_a_shift_matches_jax_cpu(tessera_devices, cpu_devices, name, body,
+                                             moved_blocks):
+    from tessera import jax_plugin
+
+    x = np.arange(16 * 32, dtype=np.float32).reshape(16, 32) / 16
+
+    def run(devices):
+        mesh = mesh_of(devices, (2, 4), ("dp", "tp"))
+        f = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("dp", "tp"),
+                                  out_specs=P("dp", "tp")))
+        a = jax.device_put(x, NamedSharding(mesh, P("dp", "tp")))
+        f(a).block_until_ready()  # compiled and run once
+        before = jax_plugin.transfer_stats()["device_to_device"][0]
+        out = np.asarray(f(a))
+        return out, jax_plugin.transfer_stats()["device_to_device"][0] - before
+
+    (ours, moved), (ref, _) = run(tessera_devices), run(cpu_devices)
+    np.testing.assert_allclose(ours, ref, rtol=1e-6)
+    if moved_blocks is not None:  # each device with a source reads one 8x8 f32 block from it
+        assert moved == moved_blocks * 8 * 8 * 4
+
+
+def test_ppermute_gradients_match_jax_cpu(tessera_devices, cpu_devices):
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+
+    def grad(devices):
+        mesh = mesh_of(devices, (8,), ("x",))
+        f = jax.shard_map(lambda w: jax.lax.ppermute(w * w, "x", ring(8)), mesh=mesh,
+                          in_specs=P("x"), out_specs=P("x"))
+        loss = lambda w: jnp.sum(f(w) * jnp.arange(64, dtype=jnp.float32))  # noqa: E731
+        return np.asarray(jax.jit(jax.grad(loss))(jax.device_put(x, NamedSharding(mesh, P("x")))))
+
+    np.testing.assert_allclose(grad(tessera_devices), grad(cpu_devices), rtol=1e-6)
+
+
+def test_a_ppermute_that_is_no_shift_raises_naming_its_pairs(tessera_devices):
+    mesh = mesh_of(tessera_devices, (8,), ("x",))
+    swaps = [(0, 1), (1, 0), (2, 3), (3, 2), (4, 5), (5, 4), (6, 7), (7, 6)]
+    f = jax.jit(jax.shard_map(lambda a: jax.lax.ppermute(a, "x", swaps), mesh=mesh,
+                              in_specs=P("x"), out_specs=P("x")))
+    with pytest.raises(Exception, match="not a shift along one mesh axis") as raised:
+        f(jax.device_put(np.ones(16, np.float32), NamedSharding(mesh, P("x"))))
+    assert "[0,1], [1,0]" in str(raised.value)
+
+
 def test_donate_argnums_is_declined_and_keeps_the_input(tessera_devices):
     x = jax.device_put(np.ones(8, np.float32), tessera_devices[0])
     with pytest.warns(UserWarning, match="Donation is not implemented for"):
@@ -280,6 +338,30 @@ def test_the_guard_refuses_a_programs_collective_before_it_runs():
     assert "Execute of 'jit__lambda' (communication: all_reduce)" in out, out  # program, collective
     assert "INTACT 1024.0 256.0" in out, out
     assert "ELEMENTWISE 2048.0" in out, out  # a program without communication still runs
+
+
+def test_the_guard_refuses_a_ppermute_naming_it():
+    script = """
+        import numpy as np, jax
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        mesh = Mesh(np.array(jax.devices("tessera")), ("x",))
+        ring = [(i, (i + 1) % 8) for i in range(8)]
+        f = jax.jit(jax.shard_map(lambda a: jax.lax.ppermute(a, "x", ring), mesh=mesh,
+                                  in_specs=P("x"), out_specs=P("x")))
+        x = jax.device_put(np.arange(16, dtype=np.float32), NamedSharding(mesh, P("x")))
+        try:
+            f(x).block_until_ready()
+            print("RAN")
+        except Exception as e:
+            print("REFUSED", e)
+        print("INTACT", float(np.asarray(x).sum()))
+    """
+    code, out = run_python(script, TESSERA_TRANSFER_GUARD="d2d=disallow_explicit",
+                           JAX_PLATFORMS="tessera")
+    assert code == 0, out
+    assert "REFUSED" in out and "RAN" not in out, out
+    assert "(communication: collective_permute)" in out, out
+    assert "INTACT 120.0" in out, out
 
 
 def test_the_guard_refuses_device_put_when_host_to_device_is_disallowed():

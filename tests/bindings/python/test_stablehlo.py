@@ -824,7 +824,7 @@ def test_shard_map_integer_collectives_keep_signedness(client8, dtype, collectiv
     np.testing.assert_array_equal(got, want)
 
 
-def test_shard_map_over_some_axes_and_ppermute_are_refused_by_name(client8):
+def test_shard_map_over_some_axes_and_a_ppermute_that_is_no_shift_are_refused_by_name(client8):
     needs_8_jax_devices()
     from jax import shard_map
     mesh = make_mesh((2, 4), ("x", "y"))
@@ -835,12 +835,36 @@ def test_shard_map_over_some_axes_and_ppermute_are_refused_by_name(client8):
     with pytest.raises(RuntimeError, match=r"UNIMPLEMENTED: .*sdy.manual_computation.*"
                                            r"some of the mesh's axes only \(not over x\)"):
         client8.compile(lowered)
-    ring = shard_map(lambda a: jax.lax.ppermute(a, "y", [(i, (i + 1) % 4) for i in range(4)]),
-                     mesh=mesh, in_specs=(P("x", "y"),), out_specs=P("x", "y"))
-    lowered = jax.jit(ring, in_shardings=NamedSharding(mesh, P("x", "y"))).lower(x)
+    swaps = shard_map(lambda a: jax.lax.ppermute(a, "y", [(0, 1), (1, 0), (2, 3), (3, 2)]),
+                      mesh=mesh, in_specs=(P("x", "y"),), out_specs=P("x", "y"))
+    lowered = jax.jit(swaps, in_shardings=NamedSharding(mesh, P("x", "y"))).lower(x)
     with pytest.raises(RuntimeError, match=r"UNIMPLEMENTED: 'stablehlo.collective_permute' at "
-                                           r".*test_stablehlo.py:\d+.*ppermute is not"):
+                                           r".*test_stablehlo.py:\d+.*not a shift along one"):
         client8.compile(lowered)
+
+
+def test_ppermute_rings_and_pipeline_steps_run_as_jax_computes_them(client8):
+    needs_8_jax_devices()
+    from jax import shard_map
+    mesh = make_mesh((2, 4), ("x", "y"))
+    x = normal(rng(36), 8, 12)
+
+    def body(a):
+        ring = jax.lax.ppermute(a, "y", [(i, (i + 1) % 4) for i in range(4)])
+        stage = jax.lax.ppermute(a * 3, "x", [(0, 1)])
+        return ring + stage
+    jitted = jax.jit(shard_map(body, mesh=mesh, in_specs=(P("x", "y"),), out_specs=P("x", "y")),
+                     in_shardings=NamedSharding(mesh, P("x", "y")))
+    want = np.asarray(jitted(x))
+    exe = client8.compile(jitted.lower(x))
+    arg = client8.put(x, "mesh{x=2,y=4} P(x,y)")
+    before = client8.transfer_stats()["device_to_device"]
+    (got,) = exe.execute([arg])
+    np.testing.assert_allclose(np.asarray(got.block_until_ready()), want, rtol=1e-6)
+    # Each device reads one 4x3 f32 block from its ring neighbour, and the 4 devices of x=1 one
+    # more from their stage before: 12 blocks of 48 bytes, in 12 copies.
+    after = client8.transfer_stats()["device_to_device"]
+    assert (after["bytes"] - before["bytes"], after["copies"] - before["copies"]) == (12 * 48, 12)
 
 
 def test_shard_map_on_lavapipe_and_cpu_plus_vulkan():
@@ -848,6 +872,7 @@ def test_shard_map_on_lavapipe_and_cpu_plus_vulkan():
     gpus = [d for d in client.devices if d.platform == "vulkan"]
     if len(gpus) < 2:
         pytest.skip("fewer than 2 Vulkan devices (lavapipe ICD copies: VK_DRIVER_FILES)")
+    from jax import shard_map
     from jax.sharding import AxisType, Mesh
     mesh = Mesh(np.array(jax.devices()[:2]), ("tp",), axis_types=(AxisType.Auto,))
     g = rng(35)
@@ -865,6 +890,18 @@ def test_shard_map_on_lavapipe_and_cpu_plus_vulkan():
         (got,) = exe.execute(arrays)
         np.testing.assert_allclose(np.asarray(got.block_until_ready()), want, rtol=1e-5,
                                    atol=1e-5)
+    # A ppermute ring between the two devices, staged through the host where a device is Vulkan.
+    x = normal(g, 6, 4)
+    ring = jax.jit(shard_map(lambda a: jax.lax.ppermute(a, "tp", [(0, 1), (1, 0)]) * 2,
+                             mesh=mesh, in_specs=(P("tp"),), out_specs=P("tp")),
+                   in_shardings=NamedSharding(mesh, P("tp")))
+    want = np.asarray(ring(x))
+    for devices in (gpus[:2], [client.devices[0], gpus[0]]):
+        exe = client.compile(ring.lower(x), devices=devices)
+        arg = client.put(x, tessera.NamedSharding(tessera.Mesh(tp=2, devices=devices),
+                                                  tessera.P("tp", None)))
+        (got,) = exe.execute([arg])
+        np.testing.assert_array_equal(np.asarray(got.block_until_ready()), want)
 
 
 def test_shard_map_collectives_are_refused_by_the_guard_before_anything_runs(client8):

@@ -137,6 +137,22 @@ def collectives(mesh):
                                     P("dp", "tp")), check_vma=False)
 
 
+def permutes(mesh):
+    """A shard_map body with ppermutes by a shift: a ring over tp, a pipeline step over dp (no
+    wrap: the first stage receives zeros), a ring backwards over tp of a scalar, and a shift by -2
+    over tp without wrap."""
+    def local(a):
+        tp, dp = mesh.shape["tp"], mesh.shape["dp"]
+        ring = jax.lax.ppermute(a, "tp", [(i, (i + 1) % tp) for i in range(tp)])
+        stage = jax.lax.ppermute(a * 2, "dp", [(i, i + 1) for i in range(dp - 1)])
+        total = jax.lax.ppermute(a.sum(), "tp", [(i, (i - 1) % tp) for i in range(tp)])
+        back = jax.lax.ppermute(a + 1, "tp", [(i, i - 2) for i in range(2, tp)])
+        return ring, stage, total[None, None], back
+    return jax.shard_map(local, mesh=mesh, in_specs=P("dp", "tp"),
+                         out_specs=(P("dp", "tp"), P("dp", "tp"), P("dp", "tp"), P("dp", "tp")),
+                         check_vma=False)
+
+
 def lower(f, args, in_specs, out_specs, mesh):
     named = lambda spec: NamedSharding(mesh, spec)  # noqa: E731
     jitted = jax.jit(f, in_shardings=jax.tree.map(named, in_specs),
@@ -203,6 +219,9 @@ def main():
                                        (P("dp", "tp"), P("dp")),
                                        (P("dp", "tp"), P(), P("dp", "tp"), P("dp", "tp"),
                                         P("dp", "tp")), mesh2x4),
+        "shard_map_ppermute": lower(permutes(mesh2x4), (z(8, 12),), (P("dp", "tp"),),
+                                    (P("dp", "tp"), P("dp", "tp"), P("dp", "tp"), P("dp", "tp")),
+                                    mesh2x4),
         "mlp_shard_map_gspmd": lower_gspmd(mlp_shard_map(mesh2x4),
                                            (z(6, 8), z(8, 16), z(16), z(16, 8)),
                                            (P("dp"), P(None, "tp"), P("tp"), P("tp", None)),

@@ -293,12 +293,47 @@ TEST(ComputeCollectiveTest, ReduceElementsOverManyBlocksIsBitIdenticalToInMember
   }
 }
 
+TEST(ComputeCollectiveTest, CollectivePermuteShiftsWithAndWithoutWrapping) {
+  auto inputs = Inputs(4, 2);
+  CollectiveStep ring{.kind = CollectiveKind::kCollectivePermute};
+  ring.shift_offset = 1;
+  ring.shift_rotates = true;
+  CollectiveStep back{.kind = CollectiveKind::kCollectivePermute};
+  back.shift_offset = -2;  // position p receives p + 2's input; 2 and 3 receive nothing
+  EXPECT_EQ(PermuteSource(ring, 4, 0), 3);
+  EXPECT_EQ(PermuteSource(ring, 4, 2), 1);
+  EXPECT_EQ(PermuteSource(back, 4, 1), 3);
+  EXPECT_EQ(PermuteSource(back, 4, 2), -1);
+  ring.shift_offset = -5;  // the same ring as +3 around 4
+  EXPECT_EQ(PermuteSource(ring, 4, 0), 1);
+  ring.shift_offset = 1;
+  for (int position = 0; position < 4; ++position) {
+    SCOPED_TRACE(position);
+    // Only the source's input is given: a permute reads nothing else.
+    const int source = PermuteSource(ring, 4, position);
+    std::vector<const void*> only(4, nullptr);
+    only[source] = inputs[source].data();
+    std::vector<float> out(2, -1.0f);
+    ASSERT_OK(ComputeCollective(ring, DType(DType::kF32), {2}, {2}, only, position, out.data()));
+    EXPECT_THAT(out, ElementsAre(100.0f * source, 100.0f * source + 1));
+  }
+  std::vector<float> out(2, -1.0f);
+  ASSERT_OK(ComputeCollective(back, DType(DType::kF32), {2}, {2}, Pointers(inputs), 1, out.data()));
+  EXPECT_THAT(out, ElementsAre(300, 301));
+  ASSERT_OK(ComputeCollective(back, DType(DType::kF32), {2}, {2}, Pointers(inputs), 3, out.data()));
+  EXPECT_THAT(out, ElementsAre(0, 0));  // no source: zeros, as StableHLO's collective_permute
+  EXPECT_EQ(
+      ComputeCollective(back, DType(DType::kF32), {2}, {4}, Pointers(inputs), 1, out.data()).code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ComputeCollectiveTest, BytesReadFromPeers) {
   EXPECT_EQ(BytesFromEachPeer({.kind = CollectiveKind::kAllReduce}, 64, 4), 32);  // two phases
   EXPECT_EQ(BytesFromEachPeer({.kind = CollectiveKind::kAllGather}, 64, 4), 64);
   EXPECT_EQ(BytesFromEachPeer({.kind = CollectiveKind::kAllToAll}, 64, 4), 16);
   EXPECT_EQ(BytesFromEachPeer({.kind = CollectiveKind::kReduceScatter}, 64, 4), 16);
   EXPECT_EQ(BytesFromEachPeer({.kind = CollectiveKind::kAllSlice}, 64, 4), 0);
+  EXPECT_EQ(BytesFromEachPeer({.kind = CollectiveKind::kCollectivePermute}, 64, 4), 64);  // one
 }
 
 }  // namespace

@@ -126,6 +126,31 @@ TEST(ProgramMessagesTest, AProcessOutsideEveryGroupTakesNoPart) {
   EXPECT_FALSE(StepMessages(fake->program, 0, 0).empty());
 }
 
+TEST(ProgramMessagesTest, APermuteSendsEachSourcesInputToItsTargetOnly) {
+  // f32[8] (32 bytes) over 4 slots. A ring (+1, wrapping) with slots {0,1} on process 0 and {2,3}
+  // on process 1: only 1 -> 2 and 3 -> 0 cross, one message each.
+  CollectiveStep ring = Step(CollectiveKind::kCollectivePermute, {0});
+  ring.shift_offset = 1;
+  ring.shift_rotates = true;
+  auto halves = MakeProgram({4}, {0, 0, 1, 1}, ring, 8);
+  ExpectMatched(halves->program, 2);
+  EXPECT_EQ(BytesBetweenProcesses(halves->program), 2 * 32);
+  const std::vector<StepMessage> sent = StepMessages(halves->program, 0, 0);
+  ASSERT_EQ(sent.size(), 2u);  // process 0 sends slot 1's input, receives slot 3's
+  EXPECT_TRUE(sent[0].send != sent[1].send);
+  for (const StepMessage& m : sent) EXPECT_EQ(m.slot, m.send ? 1 : 3);
+  // Alternating processes: every pair crosses.
+  auto alternating = MakeProgram({4}, {0, 1, 0, 1}, ring, 8);
+  ExpectMatched(alternating->program, 2);
+  EXPECT_EQ(BytesBetweenProcesses(alternating->program), 4 * 32);
+  // Without wrapping, backwards by one: 3 -> 2, 2 -> 1, 1 -> 0; only 2 -> 1 crosses.
+  CollectiveStep back = Step(CollectiveKind::kCollectivePermute, {0});
+  back.shift_offset = -1;
+  auto stages = MakeProgram({4}, {0, 0, 1, 1}, back, 8);
+  ExpectMatched(stages->program, 2);
+  EXPECT_EQ(BytesBetweenProcesses(stages->program), 32);
+}
+
 TEST(ProgramMessagesTest, BytesBetweenProcesses) {
   // 4 slots, 2 per process, f32[8] (32 bytes). All-reduce: phase 1 sends each member's 8-byte
   // range of each of 2 remote members (4 x 2 x 8), phase 2 each member's reduced range once to
