@@ -200,6 +200,51 @@ TEST(LoopbackProgramTest, AllToAllAndAllGatherAcrossProcessesAreBitExact) {
   });
 }
 
+TEST(LoopbackProgramTest, PpermuteAcrossProcessesSendsEachSourceToItsTargetOnly) {
+  // JAX's ppermute over mesh{x=4} (devices 0, 1 on process 0 and 2, 3 on process 1): a ring
+  // (0 -> 1 -> 2 -> 3 -> 0) and a pipeline step (0 -> 1 -> 2 -> 3, device 0 receiving zeros).
+  // Only 1 -> 2 and 3 -> 0 of the ring and 1 -> 2 of the step cross: three blocks of 2x12 f32.
+  std::ifstream in(std::string(TESSERA_SOURCE_DIR) +
+                   "/tests/compiler/stablehlo/ppermute_ring_and_stage.mlir");
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSERT_FALSE(text.str().empty());
+  std::vector<float> a(8 * 12);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = 0.25f * static_cast<float>(i) - 7.0f;
+  std::vector<float> ring(a.size()), stage(a.size(), 0.0f);
+  for (int64_t row = 0; row < 8; ++row) {
+    const int64_t block = row / 2, from = ((block + 3) % 4) * 2 + row % 2;
+    for (int64_t col = 0; col < 12; ++col) {
+      ring[row * 12 + col] = a[from * 12 + col];
+      if (block > 0) stage[row * 12 + col] = 2 * a[(row - 2) * 12 + col];
+    }
+  }
+  auto bytes = [](const std::vector<float>& v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(v.data());
+    return std::vector<uint8_t>(p, p + v.size() * sizeof(float));
+  };
+  OnEveryProcess(2, [&](LoopbackHub& hub, Process& p) {
+    CompileOptions options;
+    options.devices = p.devices;
+    absl::StatusOr<LoadedExecutableRef> exe = p.client.GetDefaultCompiler()->Compile(
+        std::make_unique<StableHloProgram>(text.str()), options);
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    EXPECT_THAT((*exe)->Explain(), HasSubstr("collective_permute"));
+    EXPECT_THAT((*exe)->Explain(),
+                HasSubstr("between processes (sent over the transport): 288 bytes per run"));
+    std::vector<ArrayRef> args = {p.Put(a, {8, 12}, "P(x,None)")};
+    const int64_t sends_before = hub.sends(p.index);
+    absl::StatusOr<ExecuteResult> result = (*exe)->Execute(absl::MakeSpan(args));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(testing::AwaitWithin(result->status), absl::OkStatus());
+    ASSERT_EQ(result->outputs.size(), 2u);
+    ExpectShards(result->outputs[0], bytes(ring), "ring");
+    ExpectShards(result->outputs[1], bytes(stage), "stage");
+    // Process 0 sends device 1's block twice (ring and step), process 1 device 3's once.
+    EXPECT_EQ(hub.sends(p.index) - sends_before, p.index == 0 ? 2 : 1);
+  });
+}
+
 TEST(LoopbackProgramTest, AllSliceAcrossProcessesSendsNothing) {
   // b replicated, sliced to rows on each device before the addition: no bytes between devices.
   constexpr char kAllSlice[] = R"mlir(

@@ -153,6 +153,18 @@ def permutes(mesh):
                          check_vma=False)
 
 
+def ring_and_stage(mesh):
+    """ppermute over a one-axis mesh: a ring (+1, wrapping) and a pipeline step (+1, no wrap);
+    the multi-process tests run it over devices of two processes."""
+    def local(a):
+        n = mesh.shape["x"]
+        ring = jax.lax.ppermute(a, "x", [(i, (i + 1) % n) for i in range(n)])
+        stage = jax.lax.ppermute(a * 2, "x", [(i, i + 1) for i in range(n - 1)])
+        return ring, stage
+    return jax.shard_map(local, mesh=mesh, in_specs=P("x"), out_specs=(P("x"), P("x")),
+                         check_vma=False)
+
+
 def lower(f, args, in_specs, out_specs, mesh):
     named = lambda spec: NamedSharding(mesh, spec)  # noqa: E731
     jitted = jax.jit(f, in_shardings=jax.tree.map(named, in_specs),
@@ -175,6 +187,7 @@ def lower_gspmd(*args):
 def main():
     mesh8 = jax.make_mesh((8,), ("x",), axis_types=(AxisType.Auto,))
     mesh2x4 = jax.make_mesh((2, 4), ("dp", "tp"), axis_types=(AxisType.Auto,) * 2)
+    mesh4 = jax.make_mesh((4,), ("x",), axis_types=(AxisType.Auto,))
     f32 = jnp.float32
     z = lambda *shape: jnp.zeros(shape, f32)  # noqa: E731
     programs = {
@@ -222,6 +235,8 @@ def main():
         "shard_map_ppermute": lower(permutes(mesh2x4), (z(8, 12),), (P("dp", "tp"),),
                                     (P("dp", "tp"), P("dp", "tp"), P("dp", "tp"), P("dp", "tp")),
                                     mesh2x4),
+        "ppermute_ring_and_stage": lower(ring_and_stage(mesh4), (z(8, 12),), (P("x", None),),
+                                         (P("x", None), P("x", None)), mesh4),
         "mlp_shard_map_gspmd": lower_gspmd(mlp_shard_map(mesh2x4),
                                            (z(6, 8), z(8, 16), z(16), z(16, 8)),
                                            (P("dp"), P(None, "tp"), P("tp"), P("tp", None)),
