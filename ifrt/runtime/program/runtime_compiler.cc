@@ -1,5 +1,6 @@
 #include "ifrt/runtime/program/runtime_compiler.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <set>
@@ -217,10 +218,14 @@ std::string DescribeCommunication(const CompiledProgram& program) {
     any = true;
     const CollectiveStep& c = step.collective;
     const ProgramValue& in = plan.values[c.input];
-    const CollectiveMember& first = program.members[&step - plan.steps.data()][0];
-    const size_t group = first.group.members.size();
-    const int64_t per_device =
-        static_cast<int64_t>(first.peer_ids.size()) * first.bytes_from_each_peer;
+    const std::vector<CollectiveMember>& members = program.members[&step - plan.steps.data()];
+    const size_t group = members[0].group.members.size();
+    // The most any device reads (a collective_permute's devices without a source read nothing).
+    int64_t per_device = 0;
+    for (const CollectiveMember& m : members) {
+      per_device =
+          std::max(per_device, static_cast<int64_t>(m.peer_ids.size()) * m.bytes_from_each_peer);
+    }
     absl::StrAppend(&out, "  ", CollectiveName(c.kind), " of value %", c.input, " (",
                     in.dtype.DebugString(), in.local_shape.DebugString(),
                     " per device) over grid axes [", absl::StrJoin(c.grid_axes, ","),
