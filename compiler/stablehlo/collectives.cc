@@ -1,6 +1,6 @@
 // The explicit collectives of a manual computation's body (shard_map's psum, all_gather,
 // psum_scatter, all_to_all, ppermute, axis_index): StableHLO's all_reduce, all_gather,
-// reduce_scatter, all_to_all, collective_permute (a shift along one mesh axis), partition_id and
+// reduce_scatter, all_to_all, collective_permute (shifts along one mesh axis), partition_id and
 // replica_id as the shard dialect's ops on @grid (internal.h). A
 // collective's replica_groups (device ids, the devices in mesh order) must be the groups of some
 // mesh axes, in some order: those become its grid axes.
@@ -479,10 +479,39 @@ std::set<std::pair<int64_t, int64_t>> ShiftPairs(const std::vector<int64_t>& gri
   return pairs;
 }
 
-// stablehlo.collective_permute (shard_map's ppermute) whose pairs shift the devices along one mesh
-// axis, wrapping around or not (a ring, a pipeline's stages): shard.shift, the devices that no
-// pair targets receiving zeros. No pairs: zeros everywhere; every device its own target: the
-// input. Other pairs (swaps of pairs, a shift over several axes) are UNIMPLEMENTED, named.
+// For pairs that permute the positions along mesh axis `axis` the same way in every group of
+// devices agreeing on the other axes: the target positions of each offset (target position minus
+// source position); nullopt for any other pairs.
+std::optional<std::map<int64_t, std::vector<int64_t>>> PermutationAlong(
+    const std::vector<int64_t>& grid, size_t axis,
+    const std::set<std::pair<int64_t, int64_t>>& pairs) {
+  int64_t devices = 1, stride = 1;
+  for (int64_t size : grid) devices *= size;
+  for (size_t b = axis + 1; b < grid.size(); ++b) stride *= grid[b];
+  const int64_t n = grid[axis];
+  auto position = [&](int64_t d) { return (d / stride) % n; };
+  auto rest = [&](int64_t d) { return d - position(d) * stride; };  // the group
+  std::map<int64_t, std::set<std::pair<int64_t, int64_t>>> by_group;
+  for (const auto& [source, target] : pairs) {
+    if (rest(source) != rest(target)) return std::nullopt;
+    by_group[rest(source)].insert({position(source), position(target)});
+  }
+  if (static_cast<int64_t>(by_group.size()) != devices / n) return std::nullopt;
+  for (const auto& [group, moves] : by_group) {
+    if (moves != by_group.begin()->second) return std::nullopt;
+  }
+  std::map<int64_t, std::vector<int64_t>> targets;
+  for (const auto& [from, to] : by_group.begin()->second) targets[to - from].push_back(to);
+  return targets;
+}
+
+// stablehlo.collective_permute (shard_map's ppermute), the devices that no pair targets receiving
+// zeros as in StableHLO. Pairs that shift the devices along one mesh axis, wrapping around or not
+// (a ring, a pipeline's stages), are one shard.shift: each device reads its source's input only.
+// Pairs that permute the positions along one axis the same way in every group (pairwise swaps,
+// say) are one shard.shift per distinct offset, each device keeping the one its position takes:
+// d offsets move up to d times the bytes. No pairs: zeros; every device its own target: the
+// input. Other pairs (across several axes) are UNIMPLEMENTED, named.
 absl::Status ConvertCollectivePermute(ImportState& state, mlir::Operation* op) {
   TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
@@ -506,6 +535,33 @@ absl::Status ConvertCollectivePermute(ImportState& state, mlir::Operation* op) {
     state.Map(op->getResult(0), input);
     return absl::OkStatus();
   }
+  // shard.shift takes a tensor of rank 1 or more: a scalar travels as tensor<1> (a
+  // linalg.broadcast there and a linalg.reduce back, as reshapes insert and drop units).
+  const mlir::RankedTensorType shifted =
+      type.getRank() == 0 ? mlir::RankedTensorType::get({1}, type.getElementType()) : type;
+  auto to_shifted = [&]() -> mlir::Value {
+    if (type.getRank() != 0) return input;
+    return mlir::linalg::BroadcastOp::create(builder, loc, input, state.Empty(loc, shifted),
+                                             llvm::ArrayRef<int64_t>{0})
+        ->getResult(0);
+  };
+  auto from_shifted = [&](mlir::Value value) -> mlir::Value {
+    if (type.getRank() != 0) return value;
+    return mlir::linalg::ReduceOp::create(
+               builder, loc, mlir::ValueRange{value}, mlir::ValueRange{state.Empty(loc, type)},
+               llvm::ArrayRef<int64_t>{0},
+               [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange args) {
+                 mlir::linalg::YieldOp::create(b, l, args[0]);
+               })
+        ->getResult(0);
+  };
+  auto shift = [&](mlir::Value value, size_t axis, int64_t offset, bool rotate) -> mlir::Value {
+    return mlir::shard::ShiftOp::create(builder, loc, shifted, GridSymbol(state),
+                                        builder.getDenseI16ArrayAttr({static_cast<int16_t>(axis)}),
+                                        value, builder.getIndexAttr(static_cast<int64_t>(axis)),
+                                        builder.getI64IntegerAttr(offset),
+                                        rotate ? builder.getUnitAttr() : nullptr);
+  };
   for (size_t axis = 0; axis < grid.size(); ++axis) {
     const int64_t n = grid[axis];
     for (int64_t offset = 1 - n; offset < n; ++offset) {
@@ -513,34 +569,39 @@ absl::Status ConvertCollectivePermute(ImportState& state, mlir::Operation* op) {
       for (bool rotate : {true, false}) {
         if (rotate && offset < 0) continue;  // the same rings as offset + n
         if (ShiftPairs(grid, axis, offset, rotate) != pairs) continue;
-        // shard.shift takes a tensor of rank 1 or more: a scalar travels as tensor<1x...>
-        // (a linalg.broadcast there and a linalg.reduce back, as reshapes insert and drop units).
-        mlir::Value value = input;
-        mlir::RankedTensorType shifted = type;
-        if (type.getRank() == 0) {
-          shifted = mlir::RankedTensorType::get({1}, type.getElementType());
-          value = mlir::linalg::BroadcastOp::create(builder, loc, value, state.Empty(loc, shifted),
-                                                    llvm::ArrayRef<int64_t>{0})
-                      ->getResult(0);
-        }
-        mlir::Value result = mlir::shard::ShiftOp::create(
-            builder, loc, shifted, GridSymbol(state),
-            builder.getDenseI16ArrayAttr({static_cast<int16_t>(axis)}), value,
-            builder.getIndexAttr(static_cast<int64_t>(axis)), builder.getI64IntegerAttr(offset),
-            rotate ? builder.getUnitAttr() : nullptr);
-        if (type.getRank() == 0) {
-          result = mlir::linalg::ReduceOp::create(
-                       builder, loc, mlir::ValueRange{result},
-                       mlir::ValueRange{state.Empty(loc, type)}, llvm::ArrayRef<int64_t>{0},
-                       [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange args) {
-                         mlir::linalg::YieldOp::create(b, l, args[0]);
-                       })
-                       ->getResult(0);
-        }
-        state.Map(op->getResult(0), result);
+        state.Map(op->getResult(0), from_shifted(shift(to_shifted(), axis, offset, rotate)));
         return absl::OkStatus();
       }
     }
+  }
+  for (size_t axis = 0; axis < grid.size(); ++axis) {
+    if (grid[axis] < 2) continue;
+    std::optional<std::map<int64_t, std::vector<int64_t>>> by_offset =
+        PermutationAlong(grid, axis, pairs);
+    if (!by_offset) continue;
+    const mlir::Value value = to_shifted();
+    mlir::Value result = state.Fill(loc, shifted, builder.getZeroAttr(type.getElementType()));
+    mlir::Value position =
+        mlir::shard::ProcessMultiIndexOp::create(
+            builder, loc, kGridName,
+            llvm::ArrayRef<mlir::shard::GridAxis>{static_cast<mlir::shard::GridAxis>(axis)})
+            ->getResult(0);
+    const auto flags = mlir::RankedTensorType::get(shifted.getShape(), builder.getI1Type());
+    for (const auto& [offset, targets] : *by_offset) {
+      const mlir::Value moved = offset == 0 ? value : shift(value, axis, offset, false);
+      mlir::Value mine = mlir::arith::ConstantIntOp::create(builder, loc, 0, 1);
+      for (int64_t target : targets) {
+        mlir::Value at =
+            mlir::arith::CmpIOp::create(builder, loc, mlir::arith::CmpIPredicate::eq, position,
+                                        mlir::arith::ConstantIndexOp::create(builder, loc, target));
+        mine = mlir::arith::OrIOp::create(builder, loc, mine, at);
+      }
+      const mlir::Value keep =
+          mlir::linalg::FillOp::create(builder, loc, mine, state.Empty(loc, flags)).getResult(0);
+      result = mlir::arith::SelectOp::create(builder, loc, keep, moved, result);
+    }
+    state.Map(op->getResult(0), from_shifted(result));
+    return absl::OkStatus();
   }
   std::vector<std::string> shown;
   for (const auto& [source, target] : pairs) {
@@ -550,9 +611,8 @@ absl::Status ConvertCollectivePermute(ImportState& state, mlir::Operation* op) {
   return absl::UnimplementedError(absl::StrCat(
       ImportState::Where(op), ": its source_target_pairs (", absl::StrJoin(shown, ", "),
       pairs.size() > 6 ? ", ..." : "",
-      ") are not a shift along one mesh axis of the shard_map's mesh (a ppermute by a fixed "
-      "offset along one axis, wrapping around or not), which is all Tessera's collective_permute "
-      "runs"));
+      ") do not permute the devices along one mesh axis of the shard_map's mesh the same way in "
+      "every group (a ppermute over one axis), which is all Tessera's collective_permute runs"));
 }
 
 // One-to-all collectives have no shard op Tessera runs.

@@ -374,29 +374,59 @@ TEST(StableHloImportTest, ShardMapPermutesMeanWhatJaxsDo) {
   }
 }
 
-TEST(StableHloImportErrorTest, PermutesThatAreNoShiftAreNamed) {
-  const std::string text = Corpus("shard_map_ppermute");
+// The corpus's ppermute program with its ring over tp replaced by `pairs`.
+std::string WithFirstPermute(const std::string& pairs) {
+  std::string text = Corpus("shard_map_ppermute");
   const std::string ring = "[[0, 1], [1, 2], [2, 3], [3, 0], [4, 5], [5, 6], [6, 7], [7, 4]]";
-  ASSERT_NE(text.find(ring), std::string::npos);
-  auto with = [&](const std::string& pairs) {
-    std::string changed = text;
-    changed.replace(changed.find(ring), ring.size(), pairs);
-    return changed;
-  };
-  // Swaps of pairs: a permutation, but no shift.
+  const size_t at = text.find(ring);
+  EXPECT_NE(at, std::string::npos);
+  if (at != std::string::npos) text.replace(at, ring.size(), pairs);
+  return text;
+}
+
+TEST(StableHloImportTest, PermutesAlongOneAxisThatAreNoShiftRunAsMaskedShifts) {
+  // tp positions reversed (0 <-> 3, 1 <-> 2) in both rows of the mesh: one shift per offset
+  // (+3, +1, -1, -3), each device keeping the one its position takes.
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan,
+                       Compile(WithFirstPermute(
+                           "[[0, 3], [1, 2], [2, 1], [3, 0], [4, 7], [5, 6], [6, 5], [7, 4]]")));
+  std::vector<int64_t> offsets;
+  for (const ProgramStep& step : plan.steps) {
+    if (step.kind == ProgramStep::Kind::kCollective &&
+        step.collective.grid_axes == std::vector<int>{1}) {
+      offsets.push_back(step.collective.shift_offset);
+    }
+  }
+  EXPECT_THAT(offsets, ::testing::IsSupersetOf({int64_t{-3}, int64_t{-1}, int64_t{1}, int64_t{3}}));
+  const std::vector<HostArray> inputs = Inputs(plan, kSeed + 103);
+  SpmdInterpreter run(plan);
+  ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run.Run(inputs));
+  const float* a = inputs[0].data<float>();
+  for (int64_t i = 0; i < 8; ++i) {
+    for (int64_t j = 0; j < 12; ++j) {
+      const int64_t from = 3 - j / 3;  // the reversed position's block
+      EXPECT_EQ(got[0].data<float>()[i * 12 + j], a[i * 12 + 3 * from + j % 3]) << i << "," << j;
+    }
+  }
+}
+
+TEST(StableHloImportErrorTest, PermutesThatAreNoneAlongOneAxisAreNamed) {
+  // A shift of the flattened mesh (across both axes), and swaps that differ between the rows.
   EXPECT_THAT(
-      Compile(with("[[0, 1], [1, 0], [2, 3], [3, 2], [4, 5], [5, 4], [6, 7], [7, 6]]")),
+      Compile(WithFirstPermute("[[0, 1], [1, 2], [2, 3], [3, 4], [4, 5], [5, 6], [6, 7], [7, 0]]")),
       StatusIs(absl::StatusCode::kUnimplemented,
-               AllOf(HasSubstr("stablehlo.collective_permute"), HasSubstr("[0,1], [1,0], [2,3]"),
-                     HasSubstr("not a shift along one mesh axis"))));
-  // A shift of the flattened mesh (across both axes).
-  EXPECT_THAT(Compile(with("[[0, 1], [1, 2], [2, 3], [3, 4], [4, 5], [5, 6], [6, 7], [7, 0]]")),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("not a shift")));
+               AllOf(HasSubstr("stablehlo.collective_permute"), HasSubstr("[0,1], [1,2], [2,3]"),
+                     HasSubstr("do not permute the devices along one mesh axis"))));
+  EXPECT_THAT(
+      Compile(WithFirstPermute("[[0, 1], [1, 0], [2, 3], [3, 2], [4, 6], [6, 4], [5, 7], [7, 5]]")),
+      StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("the same way in every group")));
   // Two pairs into one device, and a device outside the mesh.
-  EXPECT_THAT(Compile(with("[[0, 1], [2, 1], [2, 3], [3, 0], [4, 5], [5, 6], [6, 7], [7, 4]]")),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("[2, 1]")));
-  EXPECT_THAT(Compile(with("[[0, 1], [1, 2], [2, 3], [3, 9], [4, 5], [5, 6], [6, 7], [7, 4]]")),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("[3, 9]")));
+  EXPECT_THAT(
+      Compile(WithFirstPermute("[[0, 1], [2, 1], [2, 3], [3, 0], [4, 5], [5, 6], [6, 7], [7, 4]]")),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("[2, 1]")));
+  EXPECT_THAT(
+      Compile(WithFirstPermute("[[0, 1], [1, 2], [2, 3], [3, 9], [4, 5], [5, 6], [6, 7], [7, 4]]")),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("[3, 9]")));
 }
 
 std::string OneOp(const std::string& op, const std::string& result = "tensor<8x4xf32>") {

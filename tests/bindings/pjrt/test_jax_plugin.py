@@ -200,6 +200,8 @@ def ring(n, step=1):
     # Backwards by two over tp without wrap, and a scalar backwards around the ring.
     ("back", lambda a: jax.lax.ppermute(a, "tp", [(2, 0), (3, 1)]), 4),
     ("scalar", lambda a: jax.lax.ppermute(a.sum(), "tp", ring(4, -1)) + a, None),
+    # Pairwise swaps over tp: one shift per offset (+1 and -1), each moving 6 of the 8 blocks.
+    ("swaps", lambda a: jax.lax.ppermute(a, "tp", [(0, 1), (1, 0), (2, 3), (3, 2)]), 12),
 ])
 def test_ppermute_by_a_shift_matches_jax_cpu(tessera_devices, cpu_devices, name, body,
                                              moved_blocks):
@@ -236,14 +238,13 @@ def test_ppermute_gradients_match_jax_cpu(tessera_devices, cpu_devices):
     np.testing.assert_allclose(grad(tessera_devices), grad(cpu_devices), rtol=1e-6)
 
 
-def test_a_ppermute_that_is_no_shift_raises_naming_its_pairs(tessera_devices):
-    mesh = mesh_of(tessera_devices, (8,), ("x",))
-    swaps = [(0, 1), (1, 0), (2, 3), (3, 2), (4, 5), (5, 4), (6, 7), (7, 6)]
-    f = jax.jit(jax.shard_map(lambda a: jax.lax.ppermute(a, "x", swaps), mesh=mesh,
-                              in_specs=P("x"), out_specs=P("x")))
-    with pytest.raises(Exception, match="not a shift along one mesh axis") as raised:
-        f(jax.device_put(np.ones(16, np.float32), NamedSharding(mesh, P("x"))))
-    assert "[0,1], [1,0]" in str(raised.value)
+def test_a_ppermute_across_two_mesh_axes_raises_naming_its_pairs(tessera_devices):
+    mesh = mesh_of(tessera_devices, (2, 4), ("dp", "tp"))
+    f = jax.jit(jax.shard_map(lambda a: jax.lax.ppermute(a, ("dp", "tp"), ring(8)), mesh=mesh,
+                              in_specs=P(("dp", "tp")), out_specs=P(("dp", "tp"))))
+    with pytest.raises(Exception, match="do not permute the devices along one mesh axis") as e:
+        f(jax.device_put(np.ones(16, np.float32), NamedSharding(mesh, P(("dp", "tp")))))
+    assert "[0,1], [1,2]" in str(e.value)
 
 
 def test_donate_argnums_is_declined_and_keeps_the_input(tessera_devices):

@@ -824,7 +824,7 @@ def test_shard_map_integer_collectives_keep_signedness(client8, dtype, collectiv
     np.testing.assert_array_equal(got, want)
 
 
-def test_shard_map_over_some_axes_and_a_ppermute_that_is_no_shift_are_refused_by_name(client8):
+def test_shard_map_over_some_axes_and_a_ppermute_over_two_axes_are_refused_by_name(client8):
     needs_8_jax_devices()
     from jax import shard_map
     mesh = make_mesh((2, 4), ("x", "y"))
@@ -835,11 +835,11 @@ def test_shard_map_over_some_axes_and_a_ppermute_that_is_no_shift_are_refused_by
     with pytest.raises(RuntimeError, match=r"UNIMPLEMENTED: .*sdy.manual_computation.*"
                                            r"some of the mesh's axes only \(not over x\)"):
         client8.compile(lowered)
-    swaps = shard_map(lambda a: jax.lax.ppermute(a, "y", [(0, 1), (1, 0), (2, 3), (3, 2)]),
-                      mesh=mesh, in_specs=(P("x", "y"),), out_specs=P("x", "y"))
-    lowered = jax.jit(swaps, in_shardings=NamedSharding(mesh, P("x", "y"))).lower(x)
+    flat = shard_map(lambda a: jax.lax.ppermute(a, ("x", "y"), [(i, (i + 1) % 8) for i in range(8)]),
+                     mesh=mesh, in_specs=(P("x", "y"),), out_specs=P("x", "y"))
+    lowered = jax.jit(flat, in_shardings=NamedSharding(mesh, P("x", "y"))).lower(x)
     with pytest.raises(RuntimeError, match=r"UNIMPLEMENTED: 'stablehlo.collective_permute' at "
-                                           r".*test_stablehlo.py:\d+.*not a shift along one"):
+                                           r".*test_stablehlo.py:\d+.*along one mesh axis"):
         client8.compile(lowered)
 
 
@@ -902,6 +902,19 @@ def test_shard_map_on_lavapipe_and_cpu_plus_vulkan():
                                                   tessera.P("tp", None)))
         (got,) = exe.execute([arg])
         np.testing.assert_array_equal(np.asarray(got.block_until_ready()), want)
+    # Pairwise swaps over 2 CPU + 2 Vulkan devices (masked shifts: selects on every platform).
+    devices = [d for d in client.devices if d.platform == "cpu"][:2] + gpus[:2]
+    mesh4 = Mesh(np.array(jax.devices()[:4]), ("tp",), axis_types=(AxisType.Auto,))
+    swaps = jax.jit(shard_map(lambda a: jax.lax.ppermute(a, "tp", [(0, 1), (1, 0), (2, 3),
+                                                                   (3, 2)]) + 1,
+                              mesh=mesh4, in_specs=(P("tp"),), out_specs=P("tp")),
+                    in_shardings=NamedSharding(mesh4, P("tp")))
+    x = (np.arange(8 * 4).reshape(8, 4) % 7).astype(np.int32)
+    exe = client.compile(swaps.lower(x), devices=devices)
+    arg = client.put(x, tessera.NamedSharding(tessera.Mesh(tp=4, devices=devices),
+                                              tessera.P("tp", None)))
+    (got,) = exe.execute([arg])
+    np.testing.assert_array_equal(np.asarray(got.block_until_ready()), np.asarray(swaps(x)))
 
 
 def test_shard_map_collectives_are_refused_by_the_guard_before_anything_runs(client8):
