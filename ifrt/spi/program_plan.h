@@ -72,6 +72,25 @@ enum class CollectiveKind {
   kReduceScatter,
   kCollectivePermute,
 };
+// The collective's name as programs, Explain and the guard's events say it: "all_reduce", ...,
+// "collective_permute".
+inline const char* CollectiveName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return "all_reduce";
+    case CollectiveKind::kAllGather:
+      return "all_gather";
+    case CollectiveKind::kAllToAll:
+      return "all_to_all";
+    case CollectiveKind::kAllSlice:
+      return "all_slice";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kCollectivePermute:
+      return "collective_permute";
+  }
+  return "collective";
+}
 // How an all_reduce / reduce_scatter combines its members' elements, one kind per combiner a
 // program's reduction can have (the element order of the combination is not fixed; every kind but
 // a float kSum / kProduct gives the same result in any order):

@@ -28,23 +28,7 @@ inline absl::StatusOr<ProgramPlan> CompileText(const std::string& text, int64_t 
   return CreateMlirProgramCompiler()->Compile(request);
 }
 
-inline std::string CollectiveName(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce:
-      return "all_reduce";
-    case CollectiveKind::kAllGather:
-      return "all_gather";
-    case CollectiveKind::kAllToAll:
-      return "all_to_all";
-    case CollectiveKind::kAllSlice:
-      return "all_slice";
-    case CollectiveKind::kReduceScatter:
-      return "reduce_scatter";
-    case CollectiveKind::kCollectivePermute:
-      return "collective_permute";
-  }
-  return "?";
-}
+using ::tessera::CollectiveName;  // ifrt/spi/program_plan.h
 
 // The steps as words: "kernel", "all_reduce", ... in order.
 inline std::vector<std::string> StepKinds(const ProgramPlan& plan) {

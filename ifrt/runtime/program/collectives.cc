@@ -353,24 +353,6 @@ absl::Status ReduceElements(ReductionKind reduction, DType dtype,
   return absl::OkStatus();
 }
 
-const char* CollectiveName(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce:
-      return "all_reduce";
-    case CollectiveKind::kAllGather:
-      return "all_gather";
-    case CollectiveKind::kAllToAll:
-      return "all_to_all";
-    case CollectiveKind::kAllSlice:
-      return "all_slice";
-    case CollectiveKind::kReduceScatter:
-      return "reduce_scatter";
-    case CollectiveKind::kCollectivePermute:
-      return "collective_permute";
-  }
-  return "collective";
-}
-
 int PermuteSource(const CollectiveStep& step, int group_size, int position) {
   if (group_size <= 0) return -1;
   int64_t source = static_cast<int64_t>(position) - step.shift_offset;

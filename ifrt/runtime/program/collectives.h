@@ -20,9 +20,6 @@
 
 namespace tessera::runtime {
 
-// The collective's name as programs and messages say it: "all_reduce", ..., "collective_permute".
-const char* CollectiveName(CollectiveKind kind);
-
 // The group of `device` (its linear index on `grid_shape`) for a collective over `grid_axes`: the
 // linear indices of its members in member order, and the device's own position among them.
 struct CollectiveGroup {
