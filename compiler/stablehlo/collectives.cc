@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -456,29 +457,6 @@ absl::StatusOr<std::set<std::pair<int64_t, int64_t>>> ReadPairs(mlir::Operation*
   return pairs;
 }
 
-// The pairs of a shift by `offset` along mesh axis `axis` of `grid`: device d's input goes to the
-// device whose coordinate on `axis` is d's plus `offset`, wrapping around when `rotate`, else only
-// where that coordinate exists.
-std::set<std::pair<int64_t, int64_t>> ShiftPairs(const std::vector<int64_t>& grid, size_t axis,
-                                                 int64_t offset, bool rotate) {
-  int64_t devices = 1, stride = 1;
-  for (int64_t size : grid) devices *= size;
-  for (size_t b = axis + 1; b < grid.size(); ++b) stride *= grid[b];
-  const int64_t n = grid[axis];
-  std::set<std::pair<int64_t, int64_t>> pairs;
-  for (int64_t d = 0; d < devices; ++d) {
-    const int64_t c = (d / stride) % n;
-    int64_t to = c + offset;
-    if (rotate) {
-      to = ((to % n) + n) % n;
-    } else if (to < 0 || to >= n) {
-      continue;
-    }
-    pairs.insert({d, d + (to - c) * stride});
-  }
-  return pairs;
-}
-
 // For pairs that permute the positions along mesh axis `axis` the same way in every group of
 // devices agreeing on the other axes: the target positions of each offset (target position minus
 // source position); nullopt for any other pairs.
@@ -564,21 +542,23 @@ absl::Status ConvertCollectivePermute(ImportState& state, mlir::Operation* op) {
   };
   for (size_t axis = 0; axis < grid.size(); ++axis) {
     const int64_t n = grid[axis];
-    for (int64_t offset = 1 - n; offset < n; ++offset) {
-      if (offset == 0) continue;
-      for (bool rotate : {true, false}) {
-        if (rotate && offset < 0) continue;  // the same rings as offset + n
-        if (ShiftPairs(grid, axis, offset, rotate) != pairs) continue;
-        state.Map(op->getResult(0), from_shifted(shift(to_shifted(), axis, offset, rotate)));
-        return absl::OkStatus();
-      }
-    }
-  }
-  for (size_t axis = 0; axis < grid.size(); ++axis) {
-    if (grid[axis] < 2) continue;
+    if (n < 2) continue;
     std::optional<std::map<int64_t, std::vector<int64_t>>> by_offset =
         PermutationAlong(grid, axis, pairs);
     if (!by_offset) continue;
+    // A plain shift: one offset k reaching every position it can (n - |k| of them, no wrap), or a
+    // ring, offsets k and k - n covering all n positions.
+    const int64_t low = by_offset->begin()->first, high = by_offset->rbegin()->first;
+    const size_t reached = by_offset->begin()->second.size() + by_offset->rbegin()->second.size();
+    if (by_offset->size() == 1 && low != 0 &&
+        static_cast<int64_t>(by_offset->begin()->second.size()) == n - std::abs(low)) {
+      state.Map(op->getResult(0), from_shifted(shift(to_shifted(), axis, low, false)));
+      return absl::OkStatus();
+    }
+    if (by_offset->size() == 2 && high - low == n && static_cast<int64_t>(reached) == n) {
+      state.Map(op->getResult(0), from_shifted(shift(to_shifted(), axis, high, true)));
+      return absl::OkStatus();
+    }
     const mlir::Value value = to_shifted();
     mlir::Value result = state.Fill(loc, shifted, builder.getZeroAttr(type.getElementType()));
     mlir::Value position =
