@@ -51,6 +51,12 @@ namespace tessera::compiler {
 // The name of the argument / result attribute that carries a sharding in the program text.
 inline constexpr std::string_view kShardingAttrName = "tessera.sharding";
 
+// The array<i64> attribute of an argument whose sharding's mesh lists the program's devices in
+// another order: the mesh's slot i is the program's device order[i] (a permutation). The
+// StableHLO importer sets it from a Shardy mesh's device_ids; the plan's ProgramSharding carries
+// it to the runtime.
+inline constexpr std::string_view kDeviceOrderAttrName = "tessera.device_order";
+
 // The unit attribute of an argument / result of integer type that the caller sees as unsigned
 // (u8 ... u64; the program computes on signless integers, whose bits are the same). The
 // StableHLO importer sets it for ui8 ... ui64 at @main's boundary.
@@ -218,6 +224,9 @@ struct ProgramShardings {
   std::vector<sharding::PartitionSpec> results;
   // Arguments and results whose sharding came from a `tessera.sharding` attribute.
   int from_attributes = 0;
+  // [parameter]: its `tessera.device_order`; empty when in order, and when the request gives the
+  // shardings.
+  std::vector<std::vector<int64_t>> parameter_device_orders;
   std::vector<std::pair<mlir::Operation*, sharding::PartitionSpec>> constraints;
   // The manual computations of @main's body, with their operands' and results' specs.
   struct Manual {

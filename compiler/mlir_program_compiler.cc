@@ -136,11 +136,14 @@ absl::Status FillSignature(mlir::func::FuncOp main, const ProgramShardings& shar
     plan.global_results.push_back(std::move(value));
   }
   const std::string mesh = shardings.mesh.ToString();
-  for (const sharding::PartitionSpec& spec : shardings.parameters) {
-    plan.parameter_shardings.push_back({mesh, spec.ToString()});
+  for (size_t i = 0; i < shardings.parameters.size(); ++i) {
+    plan.parameter_shardings.push_back({mesh, shardings.parameters[i].ToString(),
+                                        i < shardings.parameter_device_orders.size()
+                                            ? shardings.parameter_device_orders[i]
+                                            : std::vector<int64_t>()});
   }
   for (const sharding::PartitionSpec& spec : shardings.results) {
-    plan.result_shardings.push_back({mesh, spec.ToString()});
+    plan.result_shardings.push_back({mesh, spec.ToString(), {}});
   }
   for (const sharding::Mesh::Axis& axis : shardings.mesh.axes()) {
     plan.grid_shape.push_back(axis.size);

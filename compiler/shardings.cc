@@ -8,16 +8,21 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/message_text.h"
 #include "base/status_macros.h"
+#include "base/string_view.h"
 #include "compiler/internal.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "sharding/mesh_alignment.h"
 #include "sharding/sharding_text.h"
 
 namespace tessera::compiler {
@@ -74,19 +79,40 @@ absl::StatusOr<std::vector<ShardingText>> CollectTexts(
   return texts;
 }
 
-// The program's one mesh: every given mesh must be the same; none given -> mesh{x=num_devices}.
+// The program's one mesh: the one mesh given, or where several over the same devices are, the
+// coarsest all their axes align with (sharding/mesh_alignment.h; `required`, a shard_map's mesh,
+// where given); none given -> mesh{x=num_devices}.
 absl::StatusOr<sharding::Mesh> ResolveMesh(const std::vector<ShardingText>& texts,
-                                           int64_t num_devices) {
-  std::optional<sharding::Mesh> mesh;
+                                           int64_t num_devices,
+                                           const sharding::Mesh* required = nullptr) {
+  std::vector<sharding::Mesh> meshes;
   for (const ShardingText& text : texts) {
-    if (!text.has_value()) continue;
-    const sharding::Mesh& parsed = *text->mesh;
-    if (mesh.has_value() && *mesh != parsed) {
-      return absl::InvalidArgumentError(absl::StrCat("the program uses two meshes, ",
-                                                     mesh->ToString(), " and ", parsed.ToString(),
-                                                     "; one is supported"));
+    if (text.has_value() && absl::c_find(meshes, *text->mesh) == meshes.end()) {
+      meshes.push_back(*text->mesh);
     }
-    mesh = parsed;
+  }
+  std::optional<sharding::Mesh> mesh;
+  if (meshes.size() == 1) {
+    mesh = meshes.front();
+  } else if (meshes.size() > 1) {
+    // Meshes of other axes over the same devices: the program runs on one whose axes they all
+    // align with (the shard_map's own where there is one), each sharding translated onto it.
+    if (required != nullptr) meshes.insert(meshes.begin(), *required);
+    absl::StatusOr<sharding::Mesh> common = sharding::CommonMesh(meshes);
+    std::vector<std::string> names;
+    for (const sharding::Mesh& m : meshes) names.push_back(m.ToString());
+    if (!common.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("the program uses meshes ",
+                                                     absl::StrJoin(names, " and "), ": ",
+                                                     common.status().message()));
+    }
+    if (required != nullptr && *common != *required) {
+      return absl::UnimplementedError(absl::StrCat(
+          "the program uses meshes ", absl::StrJoin(names, " and "), ", and its shard_map runs on ",
+          required->ToString(), ", whose axes are not runs of the others' (", common->ToString(),
+          " would be)"));
+    }
+    mesh = *std::move(common);
   }
   if (!mesh.has_value()) {
     TESSERA_ASSIGN_OR_RETURN(mesh, sharding::Mesh::Create({{"x", num_devices}}));
@@ -105,7 +131,12 @@ absl::StatusOr<sharding::PartitionSpec> ResolveSpec(const ShardingText& text,
                                                     mlir::RankedTensorType type,
                                                     const std::string& what) {
   if (!text.has_value()) return sharding::PartitionSpec();
-  const sharding::PartitionSpec* spec = &text->spec;
+  absl::StatusOr<sharding::PartitionSpec> onto = sharding::SpecOnto(text->spec, *text->mesh, mesh);
+  if (!onto.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " sharding ", text->spec.ToString(), ": ", onto.status().message()));
+  }
+  const sharding::PartitionSpec* spec = &*onto;
   absl::Status status = sharding::ToShardingParam(mesh, *spec, type.getRank()).status();
   if (!status.ok()) {
     return absl::InvalidArgumentError(
@@ -170,40 +201,57 @@ struct ManualTextsOf {
   std::vector<ShardingText> in, out;
 };
 
-// The sharding `value` has before partitioning, when the program says: an argument's, a
-// shard_map's result's, or, through elementwise linalg.generic ops (all loops parallel, the
-// result's indexing map and an operand's the identity), that operand's. nullopt when unknown.
-ShardingText KnownSharding(mlir::func::FuncOp main, mlir::Value value,
-                           const std::vector<ShardingText>& params,
-                           const std::vector<ManualTextsOf>& manuals, int depth = 0) {
-  constexpr int kMaxDepth = 64;  // a chain of elementwise ops is followed this far
-  if (depth > kMaxDepth) return std::nullopt;
-  if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(value)) {
-    if (arg.getOwner() != &main.getBody().front()) return std::nullopt;
-    return params[arg.getArgNumber()];
-  }
-  mlir::Operation* op = value.getDefiningOp();
-  for (const ManualTextsOf& manual : manuals) {
-    if (op != manual.op) continue;
-    const unsigned index = mlir::cast<mlir::OpResult>(value).getResultNumber();
-    return index < manual.out.size() ? manual.out[index] : std::nullopt;
-  }
-  auto generic = mlir::dyn_cast_or_null<mlir::linalg::GenericOp>(op);
+// The elementwise operands of `value`'s linalg.generic, in order: those of its type whose indexing
+// map, like the result's, is the identity, where all its loops are parallel; none otherwise.
+std::vector<mlir::Value> ElementwiseSources(mlir::Value value) {
+  auto generic = mlir::dyn_cast_or_null<mlir::linalg::GenericOp>(value.getDefiningOp());
   if (!generic || generic.getNumDpsInits() != generic->getNumResults() ||
       generic.getNumParallelLoops() != generic.getNumLoops()) {
-    return std::nullopt;
+    return {};
   }
   const unsigned result = mlir::cast<mlir::OpResult>(value).getResultNumber();
-  if (!generic.getMatchingIndexingMap(generic.getDpsInitOperand(result)).isIdentity()) {
-    return std::nullopt;
-  }
+  if (!generic.getMatchingIndexingMap(generic.getDpsInitOperand(result)).isIdentity()) return {};
+  std::vector<mlir::Value> sources;
   for (mlir::OpOperand* input : generic.getDpsInputOperands()) {
-    if (input->get().getType() != value.getType() ||
-        !generic.getMatchingIndexingMap(input).isIdentity()) {
+    if (input->get().getType() == value.getType() &&
+        generic.getMatchingIndexingMap(input).isIdentity()) {
+      sources.push_back(input->get());
+    }
+  }
+  return sources;
+}
+
+// The sharding `value` has before partitioning, when the program says: an argument's, a
+// shard_map's result's, or, through elementwise linalg.generic ops (ElementwiseSources), the
+// first such operand's, depth first. nullopt when unknown. Each value is visited once, so a
+// program whose elementwise ops share operands (threefry's rounds) costs its size, not the
+// number of its paths.
+ShardingText KnownSharding(mlir::func::FuncOp main, mlir::Value value,
+                           const std::vector<ShardingText>& params,
+                           const std::vector<ManualTextsOf>& manuals) {
+  std::vector<mlir::Value> pending = {value};
+  llvm::DenseSet<mlir::Value> visited;
+  while (!pending.empty()) {
+    const mlir::Value next = pending.back();
+    pending.pop_back();
+    if (!visited.insert(next).second) continue;
+    if (auto arg = mlir::dyn_cast<mlir::BlockArgument>(next)) {
+      if (arg.getOwner() == &main.getBody().front() && params[arg.getArgNumber()].has_value()) {
+        return params[arg.getArgNumber()];
+      }
       continue;
     }
-    ShardingText known = KnownSharding(main, input->get(), params, manuals, depth + 1);
-    if (known.has_value()) return known;
+    const ManualTextsOf* manual = nullptr;
+    for (const ManualTextsOf& candidate : manuals) {
+      if (candidate.op == next.getDefiningOp()) manual = &candidate;
+    }
+    if (manual != nullptr) {
+      const unsigned index = mlir::cast<mlir::OpResult>(next).getResultNumber();
+      if (index < manual->out.size() && manual->out[index].has_value()) return manual->out[index];
+      continue;
+    }
+    const std::vector<mlir::Value> sources = ElementwiseSources(next);
+    pending.insert(pending.end(), sources.rbegin(), sources.rend());  // the first on top
   }
   return std::nullopt;
 }
@@ -222,6 +270,26 @@ void PropagateToOpenResults(mlir::func::FuncOp main, const std::vector<ShardingT
     if (results[i].has_value() || main.getResultAttr(i, kShardingAttrName)) continue;
     results[i] = KnownSharding(main, ret->getOperand(i), params, manuals);
   }
+}
+
+// Argument `i`'s `tessera.device_order`, checked: a permutation of the mesh's `devices`.
+absl::StatusOr<std::vector<int64_t>> DeviceOrder(llvm::ArrayRef<int64_t> order, int64_t devices,
+                                                 size_t i) {
+  std::vector<bool> seen(static_cast<size_t>(devices), false);
+  bool permutation = static_cast<int64_t>(order.size()) == devices;
+  for (int64_t id : order) {
+    if (!permutation || id < 0 || id >= devices || seen[id]) {
+      permutation = false;
+      break;
+    }
+    seen[id] = true;
+  }
+  if (!permutation) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "argument ", i, ": ", base::AsAbsl(kDeviceOrderAttrName), " [", absl::StrJoin(order, ", "),
+        "] is no permutation of the program's ", devices, " devices"));
+  }
+  return std::vector<int64_t>(order.begin(), order.end());
 }
 
 }  // namespace
@@ -294,15 +362,28 @@ absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
     all.insert(all.end(), manual.out.begin(), manual.out.end());
   }
   // The program's constraints name its mesh too, unless the request gives the shardings: then
-  // the request's mesh is the program's, and a constraint over another mesh is not imposed (a
-  // hint on how to compute: the results are the same).
+  // the request's mesh is the program's, and a constraint over a mesh that does not align with it
+  // is not imposed (a hint on how to compute: the results are the same).
   if (!requested) all.insert(all.end(), constraints.begin(), constraints.end());
-  TESSERA_ASSIGN_OR_RETURN(sharding::Mesh mesh, ResolveMesh(all, request.num_devices));
+  const sharding::Mesh* manual_mesh = nullptr;
+  for (const ManualTextsOf& manual : manuals) {
+    for (const std::vector<ShardingText>* texts : {&manual.in, &manual.out}) {
+      for (const ShardingText& text : *texts) {
+        if (text.has_value() && manual_mesh == nullptr) manual_mesh = &*text->mesh;
+      }
+    }
+  }
+  TESSERA_ASSIGN_OR_RETURN(sharding::Mesh mesh, ResolveMesh(all, request.num_devices, manual_mesh));
 
   ProgramShardings out{mesh, {}, {}, 0};
+  out.parameter_device_orders.resize(main.getNumArguments());
   if (request.parameter_shardings.empty() && request.result_shardings.empty()) {
     for (size_t i = 0; i < main.getNumArguments(); ++i) {
       out.from_attributes += main.getArgAttr(i, kShardingAttrName) != nullptr;
+      if (auto order = main.getArgAttrOfType<mlir::DenseI64ArrayAttr>(i, kDeviceOrderAttrName)) {
+        TESSERA_ASSIGN_OR_RETURN(out.parameter_device_orders[i],
+                                 DeviceOrder(order.asArrayRef(), mesh.num_devices(), i));
+      }
     }
     for (size_t i = 0; i < main.getNumResults(); ++i) {
       out.from_attributes += main.getResultAttr(i, kShardingAttrName) != nullptr;
@@ -325,7 +406,11 @@ absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
   }
   for (size_t i = 0; i < constraints.size(); ++i) {
     mlir::Operation* op = constraint_ops[i];
-    if (*constraints[i]->mesh != mesh) continue;
+    // Over a mesh the request's does not align with, a constraint is a hint not imposed.
+    if (requested && *constraints[i]->mesh != mesh &&
+        !sharding::SpecOnto(constraints[i]->spec, *constraints[i]->mesh, mesh).ok()) {
+      continue;
+    }
     TESSERA_ASSIGN_OR_RETURN(
         sharding::PartitionSpec spec,
         ResolveSpec(constraints[i], mesh,

@@ -1,6 +1,6 @@
 // The explicit collectives of a manual computation's body (shard_map's psum, all_gather,
 // psum_scatter, all_to_all, ppermute, axis_index): StableHLO's all_reduce, all_gather,
-// reduce_scatter, all_to_all, collective_permute (shifts along one mesh axis), partition_id and
+// reduce_scatter, all_to_all, collective_permute (shifts along mesh axes), partition_id and
 // replica_id as the shard dialect's ops on @grid (internal.h). A
 // collective's replica_groups (device ids, the devices in mesh order) must be the groups of some
 // mesh axes, in some order: those become its grid axes.
@@ -391,6 +391,25 @@ absl::Status ConvertAllToAll(ImportState& state, mlir::Operation* op) {
   return absl::OkStatus();
 }
 
+// The device's position in the manual computation's mesh, row-major, as an index (its id in
+// replica_groups and source_target_pairs).
+mlir::Value LinearPosition(ImportState& state, mlir::Location loc) {
+  mlir::OpBuilder& builder = state.builder();
+  const std::vector<int64_t>& grid = *state.manual_grid();
+  std::vector<mlir::shard::GridAxis> axes;
+  for (size_t i = 0; i < grid.size(); ++i) axes.push_back(static_cast<mlir::shard::GridAxis>(i));
+  mlir::Value linear = mlir::arith::ConstantIndexOp::create(builder, loc, 0);
+  if (axes.empty()) return linear;
+  auto position = mlir::shard::ProcessMultiIndexOp::create(builder, loc, kGridName, axes);
+  for (size_t i = 0; i < grid.size(); ++i) {
+    mlir::Value size = mlir::arith::ConstantIndexOp::create(builder, loc, grid[i]);
+    linear = mlir::arith::AddIOp::create(builder, loc,
+                                         mlir::arith::MulIOp::create(builder, loc, linear, size),
+                                         position->getResult(i));
+  }
+  return linear;
+}
+
 // stablehlo.partition_id (axis_index's source): the device's position in the mesh, row-major, as
 // a rank-0 ui32 tensor; stablehlo.replica_id: 0 (one replica).
 absl::Status ConvertPartitionId(ImportState& state, mlir::Operation* op) {
@@ -408,19 +427,7 @@ absl::Status ConvertPartitionId(ImportState& state, mlir::Operation* op) {
     state.Map(op->getResult(0), state.Fill(loc, type, builder.getI32IntegerAttr(0)));
     return absl::OkStatus();
   }
-  const std::vector<int64_t>& grid = *state.manual_grid();
-  std::vector<mlir::shard::GridAxis> axes;
-  for (size_t i = 0; i < grid.size(); ++i) axes.push_back(static_cast<mlir::shard::GridAxis>(i));
-  mlir::Value linear = mlir::arith::ConstantIndexOp::create(builder, loc, 0);
-  if (!axes.empty()) {
-    auto position = mlir::shard::ProcessMultiIndexOp::create(builder, loc, kGridName, axes);
-    for (size_t i = 0; i < grid.size(); ++i) {
-      mlir::Value size = mlir::arith::ConstantIndexOp::create(builder, loc, grid[i]);
-      linear = mlir::arith::AddIOp::create(builder, loc,
-                                           mlir::arith::MulIOp::create(builder, loc, linear, size),
-                                           position->getResult(i));
-    }
-  }
+  mlir::Value linear = LinearPosition(state, loc);
   mlir::Value id = mlir::arith::IndexCastOp::create(builder, loc, type.getElementType(), linear);
   mlir::Value fill =
       mlir::linalg::FillOp::create(builder, loc, id, state.Empty(loc, type)).getResult(0);
@@ -483,13 +490,68 @@ std::optional<std::map<int64_t, std::vector<int64_t>>> PermutationAlong(
   return targets;
 }
 
+// For any pairs: the targets (linear ids) of each offset across all mesh axes (the target's
+// coordinates minus the source's), the axes' offsets in mesh order.
+std::map<std::vector<int64_t>, std::vector<int64_t>> OffsetsAcrossAxes(
+    const std::vector<int64_t>& grid, const std::set<std::pair<int64_t, int64_t>>& pairs) {
+  auto coordinates = [&](int64_t d) {
+    std::vector<int64_t> at(grid.size());
+    for (size_t i = grid.size(); i-- > 0;) {
+      at[i] = d % grid[i];
+      d /= grid[i];
+    }
+    return at;
+  };
+  std::map<std::vector<int64_t>, std::vector<int64_t>> targets;
+  for (const auto& [source, target] : pairs) {
+    std::vector<int64_t> offset = coordinates(target);
+    const std::vector<int64_t> from = coordinates(source);
+    for (size_t i = 0; i < grid.size(); ++i) offset[i] -= from[i];
+    targets[offset].push_back(target);
+  }
+  return targets;
+}
+
+// A value each device may keep, and the positions (along one axis, or linear ids) that keep it.
+struct Candidate {
+  mlir::Value value;
+  std::vector<int64_t> positions;
+};
+
+// On each device, the candidate whose positions list the device's `position`; zeros on a device
+// that no candidate lists. One i1 per device (a filled mask) selects between whole tensors.
+mlir::Value SelectByPosition(ImportState& state, mlir::Location loc, mlir::RankedTensorType type,
+                             mlir::Value position, const std::vector<Candidate>& candidates) {
+  mlir::OpBuilder& builder = state.builder();
+  mlir::Value result = state.Fill(loc, type, builder.getZeroAttr(type.getElementType()));
+  const auto flags = mlir::RankedTensorType::get(type.getShape(), builder.getI1Type());
+  for (const Candidate& candidate : candidates) {
+    mlir::Value mine = mlir::arith::ConstantIntOp::create(builder, loc, 0, 1);
+    for (int64_t at : candidate.positions) {
+      mlir::Value here =
+          mlir::arith::CmpIOp::create(builder, loc, mlir::arith::CmpIPredicate::eq, position,
+                                      mlir::arith::ConstantIndexOp::create(builder, loc, at));
+      mine = mlir::arith::OrIOp::create(builder, loc, mine, here);
+    }
+    const mlir::Value keep =
+        mlir::linalg::FillOp::create(builder, loc, mine, state.Empty(loc, flags)).getResult(0);
+    result = mlir::arith::SelectOp::create(builder, loc, keep, candidate.value, result);
+  }
+  return result;
+}
+
 // stablehlo.collective_permute (shard_map's ppermute), the devices that no pair targets receiving
-// zeros as in StableHLO. Pairs that shift the devices along one mesh axis, wrapping around or not
-// (a ring, a pipeline's stages), are one shard.shift: each device reads its source's input only.
-// Pairs that permute the positions along one axis the same way in every group (pairwise swaps,
-// say) are one shard.shift per distinct offset, each device keeping the one its position takes:
-// d offsets move up to d times the bytes. No pairs: zeros; every device its own target: the
-// input. Other pairs (across several axes) are UNIMPLEMENTED, named.
+// zeros as in StableHLO. Every valid set of pairs runs, in the fewest shard.shift ops this finds:
+// - pairs that shift the devices along one mesh axis, wrapping around or not (a ring, a
+//   pipeline's stages): one shift, each device reading its source's input only;
+// - pairs that permute the positions along one axis the same way in every group (pairwise
+//   swaps, a reversal): one shift per distinct offset, each device keeping the one its position
+//   takes (d offsets move up to d times the bytes);
+// - any other pairs (a ring over several axes, a permutation that differs between groups): per
+//   distinct offset across the axes, one shift along each axis it moves on (composed, a source's
+//   block passes through a device on the way whose coordinates are all in the mesh), each device
+//   keeping the one its id takes.
+// No pairs: zeros; every device its own target: the input.
 absl::Status ConvertCollectivePermute(ImportState& state, mlir::Operation* op) {
   TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
@@ -517,26 +579,26 @@ absl::Status ConvertCollectivePermute(ImportState& state, mlir::Operation* op) {
   // linalg.broadcast there and a linalg.reduce back, as reshapes insert and drop units).
   const mlir::RankedTensorType shifted =
       type.getRank() == 0 ? mlir::RankedTensorType::get({1}, type.getElementType()) : type;
-  auto to_shifted = [&]() -> mlir::Value {
-    if (type.getRank() != 0) return input;
-    return mlir::linalg::BroadcastOp::create(builder, loc, input, state.Empty(loc, shifted),
-                                             llvm::ArrayRef<int64_t>{0})
-        ->getResult(0);
-  };
-  auto from_shifted = [&](mlir::Value value) -> mlir::Value {
-    if (type.getRank() != 0) return value;
+  const mlir::Value value =
+      type.getRank() != 0
+          ? input
+          : mlir::linalg::BroadcastOp::create(builder, loc, input, state.Empty(loc, shifted),
+                                              llvm::ArrayRef<int64_t>{0})
+                ->getResult(0);
+  auto from_shifted = [&](mlir::Value result) -> mlir::Value {
+    if (type.getRank() != 0) return result;
     return mlir::linalg::ReduceOp::create(
-               builder, loc, mlir::ValueRange{value}, mlir::ValueRange{state.Empty(loc, type)},
+               builder, loc, mlir::ValueRange{result}, mlir::ValueRange{state.Empty(loc, type)},
                llvm::ArrayRef<int64_t>{0},
                [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange args) {
                  mlir::linalg::YieldOp::create(b, l, args[0]);
                })
         ->getResult(0);
   };
-  auto shift = [&](mlir::Value value, size_t axis, int64_t offset, bool rotate) -> mlir::Value {
+  auto shift = [&](mlir::Value moved, size_t axis, int64_t offset, bool rotate) -> mlir::Value {
     return mlir::shard::ShiftOp::create(builder, loc, shifted, GridSymbol(state),
                                         builder.getDenseI16ArrayAttr({static_cast<int16_t>(axis)}),
-                                        value, builder.getIndexAttr(static_cast<int64_t>(axis)),
+                                        moved, builder.getIndexAttr(static_cast<int64_t>(axis)),
                                         builder.getI64IntegerAttr(offset),
                                         rotate ? builder.getUnitAttr() : nullptr);
   };
@@ -552,47 +614,37 @@ absl::Status ConvertCollectivePermute(ImportState& state, mlir::Operation* op) {
     const size_t reached = by_offset->begin()->second.size() + by_offset->rbegin()->second.size();
     if (by_offset->size() == 1 && low != 0 &&
         static_cast<int64_t>(by_offset->begin()->second.size()) == n - std::abs(low)) {
-      state.Map(op->getResult(0), from_shifted(shift(to_shifted(), axis, low, false)));
+      state.Map(op->getResult(0), from_shifted(shift(value, axis, low, false)));
       return absl::OkStatus();
     }
     if (by_offset->size() == 2 && high - low == n && static_cast<int64_t>(reached) == n) {
-      state.Map(op->getResult(0), from_shifted(shift(to_shifted(), axis, high, true)));
+      state.Map(op->getResult(0), from_shifted(shift(value, axis, high, true)));
       return absl::OkStatus();
     }
-    const mlir::Value value = to_shifted();
-    mlir::Value result = state.Fill(loc, shifted, builder.getZeroAttr(type.getElementType()));
-    mlir::Value position =
+    std::vector<Candidate> candidates;
+    for (const auto& [offset, targets] : *by_offset) {
+      candidates.push_back({offset == 0 ? value : shift(value, axis, offset, false), targets});
+    }
+    const mlir::Value position =
         mlir::shard::ProcessMultiIndexOp::create(
             builder, loc, kGridName,
             llvm::ArrayRef<mlir::shard::GridAxis>{static_cast<mlir::shard::GridAxis>(axis)})
             ->getResult(0);
-    const auto flags = mlir::RankedTensorType::get(shifted.getShape(), builder.getI1Type());
-    for (const auto& [offset, targets] : *by_offset) {
-      const mlir::Value moved = offset == 0 ? value : shift(value, axis, offset, false);
-      mlir::Value mine = mlir::arith::ConstantIntOp::create(builder, loc, 0, 1);
-      for (int64_t target : targets) {
-        mlir::Value at =
-            mlir::arith::CmpIOp::create(builder, loc, mlir::arith::CmpIPredicate::eq, position,
-                                        mlir::arith::ConstantIndexOp::create(builder, loc, target));
-        mine = mlir::arith::OrIOp::create(builder, loc, mine, at);
-      }
-      const mlir::Value keep =
-          mlir::linalg::FillOp::create(builder, loc, mine, state.Empty(loc, flags)).getResult(0);
-      result = mlir::arith::SelectOp::create(builder, loc, keep, moved, result);
-    }
-    state.Map(op->getResult(0), from_shifted(result));
+    state.Map(op->getResult(0),
+              from_shifted(SelectByPosition(state, loc, shifted, position, candidates)));
     return absl::OkStatus();
   }
-  std::vector<std::string> shown;
-  for (const auto& [source, target] : pairs) {
-    shown.push_back(absl::StrCat("[", source, ",", target, "]"));
-    if (shown.size() == 6) break;
+  std::vector<Candidate> candidates;
+  for (const auto& [offsets, targets] : OffsetsAcrossAxes(grid, pairs)) {
+    mlir::Value moved = value;
+    for (size_t axis = 0; axis < grid.size(); ++axis) {
+      if (offsets[axis] != 0) moved = shift(moved, axis, offsets[axis], false);
+    }
+    candidates.push_back({moved, targets});
   }
-  return absl::UnimplementedError(absl::StrCat(
-      ImportState::Where(op), ": its source_target_pairs (", absl::StrJoin(shown, ", "),
-      pairs.size() > 6 ? ", ..." : "",
-      ") do not permute the devices along one mesh axis of the shard_map's mesh the same way in "
-      "every group (a ppermute over one axis), which is all Tessera's collective_permute runs"));
+  state.Map(op->getResult(0), from_shifted(SelectByPosition(
+                                  state, loc, shifted, LinearPosition(state, loc), candidates)));
+  return absl::OkStatus();
 }
 
 // One-to-all collectives have no shard op Tessera runs.
@@ -600,7 +652,7 @@ absl::Status RefuseCollective(ImportState&, mlir::Operation* op) {
   return absl::UnimplementedError(absl::StrCat(
       ImportState::Where(op),
       ": not supported (shard_map's psum / pmax / pmin, all_gather, psum_scatter, all_to_all, "
-      "ppermute by a shift and axis_index are)"));
+      "ppermute and axis_index are)"));
 }
 
 }  // namespace

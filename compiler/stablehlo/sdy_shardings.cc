@@ -2,7 +2,9 @@
 
 #include "compiler/stablehlo/sdy_shardings.h"
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -46,18 +48,47 @@ absl::StatusOr<const SdyMesh*> MeshOf(const SdySharding& sharding, const Meshes&
   return &it->second;
 }
 
+namespace {
+
+// The mesh's device_ids: empty when absent or in order; else a permutation of the mesh's devices.
+// INVALID_ARGUMENT (`what` starts the message): ids that are no such permutation.
+absl::StatusOr<std::vector<int64_t>> DeviceIds(const SdyMesh& mesh, const std::string& mesh_name,
+                                               const std::string& what) {
+  if (mesh.device_ids.empty()) return std::vector<int64_t>();
+  int64_t devices = 1;
+  for (const SdyMesh::Axis& axis : mesh.axes) devices *= axis.size;
+  std::vector<bool> seen(static_cast<size_t>(devices), false);
+  bool in_order = static_cast<int64_t>(mesh.device_ids.size()) == devices;
+  for (size_t i = 0; i < mesh.device_ids.size() && in_order; ++i) {
+    const int64_t id = mesh.device_ids[i];
+    if (id < 0 || id >= devices || seen[id]) in_order = false;
+    if (in_order) seen[id] = true;
+  }
+  if (!in_order) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": mesh @", mesh_name, " lists device_ids [", absl::StrJoin(mesh.device_ids, ", "),
+        "], which are no permutation of its ", devices, " devices"));
+  }
+  for (size_t i = 0; i < mesh.device_ids.size(); ++i) {
+    if (mesh.device_ids[i] != static_cast<int64_t>(i)) return mesh.device_ids;
+  }
+  return std::vector<int64_t>();
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> ShardingText(const SdySharding& sharding, const Meshes& meshes,
-                                         int64_t rank, const std::string& what) {
+                                         int64_t rank, const std::string& what,
+                                         std::vector<int64_t>* device_order) {
   TESSERA_ASSIGN_OR_RETURN(const SdyMesh* mesh, MeshOf(sharding, meshes, what));
   if (mesh->axes.empty()) return std::string();
-  for (size_t i = 0; i < mesh->device_ids.size(); ++i) {
-    if (mesh->device_ids[i] != static_cast<int64_t>(i)) {
-      return absl::UnimplementedError(
-          absl::StrCat(what, ": mesh @", sharding.mesh_name, " lists device_ids [",
-                       absl::StrJoin(mesh->device_ids, ", "),
-                       "]; only meshes over the devices in order (0, 1, ..., n-1) are supported"));
-    }
+  TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> order, DeviceIds(*mesh, sharding.mesh_name, what));
+  if (!order.empty() && device_order == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        what, ": mesh @", sharding.mesh_name, " lists device_ids [", absl::StrJoin(order, ", "),
+        "]; a mesh over the devices out of order is supported for @main's arguments only"));
   }
+  if (device_order != nullptr) *device_order = std::move(order);
   if (!sharding.unreduced.empty()) {
     return absl::UnimplementedError(
         absl::StrCat(what, ": unreduced axes in a sharding are not supported"));

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler/stablehlo/attribute_text.h"
@@ -28,11 +29,15 @@ absl::StatusOr<const SdyMesh*> MeshOf(const SdySharding& sharding, const Meshes&
                                       const std::string& what);
 
 // "mesh{dp=2,tp=4} P(dp,None)" for a Shardy sharding of a value of rank `rank`; empty for one over
-// a mesh of no axes (the value is then replicated, as without a sharding). UNIMPLEMENTED: a mesh
-// whose device_ids are not in order, unreduced axes; INVALID_ARGUMENT: an unknown mesh, a rank
-// other than the sharding's.
+// a mesh of no axes (the value is then replicated, as without a sharding). A mesh whose
+// device_ids are out of order (JAX's jax.device_put between meshes of the same devices in
+// another order) fills `device_order` with them: the mesh's device i is the program's device
+// device_order[i]; empty when in order. UNIMPLEMENTED: such a mesh where `device_order` is null,
+// unreduced axes; INVALID_ARGUMENT: an unknown mesh, device_ids that are no permutation of the
+// mesh's devices, a rank other than the sharding's.
 absl::StatusOr<std::string> ShardingText(const SdySharding& sharding, const Meshes& meshes,
-                                         int64_t rank, const std::string& what);
+                                         int64_t rank, const std::string& what,
+                                         std::vector<int64_t>* device_order = nullptr);
 
 }  // namespace tessera::compiler::stablehlo
 

@@ -146,9 +146,11 @@ absl::Status Verify(mlir::ModuleOp module, std::string_view what, absl::StatusCo
 
 // The `tessera.sharding` text of one of @main's arguments or results ("" when replicated): its
 // Shardy sharding, else its GSPMD one (`gspmd`, made for the whole program by GspmdTexts).
+// `device_order`: as ShardingText has it (null: a mesh out of order is refused).
 absl::StatusOr<std::string> ValueSharding(mlir::DictionaryAttr attrs, const Meshes& meshes,
                                           int64_t rank, const std::string& what,
-                                          const std::string& gspmd) {
+                                          const std::string& gspmd,
+                                          std::vector<int64_t>* device_order) {
   if (!attrs) return gspmd;
   if (mlir::Attribute sdy = attrs.get("sdy.sharding")) {
     auto opaque = mlir::dyn_cast<mlir::OpaqueAttr>(sdy);
@@ -159,7 +161,7 @@ absl::StatusOr<std::string> ValueSharding(mlir::DictionaryAttr attrs, const Mesh
     if (!sharding.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": ", sharding.status().message()));
     }
-    return ShardingText(*sharding, meshes, rank, what);
+    return ShardingText(*sharding, meshes, rank, what, device_order);
   }
   return gspmd;
 }
@@ -553,12 +555,21 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> Convert(
       mlir::DictionaryAttr attrs =
           std::string_view(what) == "argument" ? main.getArgAttrDict(i) : main.getResultAttrDict(i);
       const size_t index = std::string_view(what) == "argument" ? i : old_type.getNumInputs() + i;
+      // An argument may sit on a mesh of the program's devices in another order (JAX's
+      // device_put between such meshes): the runtime moves it into order before the program.
+      std::vector<int64_t> device_order;
+      const bool argument = std::string_view(what) == "argument";
       TESSERA_ASSIGN_OR_RETURN(std::string sharding,
-                               ValueSharding(attrs, meshes, tensor.getRank(), name, gspmd[index]));
+                               ValueSharding(attrs, meshes, tensor.getRank(), name, gspmd[index],
+                                             argument ? &device_order : nullptr));
       llvm::SmallVector<mlir::NamedAttribute> named;
       if (!sharding.empty()) {
         named.push_back(
             attrs_builder.getNamedAttr(kShardingAttrName, attrs_builder.getStringAttr(sharding)));
+      }
+      if (!device_order.empty()) {
+        named.push_back(attrs_builder.getNamedAttr(
+            kDeviceOrderAttrName, attrs_builder.getDenseI64ArrayAttr(device_order)));
       }
       // The program computes on signless integers; the signature keeps the caller's dtype.
       if (tensor.getElementType().isUnsignedInteger()) {

@@ -149,10 +149,13 @@ struct ProgramStep {
 
 // One parameter's or result's sharding over the program's grid, in the notation of sharding/
 // (docs/sharding.md): `mesh` like "mesh{x=4}" (axis names and sizes of the grid) and `spec` a
-// PartitionSpec like "P(x,None)".
+// PartitionSpec like "P(x,None)". `device_order` (parameters only): empty when the mesh's slot i is
+// the executable's device i, as for the kernels; else the caller's argument has slot i on device
+// device_order[i] (a permutation), and the runtime moves it to the kernels' order first.
 struct ProgramSharding {
   std::string mesh;
   std::string spec;
+  std::vector<int64_t> device_order;
 };
 
 struct ProgramPlan {

@@ -11,12 +11,14 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler/mlir_program_compiler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -178,6 +180,33 @@ TEST(StableHloImportTest, OpenResultsTakeTheShardingOfWhatTheyReturn) {
   ASSERT_OK_AND_ASSIGN(ProgramPlan shard_map, Compile(open));
   EXPECT_EQ(shard_map.result_shardings[0].spec, "P(dp,None)");
   EXPECT_EQ(Count(StepKinds(shard_map), "all_gather"), 0);
+}
+
+TEST(StableHloImportTest, OpenResultsAreFoundThroughLongChainsOfSharedOperands) {
+  // 200 ops, each adding its input to itself (threefry's rounds share operands like this): the
+  // open result is found rows-sharded, through every op once, not through its 2^200 paths.
+  std::string body;
+  std::string last = "%arg0";
+  for (int i = 0; i < 200; ++i) {
+    body += absl::StrCat("    %", i, " = \"stablehlo.add\"(", last, ", ", last,
+                         ") : (tensor<16x4xf32>, tensor<16x4xf32>) -> tensor<16x4xf32>\n");
+    last = absl::StrCat("%", i);
+  }
+  const std::string text =
+      absl::StrCat(R"(
+"builtin.module"() <{sym_name = "jit_chain"}> ({
+  "sdy.mesh"() <{mesh = #sdy.mesh<["x"=8]>, sym_name = "mesh"}> : () -> ()
+  "func.func"() <{arg_attrs = [{sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}],
+      function_type = (tensor<16x4xf32>) -> tensor<16x4xf32>, sym_name = "main"}> ({
+  ^bb0(%arg0: tensor<16x4xf32>):
+)",
+                   body, "    \"func.return\"(", last, R"() : (tensor<16x4xf32>) -> ()
+  }) : () -> ()
+}) : () -> ()
+)");
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(text));
+  ASSERT_EQ(plan.result_shardings.size(), 1u);
+  EXPECT_EQ(plan.result_shardings[0].spec, "P(x,None)");
 }
 
 TEST(StableHloImportTest, CollectivesAreTheShardingsOwn) {
@@ -374,13 +403,17 @@ TEST(StableHloImportTest, ShardMapPermutesMeanWhatJaxsDo) {
   }
 }
 
-// The corpus's ppermute program with its ring over tp replaced by `pairs`.
+// The corpus's ppermute program with its ring over tp replaced by `pairs` ("[[s, t], ...]").
 std::string WithFirstPermute(const std::string& pairs) {
   std::string text = Corpus("shard_map_ppermute");
   const std::string ring = "[[0, 1], [1, 2], [2, 3], [3, 0], [4, 5], [5, 6], [6, 7], [7, 4]]";
   const size_t at = text.find(ring);
   EXPECT_NE(at, std::string::npos);
-  if (at != std::string::npos) text.replace(at, ring.size(), pairs);
+  if (at == std::string::npos) return text;
+  text.replace(at, ring.size(), pairs);
+  const std::string type = "tensor<8x2xi64>";  // the pairs' count in their type
+  const size_t count = std::count(pairs.begin(), pairs.end(), '[') - 1;
+  text.replace(text.find(type, at), type.size(), absl::StrCat("tensor<", count, "x2xi64>"));
   return text;
 }
 
@@ -410,16 +443,69 @@ TEST(StableHloImportTest, PermutesAlongOneAxisThatAreNoShiftRunAsMaskedShifts) {
   }
 }
 
-TEST(StableHloImportErrorTest, PermutesThatAreNoneAlongOneAxisAreNamed) {
-  // A shift of the flattened mesh (across both axes), and swaps that differ between the rows.
+// Runs the corpus's ppermute program with `pairs` as its first permute and checks that result
+// against the definition: device (d, t) (id 4d + t) holds a[4d:4d+4, 3t:3t+3] and receives its
+// source's block, or zeros where no pair targets it. Returns that permute's shifts (their axes).
+std::vector<std::vector<int>> ExpectPermuted(const std::vector<std::pair<int64_t, int64_t>>& pairs,
+                                             uint64_t seed) {
+  std::vector<std::string> shown;
+  for (const auto& [source, target] : pairs) {
+    shown.push_back(absl::StrCat("[", source, ", ", target, "]"));
+  }
+  absl::StatusOr<ProgramPlan> plan =
+      Compile(WithFirstPermute(absl::StrCat("[", absl::StrJoin(shown, ", "), "]")));
+  EXPECT_OK(plan.status());
+  if (!plan.ok()) return {};
+  std::vector<std::vector<int>> shifts;
+  for (const ProgramStep& step : plan->steps) {
+    if (step.kind == ProgramStep::Kind::kCollective) shifts.push_back(step.collective.grid_axes);
+  }
+  EXPECT_GE(shifts.size(), 3u);  // the program's other three permutes are one shift each, last
+  shifts.resize(shifts.size() - std::min<size_t>(shifts.size(), 3));
+  const std::vector<HostArray> inputs = Inputs(*plan, seed);
+  SpmdInterpreter run(*plan);
+  absl::StatusOr<std::vector<HostArray>> got = run.Run(inputs);
+  EXPECT_OK(got.status());
+  if (!got.ok()) return shifts;
+  std::map<int64_t, int64_t> source_of;
+  for (const auto& [source, target] : pairs) source_of[target] = source;
+  const float* a = inputs[0].data<float>();
+  for (int64_t i = 0; i < 8; ++i) {
+    for (int64_t j = 0; j < 12; ++j) {
+      const auto from = source_of.find((i / 4) * 4 + j / 3);
+      const float expected =
+          from == source_of.end()
+              ? 0.0f
+              : a[(4 * (from->second / 4) + i % 4) * 12 + 3 * (from->second % 4) + j % 3];
+      EXPECT_EQ((*got)[0].data<float>()[i * 12 + j], expected) << i << "," << j;
+    }
+  }
+  return shifts;
+}
+
+TEST(StableHloImportTest, PermutesAcrossAxesRunAsComposedShifts) {
+  // A ring over the flattened mesh {dp=2, tp=4}: offsets (0, +1) for six pairs, (+1, -3) for
+  // 3 -> 4 and (-1, -3) for 7 -> 0: five shifts, each along one axis.
+  std::vector<std::pair<int64_t, int64_t>> ring;
+  for (int64_t i = 0; i < 8; ++i) ring.push_back({i, (i + 1) % 8});
   EXPECT_THAT(
-      Compile(WithFirstPermute("[[0, 1], [1, 2], [2, 3], [3, 4], [4, 5], [5, 6], [6, 7], [7, 0]]")),
-      StatusIs(absl::StatusCode::kUnimplemented,
-               AllOf(HasSubstr("stablehlo.collective_permute"), HasSubstr("[0,1], [1,2], [2,3]"),
-                     HasSubstr("do not permute the devices along one mesh axis"))));
-  EXPECT_THAT(
-      Compile(WithFirstPermute("[[0, 1], [1, 0], [2, 3], [3, 2], [4, 6], [6, 4], [5, 7], [7, 5]]")),
-      StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("the same way in every group")));
+      ExpectPermuted(ring, kSeed + 104),
+      ::testing::UnorderedElementsAre(std::vector<int>{0}, std::vector<int>{0}, std::vector<int>{1},
+                                      std::vector<int>{1}, std::vector<int>{1}));
+  // Swaps that differ between the rows, a partial map across both axes, a device sending to
+  // itself, and a random permutation of the 8 devices (seed printed on failure).
+  ExpectPermuted({{0, 1}, {1, 0}, {2, 3}, {3, 2}, {4, 6}, {6, 4}, {5, 7}, {7, 5}}, kSeed + 105);
+  ExpectPermuted({{0, 7}, {5, 2}, {3, 3}}, kSeed + 106);
+  std::vector<int64_t> order = {0, 1, 2, 3, 4, 5, 6, 7};
+  std::mt19937_64 random(kSeed + 107);
+  std::shuffle(order.begin(), order.end(), random);
+  std::vector<std::pair<int64_t, int64_t>> shuffled;
+  for (int64_t i = 0; i < 8; ++i) shuffled.push_back({i, order[i]});
+  SCOPED_TRACE(absl::StrCat("seed ", kSeed + 107, ", targets ", absl::StrJoin(order, ",")));
+  ExpectPermuted(shuffled, kSeed + 108);
+}
+
+TEST(StableHloImportErrorTest, PermutesWithInvalidPairsAreNamed) {
   // Two pairs into one device, and a device outside the mesh.
   EXPECT_THAT(
       Compile(WithFirstPermute("[[0, 1], [2, 1], [2, 3], [3, 0], [4, 5], [5, 6], [6, 7], [7, 4]]")),
@@ -770,13 +856,50 @@ TEST(StableHloImportErrorTest, ShardingsThatDoNotFit) {
   EXPECT_THAT(Compile(unknown), StatusIs(absl::StatusCode::kInvalidArgument,
                                          HasSubstr("mesh @nowhere, which the program does not "
                                                    "define")));
-  // Devices in another order than iota.
-  std::string permuted = text;
+  // Devices in another order than iota: the result is on that mesh too.
   const std::string axes = "<[\"dp\"=2, \"tp\"=4]>";
+  std::string permuted = text;
   permuted.replace(permuted.find(axes), axes.size(),
                    "<[\"dp\"=2, \"tp\"=4], device_ids=[7, 6, 5, 4, 3, 2, 1, 0]>");
   EXPECT_THAT(Compile(permuted),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("device_ids")));
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       AllOf(HasSubstr("@main result 0"), HasSubstr("device_ids [7, 6, 5"),
+                             HasSubstr("for @main's arguments only"))));
+  // device_ids that are no permutation of the mesh's devices.
+  for (const char* ids : {"[0, 0, 1, 2, 3, 4, 5, 6]", "[0, 1, 2, 3]", "[1, 2, 3, 4, 5, 6, 7, 8]"}) {
+    std::string bad = text;
+    bad.replace(bad.find(axes), axes.size(),
+                absl::StrCat("<[\"dp\"=2, \"tp\"=4], device_ids=", ids, ">"));
+    EXPECT_THAT(Compile(bad), StatusIs(absl::StatusCode::kInvalidArgument,
+                                       HasSubstr("no permutation of its 8 devices")))
+        << ids;
+  }
+}
+
+TEST(StableHloImportTest, ArgumentsOnTheDevicesInAnotherOrderKeepThatOrder) {
+  // jax.device_put between meshes of the same devices in another order, as JAX lowers it: the
+  // argument's mesh lists the devices backwards, the result's in order.
+  const std::string text = R"(
+"builtin.module"() <{sym_name = "jit__device_put_reshard"}> ({
+  "sdy.mesh"() <{mesh = #sdy.mesh<["x"=8], device_ids=[7, 6, 5, 4, 3, 2, 1, 0]>,
+      sym_name = "mesh"}> : () -> ()
+  "sdy.mesh"() <{mesh = #sdy.mesh<["x"=8]>, sym_name = "mesh_0"}> : () -> ()
+  "func.func"() <{arg_attrs = [{sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>},
+      {sdy.sharding = #sdy.sharding<@mesh_0, [{}, {"x"}]>}],
+      function_type = (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>,
+      res_attrs = [{sdy.sharding = #sdy.sharding<@mesh_0, [{"x"}, {}]>}], sym_name = "main"}> ({
+  ^bb0(%arg0: tensor<8x8xf32>, %arg1: tensor<8x8xf32>):
+    "func.return"(%arg0) : (tensor<8x8xf32>) -> ()
+  }) : () -> ()
+}) : () -> ()
+)";
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(text));
+  ASSERT_EQ(plan.parameter_shardings.size(), 2u);
+  EXPECT_EQ(plan.parameter_shardings[0].spec, "P(x,None)");
+  EXPECT_EQ(plan.parameter_shardings[0].device_order,
+            (std::vector<int64_t>{7, 6, 5, 4, 3, 2, 1, 0}));
+  EXPECT_TRUE(plan.parameter_shardings[1].device_order.empty());
+  EXPECT_TRUE(plan.result_shardings[0].device_order.empty());
 }
 
 TEST(StableHloImportErrorTest, ShardMapsTheRuntimeCannotRun) {

@@ -187,8 +187,8 @@ func.func @main(%a: tensor<4x5x8xf32>, %b: tensor<4x8x6xf32>) -> tensor<4x5x6xf3
 
 // A sharding constraint (an identity linalg.generic with a tessera.sharding, as the StableHLO
 // importer makes of with_sharding_constraint) splits a replicated program's matmul by rows: the
-// rows are gathered into the replicated result. On another op, or over another mesh, it is
-// INVALID_ARGUMENT.
+// rows are gathered into the replicated result. On another op it is INVALID_ARGUMENT; over another
+// mesh of the same devices, it splits by that mesh's axes as they lie on the program's.
 TEST(CompilerStructureTest, ShardingConstraintsSplitTheValueTheyName) {
   auto program = [](const std::string& constraint_op, const std::string& sharding) {
     return R"mlir(
@@ -222,8 +222,10 @@ func.func @main(%x: tensor<16x4xf32> {tessera.sharding = "mesh{x=4} P()"},
                                   "mesh{x=4} P(x,None)")),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("on a linalg.generic that yields its one input unchanged")));
-  EXPECT_THAT(CompileText(program("linalg.yield %in : f32", "mesh{y=4} P(y,None)")),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("two meshes")));
+  // A constraint over another mesh of the same devices (y is x): the same program.
+  ASSERT_OK_AND_ASSIGN(ProgramPlan other,
+                       CompileText(program("linalg.yield %in : f32", "mesh{y=4} P(y,None)")));
+  EXPECT_EQ(StepKinds(other), StepKinds(plan));
 }
 
 // relu(x @ w + b) on the CPU: the bias broadcast, the add and the max are one loop nest (fused)
@@ -378,6 +380,24 @@ std::string AddProgram(const std::string& a, const std::string& b, const std::st
 })mlir";
 }
 
+TEST(CompilerStructureTest, ShardingsOverMeshesOfOtherAxesRunOnOneTheyAlignWith) {
+  // a rows-sharded over mesh{x=2,y=2}'s (x,y), b and the sum over mesh{z=4}'s z: the program
+  // runs on mesh{x=2,y=2}, z being (x,y) there, and nothing moves.
+  const std::string program = R"mlir(
+func.func @main(%a: tensor<8x8xf32> {tessera.sharding = "mesh{x=2,y=2} P((x,y),None)"},
+                %b: tensor<8x8xf32> {tessera.sharding = "mesh{z=4} P(z,None)"})
+    -> (tensor<8x8xf32> {tessera.sharding = "mesh{z=4} P(z,None)"}) {
+  %z = arith.addf %a, %b : tensor<8x8xf32>
+  return %z : tensor<8x8xf32>
+})mlir";
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(program));
+  EXPECT_EQ(plan.grid_shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(plan.parameter_shardings[1].mesh, "mesh{x=2,y=2}");
+  EXPECT_EQ(plan.parameter_shardings[1].spec, "P((x,y),None)");
+  EXPECT_EQ(plan.result_shardings[0].spec, "P((x,y),None)");
+  EXPECT_THAT(StepKinds(plan), ElementsAre("kernel"));
+}
+
 TEST(CompilerStructureTest, MismatchedElementwiseOperandsAreResharded) {
   ASSERT_OK_AND_ASSIGN(ProgramPlan to_all,
                        CompileText(AddProgram("P(x,None)", "P(None,x)", "P(x,None)")));
@@ -495,9 +515,11 @@ TEST(CompilerErrorTest, MeshSizeMustMatchTheDevices) {
 }
 
 TEST(CompilerErrorTest, BadShardings) {
-  EXPECT_THAT(CompileText(AddProgram("P(x,None)", "P()", "P()", "mesh{x=4}"), 4,
-                          {{"mesh{x=4}", "P(x)"}, {"mesh{y=4}", "P()"}}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("two meshes")));
+  EXPECT_THAT(CompileText(AddProgram("P()", "P()", "P()", "mesh{x=6}"), 6,
+                          {{"mesh{a=2,b=3}", "P(a)"}, {"mesh{c=3,d=2}", "P()"}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("meshes mesh{a=2,b=3} and mesh{c=3,d=2}"),
+                             HasSubstr("do not line up"))));
   EXPECT_THAT(CompileText(AddProgram("P(z,None)", "P()", "P()")),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("argument 0 sharding")));
   EXPECT_THAT(CompileText(AddProgram("P(x,None,None)", "P()", "P()")),

@@ -103,7 +103,7 @@ absl::StatusOr<ProgramSharding> ParamToProgramSharding(const ShardingParamShardi
                                      " cannot be expressed on the device grid ", grid_mesh, ": ",
                                      spec.status().message()));
   }
-  return ProgramSharding{grid_mesh, spec->ToString()};
+  return ProgramSharding{grid_mesh, spec->ToString(), {}};
 }
 
 absl::StatusOr<ProgramSharding> ToProgramSharding(const ShardingRef& sharding,
@@ -119,9 +119,9 @@ absl::StatusOr<ProgramSharding> ToProgramSharding(const ShardingRef& sharding,
                                                    options.devices->DebugString()));
   }
   if (const auto* named = dynamic_cast<const NamedSharding*>(sharding.get())) {
-    return ProgramSharding{named->mesh().ToString(), named->spec().ToString()};
+    return ProgramSharding{named->mesh().ToString(), named->spec().ToString(), {}};
   }
-  if (sharding->IsFullyReplicated()) return ProgramSharding{grid_mesh, "P()"};
+  if (sharding->IsFullyReplicated()) return ProgramSharding{grid_mesh, "P()", {}};
   if (const auto* param = dynamic_cast<const ShardingParamSharding*>(sharding.get())) {
     return ParamToProgramSharding(*param, grid_mesh, what);
   }
@@ -280,6 +280,31 @@ uint64_t CompileFingerprint(const Program* program, const CompileOptions& option
   return f.value();
 }
 
+// The sharding a caller's argument is in where the program's mesh lists the executable's
+// `devices` in another order (`planned.device_order`): the planned mesh and spec with slot i on
+// devices[order[i]]. `kernels` itself when the order is empty.
+absl::StatusOr<ShardingRef> InDeviceOrder(const ProgramSharding& planned,
+                                          const ShardingRef& kernels, const DeviceListRef& devices,
+                                          const RuntimeClient& client) {
+  const std::vector<int64_t>& order = planned.device_order;
+  if (order.empty()) return kernels;
+  absl::Span<Device* const> listed = devices->devices();
+  std::vector<Device*> placed;
+  for (int64_t i : order) {
+    if (i < 0 || i >= static_cast<int64_t>(listed.size())) {
+      return absl::InternalError(absl::StrCat("Compile: a parameter's device order names device ",
+                                              i, " of ", listed.size()));
+    }
+    placed.push_back(listed[i]);
+  }
+  TESSERA_ASSIGN_OR_RETURN(DeviceListRef reordered, client.MakeDeviceList(placed));
+  TESSERA_ASSIGN_OR_RETURN(sharding::Mesh mesh, sharding::Mesh::Parse(planned.mesh));
+  TESSERA_ASSIGN_OR_RETURN(sharding::PartitionSpec spec,
+                           sharding::PartitionSpec::Parse(planned.spec));
+  return NamedSharding::Create(std::move(mesh), std::move(spec), std::move(reordered),
+                               kernels->memory_kind());
+}
+
 }  // namespace
 
 std::string ProgramFingerprint(const std::string& text, const CompileOptions& options) {
@@ -390,6 +415,15 @@ absl::Status RuntimeCompiler::BindShardings(const CompileOptions& options,
         "Compile: '", plan.name, "' has ", plan.parameters.size(), " arguments and ",
         plan.results.size(), " results; the options give ", program.parameter_shardings.size(),
         " input and ", program.result_shardings.size(), " output shardings"));
+  }
+  program.declared_parameter_shardings = program.parameter_shardings;
+  if (options.input_shardings.empty()) {
+    for (size_t p = 0; p < plan.parameter_shardings.size(); ++p) {
+      TESSERA_ASSIGN_OR_RETURN(
+          program.declared_parameter_shardings[p],
+          InDeviceOrder(plan.parameter_shardings[p], program.parameter_shardings[p],
+                        options.devices, *client_));
+    }
   }
   for (size_t r = 0; r < program.result_shardings.size(); ++r) {
     const ShardingRef& s = program.result_shardings[r];

@@ -135,7 +135,7 @@ std::vector<ArraySpec> RuntimeExecutable::GetParameterSpecs() const {
   std::vector<ArraySpec> specs;
   for (size_t i = 0; i < program_->plan.global_parameters.size(); ++i) {
     const ProgramValue& v = program_->plan.global_parameters[i];
-    specs.push_back(ArraySpec{v.dtype, v.local_shape, program_->parameter_shardings[i]});
+    specs.push_back(ArraySpec{v.dtype, v.local_shape, program_->declared_parameter_shardings[i]});
   }
   return specs;
 }
@@ -210,23 +210,32 @@ absl::Status RuntimeExecutable::GuardCommunication() {
 absl::StatusOr<RuntimeExecutable::MatchedArguments> RuntimeExecutable::MatchShardings(
     absl::Span<ArrayRef> args, absl::Span<RuntimeArray* const> checked) {
   MatchedArguments matched(args.begin(), args.end());
-  std::vector<ArrayRef> to_reshard;
-  std::vector<ArraySpec> specs;
-  std::vector<size_t> indices;
+  // [0]: arguments in another sharding than the program declares, moved as JAX's jit moves them:
+  // an implicit transfer. [1]: arguments in the declared sharding over the devices in another
+  // order than the kernels', moved as the program's own communication: explicit.
+  struct Moves {
+    std::vector<ArrayRef> arrays;
+    std::vector<ArraySpec> specs;
+    std::vector<size_t> indices;
+  } moves[2];
   for (size_t i = 0; i < args.size(); ++i) {
     const ShardingRef& want = program_->parameter_shardings[i];
     if (IsInPlace(*checked[i], *want)) continue;
-    to_reshard.push_back(args[i]);
-    specs.push_back(ArraySpec{checked[i]->dtype(), checked[i]->shape(), want});
-    indices.push_back(i);
+    const ShardingRef& declared = program_->declared_parameter_shardings[i];
+    Moves& m = moves[declared != want && IsInPlace(*checked[i], *declared) ? 1 : 0];
+    m.arrays.push_back(args[i]);
+    m.specs.push_back(ArraySpec{checked[i]->dtype(), checked[i]->shape(), want});
+    m.indices.push_back(i);
   }
-  if (to_reshard.empty()) return matched;
-  // JAX's jit: moving an argument to the sharding the program wants is an implicit transfer.
-  TESSERA_ASSIGN_OR_RETURN(
-      std::vector<ArrayRef> resharded,
-      client_->ReshardArrays(absl::MakeSpan(to_reshard), specs, ArrayCopySemantics::kReuseInput,
-                             TransferOptions{.is_explicit = false}));
-  for (size_t k = 0; k < indices.size(); ++k) matched[indices[k]] = std::move(resharded[k]);
+  for (bool is_explicit : {false, true}) {
+    Moves& m = moves[is_explicit ? 1 : 0];
+    if (m.arrays.empty()) continue;
+    TESSERA_ASSIGN_OR_RETURN(
+        std::vector<ArrayRef> resharded,
+        client_->ReshardArrays(absl::MakeSpan(m.arrays), m.specs, ArrayCopySemantics::kReuseInput,
+                               TransferOptions{.is_explicit = is_explicit}));
+    for (size_t k = 0; k < m.indices.size(); ++k) matched[m.indices[k]] = std::move(resharded[k]);
+  }
   return matched;
 }
 

@@ -72,8 +72,14 @@ struct CompiledProgram {
   // Where each slot's collectives read and write: its slot memory when host-addressable, else a
   // host-addressable memory of its device (Vulkan's pinned_host), staged to and from on its stream.
   std::vector<RuntimeMemory*> host_memories;
+  // The shardings the kernels take and give, slot i on the executable's device i.
   std::vector<ShardingRef> parameter_shardings;
   std::vector<ShardingRef> result_shardings;
+  // The parameters' shardings as the program declares them to callers: parameter_shardings[i],
+  // or where the program's mesh lists its devices in another order (ProgramSharding's
+  // device_order), that mesh on those devices; an argument in it is moved into the kernels' order
+  // first, as any other argument in another sharding.
+  std::vector<ShardingRef> declared_parameter_shardings;
   // [result][slot]; shared with the result arrays of every call.
   std::vector<std::shared_ptr<const std::vector<RuntimeMemory*>>> result_memories;
   // [result], for the global shape; shared with the result arrays of every call.
@@ -100,7 +106,7 @@ class RuntimeExecutable final : public LoadedExecutable {
   std::string name() const override { return program_->plan.name; }
   std::string Fingerprint() const override { return program_->fingerprint; }
   std::vector<ShardingRef> GetParameterShardings() const override {
-    return program_->parameter_shardings;
+    return program_->declared_parameter_shardings;
   }
   std::vector<ShardingRef> GetOutputShardings() const override {
     return program_->result_shardings;
@@ -150,7 +156,9 @@ class RuntimeExecutable final : public LoadedExecutable {
   absl::StatusOr<int64_t> AgreeOnExecute(CollectiveCall* call,
                                          absl::Span<RuntimeArray* const> checked,
                                          const ExecuteOptions& options);
-  // The arguments as the parameters' shardings want them (resharded where they differ).
+  // The arguments as the kernels want them (resharded where they differ): an implicit transfer
+  // for an argument in another sharding than the declared one, an explicit one (the program's
+  // own) for an argument in a declared sharding whose devices are in another order.
   absl::StatusOr<MatchedArguments> MatchShardings(absl::Span<ArrayRef> args,
                                                   absl::Span<RuntimeArray* const> checked);
   absl::Status RunSteps(ValueShards& values, StepFutures& done, Exchange& exchange);
