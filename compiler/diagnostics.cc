@@ -10,6 +10,7 @@
 #include "compiler/internal.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/Location.h"
+#include "mlir/IR/Verifier.h"
 
 namespace tessera::compiler {
 
@@ -46,6 +47,15 @@ absl::Status RunPipeline(mlir::PassManager& pm, mlir::ModuleOp module, absl::Sta
                          std::string_view what) {
   DiagnosticCollector diagnostics(module.getContext());
   if (mlir::failed(pm.run(module))) {
+    return absl::Status(
+        code, absl::StrCat(std::string(what), " failed: ", diagnostics.Message("no diagnostic")));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status VerifyModule(mlir::ModuleOp module, absl::StatusCode code, std::string_view what) {
+  DiagnosticCollector diagnostics(module.getContext());
+  if (mlir::failed(mlir::verify(module))) {
     return absl::Status(
         code, absl::StrCat(std::string(what), " failed: ", diagnostics.Message("no diagnostic")));
   }

@@ -159,6 +159,9 @@ inline bool IsElementwiseMappable(mlir::Operation& op) {
 absl::Status RunPipeline(mlir::PassManager& pm, mlir::ModuleOp module, absl::StatusCode code,
                          std::string_view what);
 
+// Verifies `module`; a failure is `code` with `what` and the verifier's diagnostics.
+absl::Status VerifyModule(mlir::ModuleOp module, absl::StatusCode code, std::string_view what);
+
 // The most ops the body of one fused elementwise loop nest holds: a chain of elementwise ops
 // longer than that becomes one loop nest (and one temporary) per kMaxFusedBodyOps ops.
 inline constexpr int kMaxFusedBodyOps = 64;

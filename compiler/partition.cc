@@ -378,6 +378,29 @@ void AnnotateManualComputation(mlir::OpBuilder& builder, const ProgramShardings:
   }
 }
 
+// MLIR 22's propagation annotates a linalg op of no loops (on rank-0 tensors: a lax.cond's
+// clamped index) with shardings of no grid when nothing split is near it, which its verifier
+// refuses. A rank-0 tensor is whole on every device: such a sharding, annotating rank-0 tensors
+// only, becomes the replicated one on the program's grid. Others are left to the verifier.
+void ReplicateGridlessScalars(mlir::ModuleOp module) {
+  std::vector<mlir::shard::ShardingOp> gridless;
+  module.walk([&](mlir::shard::ShardingOp op) {
+    if (op.getGridAttr()) return;
+    const bool scalars = llvm::all_of(op->getUsers(), [](mlir::Operation* user) {
+      auto shard = mlir::dyn_cast<mlir::shard::ShardOp>(user);
+      auto type = shard ? mlir::dyn_cast<mlir::RankedTensorType>(shard.getSrc().getType())
+                        : mlir::RankedTensorType();
+      return type && type.getRank() == 0;
+    });
+    if (scalars) gridless.push_back(op);
+  });
+  for (mlir::shard::ShardingOp op : gridless) {
+    mlir::OpBuilder builder(op);
+    op.getResult().replaceAllUsesWith(MakeReplicatedSharding(builder, op.getLoc()));
+    op.erase();
+  }
+}
+
 }  // namespace
 
 void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
@@ -451,20 +474,26 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
   ReplicatePositionalOps(main, shardings.mesh);
 }
 
-absl::Status PartitionProgram(mlir::ModuleOp module) {
-  MarkReductions(module);
+// Runs a propagation pipeline, then gives the program's grid to the scalars' shardings it left
+// without one (ReplicateGridlessScalars) before verifying.
+absl::Status Propagate(mlir::ModuleOp module) {
   mlir::PassManager propagation(module.getContext());
   BuildPropagationPipeline(propagation);
+  propagation.enableVerifier(false);
   TESSERA_RETURN_IF_ERROR(
       RunPipeline(propagation, module, absl::StatusCode::kUnimplemented, "partitioning"));
+  ReplicateGridlessScalars(module);
+  return VerifyModule(module, absl::StatusCode::kUnimplemented, "partitioning");
+}
+
+absl::Status PartitionProgram(mlir::ModuleOp module) {
+  MarkReductions(module);
+  TESSERA_RETURN_IF_ERROR(Propagate(module));
   auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
   if (main && AnnotateReplicatedLater(main)) {
     // Again, for the ops the first pass left without a sharding of their own (a fill only a
     // reduction reads, a transpose of a replicated weight).
-    mlir::PassManager again(module.getContext());
-    BuildPropagationPipeline(again);
-    TESSERA_RETURN_IF_ERROR(
-        RunPipeline(again, module, absl::StatusCode::kUnimplemented, "partitioning"));
+    TESSERA_RETURN_IF_ERROR(Propagate(module));
   }
   if (main) AnnotateUnusedResults(main);
   if (main) TESSERA_RETURN_IF_ERROR(CheckShardedReductions(main));

@@ -49,7 +49,7 @@ struct GatherDimensions {
   std::vector<int64_t> update_window_dims;            // scatter
   std::vector<int64_t> inserted_window_dims;          // scatter
   std::vector<int64_t> scatter_dims_to_operand_dims;  // scatter
-  int64_t index_vector_dim = -1;
+  int64_t index_vector_dim = 0;                       // StableHLO prints none when 0
 };
 absl::StatusOr<GatherDimensions> ParseGatherDimensions(std::string_view text);
 

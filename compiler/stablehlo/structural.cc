@@ -406,9 +406,9 @@ absl::Status ConvertTranspose(ImportState& state, mlir::Operation* op) {
   return absl::OkStatus();
 }
 
-// A sharding hint the partitioner does not impose: the value itself. An optimization_barrier, a
-// GSPMD custom_call @Sharding, and an sdy.sharding_constraint inside a region (a loop's or a
-// branch's, which run whole); one in @main's body is imposed (stablehlo_import.cc).
+// A sharding hint the partitioner does not impose: the value itself. A GSPMD custom_call @Sharding,
+// and an sdy.sharding_constraint inside a region (a loop's or a branch's, which run whole); one in
+// @main's body is imposed (stablehlo_import.cc).
 absl::Status ConvertShardingHint(ImportState& state, mlir::Operation* op) {
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, 0));
@@ -419,6 +419,29 @@ absl::Status ConvertShardingHint(ImportState& state, mlir::Operation* op) {
   }
   TESSERA_ASSIGN_OR_RETURN(Value input, state.Operand(op, 0));
   state.Map(op->getResult(0), input);
+  return absl::OkStatus();
+}
+
+// stablehlo.optimization_barrier (jax.checkpoint's, around the values a rematerialized part
+// reads; lax.optimization_barrier's): its operands themselves, any number of them. Tessera keeps
+// no ordering across it: a recomputation the barrier would have kept apart may be merged with
+// the first (the same values, kept in memory longer).
+absl::Status ConvertOptimizationBarrier(ImportState& state, mlir::Operation* op) {
+  if (op->getNumOperands() != op->getNumResults()) {
+    return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": ",
+                                                   op->getNumOperands(), " operands but ",
+                                                   op->getNumResults(), " results"));
+  }
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, i));
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, i));
+    if (in != out) {
+      return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": result ", i,
+                                                     "'s type differs from operand ", i, "'s"));
+    }
+    TESSERA_ASSIGN_OR_RETURN(Value input, state.Operand(op, i));
+    state.Map(op->getResult(i), input);
+  }
   return absl::OkStatus();
 }
 
@@ -448,7 +471,7 @@ void AddStructuralConversions(ConversionTable& table) {
   table["stablehlo.broadcast_in_dim"] = ConvertBroadcastInDim;
   table["stablehlo.reshape"] = ConvertReshape;
   table["stablehlo.transpose"] = ConvertTranspose;
-  table["stablehlo.optimization_barrier"] = ConvertShardingHint;
+  table["stablehlo.optimization_barrier"] = ConvertOptimizationBarrier;
   table["sdy.sharding_constraint"] = ConvertShardingHint;
   table["stablehlo.custom_call"] = ConvertCustomCall;
 }

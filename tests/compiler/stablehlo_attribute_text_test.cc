@@ -185,9 +185,17 @@ TEST(StablehloAttributeTextTest, ScatterBatchingDimensionsUnderTheirScatterNames
   EXPECT_THAT(dims.start_indices_batching_dims, ElementsAre(0));
 }
 
-TEST(StablehloAttributeTextTest, GatherWithoutIndexVectorDimKeepsMinusOne) {
-  ASSERT_OK_AND_ASSIGN(GatherDimensions dims, ParseGatherDimensions("gather<offset_dims = [0]>"));
-  EXPECT_EQ(dims.index_vector_dim, -1);
+TEST(StablehloAttributeTextTest, GatherWithoutIndexVectorDimHasItZero) {
+  // StableHLO prints no index_vector_dim when it is 0 (jaxlib's GatherDimensionNumbers.get with
+  // index_vector_dim=0 prints "#stablehlo.gather<offset_dims = [0, 1], start_index_map = [0, 1]>").
+  ASSERT_OK_AND_ASSIGN(
+      GatherDimensions dims,
+      ParseGatherDimensions("gather<offset_dims = [0, 1], start_index_map = [0, 1]>"));
+  EXPECT_EQ(dims.index_vector_dim, 0);
+  ASSERT_OK_AND_ASSIGN(
+      dims, ParseGatherDimensions(
+                "scatter<update_window_dims = [0], scatter_dims_to_operand_dims = [0]>"));
+  EXPECT_EQ(dims.index_vector_dim, 0);
 }
 
 TEST(StablehloAttributeTextTest, GatherErrors) {

@@ -209,6 +209,58 @@ TEST(StableHloImportTest, OpenResultsAreFoundThroughLongChainsOfSharedOperands) 
   EXPECT_EQ(plan.result_shardings[0].spec, "P(x,None)");
 }
 
+TEST(StableHloImportTest, BranchesOnScalarsAndBarriersWithoutShardingsRun) {
+  // JAX's lax.switch on a clamped index and lax.optimization_barrier of two values, in a program
+  // without shardings: the clamp and the compare are linalg ops of no loops, whose shardings MLIR
+  // 22's propagation leaves without a grid.
+  const std::string text = R"(
+"builtin.module"() <{sym_name = "jit_switch"}> ({
+  "func.func"() <{function_type = (tensor<i32>, tensor<f32>) -> (tensor<f32>, tensor<i32>),
+      sym_name = "main"}> ({
+  ^bb0(%arg0: tensor<i32>, %arg1: tensor<f32>):
+    %0 = "stablehlo.constant"() <{value = dense<0> : tensor<i32>}> : () -> tensor<i32>
+    %1 = "stablehlo.constant"() <{value = dense<1> : tensor<i32>}> : () -> tensor<i32>
+    %2 = "stablehlo.clamp"(%0, %arg0, %1) : (tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<i32>
+    %3 = "stablehlo.case"(%2) ({
+      %6 = "stablehlo.constant"() <{value = dense<3.000000e+00> : tensor<f32>}> : () -> tensor<f32>
+      %7 = "stablehlo.multiply"(%arg1, %6) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      "stablehlo.return"(%7) : (tensor<f32>) -> ()
+    }, {
+      %4 = "stablehlo.negate"(%arg1) : (tensor<f32>) -> tensor<f32>
+      "stablehlo.return"(%4) : (tensor<f32>) -> ()
+    }) : (tensor<i32>) -> tensor<f32>
+    %8:2 = "stablehlo.optimization_barrier"(%3, %2) : (tensor<f32>, tensor<i32>) -> (tensor<f32>, tensor<i32>)
+    "func.return"(%8#0, %8#1) : (tensor<f32>, tensor<i32>) -> ()
+  }) : () -> ()
+}) : () -> ()
+)";
+  for (int64_t devices : {1, 8}) {
+    ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(text, devices));
+    for (int32_t index : {-4, 0, 1, 7}) {
+      SCOPED_TRACE(absl::StrCat(devices, " devices, index ", index));
+      std::vector<HostArray> inputs = {HostArray::Zeros(DType(DType::kS32), {}),
+                                       HostArray::Zeros(DType(DType::kF32), {})};
+      *inputs[0].data<int32_t>() = index;
+      *inputs[1].data<float>() = 1.5f;
+      SpmdInterpreter run(plan);
+      ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run.Run(inputs));
+      ASSERT_EQ(got.size(), 2u);
+      const int32_t clamped = std::clamp(index, 0, 1);
+      EXPECT_EQ(*got[0].data<float>(), clamped == 0 ? 4.5f : -1.5f);
+      EXPECT_EQ(*got[1].data<int32_t>(), clamped);
+    }
+  }
+  // A barrier whose operands and results do not pair up.
+  std::string unpaired = text;
+  const std::string barrier = "(tensor<f32>, tensor<i32>) -> (tensor<f32>, tensor<i32>)\n";
+  unpaired.replace(unpaired.find(barrier), barrier.size(),
+                   "(tensor<f32>, tensor<i32>) -> (tensor<i32>, tensor<i32>)\n");
+  const std::string ret = "(%8#0, %8#1) : (tensor<f32>, tensor<i32>)";
+  unpaired.replace(unpaired.find(ret), ret.size(), "(%3, %8#1) : (tensor<f32>, tensor<i32>)");
+  EXPECT_THAT(Compile(unpaired), StatusIs(absl::StatusCode::kInvalidArgument,
+                                          HasSubstr("result 0's type differs from operand 0's")));
+}
+
 TEST(StableHloImportTest, CollectivesAreTheShardingsOwn) {
   // Megatron: one all-reduce of the second matmul's partial sums, nothing else.
   ASSERT_OK_AND_ASSIGN(ProgramPlan megatron, Compile(Corpus("mlp_megatron")));

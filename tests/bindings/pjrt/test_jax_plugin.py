@@ -538,3 +538,35 @@ def test_the_plugin_loads_under_every_jax_this_machine_has():
                           env=dict(os.environ, JAX_PLATFORMS="tessera"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "8 8.0" in done.stdout
+
+
+def test_indexing_a_sharded_array_matches_numpy(tessera_devices):
+    # jax.Array.__getitem__ with static slices compiles a gather whose index vector is its
+    # indices' dimension 0 (StableHLO prints no index_vector_dim then).
+    mesh = mesh_of(tessera_devices, (4, 2), ("x", "y"))
+    x = np.arange(16, dtype=np.float32).reshape(8, 2)
+    a = jax.device_put(x, NamedSharding(mesh, P("x", "y")))
+    for index in ((slice(2, 4), slice(0, 1)), (3,), (slice(None), 1), (slice(1, 7, 2),)):
+        np.testing.assert_array_equal(np.asarray(a[index]), x[index])
+
+
+def test_checkpoint_cond_and_barriers_match_jax_cpu(tessera_devices, cpu_devices):
+    # jax.checkpoint (an optimization_barrier of several values), lax.cond on a scalar in a
+    # program without shardings (a linalg op of no loops), and its gradient with allow_int.
+    def on(devices, f, *args):
+        return jax.jit(f)(*[jax.device_put(a, devices[0]) for a in args])
+
+    block = jax.checkpoint(lambda x: jnp.sin(jnp.sin(x)) * 2)
+    cases = [
+        (jax.grad(lambda x: block(x).sum()), (np.linspace(-1, 1, 8, dtype=np.float32),)),
+        (lambda i, x: jax.lax.switch(i, [lambda v: v * 3.0, lambda v: -v, jnp.exp], x),
+         (np.int32(2), np.float32(0.5))),
+        (lambda p: jax.value_and_grad(lambda q: jax.lax.cond(q, lambda _: 1., lambda _: 2., 1.),
+                                      allow_int=True)(p)[0], (np.bool_(True),)),
+        (lambda a, b: jax.lax.optimization_barrier((a * 2, b + 1)),
+         (np.ones(3, np.float32), np.arange(2, dtype=np.int32))),
+    ]
+    for f, args in cases:
+        ours = jax.tree.map(np.asarray, on(tessera_devices, f, *args))
+        ref = jax.tree.map(np.asarray, on(cpu_devices, f, *args))
+        jax.tree.map(lambda o, r: np.testing.assert_allclose(o, r, rtol=1e-6), ours, ref)
