@@ -6,9 +6,11 @@
 // more give 0 (or the sign, arithmetic right), float max / min propagate NaN, `sign` keeps 0 and
 // NaN, integer division by 0 is defined later for every kernel (DefineIntegerDivision).
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -221,6 +223,7 @@ const absl::flat_hash_map<std::string_view, unsigned>& ScalarOps() {
       {"stablehlo.popcnt", 1},
       {"stablehlo.count_leading_zeros", 1},
       {"stablehlo.is_finite", 1},
+      {"stablehlo.reduce_precision", 1},
       {"stablehlo.compare", 2},
       {"stablehlo.select", 3},
       {"stablehlo.clamp", 3},
@@ -634,6 +637,82 @@ mlir::Value BuildElementwise(
   return generic.getResult(0);
 }
 
+namespace {
+
+// stablehlo.reduce_precision of `x`, a value of float type `native` computed in the f32 or f64
+// `x.getType()` (bf16 and f16 arrive widened to f32, which holds them exactly): rounded to
+// `mantissa` bits of mantissa, to nearest with ties to even, and to the range of `exponent` bits
+// of exponent (overflow to infinity, underflow, subnormals of the narrower format included, to
+// zero, either keeping the sign), as XLA computes it on the bits of `native`; a NaN stays the NaN
+// it was. On f32's bits the same steps give what they give on bf16's; f16's subnormals, normal
+// numbers in f32, are rounded on their own grid.
+Value ReducePrecision(mlir::OpBuilder& b, mlir::Location loc, Value x, mlir::Type native,
+                      int64_t exponent, int64_t mantissa) {
+  namespace arith = mlir::arith;
+  auto type = mlir::cast<mlir::FloatType>(x.getType());
+  auto native_type = mlir::cast<mlir::FloatType>(native);
+  const int64_t width = type.getWidth();
+  const int64_t own_mantissa = type.getFPMantissaWidth() - 1;  // 23, 52: without the implicit 1
+  const int64_t own_exponent = width - 1 - own_mantissa;
+  const int64_t native_mantissa = native_type.getFPMantissaWidth() - 1;
+  const int64_t native_exponent = native_type.getWidth() - 1 - native_mantissa;
+  const mlir::IntegerType bits_type = b.getIntegerType(width);
+  auto c = [&](uint64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(bits_type, static_cast<int64_t>(v)));
+  };
+  Value bits = arith::BitcastOp::create(b, loc, bits_type, x);
+  if (mantissa < native_mantissa) {
+    const uint64_t last = uint64_t{1} << (own_mantissa - mantissa);
+    Value last_bit = arith::ShRUIOp::create(b, loc, arith::AndIOp::create(b, loc, bits, c(last)),
+                                            c(own_mantissa - mantissa));
+    Value bias = arith::AddIOp::create(b, loc, last_bit, c((last >> 1) - 1));
+    bits = arith::AndIOp::create(b, loc, arith::AddIOp::create(b, loc, bits, bias), c(~(last - 1)));
+    if (native.isF16()) {  // a subnormal: to a multiple of 2^(-14 - mantissa), ties to even
+      Value scale = Constant(b, loc, type, std::ldexp(1.0, static_cast<int>(14 + mantissa)));
+      Value grid = arith::DivFOp::create(
+          b, loc, mlir::math::RoundEvenOp::create(b, loc, arith::MulFOp::create(b, loc, x, scale)),
+          scale);
+      Value subnormal = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                                              mlir::math::AbsFOp::create(b, loc, x),
+                                              Constant(b, loc, type, std::ldexp(1.0, -14)));
+      bits = arith::SelectOp::create(b, loc, subnormal,
+                                     arith::BitcastOp::create(b, loc, bits_type, grid), bits);
+    }
+  }
+  if (exponent < native_exponent) {
+    const uint64_t bias = (uint64_t{1} << (own_exponent - 1)) - 1;
+    const uint64_t reduced_bias = (uint64_t{1} << (exponent - 1)) - 1;
+    const uint64_t exponent_mask = ((uint64_t{1} << own_exponent) - 1) << own_mantissa;
+    Value biased = arith::AndIOp::create(b, loc, bits, c(exponent_mask));
+    Value overflows = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, biased,
+                                            c((bias + reduced_bias) << own_mantissa));
+    Value underflows = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, biased,
+                                             c((bias - reduced_bias) << own_mantissa));
+    Value signed_zero = arith::AndIOp::create(b, loc, bits, c(uint64_t{1} << (width - 1)));
+    Value signed_infinity = arith::OrIOp::create(b, loc, signed_zero, c(exponent_mask));
+    bits = arith::SelectOp::create(b, loc, overflows, signed_infinity,
+                                   arith::SelectOp::create(b, loc, underflows, signed_zero, bits));
+  }
+  Value nan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+  return arith::SelectOp::create(b, loc, nan, x, arith::BitcastOp::create(b, loc, type, bits));
+}
+
+// reduce_precision's exponent_bits (at least 1) and mantissa_bits (at least 0).
+absl::StatusOr<std::pair<int64_t, int64_t>> PrecisionBits(mlir::Operation* op) {
+  auto exponent =
+      mlir::dyn_cast_or_null<mlir::IntegerAttr>(ImportState::GetAttr(op, "exponent_bits"));
+  auto mantissa =
+      mlir::dyn_cast_or_null<mlir::IntegerAttr>(ImportState::GetAttr(op, "mantissa_bits"));
+  if (!exponent || !mantissa || exponent.getInt() < 1 || mantissa.getInt() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ImportState::Where(op),
+        ": expected integer exponent_bits (at least 1) and mantissa_bits (at least 0)"));
+  }
+  return std::make_pair(exponent.getInt(), mantissa.getInt());
+}
+
+}  // namespace
+
 bool IsScalarOp(std::string_view name) { return ScalarOps().contains(name); }
 
 absl::StatusOr<Value> BuildScalarOp(mlir::OpBuilder& b, mlir::Location loc, mlir::Operation* op,
@@ -650,6 +729,13 @@ absl::StatusOr<Value> BuildScalarOp(mlir::OpBuilder& b, mlir::Location loc, mlir
     TESSERA_ASSIGN_OR_RETURN(Value low,
                              Binary(b, loc, "stablehlo.maximum", args[1], args[0], arg_types[1]));
     return Binary(b, loc, "stablehlo.minimum", low, args[2], arg_types[1]);
+  } else if (name == "stablehlo.reduce_precision" && args.size() == 1) {
+    if (!mlir::isa<mlir::FloatType>(args[0].getType())) {
+      return absl::UnimplementedError(
+          absl::StrCat(ImportState::Where(op), ": reduce_precision of a non-float"));
+    }
+    TESSERA_ASSIGN_OR_RETURN(auto precision, PrecisionBits(op));
+    return ReducePrecision(b, loc, args[0], arg_types[0], precision.first, precision.second);
   } else if (name == "stablehlo.convert" && args.size() == 1) {
     return Convert(b, loc, args[0], arg_types[0], result_type);
   } else if (name == "stablehlo.bitcast_convert" && args.size() == 1) {
