@@ -130,12 +130,6 @@ absl::Status ConvertPad(ImportState& state, mlir::Operation* op) {
   TESSERA_ASSIGN_OR_RETURN(Value input, state.Operand(op, 0));
   TESSERA_ASSIGN_OR_RETURN(Value padding, state.Operand(op, 1));
   mlir::TypedAttr constant = state.SplatOf(padding);
-  if (!constant) {
-    return absl::UnimplementedError(
-        absl::StrCat(ImportState::Where(op),
-                     ": a pad whose padding value is computed is not supported (a "
-                     "constant is)"));
-  }
   mlir::Location loc = op->getLoc();
   mlir::RankedTensorType new_out = ImportState::NewType(out);
   auto kept_type = mlir::RankedTensorType::get(kept, in.getElementType());
@@ -144,24 +138,45 @@ absl::Status ConvertPad(ImportState& state, mlir::Operation* op) {
     state.Map(op->getResult(0), core);
     return absl::OkStatus();
   }
-  if (kept_type.getNumElements() == 0 || state.SplatOf(core) == constant) {
-    state.Map(op->getResult(0), state.Fill(loc, new_out, constant));
-    return absl::OkStatus();
-  }
   mlir::OpBuilder& b = state.builder();
-  auto pad = mlir::tensor::PadOp::create(b, loc, new_out, core, IndexAttrs(b, pad_low),
-                                         IndexAttrs(b, pad_high));
-  {  // The body yields the padding value (the builder leaves the region empty).
+  // `value` padded with the constant `fill` into `type`.
+  auto pad_with = [&](Value value, mlir::TypedAttr fill, mlir::RankedTensorType type) -> Value {
+    auto pad = mlir::tensor::PadOp::create(b, loc, type, value, IndexAttrs(b, pad_low),
+                                           IndexAttrs(b, pad_high));
+    // The body yields the padding value (the builder leaves the region empty).
     mlir::OpBuilder::InsertionGuard guard(b);
     mlir::Region& region = pad.getRegion();
     if (!region.empty()) region.front().erase();
     llvm::SmallVector<mlir::Type> index_types(rank, b.getIndexType());
     llvm::SmallVector<mlir::Location> locs(rank, loc);
     b.createBlock(&region, {}, index_types, locs);
-    Value scalar = mlir::arith::ConstantOp::create(b, loc, constant);
-    mlir::tensor::YieldOp::create(b, loc, scalar);
+    mlir::tensor::YieldOp::create(b, loc, mlir::arith::ConstantOp::create(b, loc, fill));
+    return pad.getResult();
+  };
+  if (constant) {
+    state.Map(op->getResult(0), kept_type.getNumElements() == 0 || state.SplatOf(core) == constant
+                                    ? state.Fill(loc, new_out, constant)
+                                    : pad_with(core, constant, new_out));
+    return absl::OkStatus();
   }
-  state.Map(op->getResult(0), pad.getResult());
+  // A computed padding value (jnp.pad's constant_values from an argument): the value broadcast
+  // where a pad of the kept part with `true` says false; ops every platform runs sharded.
+  llvm::SmallVector<int64_t> all_dims;
+  for (size_t d = 0; d < rank; ++d) all_dims.push_back(static_cast<int64_t>(d));
+  Value everywhere =
+      mlir::linalg::BroadcastOp::create(b, loc, padding, state.Empty(loc, new_out), all_dims)
+          ->getResult(0);
+  if (kept_type.getNumElements() == 0) {
+    state.Map(op->getResult(0), everywhere);
+    return absl::OkStatus();
+  }
+  auto flags = [&](llvm::ArrayRef<int64_t> shape) {
+    return mlir::RankedTensorType::get(shape, b.getI1Type());
+  };
+  Value inside = pad_with(state.Fill(loc, flags(kept), b.getBoolAttr(true)), b.getBoolAttr(false),
+                          flags(new_out.getShape()));
+  Value zeros = pad_with(core, b.getZeroAttr(new_out.getElementType()), new_out);
+  state.Map(op->getResult(0), mlir::arith::SelectOp::create(b, loc, inside, zeros, everywhere));
   return absl::OkStatus();
 }
 

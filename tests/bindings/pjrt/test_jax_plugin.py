@@ -589,3 +589,20 @@ def test_reduce_precision_matches_jax_cpu_bit_for_bit(tessera_devices, cpu_devic
             ref = f(jax.device_put(x, cpu_devices[0]))
             np.testing.assert_array_equal(bits(ours), bits(ref), err_msg=f"{x.dtype} "
                                           f"{exponent} {mantissa}")
+
+
+def test_pad_with_a_computed_value_matches_jax_cpu(tessera_devices, cpu_devices):
+    # jnp.pad's constant_values from an argument, edge padding negative too, on one device and
+    # rows-sharded over 8.
+    x = np.arange(32, dtype=np.float32).reshape(8, 4)
+    programs = [jax.jit(lambda a, v: jnp.pad(a, ((1, 2), (0, 3)), constant_values=v)),
+                jax.jit(lambda a, v: jax.lax.pad(a, v, ((2, -1, 0), (1, 1, 0))))]
+
+    def run(devices, f, spec):
+        mesh = mesh_of(devices, (len(devices),), ("x",))
+        return np.asarray(f(jax.device_put(x, NamedSharding(mesh, spec)), np.float32(-7.5)))
+
+    for f in programs:
+        for count, spec in ((1, P()), (8, P("x"))):
+            np.testing.assert_array_equal(run(tessera_devices[:count], f, spec),
+                                          run(cpu_devices[:count], f, spec))

@@ -1170,3 +1170,27 @@ def test_an_argument_on_its_devices_in_another_order_moves_as_the_programs_own(c
     (same,) = exe.execute([client8.put(x, "mesh{x=8} P(x,None)")])
     np.testing.assert_array_equal(np.asarray(same.block_until_ready()), x)
     assert client8.transfer_stats()["device_to_device"] == after
+
+
+def test_pad_with_a_computed_value_on_lavapipe_and_cpu_plus_vulkan():
+    # jnp.pad's constant_values from an argument: a broadcast and a select, kernels every
+    # platform runs (no scalar read on the host).
+    client = tessera.Client(cpu_devices=1, vulkan="if_available")
+    gpus = [d for d in client.devices if d.platform == "vulkan"]
+    if len(gpus) < 2:
+        pytest.skip("fewer than 2 Vulkan devices (lavapipe ICD copies: VK_DRIVER_FILES)")
+    from jax.sharding import AxisType, Mesh
+    x = np.arange(32, dtype=np.float32).reshape(8, 4)
+    pad = lambda a, v: jnp.pad(a, ((1, 2), (0, 3)), constant_values=v)  # noqa: E731
+    want = np.asarray(jax.jit(pad)(x, np.float32(-7.5)))
+    for devices in (gpus[:1], gpus[:2], [client.devices[0], gpus[0]]):
+        mesh = Mesh(np.array(jax.devices()[:len(devices)]), ("x",), axis_types=(AxisType.Auto,))
+        spec = P("x") if len(devices) > 1 else P()
+        lowered = jax.jit(pad, in_shardings=(NamedSharding(mesh, spec), NamedSharding(mesh, P()))
+                          ).lower(x, np.float32(-7.5))
+        exe = client.compile(lowered, devices=devices)
+        tmesh = tessera.Mesh(x=len(devices), devices=devices)
+        rows = tessera.P("x", None) if len(devices) > 1 else tessera.P(None, None)
+        (got,) = exe.execute([client.put(x, tessera.NamedSharding(tmesh, rows)),
+                              client.put(np.float32(-7.5), tessera.NamedSharding(tmesh, tessera.P()))])
+        np.testing.assert_array_equal(np.asarray(got.block_until_ready()), want)
