@@ -57,7 +57,7 @@ absl::Status VerifyModule(mlir::ModuleOp module, absl::StatusCode code, std::str
   DiagnosticCollector diagnostics(module.getContext());
   if (mlir::failed(mlir::verify(module))) {
     return absl::Status(
-        code, absl::StrCat(std::string(what), " failed: ", diagnostics.Message("no diagnostic")));
+        code, absl::StrCat(std::string(what), ": ", diagnostics.Message("does not verify")));
   }
   return absl::OkStatus();
 }

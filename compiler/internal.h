@@ -159,7 +159,7 @@ inline bool IsElementwiseMappable(mlir::Operation& op) {
 absl::Status RunPipeline(mlir::PassManager& pm, mlir::ModuleOp module, absl::StatusCode code,
                          std::string_view what);
 
-// Verifies `module`; a failure is `code` with `what` and the verifier's diagnostics.
+// Verifies `module`; a failure is `code`: "<what>: <the verifier's diagnostics>".
 absl::Status VerifyModule(mlir::ModuleOp module, absl::StatusCode code, std::string_view what);
 
 // The most ops the body of one fused elementwise loop nest holds: a chain of elementwise ops

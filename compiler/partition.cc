@@ -483,7 +483,7 @@ absl::Status Propagate(mlir::ModuleOp module) {
   TESSERA_RETURN_IF_ERROR(
       RunPipeline(propagation, module, absl::StatusCode::kUnimplemented, "partitioning"));
   ReplicateGridlessScalars(module);
-  return VerifyModule(module, absl::StatusCode::kUnimplemented, "partitioning");
+  return VerifyModule(module, absl::StatusCode::kUnimplemented, "partitioning failed");
 }
 
 absl::Status PartitionProgram(mlir::ModuleOp module) {

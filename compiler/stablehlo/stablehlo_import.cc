@@ -135,15 +135,6 @@ absl::Status CheckOpsKnown(mlir::ModuleOp module, const ConversionTable& table) 
   return status;
 }
 
-absl::Status Verify(mlir::ModuleOp module, std::string_view what, absl::StatusCode code) {
-  DiagnosticCollector diagnostics(module.getContext());
-  if (mlir::failed(mlir::verify(module))) {
-    return absl::Status(
-        code, absl::StrCat(base::AsAbsl(what), ": ", diagnostics.Message("does not verify")));
-  }
-  return absl::OkStatus();
-}
-
 // The `tessera.sharding` text of one of @main's arguments or results ("" when replicated): its
 // Shardy sharding, else its GSPMD one (`gspmd`, made for the whole program by GspmdTexts).
 // `device_order`: as ShardingText has it (null: a mesh out of order is refused).
@@ -752,7 +743,7 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportSource(mlir::MLIRContext
     if (func != main && !bodies.contains(func)) func.erase();
   }
   TESSERA_RETURN_IF_ERROR(
-      Verify(*source, "invalid StableHLO program", absl::StatusCode::kInvalidArgument));
+      VerifyModule(*source, absl::StatusCode::kInvalidArgument, "invalid StableHLO program"));
   TESSERA_ASSIGN_OR_RETURN(Meshes meshes, ReadMeshes(*source));
   return Convert(main, meshes, table, gspmd_manuals);
 }
@@ -779,10 +770,9 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportStableHlo(mlir::MLIRCont
     TESSERA_ASSIGN_OR_RETURN(module, ImportSource(context, text));
   }
   // The imported program uses registered dialects only.
-  TESSERA_RETURN_IF_ERROR(Verify(*module,
-                                 "the imported StableHLO program is invalid (an importer "
-                                 "defect: please report it with the program)",
-                                 absl::StatusCode::kInternal));
+  TESSERA_RETURN_IF_ERROR(VerifyModule(*module, absl::StatusCode::kInternal,
+                                       "the imported StableHLO program is invalid (an importer "
+                                       "defect: please report it with the program)"));
   return module;
 }
 
