@@ -57,6 +57,18 @@ inline constexpr std::string_view kShardingAttrName = "tessera.sharding";
 // it to the runtime.
 inline constexpr std::string_view kDeviceOrderAttrName = "tessera.device_order";
 
+// Whether `ids` lists each of 0, 1, ..., `n` - 1 once (a Shardy mesh's device_ids, a
+// `tessera.device_order`).
+inline bool IsPermutation(llvm::ArrayRef<int64_t> ids, int64_t n) {
+  if (static_cast<int64_t>(ids.size()) != n) return false;
+  std::vector<bool> seen(static_cast<size_t>(n), false);
+  for (int64_t id : ids) {
+    if (id < 0 || id >= n || seen[id]) return false;
+    seen[id] = true;
+  }
+  return true;
+}
+
 // The unit attribute of an argument / result of integer type that the caller sees as unsigned
 // (u8 ... u64; the program computes on signless integers, whose bits are the same). The
 // StableHLO importer sets it for ui8 ... ui64 at @main's boundary.

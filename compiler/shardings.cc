@@ -275,16 +275,7 @@ void PropagateToOpenResults(mlir::func::FuncOp main, const std::vector<ShardingT
 // Argument `i`'s `tessera.device_order`, checked: a permutation of the mesh's `devices`.
 absl::StatusOr<std::vector<int64_t>> DeviceOrder(llvm::ArrayRef<int64_t> order, int64_t devices,
                                                  size_t i) {
-  std::vector<bool> seen(static_cast<size_t>(devices), false);
-  bool permutation = static_cast<int64_t>(order.size()) == devices;
-  for (int64_t id : order) {
-    if (!permutation || id < 0 || id >= devices || seen[id]) {
-      permutation = false;
-      break;
-    }
-    seen[id] = true;
-  }
-  if (!permutation) {
+  if (!IsPermutation(order, devices)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "argument ", i, ": ", base::AsAbsl(kDeviceOrderAttrName), " [", absl::StrJoin(order, ", "),
         "] is no permutation of the program's ", devices, " devices"));

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "compiler/internal.h"
 #include "compiler/stablehlo/import_state.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -56,15 +57,13 @@ absl::StatusOr<std::vector<int64_t>> DeviceIds(const SdyMesh& mesh, const std::s
                                                const std::string& what) {
   if (mesh.device_ids.empty()) return std::vector<int64_t>();
   int64_t devices = 1;
-  for (const SdyMesh::Axis& axis : mesh.axes) devices *= axis.size;
-  std::vector<bool> seen(static_cast<size_t>(devices), false);
-  bool in_order = static_cast<int64_t>(mesh.device_ids.size()) == devices;
-  for (size_t i = 0; i < mesh.device_ids.size() && in_order; ++i) {
-    const int64_t id = mesh.device_ids[i];
-    if (id < 0 || id >= devices || seen[id]) in_order = false;
-    if (in_order) seen[id] = true;
+  for (const SdyMesh::Axis& axis : mesh.axes) {
+    if (__builtin_mul_overflow(devices, axis.size, &devices)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": mesh @", mesh_name, " has more devices than 2^63"));
+    }
   }
-  if (!in_order) {
+  if (!IsPermutation(mesh.device_ids, devices)) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": mesh @", mesh_name, " lists device_ids [", absl::StrJoin(mesh.device_ids, ", "),
         "], which are no permutation of its ", devices, " devices"));

@@ -926,6 +926,12 @@ TEST(StableHloImportErrorTest, ShardingsThatDoNotFit) {
                                        HasSubstr("no permutation of its 8 devices")))
         << ids;
   }
+  // Axis sizes whose product overflows, with device_ids.
+  std::string huge = text;
+  huge.replace(huge.find(axes), axes.size(),
+               "<[\"dp\"=4294967296, \"tp\"=4294967296], device_ids=[0]>");
+  EXPECT_THAT(Compile(huge), StatusIs(absl::StatusCode::kInvalidArgument,
+                                      HasSubstr("has more devices than 2^63")));
 }
 
 TEST(StableHloImportTest, ArgumentsOnTheDevicesInAnotherOrderKeepThatOrder) {
