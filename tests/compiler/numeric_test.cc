@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backends/cpu/kernel_loader.h"
+#include "backends/cpu/kernel_scratch.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/compiler/spmd_interpreter.h"
@@ -802,6 +803,151 @@ func.func @main(%x: tensor<4x64xf32> {tessera.sharding = "mesh{x=4} P(x,None)"})
       EXPECT_TRUE(std::isnan(got_maximum));
     } else {
       EXPECT_EQ(bits(got_maximum), bits(expected_maxnum[r]));
+    }
+  }
+}
+
+// Boolean reductions (jnp.any / all: an i1 linalg.reduce) over widths the float ones are vectorized
+// at stay scalar and exact: an i1 memref holds a byte per element, a vector<8xi1> a byte of bits.
+// Each row has one true element (any) / one false element (all), at every position; the last row
+// has none.
+TEST(ReduceTest, BooleanInnerReductionsFindEveryElement) {
+  for (int64_t width : {16, 64}) {
+    SCOPED_TRACE(absl::StrCat("width ", width));
+    const std::string tin = TensorType({width + 1, width}, "i1"),
+                      tout = TensorType({width + 1}, "i1");
+    std::string program = "func.func @main(%x: " + tin + ") -> (" + tout + ", " + tout +
+                          ") {\n  %f = arith.constant false\n  %t = arith.constant true\n"
+                          "  %e = tensor.empty() : " +
+                          tout + "\n";
+    for (const auto& [name, init, combiner] :
+         {std::tuple{"any", "%f", "arith.ori"}, std::tuple{"all", "%t", "arith.andi"}}) {
+      absl::StrAppend(&program, "  %", name, "0 = linalg.fill ins(", init,
+                      " : i1) outs(%e : ", tout, ") -> ", tout, "\n  %", name,
+                      " = linalg.reduce ins(%x : ", tin, ") outs(%", name, "0 : ", tout,
+                      ") dimensions = [1]\n    (%in: i1, %acc: ", "i1) {\n      %r = ", combiner,
+                      " %in, %acc : i1\n      linalg.yield %r : ", "i1\n    }\n");
+    }
+    absl::StrAppend(&program, "  return %any, %all : ", tout, ", ", tout, "\n}");
+    ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(program, 1, {}, {}));
+    HostArray one_true = HostArray::Zeros(DType(DType::kPred), {width + 1, width});
+    for (int64_t r = 0; r < width; ++r) one_true.bytes[r * width + r] = 1;
+    HostArray one_false = one_true;
+    for (char& b : one_false.bytes) b = b == 0 ? 1 : 0;
+    SpmdInterpreter interpreter(plan);
+    for (const HostArray* x : {&one_true, &one_false}) {
+      const bool rows_true = x == &one_true;  // any of a one-true row; all of a one-false row
+      ASSERT_OK_AND_ASSIGN(std::vector<HostArray> outputs, interpreter.Run({*x}));
+      ASSERT_EQ(outputs.size(), 2u);
+      for (int64_t r = 0; r <= width; ++r) {
+        const bool last = r == width;
+        const HostArray& out = outputs[rows_true ? 0 : 1];
+        EXPECT_EQ(out.bytes[r], rows_true != last ? 1 : 0) << "row " << r;
+      }
+    }
+  }
+}
+
+// A while loop whose body writes into a tensor.empty made outside it (as jax.lax.while_loop bodies
+// reach the code generator), run three times on this thread: the same results each time, and
+// from the second run on the thread's scratch cache in its steady state (every temporary freed
+// once, none kept).
+TEST(WhileTest, ALoopWritingIntoAnOuterEmptyTensorFreesEachBufferOnce) {
+  // jax.vmap of a while_loop (x, v) = (0, -1); while v <= 0: x += c; v += x, as the importer
+  // lowers it: every op of the body writes into the one tensor.empty of f32[16] made before it.
+  const std::string program = R"mlir(
+#map = affine_map<(d0) -> (d0)>
+func.func @main(%c: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
+  %false = arith.constant false
+  %minus_one = arith.constant -1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %zero0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %e = tensor.empty() : tensor<16xf32>
+  %x0 = linalg.fill ins(%zero : f32) outs(%e : tensor<16xf32>) -> tensor<16xf32>
+  %v0 = linalg.fill ins(%minus_one : f32) outs(%e : tensor<16xf32>) -> tensor<16xf32>
+  %r:2 = scf.while (%x = %x0, %v = %v0) : (tensor<16xf32>, tensor<16xf32>)
+      -> (tensor<16xf32>, tensor<16xf32>) {
+    %zeros = linalg.broadcast ins(%zero0 : tensor<f32>) outs(%e : tensor<16xf32>) dimensions = [0]
+    %e1 = tensor.empty() : tensor<16xi1>
+    %le = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]}
+        ins(%v, %zeros : tensor<16xf32>, tensor<16xf32>) outs(%e1 : tensor<16xi1>) {
+    ^bb0(%a: f32, %b: f32, %out: i1):
+      %le1 = arith.cmpf ole, %a, %b : f32
+      linalg.yield %le1 : i1
+    } -> tensor<16xi1>
+    %s = tensor.empty() : tensor<i1>
+    %s0 = linalg.fill ins(%false : i1) outs(%s : tensor<i1>) -> tensor<i1>
+    %any = linalg.reduce { arith.ori } ins(%le : tensor<16xi1>) outs(%s0 : tensor<i1>) dimensions = [0]
+    %go = tensor.extract %any[] : tensor<i1>
+    scf.condition(%go) %x, %v : tensor<16xf32>, tensor<16xf32>
+  } do {
+  ^bb0(%x: tensor<16xf32>, %v: tensor<16xf32>):
+    %nx = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]}
+        ins(%x, %c : tensor<16xf32>, tensor<16xf32>) outs(%e : tensor<16xf32>) {
+    ^bb0(%a: f32, %b: f32, %out: f32):
+      %sum = arith.addf %a, %b : f32
+      linalg.yield %sum : f32
+    } -> tensor<16xf32>
+    %nv = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]}
+        ins(%v, %nx : tensor<16xf32>, tensor<16xf32>) outs(%e : tensor<16xf32>) {
+    ^bb0(%a: f32, %b: f32, %out: f32):
+      %sum = arith.addf %a, %b : f32
+      linalg.yield %sum : f32
+    } -> tensor<16xf32>
+    %zeros = linalg.broadcast ins(%zero0 : tensor<f32>) outs(%e : tensor<16xf32>) dimensions = [0]
+    %e1 = tensor.empty() : tensor<16xi1>
+    %le = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]}
+        ins(%v, %zeros : tensor<16xf32>, tensor<16xf32>) outs(%e1 : tensor<16xi1>) {
+    ^bb0(%a: f32, %b: f32, %out: i1):
+      %le1 = arith.cmpf ole, %a, %b : f32
+      linalg.yield %le1 : i1
+    } -> tensor<16xi1>
+    %sx = linalg.generic {indexing_maps = [#map, #map, #map, #map], iterator_types = ["parallel"]}
+        ins(%le, %nx, %x : tensor<16xi1>, tensor<16xf32>, tensor<16xf32>) outs(%e : tensor<16xf32>) {
+    ^bb0(%p: i1, %a: f32, %b: f32, %out: f32):
+      %pick = arith.select %p, %a, %b : f32
+      linalg.yield %pick : f32
+    } -> tensor<16xf32>
+    %sv = linalg.generic {indexing_maps = [#map, #map, #map, #map], iterator_types = ["parallel"]}
+        ins(%le, %nv, %v : tensor<16xi1>, tensor<16xf32>, tensor<16xf32>) outs(%e : tensor<16xf32>) {
+    ^bb0(%p: i1, %a: f32, %b: f32, %out: f32):
+      %pick = arith.select %p, %a, %b : f32
+      linalg.yield %pick : f32
+    } -> tensor<16xf32>
+    scf.yield %sx, %sv : tensor<16xf32>, tensor<16xf32>
+  }
+  return %r#0, %r#1 : tensor<16xf32>, tensor<16xf32>
+})mlir";
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(program, 1, {}, {}));
+  ASSERT_EQ(plan.steps.size(), 1u);
+  ASSERT_EQ(plan.steps[0].kind, ProgramStep::Kind::kKernel);
+  ASSERT_OK_AND_ASSIGN(std::shared_ptr<CpuKernel> kernel,
+                       LoadCpuKernel(plan.steps[0].kernel.artifacts.at("cpu")));
+  // c = 1/8 .. 2: each element's x grows by c while its v (from -1) is not above 0; all exact.
+  std::vector<float> c(16), x(16), v(16);
+  for (int i = 0; i < 16; ++i) c[i] = static_cast<float>(i + 1) / 8;
+  std::vector<float> expected_x(16, 0.0f), expected_v(16, -1.0f);
+  while (std::any_of(expected_v.begin(), expected_v.end(), [](float f) { return f <= 0; })) {
+    for (int i = 0; i < 16; ++i) {
+      if (expected_v[i] > 0) continue;
+      expected_x[i] += c[i];
+      expected_v[i] += expected_x[i];
+    }
+  }
+  const Shape shape({16});
+  int64_t cached_after_second = -1;
+  for (int run = 0; run < 3; ++run) {
+    SCOPED_TRACE(absl::StrCat("run ", run));
+    std::fill(x.begin(), x.end(), std::nanf(""));
+    std::fill(v.begin(), v.end(), std::nanf(""));
+    ASSERT_OK(kernel->Run({c.data(), x.data(), v.data()}, {shape, shape, shape}, {}));
+    EXPECT_EQ(x, expected_x);
+    EXPECT_EQ(v, expected_v);
+    if (run == 1) {
+      cached_after_second = cpu::ScratchCachedBytes();
+    } else if (run == 2) {
+      EXPECT_EQ(cpu::ScratchCachedBytes(), cached_after_second);
     }
   }
 }

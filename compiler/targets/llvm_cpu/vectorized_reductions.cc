@@ -9,8 +9,8 @@
 //     out = combine(out, acc[0], ..., acc[V - 1])                          (scalar, in order)
 // The inner loop is elementwise on vector<V>, kept in registers across the loop by the cleanup
 // that follows (loop-invariant subset hoisting). V is the largest of 64, 32, 16, 8 dividing K with
-// K / V >= 2 (no masks, no remainder loop); a reduction with K below 16 or not a multiple of 8 is
-// left as it is.
+// K / V >= 2 (no masks, no remainder loop); a reduction with K below 16 or not a multiple of 8, or
+// of elements narrower than a byte (i1), is left as it is.
 //
 // The result is the same sum in another order (StableHLO leaves a reduction's order open; a
 // sharded reduction already adds in another order than an unsharded one). Min / max stay exact:
@@ -58,6 +58,13 @@ int64_t InnerReductionWidth(mlir::linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics() || op.hasDynamicShape() || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() != 1 || mlir::linalg::isaContractionOpInterface(op)) {
     return 0;
+  }
+  // Elements narrower than a byte (i1: comparisons, any / all) stay scalar: a memref keeps one
+  // byte per i1, a vector<8xi1> in memory is one byte of bits, so a vector load of them would
+  // read the wrong bits.
+  for (mlir::OpOperand& operand : op->getOpOperands()) {
+    const mlir::Type element = mlir::getElementTypeOrSelf(operand.get().getType());
+    if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0) return 0;
   }
   const unsigned innermost = op.getNumLoops() - 1;
   if (!mlir::linalg::isReductionIterator(op.getIteratorTypesArray()[innermost])) return 0;

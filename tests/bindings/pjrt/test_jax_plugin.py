@@ -606,3 +606,32 @@ def test_pad_with_a_computed_value_matches_jax_cpu(tessera_devices, cpu_devices)
         for count, spec in ((1, P()), (8, P("x"))):
             np.testing.assert_array_equal(run(tessera_devices[:count], f, spec),
                                           run(cpu_devices[:count], f, spec))
+
+
+def test_rejection_sampling_loops_end_and_match_jax_cpu(tessera_devices, cpu_devices):
+    # jax.random.gamma / beta: a vmapped while loop (rejection sampling) whose condition is an
+    # any() of 16 or more booleans, nested loops, the key an argument; each program run three
+    # times (a loop must not leave state behind), on one device and in a shard_map over 8.
+    def on(devices, f, *args):
+        return np.asarray(jax.jit(f)(*[jax.device_put(a, devices[0]) for a in args]))
+
+    key = jax.random.key(SEED)
+    for n in (16, 64):
+        alpha = np.linspace(0.2, 3.0, n, dtype=np.float32).reshape(n, 1)
+        gamma = lambda k, a: jax.random.gamma(k, a)  # noqa: E731
+        ref = on(cpu_devices, gamma, key, alpha)
+        for _ in range(3):
+            np.testing.assert_allclose(on(tessera_devices, gamma, key, alpha), ref, rtol=1e-5)
+    beta = jax.random.beta(key, np.float32(2.0), np.float32(3.0), (16,))
+    assert np.all((np.asarray(beta) > 0) & (np.asarray(beta) < 1))
+
+    def sharded_beta(devices):
+        mesh = mesh_of(devices, (8,), ("dp",))
+        f = jax.shard_map(
+            lambda k, a: jax.random.beta(jax.lax.pcast(k, ("dp",), to="varying"), a, a + 1),
+            mesh=mesh, in_specs=(P(), P("dp")), out_specs=P("dp"))
+        k = jax.device_put(key, NamedSharding(mesh, P()))
+        return np.asarray(jax.jit(f)(k, jax.device_put(np.ones((64, 1), np.float32),
+                                                        NamedSharding(mesh, P("dp")))))
+
+    np.testing.assert_allclose(sharded_beta(tessera_devices), sharded_beta(cpu_devices), rtol=1e-5)
