@@ -1,5 +1,6 @@
 #include "compiler/stablehlo/import_state.h"
 
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -190,17 +191,26 @@ mlir::Value ImportState::Fill(mlir::Location loc, mlir::RankedTensorType type,
 mlir::Operation* BinaryBodyOp(mlir::Operation* op) {
   if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock()) return nullptr;
   mlir::Block& body = op->getRegion(0).front();
-  if (body.getNumArguments() != 2 || body.getOperations().size() != 2) return nullptr;
+  if (body.getNumArguments() != 2 || body.getOperations().size() < 2) return nullptr;
   mlir::Operation& combine = body.front();
   mlir::Operation* ret = &body.back();
   if (combine.getNumOperands() != 2 || combine.getNumResults() != 1 ||
       combine.getOperand(0) != body.getArgument(0) ||
       combine.getOperand(1) != body.getArgument(1) ||
-      ret->getName().getStringRef() != "stablehlo.return" || ret->getNumOperands() != 1 ||
-      ret->getOperand(0) != combine.getResult(0)) {
+      ret->getName().getStringRef() != "stablehlo.return" || ret->getNumOperands() != 1) {
     return nullptr;
   }
-  return &combine;
+  // Between them, only sharding hints of the combined value, each of the one before (JAX puts
+  // one in the bodies of a shard_map manual over some axes only).
+  mlir::Value value = combine.getResult(0);
+  for (auto it = std::next(body.begin()); &*it != ret; ++it) {
+    if (it->getName().getStringRef() != "sdy.sharding_constraint" || it->getNumOperands() != 1 ||
+        it->getNumResults() != 1 || it->getOperand(0) != value) {
+      return nullptr;
+    }
+    value = it->getResult(0);
+  }
+  return ret->getOperand(0) == value ? &combine : nullptr;
 }
 
 }  // namespace tessera::compiler::stablehlo

@@ -167,8 +167,8 @@ mlir::Value F16BitsToF32(mlir::OpBuilder& builder, mlir::Location loc, mlir::Val
 mlir::Value F32ToF16Bits(mlir::OpBuilder& builder, mlir::Location loc, mlir::Value x);
 
 // The one op of `op`'s region (one block of two arguments) that takes the two arguments in order
-// and whose result the block returns (stablehlo.return): a reduction's or a collective's body.
-// Null for any other region.
+// and whose result the block returns (stablehlo.return), through sdy.sharding_constraint hints
+// of it if any: a reduction's or a collective's body. Null for any other region.
 mlir::Operation* BinaryBodyOp(mlir::Operation* op);
 
 // Whether BuildScalarOp knows `name`.

@@ -103,6 +103,66 @@ absl::StatusOr<std::vector<std::string>> ShardingTexts(mlir::Operation* op,
   return texts;
 }
 
+absl::Status ConvertBodyOps(ImportState& state, mlir::Block& block);
+
+// An sdy.manual_computation inside a shard_map's body: one over the axes the outer one left to
+// the partitioner (JAX's axis_index in a shard_map manual over some axes only makes one), which
+// the outer one, run manual over every axis, runs on every device alike. Its body's ops join the
+// outer body when it takes and makes values whole along its axes (shardings naming no axis);
+// UNIMPLEMENTED otherwise.
+absl::Status InlineNestedManualComputation(ImportState& state, mlir::Operation* op) {
+  const std::string where = ImportState::Where(op);
+  TESSERA_ASSIGN_OR_RETURN(std::vector<SdySharding> in,
+                           ReadShardings(op, "in_shardings", op->getNumOperands()));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<SdySharding> out,
+                           ReadShardings(op, "out_shardings", op->getNumResults()));
+  for (const std::vector<SdySharding>* shardings : {&in, &out}) {
+    for (const SdySharding& sharding : *shardings) {
+      const bool splits = absl::c_any_of(
+          sharding.dims, [](const std::vector<std::string>& axes) { return !axes.empty(); });
+      if (splits || !sharding.unreduced.empty()) {
+        return absl::UnimplementedError(
+            absl::StrCat(where,
+                         ": a shard_map inside another whose operands or results are split or "
+                         "unreduced over its axes"));
+      }
+    }
+  }
+  if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": expected a body of one block"));
+  }
+  mlir::Block& body = op->getRegion(0).front();
+  if (body.getNumArguments() != op->getNumOperands() || body.empty() ||
+      body.back().getNumOperands() != op->getNumResults()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": its body must take one argument per operand and return one value per result"));
+  }
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(mlir::Value operand, state.Operand(op, i));
+    state.Map(body.getArgument(i), operand);
+  }
+  TESSERA_RETURN_IF_ERROR(ConvertBodyOps(state, body));
+  for (unsigned i = 0; i < op->getNumResults(); ++i) {
+    TESSERA_ASSIGN_OR_RETURN(mlir::Value value, state.Operand(&body.back(), i));
+    state.Map(op->getResult(i), value);
+  }
+  return absl::OkStatus();
+}
+
+// Converts the ops of a shard_map's body `block`, up to its terminator (sdy.return or
+// func.return: unregistered, no terminator trait).
+absl::Status ConvertBodyOps(ImportState& state, mlir::Block& block) {
+  for (mlir::Operation& inner : block) {
+    if (&inner == &block.back()) break;
+    if (inner.getName().getStringRef() == "sdy.manual_computation") {
+      TESSERA_RETURN_IF_ERROR(InlineNestedManualComputation(state, &inner));
+      continue;
+    }
+    TESSERA_RETURN_IF_ERROR(ConvertOp(state, &inner));
+  }
+  return absl::OkStatus();
+}
+
 // The body, converted into a new function of `bodies` over the new types of its block's
 // arguments; returns the function.
 absl::StatusOr<mlir::func::FuncOp> ConvertBody(const ManualParts& parts, mlir::ModuleOp bodies) {
@@ -141,14 +201,7 @@ absl::StatusOr<mlir::func::FuncOp> ConvertBody(const ManualParts& parts, mlir::M
   for (unsigned i = 0; i < old_body.getNumArguments(); ++i) {
     state.Map(old_body.getArgument(i), body->getArgument(i));
   }
-  for (mlir::Operation& inner : old_body) {
-    if (&inner == &old_body.back()) break;  // sdy.return (unregistered: no terminator trait)
-    if (inner.getName().getStringRef() == "sdy.manual_computation") {
-      return absl::UnimplementedError(
-          absl::StrCat(ImportState::Where(&inner), ": a shard_map inside another"));
-    }
-    TESSERA_RETURN_IF_ERROR(ConvertOp(state, &inner));
-  }
+  TESSERA_RETURN_IF_ERROR(ConvertBodyOps(state, old_body));
   mlir::Operation* ret = &old_body.back();
   llvm::SmallVector<mlir::Value> returned;
   for (unsigned i = 0; i < ret->getNumOperands(); ++i) {
@@ -158,6 +211,32 @@ absl::StatusOr<mlir::func::FuncOp> ConvertBody(const ManualParts& parts, mlir::M
   mlir::func::ReturnOp::create(builder, ret->getLoc(), returned);
   func.setFunctionType(builder.getFunctionType(inputs, mlir::ValueRange(returned).getTypes()));
   return func;
+}
+
+// A shard_map manual over some axes only (the others, `automatic`, left to the partitioner inside
+// its body) runs as one manual over every axis whose body sees its operands whole along the
+// automatic axes: `sharding` loses those axes, so that the operands are gathered along them on
+// the way in, every device of an automatic axis computes the same block, and a result is
+// replicated along them (the consumers' shardings then slice it, with no communication). The body
+// is the same function of the same blocks, its collectives over the manual axes unchanged.
+// UNIMPLEMENTED: unreduced automatic axes (partial sums the body would not see).
+absl::Status KeepManualAxes(SdySharding& sharding, const std::vector<std::string>& automatic,
+                            const std::string& where) {
+  auto is_automatic = [&](const std::string& axis) {
+    return absl::c_linear_search(automatic, axis);
+  };
+  for (const std::string& axis : sharding.unreduced) {
+    if (is_automatic(axis)) {
+      return absl::UnimplementedError(absl::StrCat(
+          where,
+          ": a shard_map manual over some of the mesh's axes only, with a value unreduced "
+          "over the automatic axis ",
+          axis));
+    }
+  }
+  for (std::vector<std::string>& axes : sharding.dims) std::erase_if(axes, is_automatic);
+  std::erase_if(sharding.replicated, is_automatic);
+  return absl::OkStatus();
 }
 
 mlir::ArrayAttr StringArray(mlir::Builder& builder, const std::vector<std::string>& texts) {
@@ -239,10 +318,11 @@ absl::Status ConvertManualComputation(ImportState& state, mlir::Operation* op, c
     }
   }
   if (!automatic.empty()) {
-    return absl::UnimplementedError(
-        absl::StrCat(where, ": a shard_map manual over some of the mesh's axes only (not over ",
-                     absl::StrJoin(automatic, ", "),
-                     "); give shard_map every axis of the mesh (axis_names) or none"));
+    for (std::vector<SdySharding>* shardings : {&in, &out}) {
+      for (SdySharding& sharding : *shardings) {
+        TESSERA_RETURN_IF_ERROR(KeepManualAxes(sharding, automatic, where));
+      }
+    }
   }
   TESSERA_ASSIGN_OR_RETURN(parts.in,
                            ShardingTexts(op, in, op->getOperandTypes(), meshes, "operand"));

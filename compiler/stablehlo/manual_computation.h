@@ -35,14 +35,18 @@ struct ManualParts {
 // Converts a shard_map: its body, converted op by op with its collectives over the mesh's grid,
 // becomes a function of the nested module @tessera.manual_bodies of `module` (made by the first
 // one, with the mesh's shard.grid), and the computation a cast naming it, with its operands' and
-// results' shardings. UNIMPLEMENTED: shard_maps over two meshes, one nested in another, ops of the
-// body the importer does not convert; INVALID_ARGUMENT: arity or types that do not match.
+// results' shardings. A shard_map nested in the body (over the axes the outer one leaves to the
+// partitioner) joins it when it takes and makes values whole along its axes. UNIMPLEMENTED:
+// shard_maps over two meshes, other nested ones, ops of the body the importer does not convert;
+// INVALID_ARGUMENT: arity or types that do not match.
 absl::Status ConvertManualParts(ImportState& state, const ManualParts& parts,
                                 mlir::ModuleOp module);
 
-// An sdy.manual_computation `op` of @main's body: its parts, then ConvertManualParts.
-// UNIMPLEMENTED also for manual over some of the mesh's axes only (the others left to the
-// partitioner); INVALID_ARGUMENT for shardings that do not parse or fit.
+// An sdy.manual_computation `op` of @main's body: its parts, then ConvertManualParts. One manual
+// over some of the mesh's axes only (the others left to the partitioner) runs manual over every
+// axis, its operands gathered along the others and its body run on each device of them alike.
+// INVALID_ARGUMENT for shardings that do not parse or fit; UNIMPLEMENTED for a value unreduced
+// over an axis it leaves to the partitioner.
 absl::Status ConvertManualComputation(ImportState& state, mlir::Operation* op, const Meshes& meshes,
                                       mlir::ModuleOp module);
 

@@ -407,6 +407,38 @@ TEST(StableHloImportTest, ShardMapCollectivesMeanWhatJaxsDo) {
   }
 }
 
+TEST(StableHloImportTest, AShardMapManualOverSomeAxesMeansWhatJaxsDoes) {
+  // On mesh{dp=2,tp=4}, a shard_map manual over dp only (tp left to the partitioner) of
+  // a f32[8,12] P(dp,tp) and w f32[12,5] replicated: psum over dp of a_block @ w plus
+  // axis_index(dp) (a shard_map over tp inside, which JAX makes of it), out P(dp). Tessera runs
+  // it manual over both axes, each tp device of a dp row alike: a is gathered along tp first.
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(Corpus("shard_map_partial_manual")));
+  std::vector<std::pair<std::string, std::vector<int>>> collectives;
+  for (const ProgramStep& step : plan.steps) {
+    if (step.kind == ProgramStep::Kind::kKernel) continue;
+    collectives.emplace_back(testing::CollectiveName(step.collective.kind),
+                             step.collective.grid_axes);
+  }
+  using Steps = std::vector<std::pair<std::string, std::vector<int>>>;
+  EXPECT_EQ(collectives, (Steps{{"all_gather", {1}}, {"all_reduce", {0}}}));
+  const std::vector<HostArray> inputs = Inputs(plan, kSeed + 102);
+  SpmdInterpreter run(plan);
+  ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run.Run(inputs));
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(got[0].shape, (std::vector<int64_t>{8, 5}));
+  const float* a = inputs[0].data<float>();
+  const float* w = inputs[1].data<float>();
+  for (int64_t i = 0; i < 8; ++i) {
+    for (int64_t j = 0; j < 5; ++j) {
+      float want = static_cast<float>(i / 4);  // axis_index(dp) of the row's block
+      for (int64_t d = 0; d < 2; ++d) {
+        for (int64_t k = 0; k < 12; ++k) want += a[(4 * d + i % 4) * 12 + k] * w[k * 5 + j];
+      }
+      EXPECT_NEAR(got[0].data<float>()[i * 5 + j], want, 1e-4) << i << "," << j;
+    }
+  }
+}
+
 TEST(StableHloImportTest, ShardMapPermutesMeanWhatJaxsDo) {
   // On mesh{dp=2,tp=4}, a f32[8,12] P(dp,tp) (device (d, t) holds a[4d:4d+4, 3t:3t+3]): ppermute
   // as a ring over tp, a pipeline step over dp (no wrap), a ring backwards over tp of each
@@ -979,10 +1011,18 @@ TEST(StableHloImportErrorTest, ShardMapsTheRuntimeCannotRun) {
   EXPECT_THAT(Compile(replaced("dense<[[0, 1, 2, 3], [4, 5, 6, 7]]>",
                                "dense<[[0, 1, 2, 3], [4, 5, 6, 0]]>")),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("or twice")));
-  // Manual over one axis of two: the other would be the partitioner's, inside the body.
-  EXPECT_THAT(Compile(replaced("manual_axes{\"dp\", \"tp\"}", "manual_axes{\"tp\"}")),
-              StatusIs(absl::StatusCode::kUnimplemented,
-                       HasSubstr("manual over some of the mesh's axes only (not over dp)")));
+  // Manual over one axis of two, an operand unreduced over the other (partial sums the body,
+  // which sees it whole along that axis, would not add).
+  {
+    std::string partial = replaced("manual_axes{\"dp\", \"tp\"}", "manual_axes{\"tp\"}");
+    const std::string operand = "<[<@mesh, [{\"dp\"}, {\"tp\"}]>";
+    const size_t at = partial.find(operand);
+    ASSERT_NE(at, std::string::npos);
+    partial.replace(at, operand.size(), "<[<@mesh, [{}, {\"tp\"}], unreduced={\"dp\"}>");
+    EXPECT_THAT(Compile(partial),
+                StatusIs(absl::StatusCode::kUnimplemented,
+                         HasSubstr("unreduced over the automatic axis dp")));
+  }
   // An operand sharding whose shard is not what the body takes.
   EXPECT_THAT(Compile(replaced("<[<@mesh, [{\"dp\"}, {\"tp\"}]>", "<[<@mesh, [{\"dp\"}, {}]>")),
               StatusIs(absl::StatusCode::kInvalidArgument,

@@ -635,3 +635,23 @@ def test_rejection_sampling_loops_end_and_match_jax_cpu(tessera_devices, cpu_dev
                                                         NamedSharding(mesh, P("dp")))))
 
     np.testing.assert_allclose(sharded_beta(tessera_devices), sharded_beta(cpu_devices), rtol=1e-5)
+
+
+def test_shard_map_over_some_axes_matches_jax_cpu(tessera_devices, cpu_devices):
+    # shard_map(axis_names={"x"}) on a 2x4 mesh, y left to the partitioner: a psum over x, a
+    # matmul of the local block, axis_index("x") (a shard_map over y inside, as JAX lowers it).
+    def run(devices):
+        mesh = mesh_of(devices, (2, 4), ("x", "y"))
+        a = jax.device_put(np.arange(128, dtype=np.float32).reshape(8, 16) / 64,
+                           NamedSharding(mesh, P("x", "y")))
+
+        def partial(body, out_specs):
+            return jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=out_specs,
+                                         axis_names={"x"}))
+
+        return [np.asarray(partial(lambda b: jax.lax.psum(b * 2 + jnp.sin(b), "x"), P())(a)),
+                np.asarray(partial(lambda b: b @ b.T, P("x"))(a)),
+                np.asarray(partial(lambda b: jax.lax.axis_index("x") + b, P("x"))(a))]
+
+    for ours, ref in zip(run(tessera_devices), run(cpu_devices)):
+        np.testing.assert_allclose(ours, ref, rtol=1e-5)

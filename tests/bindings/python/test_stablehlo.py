@@ -824,17 +824,23 @@ def test_shard_map_integer_collectives_keep_signedness(client8, dtype, collectiv
     np.testing.assert_array_equal(got, want)
 
 
-def test_shard_map_over_some_axes_is_refused_by_name(client8):
+def test_shard_map_over_some_axes_runs_as_jax_computes_it(client8):
+    # Manual over y only (x left to the partitioner): Tessera runs the body on every x device
+    # alike, the operands gathered along x. A matmul, axis_index over y (JAX makes a shard_map
+    # over x of it inside), psum over y; the operands sharded over x or not.
     needs_8_jax_devices()
     from jax import shard_map
     mesh = make_mesh((2, 4), ("x", "y"))
-    x = np.ones((8, 8), np.float32)
-    partial = shard_map(lambda a: jax.lax.psum(a, "y"), mesh=mesh, in_specs=(P(None, "y"),),
-                        out_specs=P(), axis_names={"y"})
-    lowered = jax.jit(partial, in_shardings=NamedSharding(mesh, P())).lower(x)
-    with pytest.raises(RuntimeError, match=r"UNIMPLEMENTED: .*sdy.manual_computation.*"
-                                           r"some of the mesh's axes only \(not over x\)"):
-        client8.compile(lowered)
+    x, w = normal(rng(35), 8, 8), normal(rng(36), 8, 3)
+
+    def body(a, v):
+        return jax.lax.psum(a @ v + jax.lax.axis_index("y").astype(np.float32), "y")
+
+    partial = shard_map(body, mesh=mesh, in_specs=(P(None, "y"), P("y")), out_specs=P(),
+                        axis_names={"y"}, check_vma=False)
+    for specs in ((P("x", "y"), P()), (P(), P("y"))):
+        (want,), (got,) = run_both(client8, partial, (x, w), specs, P(), mesh)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_ppermute_rings_and_pipeline_steps_run_as_jax_computes_them(client8):

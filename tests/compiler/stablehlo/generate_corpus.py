@@ -137,6 +137,15 @@ def collectives(mesh):
                                     P("dp", "tp")), check_vma=False)
 
 
+def partial_manual(mesh):
+    """A shard_map manual over dp only (tp left to the partitioner): a matmul, psum over dp, plus
+    axis_index(dp) (which JAX lowers as a shard_map over tp inside)."""
+    def local(a, w):
+        return jax.lax.psum(a @ w, "dp") + jax.lax.axis_index("dp").astype(jnp.float32)
+    return jax.shard_map(local, mesh=mesh, in_specs=(P("dp"), P()), out_specs=P("dp"),
+                         axis_names={"dp"}, check_vma=False)
+
+
 def permutes(mesh):
     """A shard_map body with ppermutes by a shift: a ring over tp, a pipeline step over dp (no
     wrap: the first stage receives zeros), a ring backwards over tp of a scalar, and a shift by -2
@@ -232,6 +241,8 @@ def main():
                                        (P("dp", "tp"), P("dp")),
                                        (P("dp", "tp"), P(), P("dp", "tp"), P("dp", "tp"),
                                         P("dp", "tp")), mesh2x4),
+        "shard_map_partial_manual": lower(partial_manual(mesh2x4), (z(8, 12), z(12, 5)),
+                                          (P("dp", "tp"), P()), P("dp"), mesh2x4),
         "shard_map_ppermute": lower(permutes(mesh2x4), (z(8, 12),), (P("dp", "tp"),),
                                     (P("dp", "tp"), P("dp", "tp"), P("dp", "tp"), P("dp", "tp")),
                                     mesh2x4),
