@@ -1019,9 +1019,8 @@ TEST(StableHloImportErrorTest, ShardMapsTheRuntimeCannotRun) {
     const size_t at = partial.find(operand);
     ASSERT_NE(at, std::string::npos);
     partial.replace(at, operand.size(), "<[<@mesh, [{}, {\"tp\"}], unreduced={\"dp\"}>");
-    EXPECT_THAT(Compile(partial),
-                StatusIs(absl::StatusCode::kUnimplemented,
-                         HasSubstr("unreduced over the automatic axis dp")));
+    EXPECT_THAT(Compile(partial), StatusIs(absl::StatusCode::kUnimplemented,
+                                           HasSubstr("unreduced over the automatic axis dp")));
   }
   // An operand sharding whose shard is not what the body takes.
   EXPECT_THAT(Compile(replaced("<[<@mesh, [{\"dp\"}, {\"tp\"}]>", "<[<@mesh, [{\"dp\"}, {}]>")),
