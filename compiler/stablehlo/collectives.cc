@@ -154,12 +154,42 @@ absl::StatusOr<std::vector<int16_t>> GridAxesOf(ImportState& state, mlir::Operat
   return *found;
 }
 
-// The manual computation's grid, or UNIMPLEMENTED for a collective outside one.
-absl::Status CheckInManualComputation(ImportState& state, mlir::Operation* op) {
+// Whether `op` (a collective outside a shard_map body) has replica_groups of one device each
+// (JAX's psum over a mesh of size-1 axes, as its gradients make outside any shard_map): each
+// device's result is then its own operand. Maps each result to its operand when so.
+bool MappedAsOneDeviceGroups(ImportState& state, mlir::Operation* op) {
+  auto attr = mlir::dyn_cast_or_null<mlir::DenseIntElementsAttr>(
+      ImportState::GetAttr(op, "replica_groups"));
+  auto type = attr ? mlir::dyn_cast<mlir::RankedTensorType>(attr.getType()) : nullptr;
+  if (!type || type.getRank() != 2 || type.getDimSize(1) != 1 ||
+      op->getNumOperands() != op->getNumResults()) {
+    return false;
+  }
+  std::vector<mlir::Value> inputs;
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+    absl::StatusOr<mlir::Value> input = state.Operand(op, i);
+    absl::StatusOr<mlir::RankedTensorType> in = state.OperandType(op, i);
+    absl::StatusOr<mlir::RankedTensorType> out = state.ResultType(op, i);
+    if (!input.ok() || !in.ok() || !out.ok() || *in != *out) return false;
+    inputs.push_back(*input);
+  }
+  for (unsigned i = 0; i < op->getNumResults(); ++i) state.Map(op->getResult(i), inputs[i]);
+  return true;
+}
+
+// OK inside a manual computation; `done` when `op` is outside one with one device per group
+// (MappedAsOneDeviceGroups), else UNIMPLEMENTED.
+absl::Status CheckInManualComputation(ImportState& state, mlir::Operation* op, bool* done) {
+  *done = false;
   if (state.manual_grid()) return absl::OkStatus();
+  if (MappedAsOneDeviceGroups(state, op)) {
+    *done = true;
+    return absl::OkStatus();
+  }
   return absl::UnimplementedError(absl::StrCat(
       ImportState::Where(op),
-      " outside a shard_map body: explicit collectives are supported inside shard_map only"));
+      " outside a shard_map body: explicit collectives are supported inside shard_map only "
+      "(and those whose device groups are one device each)"));
 }
 
 mlir::FlatSymbolRefAttr GridSymbol(ImportState& state) {
@@ -257,7 +287,9 @@ absl::Status ShapeMismatch(mlir::Operation* op, unsigned i, std::string_view exp
 
 // stablehlo.all_reduce (psum / pmax / pmin over mesh axes): one shard.all_reduce per operand.
 absl::Status ConvertAllReduce(ImportState& state, mlir::Operation* op) {
-  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
+  bool done = false;
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op, &done));
+  if (done) return absl::OkStatus();
   const unsigned n = op->getNumOperands();
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, n, n));
   TESSERA_ASSIGN_OR_RETURN(std::vector<int16_t> axes, GridAxesOf(state, op));
@@ -283,7 +315,9 @@ absl::Status ConvertAllReduce(ImportState& state, mlir::Operation* op) {
 
 // stablehlo.all_gather (all_gather over mesh axes, tiled): shard.all_gather per operand.
 absl::Status ConvertAllGather(ImportState& state, mlir::Operation* op) {
-  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
+  bool done = false;
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op, &done));
+  if (done) return absl::OkStatus();
   const unsigned n = op->getNumOperands();
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, n, n));
   TESSERA_ASSIGN_OR_RETURN(std::vector<int16_t> axes, GridAxesOf(state, op));
@@ -313,7 +347,9 @@ absl::Status ConvertAllGather(ImportState& state, mlir::Operation* op) {
 
 // stablehlo.reduce_scatter (psum_scatter, tiled): shard.reduce_scatter.
 absl::Status ConvertReduceScatter(ImportState& state, mlir::Operation* op) {
-  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
+  bool done = false;
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op, &done));
+  if (done) return absl::OkStatus();
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
   TESSERA_ASSIGN_OR_RETURN(std::vector<int16_t> axes, GridAxesOf(state, op));
   const int64_t members = GroupSize(state, axes);
@@ -349,7 +385,9 @@ absl::Status ConvertReduceScatter(ImportState& state, mlir::Operation* op) {
 
 // stablehlo.all_to_all (all_to_all, tiled): shard.all_to_all per operand.
 absl::Status ConvertAllToAll(ImportState& state, mlir::Operation* op) {
-  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
+  bool done = false;
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op, &done));
+  if (done) return absl::OkStatus();
   const unsigned n = op->getNumOperands();
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, n, n));
   TESSERA_ASSIGN_OR_RETURN(std::vector<int16_t> axes, GridAxesOf(state, op));
@@ -413,7 +451,9 @@ mlir::Value LinearPosition(ImportState& state, mlir::Location loc) {
 // stablehlo.partition_id (axis_index's source): the device's position in the mesh, row-major, as
 // a rank-0 ui32 tensor; stablehlo.replica_id: 0 (one replica).
 absl::Status ConvertPartitionId(ImportState& state, mlir::Operation* op) {
-  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
+  bool done = false;
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op, &done));
+  if (done) return absl::OkStatus();
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 0, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, 0));
   if (out.getRank() != 0 || !out.getElementType().isInteger(32)) {
@@ -553,7 +593,9 @@ mlir::Value SelectByPosition(ImportState& state, mlir::Location loc, mlir::Ranke
 //   keeping the one its id takes.
 // No pairs: zeros; every device its own target: the input.
 absl::Status ConvertCollectivePermute(ImportState& state, mlir::Operation* op) {
-  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
+  bool done = false;
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op, &done));
+  if (done) return absl::OkStatus();
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, 0));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, 0));

@@ -1,6 +1,7 @@
 """JAX on Tessera through the PJRT plugin: unmodified JAX programs on Tessera's devices, each
 checked against the same program on JAX's own CPU backend (XLA's CPU compiler), in one process
 (conftest.py: JAX_PLATFORMS=tessera,cpu, 8 devices each)."""
+import functools
 import os
 import pathlib
 import sys
@@ -655,3 +656,23 @@ def test_shard_map_over_some_axes_matches_jax_cpu(tessera_devices, cpu_devices):
 
     for ours, ref in zip(run(tessera_devices), run(cpu_devices)):
         np.testing.assert_allclose(ours, ref, rtol=1e-5)
+
+
+def test_collectives_of_one_device_groups_outside_a_shard_map_match_jax_cpu(tessera_devices,
+                                                                             cpu_devices):
+    # The gradient of a rematerialized shard_map over a mesh of size-1 axes: JAX emits its psum
+    # outside any shard_map, over groups of one device each (each device keeps its own value).
+    def grad(devices):
+        mesh = mesh_of(devices, (1, 1), ("i", "j"))
+
+        @functools.partial(jax.remat, policy=lambda *_, **__: True)
+        @functools.partial(jax.shard_map, mesh=mesh, in_specs=(P("j"), P("i")),
+                           out_specs=P("i", "j"))
+        def f(x, y):
+            return jnp.dot(x, y)
+
+        x = np.arange(6.0, dtype=np.float32)
+        args = [jax.device_put(a, devices[0]) for a in (x.reshape(3, 2), x.reshape(3, 2, 1))]
+        return np.asarray(jax.grad(lambda x, y: f(x, y).sum())(*args))
+
+    np.testing.assert_array_equal(grad(tessera_devices), grad(cpu_devices))
