@@ -96,9 +96,25 @@ absl::StatusOr<Value> Compare(mlir::OpBuilder& b, mlir::Location loc, mlir::Oper
                              ImportState::OpaqueAttrText(op, "compare_type"));
     TESSERA_ASSIGN_OR_RETURN(compare_type, ParseEnumAttr(type_text, "comparison_type"));
   }
-  if (compare_type == "TOTALORDER") {
-    return absl::UnimplementedError(
-        absl::StrCat(ImportState::Where(op), ": comparison_type TOTALORDER is not supported"));
+  if (compare_type == "TOTALORDER" && mlir::isa<mlir::FloatType>(lhs.getType())) {
+    // IEEE totalOrder (-NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN): the bits as a signed
+    // integer, the magnitude bits of a negative one flipped, compared as signed integers. bf16
+    // and f16, held in f32, keep their order there.
+    const unsigned width = lhs.getType().getIntOrFloatBitWidth();
+    mlir::Type bits_type = b.getIntegerType(width);
+    auto key = [&](Value x) -> Value {
+      Value bits = mlir::arith::BitcastOp::create(b, loc, bits_type, x);
+      Value sign =
+          mlir::arith::ShRSIOp::create(b, loc, bits, Constant(b, loc, bits_type, width - 1));
+      Value magnitude = mlir::arith::ConstantOp::create(
+          b, loc, b.getIntegerAttr(bits_type, llvm::APInt::getSignedMaxValue(width)));
+      return mlir::arith::XOrIOp::create(b, loc, bits,
+                                         mlir::arith::AndIOp::create(b, loc, sign, magnitude));
+    };
+    lhs = key(lhs);
+    rhs = key(rhs);
+    type = bits_type;
+    compare_type = "SIGNED";
   }
   if (mlir::isa<mlir::FloatType>(type)) {
     using P = mlir::arith::CmpFPredicate;

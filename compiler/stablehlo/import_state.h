@@ -125,8 +125,8 @@ class ImportState {
 using OpConversion = std::function<absl::Status(ImportState&, mlir::Operation*)>;
 
 // The conversions by op name: elementwise.cc, structural.cc, contraction.cc, gather_scatter.cc,
-// slicing.cc, dynamic_slicing.cc, control_flow.cc, collectives.cc, reduce_window.cc each add
-// theirs.
+// slicing.cc, dynamic_slicing.cc, control_flow.cc, collectives.cc, reduce_window.cc, sort.cc
+// each add theirs.
 using ConversionTable = absl::flat_hash_map<std::string, OpConversion>;
 void AddElementwiseConversions(ConversionTable& table);
 void AddStructuralConversions(ConversionTable& table);
@@ -137,6 +137,7 @@ void AddDynamicSlicingConversions(ConversionTable& table);
 void AddControlFlowConversions(ConversionTable& table);
 void AddCollectiveConversions(ConversionTable& table);
 void AddReduceWindowConversions(ConversionTable& table);
+void AddSortConversions(ConversionTable& table);
 
 // Converts `op` (of @main's body or of a region inside it) with its entry in the conversion
 // table; UNIMPLEMENTED naming it when it has none (stablehlo_import.cc).

@@ -389,6 +389,7 @@ bool KeepsNarrowFloatValues(std::string_view name) {
                                                 "stablehlo.concatenate",
                                                 "stablehlo.pad",
                                                 "stablehlo.reverse",
+                                                "stablehlo.sort",
                                                 "stablehlo.gather",
                                                 "stablehlo.dynamic_slice",
                                                 "stablehlo.dynamic_update_slice",
@@ -693,6 +694,7 @@ const ConversionTable& Conversions() {
     AddControlFlowConversions(*table);
     AddCollectiveConversions(*table);
     AddReduceWindowConversions(*table);
+    AddSortConversions(*table);
     return table;
   }();
   return *kTable;

@@ -439,6 +439,35 @@ TEST(StableHloImportTest, AShardMapManualOverSomeAxesMeansWhatJaxsDoes) {
   }
 }
 
+TEST(StableHloImportTest, SortsAreStableWithNaNsLast) {
+  // jnp.argsort of each row of f32[8,11] rows-sharded over 8 devices, and lax.sort of (keys,
+  // values) by the keys: JAX's comparator (NaN last, -0 equal to +0) in a bitonic network over 16
+  // (11 padded), compared with std::stable_sort. Row 0 has ties, -0 / +0, NaNs and infinities.
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(Corpus("sort_rows")));
+  std::vector<HostArray> inputs = Inputs(plan, kSeed + 103);
+  ASSERT_EQ(inputs.size(), 2u);
+  float* keys = inputs[0].data<float>();
+  const float row0[11] = {1.5f, -0.0f, NAN,  0.0f,     1.5f, -INFINITY,
+                          2.0f, NAN,   1.5f, INFINITY, -1.0f};
+  std::copy(std::begin(row0), std::end(row0), keys);
+  SpmdInterpreter run(plan);
+  ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run.Run(inputs));
+  ASSERT_EQ(got.size(), 2u);
+  auto before = [](float a, float b) { return !std::isnan(a) && (std::isnan(b) || a < b); };
+  for (int64_t r = 0; r < 8; ++r) {
+    std::vector<int32_t> order(11);
+    for (int32_t i = 0; i < 11; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return before(keys[r * 11 + a], keys[r * 11 + b]);
+    });
+    for (int64_t i = 0; i < 11; ++i) {
+      EXPECT_EQ(got[0].data<int32_t>()[r * 11 + i], order[i]) << r << "," << i;
+      EXPECT_EQ(got[1].data<float>()[r * 11 + i], inputs[1].data<float>()[r * 11 + order[i]])
+          << r << "," << i;
+    }
+  }
+}
+
 TEST(StableHloImportTest, ShardMapPermutesMeanWhatJaxsDo) {
   // On mesh{dp=2,tp=4}, a f32[8,12] P(dp,tp) (device (d, t) holds a[4d:4d+4, 3t:3t+3]): ppermute
   // as a ring over tp, a pipeline step over dp (no wrap), a ring backwards over tp of each
@@ -1034,14 +1063,15 @@ TEST(StableHloImportErrorTest, ShardMapsTheRuntimeCannotRun) {
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("more than 65536 devices")));
   // The runtime's mesh is the program's: compiled for another device count, it does not fit.
   EXPECT_THAT(Compile(text, 4), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("mesh")));
-  // A collective outside a shard_map.
+  // A collective outside a shard_map (over groups of more than one device: one of one device
+  // each is its operand).
   EXPECT_THAT(
-      Compile(OneOp("\"stablehlo.all_reduce\"(%arg0) <{replica_groups = dense<[[0]]> : "
-                    "tensor<1x1xi64>}> ({\n^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+      Compile(OneOp("\"stablehlo.all_reduce\"(%arg0) <{replica_groups = dense<[[0, 1]]> : "
+                    "tensor<1x2xi64>}> ({\n^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
                     "  %s = \"stablehlo.add\"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
                     "  \"stablehlo.return\"(%s) : (tensor<f32>) -> ()\n}) : "
                     "(tensor<8x4xf32>) -> tensor<8x4xf32>"),
-              1),
+              2),
       StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("outside a shard_map body")));
   // GSPMD's custom_calls of a shard_map, outside one.
   EXPECT_THAT(Compile(OneOp("\"stablehlo.custom_call\"(%arg0) <{call_target_name = "

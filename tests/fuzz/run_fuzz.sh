@@ -58,7 +58,8 @@ case "$TARGET" in
           compiler/stablehlo/structural.cc compiler/stablehlo/contraction.cc
           compiler/stablehlo/gather_scatter.cc compiler/stablehlo/slicing.cc
           compiler/stablehlo/dynamic_slicing.cc
-          compiler/stablehlo/control_flow.cc compiler/stablehlo/sdy_shardings.cc
+          compiler/stablehlo/control_flow.cc compiler/stablehlo/sort.cc
+          compiler/stablehlo/sdy_shardings.cc
           compiler/stablehlo/manual_computation.cc compiler/stablehlo/collectives.cc
           compiler/stablehlo/reduce_window.cc
           tests/compiler/stablehlo_import_fuzzer.cc)

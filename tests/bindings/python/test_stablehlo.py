@@ -1200,3 +1200,41 @@ def test_pad_with_a_computed_value_on_lavapipe_and_cpu_plus_vulkan():
         (got,) = exe.execute([client.put(x, tessera.NamedSharding(tmesh, rows)),
                               client.put(np.float32(-7.5), tessera.NamedSharding(tmesh, tessera.P()))])
         np.testing.assert_array_equal(np.asarray(got.block_until_ready()), want)
+
+
+def test_sorts_match_jax_bit_for_bit(client8):
+    # stablehlo.sort as a bitonic network: a stable sort (ties keep their order: -0 and +0,
+    # repeated values), NaNs last, lengths that are no power of two, several operands (argsort's
+    # keys and indices, lax.sort of two with one key), along a dimension that is sharded or not.
+    needs_8_jax_devices()
+    mesh = make_mesh((8,), ("x",))
+    g = rng(37)
+    x = normal(g, 16, 37)
+    x[0, [3, 9]] = np.nan
+    x[1, 5], x[1, 6] = -0.0, 0.0
+    x[2, 7] = x[2, 8] = 1.5
+    x[3, 10] = -np.inf
+    k = g.integers(-4, 4, size=(16, 37)).astype(np.int32)
+    cases = [
+        (lambda a: jnp.sort(a, axis=1), (x,), (P("x"),)),
+        (lambda a: jnp.argsort(a, axis=1), (x,), (P("x"),)),
+        (lambda a: jnp.argsort(a, axis=0), (x,), (P("x"),)),
+        (lambda a: jnp.sort(a, axis=1, descending=True), (k,), (P("x"),)),
+        (lambda a, b: jax.lax.sort((a, b), dimension=1, num_keys=1), (k, x), (P("x"), P("x"))),
+        (lambda a: jnp.sort(a.astype(jnp.bfloat16), axis=1), (x,), (P(),)),
+    ]
+    for f, args, specs in cases:
+        outs = jax.eval_shape(f, *args)
+        out_spec = specs[0]  # the results sharded as the first operand
+        if isinstance(outs, (tuple, list)):
+            out_spec = (out_spec,) * len(outs)
+        want, got = run_both(client8, f, args, specs, out_spec, mesh)
+        for w, o in zip(want, got):
+            np.testing.assert_array_equal(np.asarray(o).view(np.uint8), np.asarray(w).view(np.uint8))
+
+
+def test_a_sort_along_too_long_a_dimension_is_refused_by_name(client8):
+    lowered = jax.jit(jnp.sort).lower(np.zeros(70000, np.float32))
+    with pytest.raises(RuntimeError, match=r"UNIMPLEMENTED: .*stablehlo.sort.*a sort along a "
+                                           r"dimension of 70000 \(at most 65536"):
+        client8.compile(lowered, devices=client8.devices[:1])

@@ -146,6 +146,13 @@ def partial_manual(mesh):
                          axis_names={"dp"}, check_vma=False)
 
 
+def sort_rows(keys, values):
+    """argsort of each row (a stable sort of the keys and their indices), and the values sorted
+    by the keys (lax.sort of two operands, one key)."""
+    return (jnp.argsort(keys, axis=1),
+            jax.lax.sort((keys, values), dimension=1, num_keys=1)[1])
+
+
 def permutes(mesh):
     """A shard_map body with ppermutes by a shift: a ring over tp, a pipeline step over dp (no
     wrap: the first stage receives zeros), a ring backwards over tp of a scalar, and a shift by -2
@@ -241,6 +248,8 @@ def main():
                                        (P("dp", "tp"), P("dp")),
                                        (P("dp", "tp"), P(), P("dp", "tp"), P("dp", "tp"),
                                         P("dp", "tp")), mesh2x4),
+        "sort_rows": lower(sort_rows, (z(8, 11), z(8, 11)), (P("x"), P("x")), (P("x"), P("x")),
+                           mesh8),
         "shard_map_partial_manual": lower(partial_manual(mesh2x4), (z(8, 12), z(12, 5)),
                                           (P("dp", "tp"), P()), P("dp"), mesh2x4),
         "shard_map_ppermute": lower(permutes(mesh2x4), (z(8, 12),), (P("dp", "tp"),),
