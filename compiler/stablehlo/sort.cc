@@ -356,7 +356,7 @@ absl::Status ConvertSort(ImportState& state, mlir::Operation* op) {
     return absl::OkStatus();
   }
   int64_t padded = 1;
-  while (padded < net.length) padded *= 2;
+  while (padded < net.length && padded <= kMaxSortLength) padded *= 2;
   if (padded > kMaxSortLength) {
     return absl::UnimplementedError(absl::StrCat(where, ": a sort along a dimension of ",
                                                  net.length, " (at most ", kMaxSortLength,
