@@ -137,7 +137,10 @@ absl::StatusOr<Value> Compare(mlir::OpBuilder& b, mlir::Location loc, mlir::Oper
     }
     return Value(mlir::arith::CmpFOp::create(b, loc, predicate, lhs, rhs));
   }
-  const bool is_unsigned = compare_type == "UNSIGNED" || (compare_type.empty() && IsUnsigned(type));
+  // An integer TOTALORDER compare is its type's order (signed or not).
+  const bool is_unsigned =
+      compare_type == "UNSIGNED" ||
+      ((compare_type.empty() || compare_type == "TOTALORDER") && IsUnsigned(type));
   using P = mlir::arith::CmpIPredicate;
   P predicate;
   if (direction == "EQ") {
