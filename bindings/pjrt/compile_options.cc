@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bindings/pjrt/proto_writer.h"
 
@@ -211,10 +213,38 @@ std::string SerializeDeviceAssignment(const std::vector<int64_t>& device_ids) {
   return assignment.bytes();
 }
 
+// An env_option_overrides entry (map<string, OptionOverrideProto>): its key. A key outside
+// XLA's debug options (xla_...) is INVALID_ARGUMENT, as XLA words it: a misspelt option is named,
+// not ignored.
+absl::Status CheckOptionOverride(std::string_view entry) {
+  std::string_view key;
+  absl::Status status = ForEachField(
+      entry, [&](WireReader& reader, int64_t field, int wire_type) -> absl::StatusOr<bool> {
+        if (field != 1) return false;
+        absl::StatusOr<std::string_view> text = ReadMessage(reader, wire_type, "an option's key");
+        if (!text.ok()) return text.status();
+        key = *text;
+        return true;
+      });
+  if (!status.ok()) return status;
+  const absl::string_view name(key.data(), key.size());
+  if (absl::StartsWith(name, "xla_")) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("PJRT_Client_Compile: No such compile option: '", absl::CHexEscape(name),
+                   "' (Tessera takes XLA's xla_* debug options, and ignores them)"));
+}
+
 absl::StatusOr<CompileOptions> ParseCompileOptions(std::string_view bytes) {
   CompileOptions options;
   absl::Status status = ForEachField(
       bytes, [&](WireReader& reader, int64_t field, int wire_type) -> absl::StatusOr<bool> {
+        if (field == 7) {
+          absl::StatusOr<std::string_view> entry =
+              ReadMessage(reader, wire_type, "env_option_overrides");
+          if (!entry.ok()) return entry.status();
+          if (absl::Status s = CheckOptionOverride(*entry); !s.ok()) return s;
+          return true;
+        }
         if (field != 3) return false;
         absl::StatusOr<std::string_view> build =
             ReadMessage(reader, wire_type, "executable_build_options");

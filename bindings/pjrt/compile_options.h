@@ -2,8 +2,9 @@
 #define TESSERA_BINDINGS_PJRT_COMPILE_OPTIONS_H_
 
 // What Tessera reads of the serialized xla.CompileOptionsProto that PJRT_Client_Compile gets:
-// the replica and partition counts and the device assignment. Everything else (debug options,
-// layouts, XLA flags) has no meaning for Tessera and is skipped.
+// the replica and partition counts and the device assignment, and the names of the compiler
+// options. Everything else (debug options, layouts, XLA flags) has no meaning for Tessera and is
+// skipped.
 //
 // The proto is read straight from its wire format (field numbers below, from XLA's
 // xla/pjrt/proto/compile_options.proto and xla/xla_data.proto): Tessera would otherwise need
@@ -11,6 +12,8 @@
 // for six integers.
 //
 //   CompileOptionsProto          3: executable_build_options (ExecutableBuildOptionsProto)
+//                                7: env_option_overrides (map<string, OptionOverrideProto>:
+//                                   entries of 1: key): jax.jit's compiler_options
 //   ExecutableBuildOptionsProto  4: num_replicas   5: num_partitions
 //                                9: device_assignment (DeviceAssignmentProto)
 //   DeviceAssignmentProto        1: replica_count  2: computation_count
@@ -18,7 +21,10 @@
 //   ComputationDevice            1: replica_device_ids (repeated int64, packed or not)
 //
 // INVALID_ARGUMENT for bytes that are not such a proto (a truncated or malformed field, a count
-// outside [1, 65536], a device assignment whose shape disagrees with its counts).
+// outside [1, 65536], a device assignment whose shape disagrees with its counts), and for a
+// compiler option (`jax.jit(f, compiler_options=...)`) that is not one of XLA's debug options
+// (`xla_...`), named as XLA names it ("No such compile option: 'name'"). XLA's debug options
+// are accepted and ignored: Tessera's compiler has none of them.
 
 #include <cstdint>
 #include <string>

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "bindings/pjrt/proto_writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -67,6 +68,37 @@ TEST(CompileOptionsTest, SerializedDeviceAssignmentsReadBack) {
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_THAT(options->device_ids,
               ElementsAre(ElementsAre(3), ElementsAre(1), ElementsAre(200), ElementsAre(0)));
+}
+
+// jax.jit(f, compiler_options={...}): env_option_overrides entries (1: key, 2: value). XLA's
+// debug options are taken (and ignored); any other name is refused by name, as XLA does.
+TEST(CompileOptionsTest, CompilerOptionsOutsideXlasDebugOptionsAreRefusedByName) {
+  auto option = [](const std::string& key, const std::string& value) {
+    return Field(7, Field(1, key) + Field(2, value));
+  };
+  const std::string bool_true = Count(2, 1), text = Field(1, "v");
+  const std::string jit = Seed("jit_8_partitions");
+  absl::StatusOr<CompileOptions> taken =
+      ParseCompileOptions(jit + option("xla_embed_ir_in_executable", bool_true));
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  EXPECT_EQ(taken->num_partitions, 8);
+  for (const std::string& key :
+       {std::string("invalid_key"), std::string("exec_time_effort"), std::string("xl\x01a")}) {
+    absl::StatusOr<CompileOptions> refused =
+        ParseCompileOptions(option("xla_dump_to", text) + option(key, text) + jit);
+    ASSERT_FALSE(refused.ok()) << key;
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(refused.status().message(),
+                HasSubstr("No such compile option: '" + absl::CHexEscape(key) + "'"));
+  }
+  // JAX's own bytes for compiler_options={"xla_embed_ir_in_executable": True, "invalid_key": ...}.
+  absl::StatusOr<CompileOptions> from_jax = ParseCompileOptions(Seed("jit_compiler_options"));
+  ASSERT_FALSE(from_jax.ok());
+  EXPECT_THAT(from_jax.status().message(), HasSubstr("No such compile option: 'invalid_key'"));
+  // An entry whose key is not a string.
+  absl::StatusOr<CompileOptions> malformed = ParseCompileOptions(Field(7, Count(1, 3)));
+  ASSERT_FALSE(malformed.ok());
+  EXPECT_THAT(malformed.status().message(), HasSubstr("an option's key has wire type 0"));
 }
 
 TEST(CompileOptionsTest, RefusesMalformedBytesNamingWhatIsWrong) {

@@ -693,3 +693,13 @@ def test_sorting_matches_jax_cpu_bit_for_bit(tessera_devices, cpu_devices):
                      for d in (tessera_devices, cpu_devices))
         for o, r in zip(ours, ref):
             np.testing.assert_array_equal(bits(o), bits(r))
+
+
+def test_compiler_options_are_checked_by_name(tessera_devices):
+    # jax.jit(f, compiler_options=...): XLA's debug options (xla_...) are taken and ignored; any
+    # other name raises, naming it, as XLA's own backends do.
+    x = jax.device_put(np.float32(2.0), tessera_devices[0])
+    f = lambda v: jnp.sqrt(v ** 2) + 1.0  # noqa: E731
+    assert float(jax.jit(f, compiler_options={"xla_embed_ir_in_executable": True})(x)) == 3.0
+    with pytest.raises(jax.errors.JaxRuntimeError, match="No such compile option: 'invalid_key'"):
+        jax.jit(f, compiler_options={"invalid_key": "invalid_value"})(x)
