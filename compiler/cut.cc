@@ -460,6 +460,17 @@ absl::StatusOr<CutProgram> Cutter::Run() {
       TESSERA_RETURN_IF_ERROR(EmitKernel(segments_[segment], cut));
     }
   }
+  // A tensor.empty the program returns as it is (a slice of no elements, as jnp's out-of-range
+  // slices make): rematerialized where used, so no step defines it; a kernel of its own does.
+  for (mlir::Value result : block_.getTerminator()->getOperands()) {
+    auto empty = result.getDefiningOp<mlir::tensor::EmptyOp>();
+    if (!empty || empty->getBlock() != &block_ || ids_.contains(result)) continue;
+    Segment segment;
+    segment.ops.push_back(empty);
+    segment.members.insert(empty);
+    segment.outputs.insert(result);
+    TESSERA_RETURN_IF_ERROR(EmitKernel(segment, cut));
+  }
   for (mlir::Value result : block_.getTerminator()->getOperands()) {
     TESSERA_ASSIGN_OR_RETURN(int id, IdOf(result, "the return"));
     cut.plan.results.push_back(id);

@@ -703,3 +703,16 @@ def test_compiler_options_are_checked_by_name(tessera_devices):
     assert float(jax.jit(f, compiler_options={"xla_embed_ir_in_executable": True})(x)) == 3.0
     with pytest.raises(jax.errors.JaxRuntimeError, match="No such compile option: 'invalid_key'"):
         jax.jit(f, compiler_options={"invalid_key": "invalid_value"})(x)
+
+
+def test_results_of_no_elements(tessera_devices):
+    # A slice past the end (x[:, 100:116]) has no elements: returned from a jit and from a
+    # shard_map over 2 devices, as an array of shape (32, 0).
+    mesh = mesh_of(tessera_devices, (2,), ("x",))
+    arr = jax.device_put(np.ones((32, 32), np.float32), NamedSharding(mesh, P(None, "x")))
+    f = lambda x: x[:, 100:116]  # noqa: E731
+    for g in (jax.jit(f), jax.jit(jax.shard_map(f, mesh=mesh, in_specs=P(None, "x"),
+                                                out_specs=P(None, "x")))):
+        out = g(arr)
+        assert out.shape == (32, 0)
+        assert np.asarray(out).shape == (32, 0)
