@@ -227,6 +227,15 @@ absl::Status Cutter::CheckOps() {
   for (mlir::Operation& op : block_.without_terminator()) {
     absl::Status status;
     op.walk([&](mlir::Operation* nested) {
+      if (IsCollective(nested) && nested != &op) {
+        // Collectives run between kernels; a kernel's loop or branch cannot hold one.
+        status = absl::UnimplementedError(absl::StrCat(
+            "'", nested->getName().getStringRef().str(), "' at ", FormatLocation(nested->getLoc()),
+            " is inside '", op.getName().getStringRef().str(), "' at ", FormatLocation(op.getLoc()),
+            ": a collective inside a loop or a branch (a psum in a lax.map, scan or cond body) "
+            "is not supported; the runtime runs collectives between kernels"));
+        return mlir::WalkResult::interrupt();
+      }
       if (nested->getDialect()->getNamespace() != "shard" || IsCollective(nested) ||
           mlir::isa<mlir::shard::ProcessMultiIndexOp>(nested)) {
         return mlir::WalkResult::advance();

@@ -716,3 +716,17 @@ def test_results_of_no_elements(tessera_devices):
         out = g(arr)
         assert out.shape == (32, 0)
         assert np.asarray(out).shape == (32, 0)
+
+
+def test_a_collective_inside_a_loop_raises_naming_it(tessera_devices):
+    # A psum inside lax.map inside a shard_map: the runtime runs collectives between kernels, so
+    # this is refused by name (never an internal error), and the inputs stay intact.
+    mesh = mesh_of(tessera_devices, (2,), ("x",))
+    x = jax.device_put(np.ones((8, 3), np.float32), NamedSharding(mesh, P("x")))
+    body = lambda b: jax.lax.map(lambda row: jax.lax.psum(row, "x"), b)  # noqa: E731
+    f = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x")))
+    with pytest.raises(jax.errors.JaxRuntimeError,
+                       match="UNIMPLEMENTED: 'shard.all_reduce' .* is inside 'scf.while'.*"
+                             "a collective inside a loop"):
+        f(x)
+    np.testing.assert_array_equal(np.asarray(x), np.ones((8, 3), np.float32))
