@@ -784,8 +784,102 @@ absl::StatusOr<Value> BuildScalarOp(mlir::OpBuilder& b, mlir::Location loc, mlir
                                                " operands"));
 }
 
+namespace {
+
+// stablehlo.bitcast_convert between element types of different widths (jax.lax.bitcast_convert_type
+// of f32 to u8 and back): the narrower side has one more dimension, of the widths' ratio, its
+// index 0 the lowest bits (StableHLO's little-endian order). Integer ops on the bits. Same width:
+// elementwise. UNIMPLEMENTED: bf16 / f16 (held in f32: their bits are not), widths below 8.
+absl::Status ConvertBitcastConvert(ImportState& state, mlir::Operation* op) {
+  TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, 0));
+  const unsigned in_width = in.getElementType().getIntOrFloatBitWidth();
+  const unsigned out_width = out.getElementType().getIntOrFloatBitWidth();
+  if (in_width == out_width) return ConvertElementwise(state, op);
+  const std::string where = ImportState::Where(op);
+  if (IsNarrowFloat(in.getElementType()) || IsNarrowFloat(out.getElementType()) || in_width < 8 ||
+      out_width < 8) {
+    return absl::UnimplementedError(absl::StrCat(
+        where, ": bitcast_convert of bf16, f16 or types narrower than a byte between widths"));
+  }
+  const bool splits = in_width > out_width;  // the result has one more dimension
+  const unsigned wide = splits ? in_width : out_width, narrow = splits ? out_width : in_width;
+  mlir::RankedTensorType longer = splits ? out : in, shorter = splits ? in : out;
+  llvm::SmallVector<int64_t> expected(shorter.getShape());
+  expected.push_back(wide / narrow);
+  if (longer.getShape() != llvm::ArrayRef<int64_t>(expected)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": the narrower side must have the wider one's shape and a last dimension of ",
+        wide / narrow));
+  }
+  TESSERA_ASSIGN_OR_RETURN(Value input, state.Operand(op, 0));
+  mlir::OpBuilder& b = state.builder();
+  const mlir::Location loc = op->getLoc();
+  mlir::Type wide_int = b.getIntegerType(wide), narrow_int = b.getIntegerType(narrow);
+  const unsigned rank = longer.getRank();
+  auto as_bits = [&](mlir::OpBuilder& nb, mlir::Location l, Value x, mlir::Type bits) -> Value {
+    return x.getType() == bits ? x : mlir::arith::BitcastOp::create(nb, l, bits, x).getResult();
+  };
+  auto shift = [&](mlir::OpBuilder& nb, mlir::Location l) -> Value {  // k * narrow, as wide_int
+    Value k = mlir::linalg::IndexOp::create(nb, l, rank - 1);
+    Value kw = mlir::arith::IndexCastOp::create(nb, l, wide_int, k);
+    return mlir::arith::MulIOp::create(nb, l, kw, Constant(nb, l, wide_int, narrow));
+  };
+  mlir::Type out_element = SignlessType(out.getElementType());
+  if (splits) {
+    llvm::SmallVector<mlir::AffineExpr> dims;
+    for (unsigned d = 0; d + 1 < rank; ++d) dims.push_back(b.getAffineDimExpr(d));
+    mlir::AffineMap drop_last = mlir::AffineMap::get(rank, 0, dims, b.getContext());
+    state.Map(
+        op->getResult(0),
+        BuildElementwise(
+            state, loc, out, {input}, {drop_last},
+            [&](mlir::OpBuilder& nb, mlir::Location l, mlir::ValueRange args) -> Value {
+              Value bits = as_bits(nb, l, args[0], wide_int);
+              Value moved = mlir::arith::ShRUIOp::create(nb, l, bits, shift(nb, l));
+              Value part = mlir::arith::TruncIOp::create(nb, l, narrow_int, moved);
+              return out_element == narrow_int
+                         ? part
+                         : mlir::arith::BitcastOp::create(nb, l, out_element, part).getResult();
+            }));
+    return absl::OkStatus();
+  }
+  // Joining: a reduction over the last dimension, each part shifted to its place and or-ed.
+  auto bits_type = mlir::RankedTensorType::get(out.getShape(), wide_int);
+  Value init = state.Fill(loc, bits_type, b.getIntegerAttr(wide_int, 0));
+  llvm::SmallVector<mlir::AffineExpr> dims;
+  for (unsigned d = 0; d + 1 < rank; ++d) dims.push_back(b.getAffineDimExpr(d));
+  llvm::SmallVector<mlir::AffineMap> maps = {b.getMultiDimIdentityMap(rank),
+                                             mlir::AffineMap::get(rank, 0, dims, b.getContext())};
+  llvm::SmallVector<mlir::utils::IteratorType> iterators(rank, mlir::utils::IteratorType::parallel);
+  iterators.back() = mlir::utils::IteratorType::reduction;
+  auto joined = mlir::linalg::GenericOp::create(
+      b, loc, mlir::TypeRange{bits_type}, mlir::ValueRange{input}, mlir::ValueRange{init}, maps,
+      iterators, [&](mlir::OpBuilder& nb, mlir::Location l, mlir::ValueRange args) {
+        Value part =
+            mlir::arith::ExtUIOp::create(nb, l, wide_int, as_bits(nb, l, args[0], narrow_int));
+        Value placed = mlir::arith::ShLIOp::create(nb, l, part, shift(nb, l));
+        mlir::linalg::YieldOp::create(nb, l,
+                                      Value(mlir::arith::OrIOp::create(nb, l, args[1], placed)));
+      });
+  Value result = joined.getResult(0);
+  if (out_element != wide_int) {
+    result = BuildElementwise(
+        state, loc, out, {result}, {},
+        [&](mlir::OpBuilder& nb, mlir::Location l, mlir::ValueRange args) {
+          return Value(mlir::arith::BitcastOp::create(nb, l, out_element, args[0]));
+        });
+  }
+  state.Map(op->getResult(0), result);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 void AddElementwiseConversions(ConversionTable& table) {
   for (const auto& [name, operands] : ScalarOps()) table[std::string(name)] = ConvertElementwise;
+  table["stablehlo.bitcast_convert"] = ConvertBitcastConvert;
 }
 
 }  // namespace tessera::compiler::stablehlo

@@ -730,3 +730,28 @@ def test_a_collective_inside_a_loop_raises_naming_it(tessera_devices):
                              "a collective inside a loop"):
         f(x)
     np.testing.assert_array_equal(np.asarray(x), np.ones((8, 3), np.float32))
+
+
+def test_bitcast_between_widths_matches_jax_cpu_bit_for_bit(tessera_devices, cpu_devices):
+    # lax.bitcast_convert_type to a narrower type adds a last dimension (lowest bits first) and
+    # back drops it: f32 <-> u8 (NaN, -0, a subnormal), i32 <-> i16, on one device and with the
+    # rows sharded over 8.
+    x = np.array([1.5, -0.0, np.nan, 3e38, -1e-40, 7.0, -2.5, 1e-3], np.float32)
+    i = np.array([[1, -2], [70000, -70000]] * 4, np.int32)
+    cases = [
+        (lambda v: jax.lax.bitcast_convert_type(v, jnp.uint8), x),
+        (lambda v: jax.lax.bitcast_convert_type(jax.lax.bitcast_convert_type(v, jnp.uint8) + 1,
+                                                jnp.float32), x),
+        (lambda v: jax.lax.bitcast_convert_type(v, jnp.int16), i),
+        (lambda v: jax.lax.bitcast_convert_type(jax.lax.bitcast_convert_type(v, jnp.uint16) + 3,
+                                                jnp.int32), i),
+    ]
+
+    def run(devices, f, a, count):
+        mesh = mesh_of(devices, (count,), ("x",))
+        return np.asarray(jax.jit(f)(jax.device_put(a, NamedSharding(mesh, P("x")))))
+
+    for f, a in cases:
+        for count in (1, 8):
+            np.testing.assert_array_equal(bits(run(tessera_devices, f, a, count)),
+                                          bits(run(cpu_devices, f, a, count)))
