@@ -177,19 +177,22 @@ bool MappedAsOneDeviceGroups(ImportState& state, mlir::Operation* op) {
   return true;
 }
 
-// OK inside a manual computation; `done` when `op` is outside one with one device per group
-// (MappedAsOneDeviceGroups), else UNIMPLEMENTED.
-absl::Status CheckInManualComputation(ImportState& state, mlir::Operation* op, bool* done) {
-  *done = false;
+// The manual computation's grid, or UNIMPLEMENTED for a collective outside one.
+absl::Status CheckInManualComputation(ImportState& state, mlir::Operation* op) {
   if (state.manual_grid()) return absl::OkStatus();
-  if (MappedAsOneDeviceGroups(state, op)) {
-    *done = true;
-    return absl::OkStatus();
-  }
   return absl::UnimplementedError(absl::StrCat(
       ImportState::Where(op),
       " outside a shard_map body: explicit collectives are supported inside shard_map only "
       "(and those whose device groups are one device each)"));
+}
+
+// `convert`, which takes collectives with replica_groups, preceded by the case of one device per
+// group outside a shard_map body (MappedAsOneDeviceGroups).
+OpConversion WithOneDeviceGroupsOutsideBodies(OpConversion convert) {
+  return [convert = std::move(convert)](ImportState& state, mlir::Operation* op) {
+    if (!state.manual_grid() && MappedAsOneDeviceGroups(state, op)) return absl::OkStatus();
+    return convert(state, op);
+  };
 }
 
 mlir::FlatSymbolRefAttr GridSymbol(ImportState& state) {
@@ -287,9 +290,7 @@ absl::Status ShapeMismatch(mlir::Operation* op, unsigned i, std::string_view exp
 
 // stablehlo.all_reduce (psum / pmax / pmin over mesh axes): one shard.all_reduce per operand.
 absl::Status ConvertAllReduce(ImportState& state, mlir::Operation* op) {
-  bool done = false;
-  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op, &done));
-  if (done) return absl::OkStatus();
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
   const unsigned n = op->getNumOperands();
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, n, n));
   TESSERA_ASSIGN_OR_RETURN(std::vector<int16_t> axes, GridAxesOf(state, op));
@@ -315,9 +316,7 @@ absl::Status ConvertAllReduce(ImportState& state, mlir::Operation* op) {
 
 // stablehlo.all_gather (all_gather over mesh axes, tiled): shard.all_gather per operand.
 absl::Status ConvertAllGather(ImportState& state, mlir::Operation* op) {
-  bool done = false;
-  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op, &done));
-  if (done) return absl::OkStatus();
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
   const unsigned n = op->getNumOperands();
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, n, n));
   TESSERA_ASSIGN_OR_RETURN(std::vector<int16_t> axes, GridAxesOf(state, op));
@@ -347,9 +346,7 @@ absl::Status ConvertAllGather(ImportState& state, mlir::Operation* op) {
 
 // stablehlo.reduce_scatter (psum_scatter, tiled): shard.reduce_scatter.
 absl::Status ConvertReduceScatter(ImportState& state, mlir::Operation* op) {
-  bool done = false;
-  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op, &done));
-  if (done) return absl::OkStatus();
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
   TESSERA_ASSIGN_OR_RETURN(std::vector<int16_t> axes, GridAxesOf(state, op));
   const int64_t members = GroupSize(state, axes);
@@ -385,9 +382,7 @@ absl::Status ConvertReduceScatter(ImportState& state, mlir::Operation* op) {
 
 // stablehlo.all_to_all (all_to_all, tiled): shard.all_to_all per operand.
 absl::Status ConvertAllToAll(ImportState& state, mlir::Operation* op) {
-  bool done = false;
-  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op, &done));
-  if (done) return absl::OkStatus();
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
   const unsigned n = op->getNumOperands();
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, n, n));
   TESSERA_ASSIGN_OR_RETURN(std::vector<int16_t> axes, GridAxesOf(state, op));
@@ -451,9 +446,7 @@ mlir::Value LinearPosition(ImportState& state, mlir::Location loc) {
 // stablehlo.partition_id (axis_index's source): the device's position in the mesh, row-major, as
 // a rank-0 ui32 tensor; stablehlo.replica_id: 0 (one replica).
 absl::Status ConvertPartitionId(ImportState& state, mlir::Operation* op) {
-  bool done = false;
-  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op, &done));
-  if (done) return absl::OkStatus();
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 0, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, 0));
   if (out.getRank() != 0 || !out.getElementType().isInteger(32)) {
@@ -593,9 +586,7 @@ mlir::Value SelectByPosition(ImportState& state, mlir::Location loc, mlir::Ranke
 //   keeping the one its id takes.
 // No pairs: zeros; every device its own target: the input.
 absl::Status ConvertCollectivePermute(ImportState& state, mlir::Operation* op) {
-  bool done = false;
-  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op, &done));
-  if (done) return absl::OkStatus();
+  TESSERA_RETURN_IF_ERROR(CheckInManualComputation(state, op));
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, 0));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType out, state.ResultType(op, 0));
@@ -700,10 +691,10 @@ absl::Status RefuseCollective(ImportState&, mlir::Operation* op) {
 }  // namespace
 
 void AddCollectiveConversions(ConversionTable& table) {
-  table["stablehlo.all_reduce"] = ConvertAllReduce;
-  table["stablehlo.all_gather"] = ConvertAllGather;
-  table["stablehlo.reduce_scatter"] = ConvertReduceScatter;
-  table["stablehlo.all_to_all"] = ConvertAllToAll;
+  table["stablehlo.all_reduce"] = WithOneDeviceGroupsOutsideBodies(ConvertAllReduce);
+  table["stablehlo.all_gather"] = WithOneDeviceGroupsOutsideBodies(ConvertAllGather);
+  table["stablehlo.reduce_scatter"] = WithOneDeviceGroupsOutsideBodies(ConvertReduceScatter);
+  table["stablehlo.all_to_all"] = WithOneDeviceGroupsOutsideBodies(ConvertAllToAll);
   table["stablehlo.partition_id"] = ConvertPartitionId;
   table["stablehlo.replica_id"] = ConvertPartitionId;
   table["stablehlo.collective_permute"] = ConvertCollectivePermute;

@@ -827,10 +827,11 @@ absl::Status ConvertBitcastConvert(ImportState& state, mlir::Operation* op) {
     return mlir::arith::MulIOp::create(nb, l, kw, Constant(nb, l, wide_int, narrow));
   };
   mlir::Type out_element = SignlessType(out.getElementType());
+  // The shorter side, read or written at the longer side's position without its last index.
+  llvm::SmallVector<mlir::AffineExpr> dims;
+  for (unsigned d = 0; d + 1 < rank; ++d) dims.push_back(b.getAffineDimExpr(d));
+  const mlir::AffineMap drop_last = mlir::AffineMap::get(rank, 0, dims, b.getContext());
   if (splits) {
-    llvm::SmallVector<mlir::AffineExpr> dims;
-    for (unsigned d = 0; d + 1 < rank; ++d) dims.push_back(b.getAffineDimExpr(d));
-    mlir::AffineMap drop_last = mlir::AffineMap::get(rank, 0, dims, b.getContext());
     state.Map(
         op->getResult(0),
         BuildElementwise(
@@ -848,10 +849,7 @@ absl::Status ConvertBitcastConvert(ImportState& state, mlir::Operation* op) {
   // Joining: a reduction over the last dimension, each part shifted to its place and or-ed.
   auto bits_type = mlir::RankedTensorType::get(out.getShape(), wide_int);
   Value init = state.Fill(loc, bits_type, b.getIntegerAttr(wide_int, 0));
-  llvm::SmallVector<mlir::AffineExpr> dims;
-  for (unsigned d = 0; d + 1 < rank; ++d) dims.push_back(b.getAffineDimExpr(d));
-  llvm::SmallVector<mlir::AffineMap> maps = {b.getMultiDimIdentityMap(rank),
-                                             mlir::AffineMap::get(rank, 0, dims, b.getContext())};
+  llvm::SmallVector<mlir::AffineMap> maps = {b.getMultiDimIdentityMap(rank), drop_last};
   llvm::SmallVector<mlir::utils::IteratorType> iterators(rank, mlir::utils::IteratorType::parallel);
   iterators.back() = mlir::utils::IteratorType::reduction;
   auto joined = mlir::linalg::GenericOp::create(
