@@ -22,6 +22,8 @@ Cases:
                a transformer block's forward + backward (batch 8, sequence 128, width 512, 8
                heads; benchmarks/jax_compare.py's), data-parallel and Megatron (--no-transformer
                leaves them out: compiling them takes a minute)
+  cnn_dp       a small CNN's forward + backward (three 3x3 convolutions, 32 channels, on a
+               batch of 32 RGB 32x32 images), data-parallel
 --cases names the cases to run (comma-separated; default all): the others are not even set up,
 so that one case can be timed alone, in more rounds, on a busy machine.
 Each round times every case on each system (median of --repeat), in turns; the table shows the
@@ -53,27 +55,15 @@ def parse_args():
     return p.parse_args()
 
 
-def transformer_cases(jax, np, client, plugin_devices, cpu_devices, b=8, s=128, d=512, heads=8):
-    """The transformer block of jax_compare.py, forward + backward, on the three systems."""
-    import jax.numpy as jnp
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+def gradient_cases(jax, np, client, plugin_devices, cpu_devices, loss, params, x, layouts):
+    """jax.grad of loss(params, x) with respect to params on the three systems, one case per
+    layout name: (x's PartitionSpec, the params' PartitionSpecs)."""
+    from jax.sharding import Mesh, NamedSharding
 
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from jax_compare import transformer_block
-
-    hidden, n = 4 * d, len(plugin_devices)
-    rng = np.random.default_rng(0)
-    rand = lambda scale, *shape: (scale * rng.standard_normal(shape)).astype(np.float32)  # noqa
-    params = (*[rand(d ** -0.5, d, d) for _ in range(4)], rand(d ** -0.5, d, hidden),
-              rand(hidden ** -0.5, hidden, d), 1.0 + rand(0.1, d), rand(0.1, d))
-    x = rand(1.0, b, s, d)
+    n = len(plugin_devices)
 
     def fwd_bwd(params, x):
-        return jax.grad(lambda p: jnp.mean(transformer_block(x, *p, heads=heads) ** 2))(params)
-
-    col, row, rep = P(None, "x"), P("x", None), P()
-    layouts = {"block_dp": (P("x", None, None), (rep,) * 8),
-               "block_megatron": (P(None, None, None), (col, col, col, row, col, row, rep, rep))}
+        return jax.grad(loss)(params, x)
 
     def text(spec, ndim):
         dims = list(spec) + [None] * (ndim - len(spec))
@@ -93,16 +83,62 @@ def transformer_cases(jax, np, client, plugin_devices, cpu_devices, b=8, s=128, 
             if system == "plugin":
                 exe = client.compile(f.lower(*args))
                 arrays = [client.put(p, text(sp, p.ndim)) for p, sp in zip(params, p_specs)]
-                arrays.append(client.put(x, text(x_spec, 3)))
+                arrays.append(client.put(x, text(x_spec, x.ndim)))
                 calls["tessera"] = lambda exe=exe, arrays=arrays: [
                     o.block_until_ready() for o in exe.execute(arrays)]
         cases[name] = {k: calls[k] for k in ("plugin", "tessera", "jax")}
     return cases
 
 
+def transformer_cases(jax, np, client, plugin_devices, cpu_devices, b=8, s=128, d=512, heads=8):
+    """The transformer block of jax_compare.py, forward + backward, on the three systems."""
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from jax_compare import transformer_block
+
+    hidden = 4 * d
+    rng = np.random.default_rng(0)
+    rand = lambda scale, *shape: (scale * rng.standard_normal(shape)).astype(np.float32)  # noqa
+    params = (*[rand(d ** -0.5, d, d) for _ in range(4)], rand(d ** -0.5, d, hidden),
+              rand(hidden ** -0.5, hidden, d), 1.0 + rand(0.1, d), rand(0.1, d))
+    x = rand(1.0, b, s, d)
+    col, row, rep = P(None, "x"), P("x", None), P()
+    layouts = {"block_dp": (P("x", None, None), (rep,) * 8),
+               "block_megatron": (P(None, None, None), (col, col, col, row, col, row, rep, rep))}
+    return gradient_cases(
+        jax, np, client, plugin_devices, cpu_devices,
+        lambda p, x: jnp.mean(transformer_block(x, *p, heads=heads) ** 2), params, x, layouts)
+
+
+def cnn_cases(jax, np, client, plugin_devices, cpu_devices, b=32, size=32, width=32):
+    """A small CNN's forward + backward, data-parallel: three 3x3 convolutions (the last two
+    strided) with ReLUs, mean pooling and a dense layer, on 32x32 RGB images."""
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+
+    rng = np.random.default_rng(0)
+    rand = lambda scale, *shape: (scale * rng.standard_normal(shape)).astype(np.float32)  # noqa
+    params = (rand(0.3, 3, 3, 3, width), rand(width ** -0.5 / 3, 3, 3, width, width),
+              rand(width ** -0.5 / 3, 3, 3, width, width), rand(width ** -0.5, width, 10))
+
+    def loss(p, x):
+        h = x
+        for w, stride in zip(p[:3], (1, 2, 2)):
+            h = jax.nn.relu(jax.lax.conv_general_dilated(
+                h, w, (stride, stride), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
+        return jnp.mean((h.mean(axis=(1, 2)) @ p[3]) ** 2)
+
+    layouts = {"cnn_dp": (P("x", None, None, None), (P(),) * 4)}
+    return gradient_cases(jax, np, client, plugin_devices, cpu_devices, loss, params,
+                          rand(1.0, b, size, size, 3), layouts)
+
+
 def main():
     args = parse_args()
-    known = {"dispatch", "mlp", "megatron", "block_dp", "block_megatron", "device_put", "asarray"}
+    known = {"dispatch", "mlp", "megatron", "block_dp", "block_megatron", "cnn_dp", "device_put",
+             "asarray"}
     unknown = set(args.cases or []) - known
     if unknown:
         sys.exit(f"unknown --cases {sorted(unknown)}; the cases are {sorted(known)}")
@@ -176,6 +212,8 @@ def main():
     if not args.no_transformer and (wanted("block_dp") or wanted("block_megatron")):
         blocks = transformer_cases(jax, np, client, plugin_devices, cpu_devices)
         cases.update({case: systems for case, systems in blocks.items() if wanted(case)})
+    if wanted("cnn_dp"):
+        cases.update(cnn_cases(jax, np, client, plugin_devices, cpu_devices))
     big = rand(args.mib * (1 << 20) // 4 // 1024, 1024)
     rows_plugin = NamedSharding(Mesh(np.array(plugin_devices), ("x",)), P("x", None))
     rows_cpu = NamedSharding(Mesh(np.array(cpu_devices), ("x",)), P("x", None))

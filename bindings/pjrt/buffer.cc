@@ -2,12 +2,17 @@
 // device-to-device copies go through the Tessera client, so its transfer guard sees each of them
 // before a byte moves.
 
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "base/checked_math.h"
 #include "base/string_view.h"
@@ -56,6 +61,48 @@ absl::StatusOr<int64_t> SpannedBytes(absl::Span<const int64_t> dims,
   std::optional<int64_t> bytes = base::CheckedAdd(last, element_bytes);
   if (!bytes.has_value()) return absl::InvalidArgumentError("the host layout overflows int64");
   return *bytes;
+}
+
+// A row-major copy of the array of `dims` at `data` whose elements lie `strides` bytes apart,
+// some negative: a numpy view such as x[::-1], which JAX hands over as it is and Tessera's host
+// buffers cannot describe (their strides are not negative). INVALID_ARGUMENT when the dims or the
+// layout overflow; RESOURCE_EXHAUSTED when the copy cannot be allocated.
+absl::StatusOr<std::shared_ptr<char[]>> CompactCopy(const void* data,
+                                                    absl::Span<const int64_t> dims,
+                                                    absl::Span<const int64_t> strides,
+                                                    int64_t element_bytes) {
+  for (int64_t d : dims) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat("a negative dimension ", d));
+  }
+  std::optional<int64_t> count = base::CheckedProduct(dims);
+  std::optional<int64_t> bytes =
+      count.has_value() ? base::CheckedMul(*count, element_bytes) : std::nullopt;
+  if (!bytes.has_value()) return absl::InvalidArgumentError("the buffer's size overflows int64");
+  for (size_t d = 0; d < dims.size() && *count > 0; ++d) {
+    if (!base::CheckedMul(dims[d] - 1, strides[d]).has_value()) {
+      return absl::InvalidArgumentError("the host layout overflows int64");
+    }
+  }
+  std::shared_ptr<char[]> copy(new (std::nothrow) char[std::max<int64_t>(*bytes, 1)]);
+  if (copy == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("no memory for a row-major copy of ", *bytes, " bytes"));
+  }
+  const char* source = static_cast<const char*>(data);
+  std::vector<int64_t> index(dims.size(), 0);
+  int64_t offset = 0;  // of element `index`, within the layout (checked above)
+  for (int64_t i = 0; i < *count; ++i) {
+    std::memcpy(copy.get() + i * element_bytes, source + offset, element_bytes);
+    for (size_t d = dims.size(); d-- > 0;) {  // the next index, row-major
+      if (++index[d] < dims[d]) {
+        offset += strides[d];
+        break;
+      }
+      offset -= (dims[d] - 1) * strides[d];
+      index[d] = 0;
+    }
+  }
+  return copy;
 }
 
 PJRT_Device* DestinationDevice(PJRT_Device* device, PJRT_Memory* memory) {
@@ -213,13 +260,27 @@ PJRT_Error* ClientBufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_Args* ar
   }
   absl::StatusOr<tessera::HostBufferSemantics> semantics = ToSemantics(args->host_buffer_semantics);
   TESSERA_PJRT_RETURN_IF_ERROR(semantics.status());
+  const void* data = args->data;
+  std::shared_ptr<char[]> compact;  // a negatively strided buffer's copy, kept until uploaded
+  if (byte_strides.has_value() && args->data != nullptr &&
+      absl::c_any_of(*byte_strides, [](int64_t stride) { return stride < 0; })) {
+    absl::StatusOr<std::shared_ptr<char[]>> copy =
+        CompactCopy(args->data, dims, *byte_strides, ElementBytes(dtype));
+    if (!copy.ok()) {
+      return MakeError(
+          absl::Status(copy.status().code(), absl::StrCat(kWhere, ": ", copy.status().message())));
+    }
+    compact = *std::move(copy);
+    data = compact.get();
+    byte_strides.reset();
+  }
   tessera::ShardingRef sharding = device->sharding;
   tessera::Promise<> done;
   std::optional<absl::Span<const int64_t>> strides_span;
   if (byte_strides.has_value()) strides_span = absl::MakeConstSpan(*byte_strides);
   absl::StatusOr<tessera::ArrayRef> array = state->client->MakeArrayFromHostBuffer(
-      args->data, dtype, tessera::Shape(dims), strides_span, std::move(sharding), *semantics,
-      [done]() { done.Set(absl::OkStatus()); });
+      data, dtype, tessera::Shape(dims), strides_span, std::move(sharding), *semantics,
+      [done, compact]() { done.Set(absl::OkStatus()); });
   TESSERA_PJRT_RETURN_IF_ERROR(array.status());
   absl::StatusOr<PJRT_Buffer*> buffer = MakeBuffer(state, std::move(*array));
   TESSERA_PJRT_RETURN_IF_ERROR(buffer.status());

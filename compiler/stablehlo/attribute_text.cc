@@ -279,6 +279,122 @@ absl::StatusOr<DotDimensions> ParseDotDimensions(std::string_view text) {
   return dims;
 }
 
+namespace {
+
+// One tensor's list of the compact form: `[b, 0, 1, f]`, `first` / `second` its two feature-like
+// labels ("b", "f" or "i", "o"), each position a label or a spatial index.
+absl::Status ParseConvList(Lexer& lexer, char first, char second, int64_t* first_dim,
+                           int64_t* second_dim, std::vector<int64_t>* spatial) {
+  TESSERA_RETURN_IF_ERROR(lexer.Expect("["));
+  constexpr int64_t kMaxDims = 64;
+  std::vector<int64_t> spatial_at;  // spatial index at each position, -1 for a label
+  int64_t firsts = 0, seconds = 0;
+  if (!lexer.Peek(']')) {
+    do {
+      const size_t at = lexer.Position();
+      if (static_cast<int64_t>(spatial_at.size()) >= kMaxDims) {
+        return lexer.ErrorAt(at, "at most 64 dimensions");
+      }
+      std::string_view label;
+      int64_t index = 0;
+      const std::string expected =
+          absl::StrCat("'", std::string(1, first), "', '", std::string(1, second),
+                       "' or a spatial dimension's index");
+      if (lexer.EatIdentifier(&label)) {
+        if (label.size() != 1 || (label[0] != first && label[0] != second)) {
+          return lexer.ErrorAt(at, expected);
+        }
+        int64_t& count = label[0] == first ? firsts : seconds;
+        if (++count > 1)
+          return lexer.ErrorAt(
+              at, absl::StrCat(expected, " (not a second '", base::AsAbsl(label), "')"));
+        *(label[0] == first ? first_dim : second_dim) = static_cast<int64_t>(spatial_at.size());
+        spatial_at.push_back(-1);
+      } else if (lexer.EatInteger(&index)) {
+        if (index < 0 || index >= kMaxDims) return lexer.ErrorAt(at, "a spatial index in [0, 64)");
+        spatial_at.push_back(index);
+      } else {
+        return lexer.Error(expected);
+      }
+    } while (lexer.Eat(","));
+  }
+  TESSERA_RETURN_IF_ERROR(lexer.Expect("]"));
+  if (firsts != 1 || seconds != 1) {
+    return lexer.Error(absl::StrCat("(before this) a list with one '", std::string(1, first),
+                                    "' and one '", std::string(1, second), "'"));
+  }
+  const int64_t count = static_cast<int64_t>(spatial_at.size()) - 2;
+  spatial->assign(count, -1);
+  for (int64_t position = 0; position < static_cast<int64_t>(spatial_at.size()); ++position) {
+    const int64_t s = spatial_at[position];
+    if (s < 0) continue;
+    if (s >= count || (*spatial)[s] != -1) {
+      return lexer.Error(
+          absl::StrCat("(before this) spatial indices 0 to ", count - 1, " once each"));
+    }
+    (*spatial)[s] = position;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ConvDimensions> ParseConvDimensions(std::string_view text) {
+  Lexer lexer("convolution dimension numbers", text);
+  TESSERA_RETURN_IF_ERROR(lexer.Open("conv"));
+  ConvDimensions dims;
+  if (lexer.EatWord("raw")) {
+    TESSERA_RETURN_IF_ERROR(ParseFields(
+        lexer,
+        "input_batch_dimension, input_feature_dimension, input_spatial_dimensions, "
+        "kernel_input_feature_dimension, kernel_output_feature_dimension, "
+        "kernel_spatial_dimensions, output_batch_dimension, output_feature_dimension, "
+        "output_spatial_dimensions",
+        [&](std::string_view name, bool& found) -> absl::Status {
+          std::vector<int64_t>* list = name == "input_spatial_dimensions"    ? &dims.input_spatial
+                                       : name == "kernel_spatial_dimensions" ? &dims.kernel_spatial
+                                       : name == "output_spatial_dimensions" ? &dims.output_spatial
+                                                                             : nullptr;
+          int64_t* single = name == "input_batch_dimension"            ? &dims.input_batch
+                            : name == "input_feature_dimension"        ? &dims.input_feature
+                            : name == "kernel_input_feature_dimension" ? &dims.kernel_input_feature
+                            : name == "kernel_output_feature_dimension"
+                                ? &dims.kernel_output_feature
+                            : name == "output_batch_dimension"   ? &dims.output_batch
+                            : name == "output_feature_dimension" ? &dims.output_feature
+                                                                 : nullptr;
+          if (list != nullptr) {
+            found = true;
+            TESSERA_ASSIGN_OR_RETURN(*list, lexer.IntegerList());
+          } else if (single != nullptr) {
+            found = true;
+            if (!lexer.EatInteger(single)) return lexer.Error("an integer");
+          }
+          return absl::OkStatus();
+        }));
+    TESSERA_RETURN_IF_ERROR(lexer.Close());
+    if (dims.input_spatial.size() != dims.kernel_spatial.size() ||
+        dims.input_spatial.size() != dims.output_spatial.size()) {
+      return lexer.Error("(before this) as many spatial dimensions in input, kernel and output");
+    }
+    return dims;
+  }
+  TESSERA_RETURN_IF_ERROR(
+      ParseConvList(lexer, 'b', 'f', &dims.input_batch, &dims.input_feature, &dims.input_spatial));
+  TESSERA_RETURN_IF_ERROR(lexer.Expect("x"));
+  TESSERA_RETURN_IF_ERROR(ParseConvList(lexer, 'i', 'o', &dims.kernel_input_feature,
+                                        &dims.kernel_output_feature, &dims.kernel_spatial));
+  TESSERA_RETURN_IF_ERROR(lexer.Expect("->"));
+  TESSERA_RETURN_IF_ERROR(ParseConvList(lexer, 'b', 'f', &dims.output_batch, &dims.output_feature,
+                                        &dims.output_spatial));
+  if (dims.input_spatial.size() != dims.kernel_spatial.size() ||
+      dims.input_spatial.size() != dims.output_spatial.size()) {
+    return lexer.Error("(before this) as many spatial dimensions in input, kernel and output");
+  }
+  TESSERA_RETURN_IF_ERROR(lexer.Close());
+  return dims;
+}
+
 absl::StatusOr<GatherDimensions> ParseGatherDimensions(std::string_view text) {
   Lexer lexer("gather / scatter dimension numbers", text);
   std::string_view mnemonic;

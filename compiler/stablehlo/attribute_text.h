@@ -7,6 +7,7 @@
 //
 //   ParseDotDimensions("dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], "
 //                      "lhs_contracting_dimensions = [2], rhs_contracting_dimensions = [1]>")
+//   ParseConvDimensions("conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>")    // NHWC, HWIO, NHWC
 //   ParseEnumAttr("<comparison_direction EQ>", "comparison_direction")     // "EQ"
 //   ParseSdyMesh("mesh<[\"dp\"=2, \"tp\"=4]>")                             // axes dp=2, tp=4
 //   ParseSdySharding("sharding<@mesh, [{\"dp\"}, {}]>")                    // mesh "mesh", [[dp],
@@ -52,6 +53,23 @@ struct GatherDimensions {
   int64_t index_vector_dim = 0;                       // StableHLO prints none when 0
 };
 absl::StatusOr<GatherDimensions> ParseGatherDimensions(std::string_view text);
+
+// stablehlo.convolution's dimension numbers: which dimension of the input (lhs), the kernel
+// (rhs) and the output holds the batch, the features and each spatial dimension (spatial
+// dimension s of the input is paired with spatial dimension s of the kernel and of the output).
+// Read from the compact form StableHLO prints, `[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]` (each
+// list one tensor's dimensions in order: b / f / i / o or the spatial index), or the raw form
+// `raw input_batch_dimension = 0, ...`. INVALID_ARGUMENT: a label missing or repeated, spatial
+// indices that are not 0..S-1 once each, lists of different spatial counts, over 64 dimensions.
+struct ConvDimensions {
+  int64_t input_batch = 0, input_feature = 0;
+  std::vector<int64_t> input_spatial;
+  int64_t kernel_input_feature = 0, kernel_output_feature = 0;
+  std::vector<int64_t> kernel_spatial;
+  int64_t output_batch = 0, output_feature = 0;
+  std::vector<int64_t> output_spatial;
+};
+absl::StatusOr<ConvDimensions> ParseConvDimensions(std::string_view text);
 
 // The value of an enum attribute "<name VALUE>" ("comparison_direction EQ" -> "EQ").
 absl::StatusOr<std::string> ParseEnumAttr(std::string_view text, std::string_view name);

@@ -54,36 +54,6 @@ bool DistinctInRange(const std::vector<int64_t>& dims, int64_t rank) {
   return true;
 }
 
-// `value` (old type `type`) with its dimensions in the order `order`: itself when already so.
-Value Permute(ImportState& state, mlir::Location loc, Value value, mlir::RankedTensorType type,
-              const std::vector<int64_t>& order) {
-  if (std::is_sorted(order.begin(), order.end())) return value;
-  llvm::SmallVector<int64_t> shape;
-  for (int64_t d : order) shape.push_back(type.getDimSize(d));
-  auto permuted = mlir::RankedTensorType::get(shape, SignlessType(type.getElementType()));
-  Value init = state.Empty(loc, permuted);
-  return mlir::linalg::TransposeOp::create(state.builder(), loc, value, init, order)->getResult(0);
-}
-
-// `value` with each group of consecutive dimensions collapsed into one: itself when every group
-// is one dimension.
-Value Collapse(ImportState& state, mlir::Location loc, Value value,
-               llvm::ArrayRef<mlir::ReassociationIndices> groups) {
-  if (llvm::all_of(groups, [](const mlir::ReassociationIndices& g) { return g.size() == 1; })) {
-    return value;
-  }
-  auto type = mlir::cast<mlir::RankedTensorType>(value.getType());
-  llvm::SmallVector<int64_t> shape;
-  for (const mlir::ReassociationIndices& group : groups) {
-    int64_t size = 1;
-    for (int64_t d : group) size *= type.getDimSize(d);  // bounded by the element count
-    shape.push_back(size);
-  }
-  auto collapsed = mlir::RankedTensorType::get(shape, type.getElementType());
-  return mlir::tensor::CollapseShapeOp::create(state.builder(), loc, collapsed, value, groups)
-      .getResult();
-}
-
 // A zero of the result's type to accumulate into.
 Value ZeroInit(ImportState& state, mlir::Location loc, mlir::RankedTensorType result) {
   mlir::RankedTensorType type = ImportState::NewType(result);
@@ -174,8 +144,8 @@ absl::Status ConvertDotGeneral(ImportState& state, mlir::Operation* op) {
     const int64_t m = static_cast<int64_t>(lhs_free.size());
     const int64_t n = static_cast<int64_t>(rhs_free.size());
     const int64_t k = static_cast<int64_t>(dims.lhs_contracting.size());
-    Value a2 = Collapse(state, loc, Permute(state, loc, a, lhs, lhs_order), runs({m, k}));
-    Value b2 = Collapse(state, loc, Permute(state, loc, b, rhs, rhs_order), runs({k, n}));
+    Value a2 = CollapseRuns(state, loc, PermuteDims(state, loc, a, lhs_order), runs({m, k}));
+    Value b2 = CollapseRuns(state, loc, PermuteDims(state, loc, b, rhs_order), runs({k, n}));
     auto a2_type = mlir::cast<mlir::RankedTensorType>(a2.getType());
     auto b2_type = mlir::cast<mlir::RankedTensorType>(b2.getType());
     llvm::SmallVector<int64_t> product_shape(a2_type.getShape().drop_back());

@@ -479,6 +479,11 @@ absl::Status ConvertElementwise(ImportState& state, mlir::Operation* op) {
 
 }  // namespace
 
+mlir::Value ConvertElement(mlir::OpBuilder& builder, mlir::Location loc, mlir::Value x,
+                           mlir::Type from, mlir::Type to) {
+  return Convert(builder, loc, x, from, to);
+}
+
 mlir::Value RoundToBf16(mlir::OpBuilder& b, mlir::Location loc, mlir::Value x) {
   mlir::Type i32 = b.getI32Type();
   auto constant = [&](uint32_t v) {

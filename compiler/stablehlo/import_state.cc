@@ -1,5 +1,6 @@
 #include "compiler/stablehlo/import_state.h"
 
+#include <algorithm>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/checked_math.h"
+#include "base/status_macros.h"
 #include "base/string_view.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -188,9 +190,80 @@ mlir::Value ImportState::Fill(mlir::Location loc, mlir::RankedTensorType type,
   return filled;
 }
 
+absl::StatusOr<std::vector<int64_t>> ImportState::I64ArrayAttrOr(mlir::Operation* op,
+                                                                 std::string_view name,
+                                                                 int64_t count, int64_t fallback,
+                                                                 int64_t minimum) {
+  if (!GetAttr(op, name)) return std::vector<int64_t>(count, fallback);
+  TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> values, I64ArrayAttr(op, name));
+  if (static_cast<int64_t>(values.size()) != count) {
+    return absl::InvalidArgumentError(absl::StrCat(Where(op), ": ", base::AsAbsl(name), " has ",
+                                                   values.size(), " values; expected ", count));
+  }
+  for (int64_t v : values) {
+    if (v < minimum || v > (int64_t{1} << 40)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Where(op), ": ", base::AsAbsl(name), " value ", v, " out of range"));
+    }
+  }
+  return values;
+}
+
+mlir::Value PermuteDims(ImportState& state, mlir::Location loc, mlir::Value value,
+                        llvm::ArrayRef<int64_t> order) {
+  if (std::is_sorted(order.begin(), order.end())) return value;
+  auto type = mlir::cast<mlir::RankedTensorType>(value.getType());
+  llvm::SmallVector<int64_t> shape;
+  for (int64_t d : order) shape.push_back(type.getDimSize(d));
+  mlir::Value init = state.Empty(loc, mlir::RankedTensorType::get(shape, type.getElementType()));
+  return mlir::linalg::TransposeOp::create(state.builder(), loc, value, init, order)->getResult(0);
+}
+
+mlir::Value CollapseRuns(ImportState& state, mlir::Location loc, mlir::Value value,
+                         llvm::ArrayRef<mlir::ReassociationIndices> groups) {
+  if (llvm::all_of(groups, [](const mlir::ReassociationIndices& g) { return g.size() == 1; })) {
+    return value;
+  }
+  auto type = mlir::cast<mlir::RankedTensorType>(value.getType());
+  llvm::SmallVector<int64_t> shape;
+  for (const mlir::ReassociationIndices& group : groups) {
+    int64_t size = 1;
+    for (int64_t d : group) size *= type.getDimSize(d);  // bounded by the element count
+    shape.push_back(size);
+  }
+  auto collapsed = mlir::RankedTensorType::get(shape, type.getElementType());
+  return mlir::tensor::CollapseShapeOp::create(state.builder(), loc, collapsed, value, groups)
+      .getResult();
+}
+
+mlir::Value PadWith(ImportState& state, mlir::Location loc, mlir::Value value,
+                    mlir::RankedTensorType type, llvm::ArrayRef<int64_t> low,
+                    llvm::ArrayRef<int64_t> high, mlir::TypedAttr fill) {
+  mlir::OpBuilder& b = state.builder();
+  auto attrs = [&](llvm::ArrayRef<int64_t> values) {
+    llvm::SmallVector<mlir::OpFoldResult> result;
+    for (int64_t v : values) result.push_back(b.getIndexAttr(v));
+    return result;
+  };
+  auto pad = mlir::tensor::PadOp::create(b, loc, type, value, attrs(low), attrs(high));
+  // The body yields the padding value (the builder leaves the region empty).
+  mlir::OpBuilder::InsertionGuard guard(b);
+  mlir::Region& region = pad.getRegion();
+  if (!region.empty()) region.front().erase();
+  llvm::SmallVector<mlir::Type> index_types(type.getRank(), b.getIndexType());
+  llvm::SmallVector<mlir::Location> locs(type.getRank(), loc);
+  b.createBlock(&region, {}, index_types, locs);
+  mlir::tensor::YieldOp::create(b, loc, mlir::arith::ConstantOp::create(b, loc, fill));
+  return pad.getResult();
+}
+
 mlir::Operation* BinaryBodyOp(mlir::Operation* op) {
-  if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock()) return nullptr;
-  mlir::Block& body = op->getRegion(0).front();
+  return op->getNumRegions() == 1 ? BinaryRegionOp(op->getRegion(0)) : nullptr;
+}
+
+mlir::Operation* BinaryRegionOp(mlir::Region& region) {
+  if (!region.hasOneBlock()) return nullptr;
+  mlir::Block& body = region.front();
   if (body.getNumArguments() != 2 || body.getOperations().size() < 2) return nullptr;
   mlir::Operation& combine = body.front();
   mlir::Operation* ret = &body.back();

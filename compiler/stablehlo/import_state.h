@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "llvm/ADT/DenseMap.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -100,6 +101,13 @@ class ImportState {
   static absl::StatusOr<std::vector<int64_t>> I64ArrayAttr(mlir::Operation* op,
                                                            std::string_view name);
 
+  // An `array<i64: ...>` attribute of `count` values, each in [minimum, 2^40] (window sizes,
+  // strides, dilations); `fallback` `count` times when `op` has no attribute `name`.
+  // INVALID_ARGUMENT naming the attribute otherwise.
+  static absl::StatusOr<std::vector<int64_t>> I64ArrayAttrOr(mlir::Operation* op,
+                                                             std::string_view name, int64_t count,
+                                                             int64_t fallback, int64_t minimum);
+
   // Inside a manual computation's body (shard_map): the axis sizes of its mesh, which its
   // collectives' device groups are over (grid axis i is mesh axis i); null elsewhere.
   void SetManualGrid(std::vector<int64_t> shape) { manual_grid_ = std::move(shape); }
@@ -120,13 +128,28 @@ class ImportState {
   std::optional<std::vector<int64_t>> manual_grid_;
 };
 
+// `value` (a new tensor) with its dimensions in the order `order` (a linalg.transpose): itself
+// when `order` is the identity.
+mlir::Value PermuteDims(ImportState& state, mlir::Location loc, mlir::Value value,
+                        llvm::ArrayRef<int64_t> order);
+// `value` with each group of consecutive dimensions collapsed into one (tensor.collapse_shape):
+// itself when every group is one dimension.
+mlir::Value CollapseRuns(ImportState& state, mlir::Location loc, mlir::Value value,
+                         llvm::ArrayRef<mlir::ReassociationIndices> groups);
+
+// `value` padded into `type` with `low` / `high` elements of the constant `fill` before / after
+// each dimension (a tensor.pad; the padding is not negative).
+mlir::Value PadWith(ImportState& state, mlir::Location loc, mlir::Value value,
+                    mlir::RankedTensorType type, llvm::ArrayRef<int64_t> low,
+                    llvm::ArrayRef<int64_t> high, mlir::TypedAttr fill);
+
 // Converts one StableHLO op (its operands already converted) into new ops at the builder's
 // insertion point, mapping its results.
 using OpConversion = std::function<absl::Status(ImportState&, mlir::Operation*)>;
 
 // The conversions by op name: elementwise.cc, structural.cc, contraction.cc, gather_scatter.cc,
-// slicing.cc, dynamic_slicing.cc, control_flow.cc, collectives.cc, reduce_window.cc, sort.cc
-// each add theirs.
+// slicing.cc, dynamic_slicing.cc, control_flow.cc, collectives.cc, reduce_window.cc, sort.cc,
+// convolution.cc each add theirs.
 using ConversionTable = absl::flat_hash_map<std::string, OpConversion>;
 void AddElementwiseConversions(ConversionTable& table);
 void AddStructuralConversions(ConversionTable& table);
@@ -138,6 +161,7 @@ void AddControlFlowConversions(ConversionTable& table);
 void AddCollectiveConversions(ConversionTable& table);
 void AddReduceWindowConversions(ConversionTable& table);
 void AddSortConversions(ConversionTable& table);
+void AddConvolutionConversions(ConversionTable& table);
 
 // Converts `op` (of @main's body or of a region inside it) with its entry in the conversion
 // table; UNIMPLEMENTED naming it when it has none (stablehlo_import.cc).
@@ -150,6 +174,9 @@ absl::Status ConvertOp(ImportState& state, mlir::Operation* op);
 absl::StatusOr<mlir::Value> BuildScalarOp(mlir::OpBuilder& builder, mlir::Location loc,
                                           mlir::Operation* op, mlir::ValueRange args,
                                           mlir::TypeRange arg_types, mlir::Type result_type);
+// stablehlo.convert of one element `x` (in arith's type) from old element type `from` to `to`.
+mlir::Value ConvertElement(mlir::OpBuilder& builder, mlir::Location loc, mlir::Value x,
+                           mlir::Type from, mlir::Type to);
 // bf16 and f16: computed in f32, each result rounded to its precision (RoundToNarrowFloat).
 inline bool IsNarrowFloat(mlir::Type type) { return type.isBF16() || type.isF16(); }
 
@@ -171,6 +198,8 @@ mlir::Value F32ToF16Bits(mlir::OpBuilder& builder, mlir::Location loc, mlir::Val
 // and whose result the block returns (stablehlo.return), through sdy.sharding_constraint hints
 // of it if any: a reduction's or a collective's body. Null for any other region.
 mlir::Operation* BinaryBodyOp(mlir::Operation* op);
+// The same of one region (an op of several: select_and_scatter's select and scatter).
+mlir::Operation* BinaryRegionOp(mlir::Region& region);
 
 // Whether BuildScalarOp knows `name`.
 bool IsScalarOp(std::string_view name);

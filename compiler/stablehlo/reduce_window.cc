@@ -3,15 +3,23 @@
 // at each window position (a tensor.extract of the captured operand: the op runs whole on every
 // device, ReplicatePositionalOps in partition.cc) or the init value where the position falls in
 // the padding or between dilated elements, combined into the init by the body's one op.
+//
+// stablehlo.select_and_scatter (max pooling's gradient) in two such generics: one over the
+// windows picks each window's element by the select body (the first of the window in row-major
+// order that select(kept, candidate) keeps, padding never picked), as its offset in the operand;
+// one over the operand adds into each element (by the scatter body, from the init) the source
+// value of every window that picked it, in the windows' row-major order, as XLA does.
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "base/string_view.h"
 #include "compiler/stablehlo/import_state.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -33,37 +41,21 @@ struct WindowPlan {
   std::vector<int64_t> window, strides, base_dilations, window_dilations, low, high;
 };
 
-// Attribute `name` (an array of `rank` i64 in [minimum, ...)), or `fallback` in every dimension
-// when absent.
-absl::StatusOr<std::vector<int64_t>> DimensionsAttr(mlir::Operation* op, std::string_view name,
-                                                    int64_t rank, int64_t fallback,
-                                                    int64_t minimum) {
-  if (!ImportState::GetAttr(op, name)) return std::vector<int64_t>(rank, fallback);
-  TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> values, ImportState::I64ArrayAttr(op, name));
-  if (static_cast<int64_t>(values.size()) != rank) {
-    return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": ", std::string(name),
-                                                   " has ", values.size(),
-                                                   " values for an operand of rank ", rank));
-  }
-  for (int64_t v : values) {
-    if (v < minimum || v > (int64_t{1} << 40)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          ImportState::Where(op), ": ", std::string(name), " value ", v, " out of range"));
-    }
-  }
-  return values;
-}
-
-// The plan, checked against the operand's and result's shapes.
+// The plan, checked against the operand's shape and `windows`, the shape of one value per window
+// (reduce_window's result, select_and_scatter's source), named `windows_name` in errors.
 absl::StatusOr<WindowPlan> PlanWindow(mlir::Operation* op, mlir::RankedTensorType operand,
-                                      mlir::RankedTensorType result) {
+                                      mlir::RankedTensorType windows,
+                                      std::string_view windows_name) {
   const int64_t rank = operand.getRank();
   WindowPlan plan;
-  TESSERA_ASSIGN_OR_RETURN(plan.window, DimensionsAttr(op, "window_dimensions", rank, 1, 1));
-  TESSERA_ASSIGN_OR_RETURN(plan.strides, DimensionsAttr(op, "window_strides", rank, 1, 1));
-  TESSERA_ASSIGN_OR_RETURN(plan.base_dilations, DimensionsAttr(op, "base_dilations", rank, 1, 1));
+  TESSERA_ASSIGN_OR_RETURN(plan.window,
+                           ImportState::I64ArrayAttrOr(op, "window_dimensions", rank, 1, 1));
+  TESSERA_ASSIGN_OR_RETURN(plan.strides,
+                           ImportState::I64ArrayAttrOr(op, "window_strides", rank, 1, 1));
+  TESSERA_ASSIGN_OR_RETURN(plan.base_dilations,
+                           ImportState::I64ArrayAttrOr(op, "base_dilations", rank, 1, 1));
   TESSERA_ASSIGN_OR_RETURN(plan.window_dilations,
-                           DimensionsAttr(op, "window_dilations", rank, 1, 1));
+                           ImportState::I64ArrayAttrOr(op, "window_dilations", rank, 1, 1));
   plan.low.assign(rank, 0);
   plan.high.assign(rank, 0);
   if (mlir::Attribute attr = ImportState::GetAttr(op, "padding")) {
@@ -94,21 +86,21 @@ absl::StatusOr<WindowPlan> PlanWindow(mlir::Operation* op, mlir::RankedTensorTyp
     // Window sizes and dilations are at most 2^40: the extent fits.
     extent = (plan.window[d] - 1) * plan.window_dilations[d] + 1;
     const int64_t size = padded < extent ? 0 : (padded - extent) / plan.strides[d] + 1;
-    if (result.getDimSize(d) != size) {
-      return absl::InvalidArgumentError(absl::StrCat(ImportState::Where(op), ": result dimension ",
-                                                     d, " is ", result.getDimSize(d),
-                                                     "; the window makes ", size));
+    if (windows.getDimSize(d) != size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(ImportState::Where(op), ": ", base::AsAbsl(windows_name), " dimension ", d,
+                       " is ", windows.getDimSize(d), "; the window makes ", size));
     }
   }
   int64_t reads = 1;
   for (int64_t d = 0; d < rank; ++d) {
-    for (int64_t factor : {result.getDimSize(d), plan.window[d]}) {
+    for (int64_t factor : {windows.getDimSize(d), plan.window[d]}) {
       if (factor > 0 &&
           (__builtin_mul_overflow(reads, factor, &reads) || reads > kMaxWindowReads)) {
         return absl::UnimplementedError(
             absl::StrCat(ImportState::Where(op),
-                         ": a reduce_window reading more than 2^36 elements (its "
-                         "result's elements times its window's)"));
+                         ": a window op reading more than 2^36 elements (its windows "
+                         "times a window's elements)"));
       }
     }
   }
@@ -144,7 +136,7 @@ absl::Status ConvertReduceWindow(ImportState& state, mlir::Operation* op) {
                      ": expected a rank-0 init and a result of the operand's element type "
                      "and rank"));
   }
-  TESSERA_ASSIGN_OR_RETURN(WindowPlan plan, PlanWindow(op, operand_type, result_type));
+  TESSERA_ASSIGN_OR_RETURN(WindowPlan plan, PlanWindow(op, operand_type, result_type, "result"));
   TESSERA_ASSIGN_OR_RETURN(mlir::Operation * combine, ReadWindowBody(op));
   TESSERA_ASSIGN_OR_RETURN(Value operand, state.Operand(op, 0));
   TESSERA_ASSIGN_OR_RETURN(Value init, state.Operand(op, 1));
@@ -227,10 +219,227 @@ absl::Status ConvertReduceWindow(ImportState& state, mlir::Operation* op) {
   return absl::OkStatus();
 }
 
+// q = window_index * stride + k - low along dimension `d` of the padded operand, and whether it
+// falls inside the operand (not in the padding).
+struct WindowPosition {
+  Value at;      // clamped into the operand
+  Value inside;  // i1
+};
+WindowPosition PositionInOperand(mlir::OpBuilder& b, mlir::Location l, Value window_index, Value k,
+                                 int64_t stride, int64_t low, int64_t size) {
+  auto index = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(b, l, v); };
+  Value q = mlir::arith::SubIOp::create(
+      b, l,
+      mlir::arith::AddIOp::create(
+          b, l, mlir::arith::MulIOp::create(b, l, window_index, index(stride)), k),
+      index(low));
+  Value inside = mlir::arith::AndIOp::create(
+      b, l, mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::sge, q, index(0)),
+      mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::slt, q, index(size)));
+  return {mlir::arith::SelectOp::create(b, l, inside, q, index(0)), inside};
+}
+
+// The row-major offset of `position` in a tensor of `shape`, as an i64.
+Value LinearOffset(mlir::OpBuilder& b, mlir::Location l, llvm::ArrayRef<Value> position,
+                   llvm::ArrayRef<int64_t> shape) {
+  Value offset = mlir::arith::ConstantIndexOp::create(b, l, 0);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    offset = mlir::arith::AddIOp::create(
+        b, l,
+        mlir::arith::MulIOp::create(b, l, offset,
+                                    mlir::arith::ConstantIndexOp::create(b, l, shape[d])),
+        position[d]);
+  }
+  return mlir::arith::IndexCastOp::create(b, l, b.getI64Type(), offset);
+}
+
+// The generic's loops: `rank` parallel ones over `shape`'s tensor and the window's, reduction.
+mlir::linalg::GenericOp WindowLoops(
+    ImportState& state, mlir::Location loc, const WindowPlan& plan, mlir::ValueRange outputs,
+    llvm::function_ref<void(mlir::OpBuilder&, mlir::Location, mlir::ValueRange)> body) {
+  mlir::MLIRContext* context = state.builder().getContext();
+  const int64_t rank = static_cast<int64_t>(plan.window.size());
+  llvm::SmallVector<mlir::AffineExpr> outer_exprs, window_exprs;
+  for (int64_t d = 0; d < rank; ++d) {
+    outer_exprs.push_back(mlir::getAffineDimExpr(d, context));
+    window_exprs.push_back(mlir::getAffineDimExpr(rank + d, context));
+  }
+  llvm::SmallVector<mlir::AffineMap> maps = {
+      mlir::AffineMap::get(2 * rank, 0, window_exprs, context)};
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    maps.push_back(mlir::AffineMap::get(2 * rank, 0, outer_exprs, context));
+  }
+  llvm::SmallVector<mlir::utils::IteratorType> iterators(2 * rank,
+                                                         mlir::utils::IteratorType::reduction);
+  for (int64_t d = 0; d < rank; ++d) iterators[d] = mlir::utils::IteratorType::parallel;
+  auto element = mlir::cast<mlir::RankedTensorType>(outputs[0].getType()).getElementType();
+  Value window = mlir::tensor::EmptyOp::create(state.builder(), loc, plan.window, element);
+  return mlir::linalg::GenericOp::create(state.builder(), loc, mlir::TypeRange(outputs),
+                                         mlir::ValueRange{window}, outputs, maps, iterators, body);
+}
+
+absl::Status ConvertSelectAndScatter(ImportState& state, mlir::Operation* op) {
+  TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 3, 1));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType operand_type, state.OperandType(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType source_type, state.OperandType(op, 1));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType init_type, state.OperandType(op, 2));
+  TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType result_type, state.ResultType(op, 0));
+  const mlir::Type element = operand_type.getElementType();
+  const mlir::Type scattered = source_type.getElementType();
+  if (source_type.getRank() != operand_type.getRank() || init_type.getRank() != 0 ||
+      init_type.getElementType() != scattered ||
+      result_type.getShape() != operand_type.getShape() ||
+      result_type.getElementType() != scattered || op->getNumRegions() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ImportState::Where(op),
+        ": expected a source of the operand's rank, a rank-0 init and a result of the source's "
+        "element type and the operand's shape, and a select and a scatter region"));
+  }
+  if (ImportState::GetAttr(op, "base_dilations") || ImportState::GetAttr(op, "window_dilations")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ImportState::Where(op), ": select_and_scatter has no dilations"));
+  }
+  TESSERA_ASSIGN_OR_RETURN(WindowPlan plan, PlanWindow(op, operand_type, source_type, "source"));
+  int64_t reads = operand_type.getNumElements();
+  for (int64_t w : plan.window) {
+    if (reads > 0 && (__builtin_mul_overflow(reads, w, &reads) || reads > kMaxWindowReads)) {
+      return absl::UnimplementedError(
+          absl::StrCat(ImportState::Where(op),
+                       ": a select_and_scatter reading more than 2^36 elements (its operand's "
+                       "elements times its window's)"));
+    }
+  }
+  mlir::Operation* select = BinaryRegionOp(op->getRegion(0));
+  mlir::Operation* scatter = BinaryRegionOp(op->getRegion(1));
+  if (select == nullptr || select->getName().getStringRef() != "stablehlo.compare" ||
+      scatter == nullptr || !IsScalarOp(scatter->getName().getStringRef())) {
+    return absl::UnimplementedError(absl::StrCat(
+        ImportState::Where(op),
+        ": a select_and_scatter whose select is not one compare and whose scatter is not one "
+        "elementwise op of their two arguments (max and min pooling's gradients are)"));
+  }
+  TESSERA_ASSIGN_OR_RETURN(Value operand, state.Operand(op, 0));
+  TESSERA_ASSIGN_OR_RETURN(Value source, state.Operand(op, 1));
+  TESSERA_ASSIGN_OR_RETURN(Value init, state.Operand(op, 2));
+  const mlir::Location loc = op->getLoc();
+  const int64_t rank = operand_type.getRank();
+  const llvm::ArrayRef<int64_t> shape = operand_type.getShape();
+  mlir::OpBuilder& builder = state.builder();
+  if (result_type.getNumElements() == 0 || source_type.getNumElements() == 0) {
+    state.Map(op->getResult(0), BuildElementwise(state, loc, result_type, {init}, {},
+                                                 [](mlir::OpBuilder&, mlir::Location,
+                                                    mlir::ValueRange x) { return x[0]; }));
+    return absl::OkStatus();
+  }
+
+  // Each window's pick: (kept value, its offset in the operand; -1 while none).
+  mlir::RankedTensorType new_operand = ImportState::NewType(operand_type);
+  auto picks_type = mlir::RankedTensorType::get(source_type.getShape(), builder.getI64Type());
+  auto kept_type =
+      mlir::RankedTensorType::get(source_type.getShape(), new_operand.getElementType());
+  Value none = state.Fill(loc, picks_type, builder.getI64IntegerAttr(-1));
+  Value kept0 =
+      state.Fill(loc, kept_type,
+                 mlir::cast<mlir::TypedAttr>(builder.getZeroAttr(new_operand.getElementType())));
+  absl::Status status;
+  auto picking = WindowLoops(
+      state, loc, plan, {kept0, none},
+      [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange args) {
+        Value inside = mlir::arith::ConstantIntOp::create(b, l, b.getI1Type(), 1);
+        llvm::SmallVector<Value> position;
+        for (int64_t d = 0; d < rank; ++d) {
+          WindowPosition p = PositionInOperand(b, l, mlir::linalg::IndexOp::create(b, l, d),
+                                               mlir::linalg::IndexOp::create(b, l, rank + d),
+                                               plan.strides[d], plan.low[d], shape[d]);
+          inside = mlir::arith::AndIOp::create(b, l, inside, p.inside);
+          position.push_back(p.at);
+        }
+        Value candidate = mlir::tensor::ExtractOp::create(b, l, operand, position);
+        absl::StatusOr<Value> keep =
+            BuildScalarOp(b, l, select, {args[1], candidate}, {element, element}, b.getI1Type());
+        if (!keep.ok()) {
+          status = keep.status();
+          mlir::linalg::YieldOp::create(b, l, mlir::ValueRange{args[1], args[2]});
+          return;
+        }
+        Value first = mlir::arith::CmpIOp::create(
+            b, l, mlir::arith::CmpIPredicate::slt, args[2],
+            mlir::arith::ConstantIntOp::create(b, l, b.getI64Type(), 0));
+        Value take = mlir::arith::AndIOp::create(
+            b, l, inside,
+            mlir::arith::OrIOp::create(
+                b, l, first,
+                mlir::arith::XOrIOp::create(
+                    b, l, *keep, mlir::arith::ConstantIntOp::create(b, l, b.getI1Type(), 1))));
+        mlir::linalg::YieldOp::create(
+            b, l,
+            mlir::ValueRange{mlir::arith::SelectOp::create(b, l, take, candidate, args[1]),
+                             mlir::arith::SelectOp::create(
+                                 b, l, take, LinearOffset(b, l, position, shape), args[2])});
+      });
+  TESSERA_RETURN_IF_ERROR(status);
+  Value picks = picking.getResult(1);
+
+  // Each operand element: the init, then scatter(acc, source) of each window that picked it, in
+  // the windows' row-major order (k' = window - 1 - k runs them forward).
+  Value acc =
+      BuildElementwise(state, loc, result_type, {init}, {},
+                       [](mlir::OpBuilder&, mlir::Location, mlir::ValueRange x) { return x[0]; });
+  auto scattering = WindowLoops(
+      state, loc, plan, {acc}, [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange args) {
+        auto index = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(b, l, v); };
+        Value valid = mlir::arith::ConstantIntOp::create(b, l, b.getI1Type(), 1);
+        llvm::SmallVector<Value> here, window_index;
+        for (int64_t d = 0; d < rank; ++d) {
+          here.push_back(mlir::linalg::IndexOp::create(b, l, d));
+          // t = p + low - (window - 1 - k') = w * stride.
+          Value t = mlir::arith::SubIOp::create(
+              b, l, mlir::arith::AddIOp::create(b, l, here.back(), index(plan.low[d])),
+              mlir::arith::SubIOp::create(b, l, index(plan.window[d] - 1),
+                                          mlir::linalg::IndexOp::create(b, l, rank + d)));
+          Value nonnegative =
+              mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::sge, t, index(0));
+          Value clamped = mlir::arith::SelectOp::create(b, l, nonnegative, t, index(0));
+          Value w = mlir::arith::DivUIOp::create(b, l, clamped, index(plan.strides[d]));
+          Value ok = mlir::arith::AndIOp::create(
+              b, l, nonnegative,
+              mlir::arith::AndIOp::create(
+                  b, l,
+                  mlir::arith::CmpIOp::create(
+                      b, l, mlir::arith::CmpIPredicate::eq,
+                      mlir::arith::RemUIOp::create(b, l, clamped, index(plan.strides[d])),
+                      index(0)),
+                  mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::slt, w,
+                                              index(source_type.getDimSize(d)))));
+          valid = mlir::arith::AndIOp::create(b, l, valid, ok);
+          window_index.push_back(mlir::arith::SelectOp::create(b, l, ok, w, index(0)));
+        }
+        Value picked = mlir::tensor::ExtractOp::create(b, l, picks, window_index);
+        Value mine = mlir::arith::AndIOp::create(
+            b, l, valid,
+            mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::eq, picked,
+                                        LinearOffset(b, l, here, shape)));
+        Value value = mlir::tensor::ExtractOp::create(b, l, source, window_index);
+        absl::StatusOr<Value> combined =
+            BuildScalarOp(b, l, scatter, {args[1], value}, {scattered, scattered}, scattered);
+        if (!combined.ok()) {
+          status = combined.status();
+          mlir::linalg::YieldOp::create(b, l, args[1]);
+          return;
+        }
+        mlir::linalg::YieldOp::create(
+            b, l, Value(mlir::arith::SelectOp::create(b, l, mine, *combined, args[1])));
+      });
+  TESSERA_RETURN_IF_ERROR(status);
+  state.Map(op->getResult(0), scattering.getResult(0));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddReduceWindowConversions(ConversionTable& table) {
   table["stablehlo.reduce_window"] = ConvertReduceWindow;
+  table["stablehlo.select_and_scatter"] = ConvertSelectAndScatter;
 }
 
 }  // namespace tessera::compiler::stablehlo

@@ -141,17 +141,7 @@ absl::Status ConvertPad(ImportState& state, mlir::Operation* op) {
   mlir::OpBuilder& b = state.builder();
   // `value` padded with the constant `fill` into `type`.
   auto pad_with = [&](Value value, mlir::TypedAttr fill, mlir::RankedTensorType type) -> Value {
-    auto pad = mlir::tensor::PadOp::create(b, loc, type, value, IndexAttrs(b, pad_low),
-                                           IndexAttrs(b, pad_high));
-    // The body yields the padding value (the builder leaves the region empty).
-    mlir::OpBuilder::InsertionGuard guard(b);
-    mlir::Region& region = pad.getRegion();
-    if (!region.empty()) region.front().erase();
-    llvm::SmallVector<mlir::Type> index_types(rank, b.getIndexType());
-    llvm::SmallVector<mlir::Location> locs(rank, loc);
-    b.createBlock(&region, {}, index_types, locs);
-    mlir::tensor::YieldOp::create(b, loc, mlir::arith::ConstantOp::create(b, loc, fill));
-    return pad.getResult();
+    return PadWith(state, loc, value, type, pad_low, pad_high, fill);
   };
   if (constant) {
     state.Map(op->getResult(0), kept_type.getNumElements() == 0 || state.SplatOf(core) == constant

@@ -695,6 +695,7 @@ const ConversionTable& Conversions() {
     AddCollectiveConversions(*table);
     AddReduceWindowConversions(*table);
     AddSortConversions(*table);
+    AddConvolutionConversions(*table);
     return table;
   }();
   return *kTable;

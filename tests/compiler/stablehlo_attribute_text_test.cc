@@ -147,6 +147,63 @@ TEST(StablehloAttributeTextTest, DotErrors) {
 
 // --- gather / scatter ---------------------------------------------------------------------------
 
+// --- convolution
+// ----------------------------------------------------------------------------------
+
+TEST(StablehloAttributeTextTest, ConvCompactFormNamesEachDimension) {
+  // NCHW x OIHW -> NCHW, and NHWC x HWIO -> NHWC as JAX prints them.
+  ASSERT_OK_AND_ASSIGN(ConvDimensions nchw,
+                       ParseConvDimensions("conv<[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]>"));
+  EXPECT_EQ(nchw.input_batch, 0);
+  EXPECT_EQ(nchw.input_feature, 1);
+  EXPECT_THAT(nchw.input_spatial, ElementsAre(2, 3));
+  EXPECT_EQ(nchw.kernel_output_feature, 0);
+  EXPECT_EQ(nchw.kernel_input_feature, 1);
+  EXPECT_THAT(nchw.kernel_spatial, ElementsAre(2, 3));
+  ASSERT_OK_AND_ASSIGN(ConvDimensions odd,
+                       ParseConvDimensions("<[f, 1, 0, b]x[i, 1, 0, o]->[1, 0, b, f]>"));
+  EXPECT_EQ(odd.input_batch, 3);
+  EXPECT_EQ(odd.input_feature, 0);
+  EXPECT_THAT(odd.input_spatial, ElementsAre(2, 1));
+  EXPECT_EQ(odd.kernel_input_feature, 0);
+  EXPECT_EQ(odd.kernel_output_feature, 3);
+  EXPECT_EQ(odd.output_batch, 2);
+  EXPECT_EQ(odd.output_feature, 3);
+  EXPECT_THAT(odd.output_spatial, ElementsAre(1, 0));
+  ASSERT_OK_AND_ASSIGN(ConvDimensions none, ParseConvDimensions("conv<[b, f]x[i, o]->[b, f]>"));
+  EXPECT_THAT(none.input_spatial, IsEmpty());
+}
+
+TEST(StablehloAttributeTextTest, ConvRawForm) {
+  ASSERT_OK_AND_ASSIGN(
+      ConvDimensions dims,
+      ParseConvDimensions("conv<raw input_batch_dimension = 0, input_feature_dimension = 2, "
+                          "input_spatial_dimensions = [1], kernel_input_feature_dimension = 1, "
+                          "kernel_output_feature_dimension = 2, kernel_spatial_dimensions = [0], "
+                          "output_batch_dimension = 0, output_feature_dimension = 2, "
+                          "output_spatial_dimensions = [1]>"));
+  EXPECT_EQ(dims.input_feature, 2);
+  EXPECT_THAT(dims.input_spatial, ElementsAre(1));
+  EXPECT_EQ(dims.kernel_output_feature, 2);
+  EXPECT_THAT(dims.output_spatial, ElementsAre(1));
+}
+
+TEST(StablehloAttributeTextTest, ConvErrors) {
+  //                                0    5    10   15   20
+  EXPECT_THAT(ParseConvDimensions("conv<[b, f, 0, 0]x[o, i, 0, 1]->[b, f, 0, 1]>"),
+              FailsAt("spatial indices 0 to 1 once each", 17));
+  EXPECT_THAT(ParseConvDimensions("conv<[b, q, 0]x[o, i, 0]->[b, f, 0]>"),
+              FailsAt("'b', 'f' or a spatial dimension's index", 9));
+  EXPECT_THAT(ParseConvDimensions("conv<[b, 0]x[o, i, 0]->[b, f, 0]>"),
+              FailsAt("one 'b' and one 'f'", 11));
+  EXPECT_THAT(ParseConvDimensions("conv<[b, f, 0]x[o, i]->[b, f, 0]>"),
+              FailsAt("as many spatial dimensions", 32));
+  EXPECT_THAT(ParseConvDimensions("conv<[b, f, 64]x[o, i, 0]->[b, f, 0]>"),
+              FailsAt("a spatial index in [0, 64)", 12));
+  EXPECT_THAT(ParseConvDimensions("conv<[b, f, 0]x[o, i, 0]->[b, f, 0]"), FailsAt("'>'", 35));
+  EXPECT_THAT(ParseConvDimensions("conv<raw input_batch = 0>"), FailsAt("not 'input_batch'", 9));
+}
+
 TEST(StablehloAttributeTextTest, Gather) {
   ASSERT_OK_AND_ASSIGN(GatherDimensions dims,
                        ParseGatherDimensions("gather<offset_dims = [1], collapsed_slice_dims = "

@@ -123,10 +123,11 @@ void CheckAgainstOneDevice(const std::string& name, uint64_t seed) {
 
 TEST(StableHloImportTest, JaxProgramsComputeWhatOneDeviceComputes) {
   uint64_t seed = kSeed;
-  for (const char* name : {"mlp_data_parallel", "mlp_megatron", "elementwise_replicated",
-                           "layernorm_rows", "cross_entropy", "sgd_step", "iota_rows", "embedding",
-                           "take_columns", "slicing", "reshapes", "scan_windows",
-                           "transformer_block", "transformer_megatron", "transformer_train_step"}) {
+  for (const char* name :
+       {"mlp_data_parallel", "mlp_megatron", "elementwise_replicated", "layernorm_rows",
+        "cross_entropy", "sgd_step", "iota_rows", "embedding", "take_columns", "slicing",
+        "reshapes", "scan_windows", "transformer_block", "transformer_megatron",
+        "transformer_train_step", "cnn_train_step"}) {
     CheckAgainstOneDevice(name, seed++);
   }
 }
@@ -956,6 +957,274 @@ TEST(StableHloImportErrorTest, ReduceWindowsThatDoNotFit) {
       Compile(with_init(window("window_dimensions = array<i64: 0, 1>", add, "tensor<8x4xf32>")), 1),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("window_dimensions value 0 out of range")));
+}
+
+// A 2-D convolution as StableHLO's spec defines it, in the layouts [b, f, 0, 1] x [o, i, 0, 1] ->
+// [b, f, 0, 1]: each output element the sum over its window of the padded, dilated input (zero
+// outside it and between dilated elements) times the kernel.
+struct ConvGeometry {
+  int64_t stride[2] = {1, 1}, low[2] = {0, 0}, high[2] = {0, 0}, lhs_dilation[2] = {1, 1},
+          rhs_dilation[2] = {1, 1};
+  bool reverse[2] = {false, false};
+  int64_t feature_groups = 1, batch_groups = 1;
+};
+
+HostArray ReferenceConv(const HostArray& x, const HostArray& w, const ConvGeometry& g) {
+  const int64_t n = x.shape[0], c = x.shape[1], o = w.shape[0], ci = w.shape[1];
+  const int64_t in[2] = {x.shape[2], x.shape[3]}, k[2] = {w.shape[2], w.shape[3]};
+  int64_t out[2];
+  for (int s = 0; s < 2; ++s) {
+    const int64_t padded = (in[s] - 1) * g.lhs_dilation[s] + 1 + g.low[s] + g.high[s];
+    const int64_t window = (k[s] - 1) * g.rhs_dilation[s] + 1;
+    out[s] = padded < window ? 0 : (padded - window) / g.stride[s] + 1;
+  }
+  const int64_t groups = g.feature_groups * g.batch_groups;
+  const int64_t nb = n / g.batch_groups, og = o / groups;
+  HostArray y = HostArray::Zeros(DType(DType::kF32), {nb, o, out[0], out[1]});
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int64_t f = 0; f < o; ++f) {
+      const int64_t group = f / og;
+      const int64_t batch = g.batch_groups > 1 ? group * nb + b : b;
+      for (int64_t p0 = 0; p0 < out[0]; ++p0) {
+        for (int64_t p1 = 0; p1 < out[1]; ++p1) {
+          double sum = 0;
+          for (int64_t i = 0; i < ci; ++i) {
+            const int64_t feature = g.feature_groups > 1 ? group * ci + i : i;
+            for (int64_t k0 = 0; k0 < k[0]; ++k0) {
+              for (int64_t k1 = 0; k1 < k[1]; ++k1) {
+                const int64_t kk[2] = {k0, k1}, p[2] = {p0, p1};
+                int64_t at[2];
+                bool inside = true;
+                for (int s = 0; s < 2; ++s) {
+                  const int64_t window_at = g.reverse[s] ? k[s] - 1 - kk[s] : kk[s];
+                  const int64_t q = p[s] * g.stride[s] + window_at * g.rhs_dilation[s] - g.low[s];
+                  inside = inside && q >= 0 && q % g.lhs_dilation[s] == 0 &&
+                           q / g.lhs_dilation[s] < in[s];
+                  at[s] = q / g.lhs_dilation[s];
+                }
+                if (!inside) continue;
+                sum +=
+                    double(
+                        x.data<float>()[((batch * c + feature) * in[0] + at[0]) * in[1] + at[1]]) *
+                    w.data<float>()[((f * ci + i) * k[0] + k0) * k[1] + k1];
+              }
+            }
+          }
+          y.data<float>()[((b * o + f) * out[0] + p0) * out[1] + p1] = static_cast<float>(sum);
+        }
+      }
+    }
+  }
+  return y;
+}
+
+std::string TensorType(const std::vector<int64_t>& shape, const std::string& element = "f32") {
+  return "tensor<" + absl::StrJoin(shape, "x") + "x" + element + ">";
+}
+
+// @main(x, w) -> one stablehlo.convolution of them with `attrs`, in generic form.
+std::string ConvProgram(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                        const std::vector<int64_t>& y, const std::string& attrs,
+                        const std::string& dims = "[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]") {
+  const std::string tx = TensorType(x), tw = TensorType(w), ty = TensorType(y);
+  return "\"builtin.module\"() ({\n  \"func.func\"() <{function_type = (" + tx + ", " + tw +
+         ") -> " + ty + ", sym_name = \"main\"}> ({\n  ^bb0(%x: " + tx + ", %w: " + tw +
+         "):\n    %0 = \"stablehlo.convolution\"(%x, %w) <{dimension_numbers = #stablehlo.conv<" +
+         dims + ">" + (attrs.empty() ? "" : ", " + attrs) + "}> : (" + tx + ", " + tw + ") -> " +
+         ty + " loc(\"net.py\":7:1)\n    \"func.return\"(%0) : (" + ty +
+         ") -> ()\n  }) : () -> ()\n}) : () -> ()\n";
+}
+
+std::string I64Array(const int64_t (&v)[2]) {
+  return absl::StrCat("array<i64: ", v[0], ", ", v[1], ">");
+}
+
+TEST(StableHloImportTest, ConvolutionsComputeWhatTheSpecDefines) {
+  // Geometry JAX emits (strides, padding negative too, dilations, groups) and what it does not
+  // (window_reversal, batch groups with reversal), patches by slices over window positions, over
+  // output positions and by one generic, each on one device and replicated over 8, against a
+  // direct evaluation of the spec's definition.
+  struct Case {
+    std::vector<int64_t> x, w;
+    ConvGeometry g;
+  };
+  std::vector<Case> cases;
+  {
+    Case c{{2, 3, 9, 8}, {4, 3, 3, 2}, {}};
+    c.g.stride[0] = 2;
+    c.g.low[0] = 1, c.g.high[0] = 2, c.g.high[1] = 1, c.g.rhs_dilation[1] = 2;
+    cases.push_back(c);
+  }
+  {
+    Case c{{1, 2, 5, 6}, {3, 2, 2, 3}, {}};
+    c.g.reverse[0] = true, c.g.reverse[1] = true;
+    c.g.lhs_dilation[0] = 2, c.g.low[0] = -1, c.g.high[0] = 2, c.g.low[1] = 2, c.g.stride[1] = 2;
+    cases.push_back(c);
+  }
+  {
+    Case c{{2, 6, 4, 5}, {6, 2, 3, 3}, {}};  // 3 feature groups of 2 inputs, 2 outputs each
+    c.g.feature_groups = 3, c.g.low[0] = c.g.high[0] = c.g.low[1] = c.g.high[1] = 1;
+    cases.push_back(c);
+  }
+  {
+    Case c{{4, 3, 5, 5}, {6, 3, 2, 2}, {}};  // 2 batch groups of 2, 3 outputs each
+    c.g.batch_groups = 2, c.g.reverse[1] = true, c.g.rhs_dilation[0] = 2;
+    cases.push_back(c);
+  }
+  {
+    Case c{{2, 3, 9, 8}, {4, 3, 8, 7}, {}};  // fewer output positions (4) than window ones (56)
+    c.g.rhs_dilation[1] = 1, c.g.low[1] = 1;
+    cases.push_back(c);
+  }
+  {
+    Case c{{1, 2, 20, 20}, {2, 2, 17, 17}, {}};  // 400 and 289 positions: read by one generic
+    c.g.low[0] = c.g.high[0] = c.g.low[1] = c.g.high[1] = 8;
+    cases.push_back(c);
+  }
+  {
+    Case c{{1, 1, 3, 2}, {1, 1, 2, 1}, {}};  // the crop passes the input: all padding
+    c.g.low[0] = -4, c.g.high[0] = 6;
+    cases.push_back(c);
+  }
+  uint64_t seed = kSeed + 200;
+  for (const Case& c : cases) {
+    const ConvGeometry& g = c.g;
+    std::vector<HostArray> inputs = {HostArray::Zeros(DType(DType::kF32), c.x),
+                                     HostArray::Zeros(DType(DType::kF32), c.w)};
+    std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+    std::mt19937_64 rng(seed++);
+    std::normal_distribution<float> normal;
+    for (HostArray& a : inputs) {
+      for (int64_t i = 0; i < a.num_elements(); ++i) a.data<float>()[i] = normal(rng);
+    }
+    const HostArray want = ReferenceConv(inputs[0], inputs[1], g);
+    const std::string attrs = absl::StrCat(
+        "window_strides = ", I64Array(g.stride), ", lhs_dilation = ", I64Array(g.lhs_dilation),
+        ", rhs_dilation = ", I64Array(g.rhs_dilation), ", padding = dense<[[", g.low[0], ", ",
+        g.high[0], "], [", g.low[1], ", ", g.high[1],
+        "]]> : tensor<2x2xi64>, window_reversal = ", "array<i1: ", g.reverse[0] ? "true" : "false",
+        ", ", g.reverse[1] ? "true" : "false", ">, feature_group_count = ", g.feature_groups,
+        " : i64, batch_group_count = ", g.batch_groups, " : i64");
+    const std::string text = ConvProgram(c.x, c.w, want.shape, attrs);
+    SCOPED_TRACE(text);
+    for (int64_t devices : {1, 8}) {
+      ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(text, devices));
+      SpmdInterpreter run(plan);
+      ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run.Run(inputs));
+      ASSERT_EQ(got.size(), 1u);
+      ExpectClose(got[0], want);
+    }
+  }
+}
+
+// @main(operand f32[6,5], source f32[3,3]) -> a select_and_scatter of them (select: compare
+// `direction`; scatter: add; init 0.5) with a 3x2 window, strides 2x2 and `padding`.
+std::string SelectAndScatterProgram(const std::string& direction, const std::string& padding,
+                                    const std::string& source = "tensor<3x3xf32>") {
+  return "\"builtin.module\"() ({\n  \"func.func\"() <{function_type = (tensor<6x5xf32>, " +
+         source +
+         ") -> tensor<6x5xf32>, sym_name = \"main\"}> ({\n  ^bb0(%x: tensor<6x5xf32>, "
+         "%s: " +
+         source +
+         "):\n"
+         "    %init = \"stablehlo.constant\"() <{value = dense<0.5> : tensor<f32>}> : () -> "
+         "tensor<f32>\n"
+         "    %0 = \"stablehlo.select_and_scatter\"(%x, %s, %init) <{padding = dense<" +
+         padding +
+         "> : tensor<2x2xi64>, window_dimensions = array<i64: 3, 2>, window_strides = "
+         "array<i64: 2, 2>}> ({\n  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+         "    %c = \"stablehlo.compare\"(%a, %b) <{comparison_direction = "
+         "#stablehlo<comparison_direction " +
+         direction +
+         ">}> : (tensor<f32>, tensor<f32>) -> "
+         "tensor<i1>\n    \"stablehlo.return\"(%c) : (tensor<i1>) -> ()\n  }, {\n"
+         "  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+         "    %c = \"stablehlo.add\"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+         "    \"stablehlo.return\"(%c) : (tensor<f32>) -> ()\n  }) : (tensor<6x5xf32>, " +
+         source +
+         ", tensor<f32>) -> tensor<6x5xf32> loc(\"pool.py\":3:1)\n"
+         "    \"func.return\"(%0) : (tensor<6x5xf32>) -> ()\n  }) : () -> ()\n}) : () -> ()\n";
+}
+
+TEST(StableHloImportTest, SelectAndScatterPicksTheFirstKeptElementOfEachPaddedWindow) {
+  // Padding [[1, 1], [0, 1]] (which JAX never emits: it pads first): padded 8x6, 3x3 windows,
+  // padding never picked. Small integers make ties; GE keeps the first maximum, LE the first
+  // minimum, in row-major order; picks of overlapping windows add up from the init.
+  std::mt19937_64 rng(kSeed + 300);
+  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed + 300));
+  std::uniform_int_distribution<int> small(0, 3);
+  std::normal_distribution<float> normal;
+  std::vector<HostArray> inputs = {HostArray::Zeros(DType(DType::kF32), {6, 5}),
+                                   HostArray::Zeros(DType(DType::kF32), {3, 3})};
+  for (int64_t i = 0; i < 30; ++i) inputs[0].data<float>()[i] = static_cast<float>(small(rng));
+  for (int64_t i = 0; i < 9; ++i) inputs[1].data<float>()[i] = normal(rng);
+  for (const std::string direction : {"GE", "LE"}) {
+    SCOPED_TRACE(direction);
+    HostArray want = HostArray::Zeros(DType(DType::kF32), {6, 5});
+    for (int64_t i = 0; i < 30; ++i) want.data<float>()[i] = 0.5f;
+    for (int64_t w0 = 0; w0 < 3; ++w0) {
+      for (int64_t w1 = 0; w1 < 3; ++w1) {
+        int64_t picked = -1;
+        for (int64_t k0 = 0; k0 < 3; ++k0) {
+          for (int64_t k1 = 0; k1 < 2; ++k1) {
+            const int64_t r = w0 * 2 + k0 - 1, c = w1 * 2 + k1;
+            if (r < 0 || r >= 6 || c >= 5) continue;
+            const float candidate = inputs[0].data<float>()[r * 5 + c];
+            const float kept = picked < 0 ? 0 : inputs[0].data<float>()[picked];
+            const bool keep = direction == "GE" ? kept >= candidate : kept <= candidate;
+            if (picked < 0 || !keep) picked = r * 5 + c;
+          }
+        }
+        want.data<float>()[picked] += inputs[1].data<float>()[w0 * 3 + w1];
+      }
+    }
+    const std::string text = SelectAndScatterProgram(direction, "[[1, 1], [0, 1]]");
+    for (int64_t devices : {1, 8}) {
+      ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(text, devices));
+      SpmdInterpreter run(plan);
+      ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run.Run(inputs));
+      ASSERT_EQ(got.size(), 1u);
+      ExpectClose(got[0], want);
+    }
+  }
+}
+
+TEST(StableHloImportErrorTest, SelectAndScattersThatDoNotFit) {
+  // Without padding the windows are 2x2, not 3x3; negative padding.
+  EXPECT_THAT(Compile(SelectAndScatterProgram("GE", "0"), 1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("'stablehlo.select_and_scatter' at pool.py:3:1"),
+                             HasSubstr("source dimension 0 is 3; the window makes 2"))));
+  EXPECT_THAT(Compile(SelectAndScatterProgram("GE", "[[-1, 1], [0, 1]]", "tensor<2x3xf32>"), 1),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("negative or huge padding")));
+}
+
+TEST(StableHloImportErrorTest, ConvolutionsThatDoNotFit) {
+  const std::vector<int64_t> x = {2, 3, 9, 8}, w = {4, 3, 3, 2};
+  // The window makes 7x7, not 8x8.
+  EXPECT_THAT(Compile(ConvProgram(x, w, {2, 4, 8, 8}, ""), 1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("'stablehlo.convolution' at net.py:7:1"),
+                             HasSubstr("the result is 2x4x8x8; the convolution makes 2x4x7x7"))));
+  // A label twice; dimension numbers for rank 3.
+  EXPECT_THAT(
+      Compile(ConvProgram(x, w, {2, 4, 7, 7}, "", "[b, b, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]"), 1),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a second 'b'")));
+  EXPECT_THAT(
+      Compile(ConvProgram(x, w, {2, 4, 7, 7}, "", "[b, f, 0]x[o, i, 0]->[b, f, 0]"), 1),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("do not fit operands of rank 4")));
+  // 3 input features in 2 groups; a zero stride.
+  EXPECT_THAT(Compile(ConvProgram(x, w, {2, 4, 7, 7}, "feature_group_count = 2 : i64"), 1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("3 features in 2 groups do not match the kernel's 3")));
+  EXPECT_THAT(Compile(ConvProgram(x, w, {2, 4, 7, 7}, "window_strides = array<i64: 0, 1>"), 1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("window_strides value 0 out of range")));
+  // Windows of 2^34 elements: refused by name before allocating them.
+  EXPECT_THAT(Compile(ConvProgram({1, 1, 65536, 1}, {1, 1, 262144, 1}, {1, 1, 65537, 1},
+                                  "padding = dense<[[131072, 131072], [0, 0]]> : tensor<2x2xi64>"),
+                      1),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("more than 2^30 elements")));
 }
 
 TEST(StableHloImportErrorTest, ShardingsThatDoNotFit) {

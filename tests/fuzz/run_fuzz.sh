@@ -59,6 +59,7 @@ case "$TARGET" in
           compiler/stablehlo/gather_scatter.cc compiler/stablehlo/slicing.cc
           compiler/stablehlo/dynamic_slicing.cc
           compiler/stablehlo/control_flow.cc compiler/stablehlo/sort.cc
+          compiler/stablehlo/convolution.cc
           compiler/stablehlo/sdy_shardings.cc
           compiler/stablehlo/manual_computation.cc compiler/stablehlo/collectives.cc
           compiler/stablehlo/reduce_window.cc

@@ -1,7 +1,8 @@
 // libFuzzer target for the parsers of StableHLO and Shardy attribute text
 // (compiler/stablehlo/attribute_text.h): the first byte picks the parser (dot dimensions, gather /
 // scatter dimensions, the comparison_direction or comparison_type enum, sdy mesh, sdy sharding,
-// sdy sharding_per_value, a GSPMD sharding with the mesh search over it), the rest is the text.
+// sdy sharding_per_value, a GSPMD sharding with the mesh search over it, shard_map's manual axes,
+// convolution dimensions), the rest is the text.
 // None may crash; each returns OK or INVALID_ARGUMENT, whose message is one printable line ending
 // "at position N" with N no larger than the text's size and equal to the attached parse location; a
 // parsed mesh has positive axis sizes; and what parses, printed back in the attribute's syntax,
@@ -220,6 +221,66 @@ void FuzzShardingPerValue(std::string_view text) {
   }
 }
 
+// Convolution dimension numbers in the raw form (any values) and, where every list is a
+// permutation of its tensor's dimensions, the compact form.
+std::string PrintConvRaw(const sh::ConvDimensions& d) {
+  return "conv<raw input_batch_dimension = " + std::to_string(d.input_batch) +
+         ", input_feature_dimension = " + std::to_string(d.input_feature) +
+         ", input_spatial_dimensions = " + Ints(d.input_spatial) +
+         ", kernel_input_feature_dimension = " + std::to_string(d.kernel_input_feature) +
+         ", kernel_output_feature_dimension = " + std::to_string(d.kernel_output_feature) +
+         ", kernel_spatial_dimensions = " + Ints(d.kernel_spatial) +
+         ", output_batch_dimension = " + std::to_string(d.output_batch) +
+         ", output_feature_dimension = " + std::to_string(d.output_feature) +
+         ", output_spatial_dimensions = " + Ints(d.output_spatial) + ">";
+}
+
+// "[b, 0, 1, f]" for one tensor; nullopt when the dimensions are not a permutation.
+std::optional<std::string> PrintConvList(int64_t first, char first_label, int64_t second,
+                                         char second_label, const std::vector<int64_t>& spatial) {
+  const int64_t rank = static_cast<int64_t>(spatial.size()) + 2;
+  std::vector<std::string> labels(rank);
+  auto place = [&](int64_t at, const std::string& label) {
+    if (at < 0 || at >= rank || !labels[at].empty()) return false;
+    labels[at] = label;
+    return true;
+  };
+  if (!place(first, std::string(1, first_label)) || !place(second, std::string(1, second_label))) {
+    return std::nullopt;
+  }
+  for (size_t s = 0; s < spatial.size(); ++s) {
+    if (!place(spatial[s], std::to_string(s))) return std::nullopt;
+  }
+  std::string out = "[";
+  for (int64_t i = 0; i < rank; ++i) out += (i > 0 ? ", " : "") + labels[i];
+  return out + "]";
+}
+
+bool SameConv(const sh::ConvDimensions& a, const sh::ConvDimensions& b) {
+  return a.input_batch == b.input_batch && a.input_feature == b.input_feature &&
+         a.input_spatial == b.input_spatial && a.kernel_input_feature == b.kernel_input_feature &&
+         a.kernel_output_feature == b.kernel_output_feature &&
+         a.kernel_spatial == b.kernel_spatial && a.output_batch == b.output_batch &&
+         a.output_feature == b.output_feature && a.output_spatial == b.output_spatial;
+}
+
+void FuzzConv(std::string_view text) {
+  absl::StatusOr<sh::ConvDimensions> r = sh::ParseConvDimensions(text);
+  if (!r.ok()) return CheckError(r.status(), text);
+  std::vector<std::string> printed = {PrintConvRaw(*r)};
+  std::optional<std::string> in =
+      PrintConvList(r->input_batch, 'b', r->input_feature, 'f', r->input_spatial);
+  std::optional<std::string> kernel =
+      PrintConvList(r->kernel_input_feature, 'i', r->kernel_output_feature, 'o', r->kernel_spatial);
+  std::optional<std::string> out =
+      PrintConvList(r->output_batch, 'b', r->output_feature, 'f', r->output_spatial);
+  if (in && kernel && out) printed.push_back("conv<" + *in + "x" + *kernel + "->" + *out + ">");
+  for (const std::string& again_text : printed) {
+    absl::StatusOr<sh::ConvDimensions> again = sh::ParseConvDimensions(again_text);
+    if (!again.ok() || !SameConv(*again, *r)) Fail("conv round trip", again_text);
+  }
+}
+
 // shard_map's manual axes: what parses prints and parses back to the same axes.
 void FuzzManualAxes(std::string_view text) {
   absl::StatusOr<std::vector<std::string>> r = sh::ParseSdyManualAxes(text);
@@ -262,7 +323,7 @@ void FuzzGspmd(std::string_view text) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
-  switch (data[0] % 9) {
+  switch (data[0] % 10) {
     case 0:
       FuzzDot(text);
       break;
@@ -287,8 +348,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 7:
       FuzzGspmd(text);
       break;
-    default:
+    case 8:
       FuzzManualAxes(text);
+      break;
+    default:
+      FuzzConv(text);
       break;
   }
   return 0;

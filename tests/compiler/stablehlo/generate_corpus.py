@@ -181,6 +181,23 @@ def ring_and_stage(mesh):
                          check_vma=False)
 
 
+def cnn_train_step(params, x):
+    # Two convolutions (NHWC; the second strided and grouped), max pooling, a dense layer; the
+    # SGD step's gradients are convolutions with input dilation and batch groups and a
+    # select_and_scatter.
+    def loss(p):
+        dn = ("NHWC", "HWIO", "NHWC")
+        h = jax.nn.relu(jax.lax.conv_general_dilated(x, p[0], (1, 1), "SAME",
+                                                     dimension_numbers=dn))
+        h = jax.lax.conv_general_dilated(h, p[1], (2, 2), ((1, 0), (0, 1)),
+                                         dimension_numbers=dn, feature_group_count=2)
+        h = jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 1, 1, 1), "VALID")
+        return jnp.sum((h.mean(axis=(1, 2)) @ p[2]) ** 2)
+
+    grads = jax.grad(loss)(params)
+    return jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)
+
+
 def lower(f, args, in_specs, out_specs, mesh):
     named = lambda spec: NamedSharding(mesh, spec)  # noqa: E731
     jitted = jax.jit(f, in_shardings=jax.tree.map(named, in_specs),
@@ -261,6 +278,9 @@ def main():
                                            (z(6, 8), z(8, 16), z(16), z(16, 8)),
                                            (P("dp"), P(None, "tp"), P("tp"), P("tp", None)),
                                            P("dp"), mesh2x4),
+        "cnn_train_step": lower(cnn_train_step, ((z(3, 3, 3, 4), z(2, 2, 2, 6), z(6, 5)),
+                                                 z(16, 7, 6, 3)),
+                                ((P(), P(), P()), P("x")), (P(), P(), P()), mesh8),
         "sgd_step": lower(sgd_step, ((z(7, 5), z(5), z(5, 3)), z(16, 7), z(16, 3)),
                           ((P(), P(), P()), P("x"), P("x")), (P(), P(), P()), mesh8),
     }
