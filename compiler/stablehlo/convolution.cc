@@ -1,17 +1,17 @@
 // stablehlo.convolution (lax.conv_general_dilated, and the convolutions of its gradients) as an
 // im2col and one matmul. The input, in the layout [batch, spatial..., features], is dilated and
-// padded (reshapes and tensor.pad), and its windows gathered into patches
-// [batch, output positions, features, window positions] by strided tensor.extract_slices, one per
-// window position or one per output position, whichever are fewer, joined by a tensor.concat:
-// ops that keep the batch's and the features' shardings, so a data-parallel convolution runs on
-// each device's rows and a kernel gradient is all-reduced from each device's partial sums. Where
-// both counts are large (over 256) one linalg.generic reads the input at each window position
-// instead (tensor.extract: it runs whole on every device, ReplicatePositionalOps in
-// partition.cc). Then one matmul (a batch_matmul over groups) contracts the patches with the
-// kernel laid out [features per group x window positions, outputs], the form both code
-// generators have fast paths for. Feature groups (depthwise and grouped convolutions) and batch
-// groups (the kernel's gradient of a grouped convolution) are the matmul's batch dimension;
-// window_reversal reverses the kernel.
+// padded (reshapes and tensor.pad), and its windows gathered into patches [batch, output
+// positions, window positions and features] by strided tensor.extract_slices, one per window
+// position or one per output position, whichever are fewer, joined by a tensor.concat: ops that
+// keep the batch's and the features' shardings, so a data-parallel convolution runs on each
+// device's rows and a kernel gradient is all-reduced from each device's partial sums. Where both
+// counts are large (over 256) one linalg.generic reads the input at each window position instead
+// (tensor.extract: it runs whole on every device, ReplicatePositionalOps in partition.cc). Then
+// one matmul (a batch_matmul over groups) contracts the patches with the kernel laid out in the
+// same order, [window positions and features per group, outputs], the form both code generators
+// have fast paths for. Feature groups (depthwise and grouped convolutions) and batch groups (the
+// kernel's gradient of a grouped convolution) are the matmul's batch dimension; window_reversal
+// reverses the kernel.
 
 #include <algorithm>
 #include <cstdint>
@@ -346,21 +346,33 @@ llvm::SmallVector<int64_t> Coordinates(int64_t i, llvm::ArrayRef<int64_t> shape)
   return at;
 }
 
-// Patches [N, O, C, K] of the padded input [N, P..., C] by strided slices: one per window
-// position (each [N, O..., C]) or one per output position (each [N, K..., C]), joined along a
-// new last dimension.
-Value SlicedPatches(ImportState& state, mlir::Location loc, const ConvPlan& plan, Value padded) {
+// The patches of the input: [N, O, K, C] (window_major: the contraction's order is window
+// position, then feature) or [N, O, C, K].
+struct Patches {
+  Value value;
+  bool window_major = false;
+};
+
+// The patches of the padded input [N, P..., C] by strided slices joined along a new dimension:
+// one per window position (each [N, O..., C], joined into [N, O..., K, C]: every slice writes
+// whole runs of features) or, where there are fewer output positions (a kernel's gradient), one
+// per output position (each [N, K..., C], joined into [N, O, K..., C], then transposed to
+// [N, O, C, K], so that the features lead the contraction: a data-parallel kernel gradient, whose
+// features are the batch, stays split across devices).
+Patches SlicedPatches(ImportState& state, mlir::Location loc, const ConvPlan& plan, Value padded) {
   const int64_t s_count = plan.spatial;
   mlir::RankedTensorType type = TypeOf(padded);
   const int64_t rank = type.getRank(), batch = type.getDimSize(0),
                 features = type.getDimSize(rank - 1);
   const int64_t outputs = Product(plan.out_spatial), window = Product(plan.window);
   if (s_count == 0) {  // [N, C] -> [N, 1, C, 1]
-    return ExpandInto(state, loc, padded, {batch, 1, features, 1}, Runs({2, 2}));
+    return {ExpandInto(state, loc, padded, {batch, 1, features, 1}, Runs({2, 2})), false};
   }
   const bool by_window = window <= outputs;
   const std::vector<int64_t>& stacked = by_window ? plan.window : plan.out_spatial;
   const std::vector<int64_t>& kept = by_window ? plan.out_spatial : plan.window;
+  // The new dimension: before the features (by window) or after the batch (by output).
+  const int64_t joined_dim = by_window ? rank - 1 : 1;
   llvm::SmallVector<Value> slices;
   for (int64_t i = 0; i < (by_window ? window : outputs); ++i) {
     const llvm::SmallVector<int64_t> at = Coordinates(i, stacked);
@@ -373,19 +385,31 @@ Value SlicedPatches(ImportState& state, mlir::Location loc, const ConvPlan& plan
     }
     Value slice = SliceOf(state, loc, padded, offsets, sizes, strides);
     llvm::SmallVector<int64_t> shape(sizes);
-    shape.push_back(1);
-    llvm::SmallVector<mlir::ReassociationIndices> groups = Runs({1});
-    for (int64_t s = 0; s < s_count; ++s) groups.push_back({1 + s});
-    groups.push_back({rank - 1, rank});
+    shape.insert(shape.begin() + joined_dim, 1);
+    // The unit dimension joins the dimension after it (the features) or before it (the batch).
+    llvm::SmallVector<mlir::ReassociationIndices> groups;
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t at_new = d < joined_dim ? d : d + 1;
+      if (by_window && d == rank - 1) {
+        groups.push_back({at_new - 1, at_new});
+      } else if (!by_window && d == 0) {
+        groups.push_back({0, 1});
+      } else {
+        groups.push_back({at_new});
+      }
+    }
     slices.push_back(ExpandInto(state, loc, slice, shape, groups));
   }
-  Value joined = slices.size() == 1 ? slices[0]
-                                    : mlir::tensor::ConcatOp::create(state.builder(), loc,
-                                                                     /*dim=*/rank, slices)
-                                          .getResult();
-  // [N, kept..., C, stacked] -> [N, kept, C, stacked].
-  Value patches = CollapseRuns(state, loc, joined, Runs({1, s_count, 1, 1}));
-  return by_window ? patches : PermuteDims(state, loc, patches, {0, 3, 2, 1});
+  Value joined =
+      slices.size() == 1
+          ? slices[0]
+          : mlir::tensor::ConcatOp::create(state.builder(), loc, joined_dim, slices).getResult();
+  if (by_window) {  // [N, O..., K, C] -> [N, O, K, C]
+    return {CollapseRuns(state, loc, joined, Runs({1, s_count, 1, 1})), true};
+  }
+  // [N, O, K..., C] -> [N, O, K, C] -> [N, O, C, K].
+  Value patches = CollapseRuns(state, loc, joined, Runs({1, 1, s_count, 1}));
+  return {PermuteDims(state, loc, patches, {0, 1, 3, 2}), false};
 }
 
 // Patches [N, O, C, K] of the input [N, L..., C] (neither dilated nor padded) by one generic that
@@ -451,18 +475,27 @@ Value GatheredPatches(ImportState& state, mlir::Location loc, const ConvPlan& pl
   return CollapseRuns(state, loc, generic.getResult(0), Runs({1, s_count, 1, s_count}));
 }
 
-// The patches [N, O, C, K] as the matmul's left operand: [N * O, C * K], or with groups
+// The patches as the matmul's left operand: [N * O, C * K] (or K * C), or with groups
 // [G, N/G * O, C * K] (batch groups) or [G, N * O, C/G * K] (feature groups).
-Value GroupPatches(ImportState& state, mlir::Location loc, const ConvPlan& plan, Value patches) {
-  if (plan.groups == 1) return CollapseRuns(state, loc, patches, Runs({2, 2}));
-  mlir::RankedTensorType type = TypeOf(patches);
-  const int64_t n = type.getDimSize(0), o = type.getDimSize(1), c = type.getDimSize(2),
-                k = type.getDimSize(3), g = plan.groups;
+Value GroupPatches(ImportState& state, mlir::Location loc, const ConvPlan& plan,
+                   const Patches& patches) {
+  if (plan.groups == 1) return CollapseRuns(state, loc, patches.value, Runs({2, 2}));
+  mlir::RankedTensorType type = TypeOf(patches.value);
+  const int64_t n = type.getDimSize(0), o = type.getDimSize(1), g = plan.groups;
   if (plan.batch_groups) {
-    Value split = ExpandInto(state, loc, patches, {g, n / g, o, c, k}, Runs({2, 1, 1, 1}));
+    Value split =
+        ExpandInto(state, loc, patches.value, {g, n / g, o, type.getDimSize(2), type.getDimSize(3)},
+                   Runs({2, 1, 1, 1}));
     return CollapseRuns(state, loc, split, Runs({1, 2, 2}));
   }
-  Value split = ExpandInto(state, loc, patches, {n, o, g, c / g, k}, Runs({1, 1, 2, 1}));
+  if (patches.window_major) {  // [N, O, K, C] -> [N, O, K, G, C/G] -> [G, N, O, K, C/G]
+    const int64_t k = type.getDimSize(2), c = type.getDimSize(3);
+    Value split = ExpandInto(state, loc, patches.value, {n, o, k, g, c / g}, Runs({1, 1, 1, 2}));
+    return CollapseRuns(state, loc, PermuteDims(state, loc, split, {3, 0, 1, 2, 4}),
+                        Runs({1, 2, 2}));
+  }
+  const int64_t c = type.getDimSize(2), k = type.getDimSize(3);
+  Value split = ExpandInto(state, loc, patches.value, {n, o, g, c / g, k}, Runs({1, 1, 2, 1}));
   return CollapseRuns(state, loc, PermuteDims(state, loc, split, {2, 0, 1, 3, 4}), Runs({1, 2, 2}));
 }
 
@@ -477,9 +510,11 @@ Value InResultType(ImportState& state, mlir::Location loc, Value value, mlir::Ra
                           });
 }
 
-// The kernel as the matmul's right operand: [C/G * K, outputs], or [G, C/G * K, outputs / G]
-// with groups; its reversed spatial dimensions read from their ends.
-Value ArrangeKernel(ImportState& state, mlir::Location loc, const ConvPlan& plan, Value rhs) {
+// The kernel as the matmul's right operand: [C/G * K, outputs] (or [K * C/G, outputs] for
+// window-major patches), or [G, ..., outputs / G] with groups; its reversed spatial dimensions
+// read from their ends.
+Value ArrangeKernel(ImportState& state, mlir::Location loc, const ConvPlan& plan, Value rhs,
+                    bool window_major) {
   const ConvDimensions& d = plan.dims;
   if (llvm::is_contained(plan.reversal, true)) {
     mlir::RankedTensorType type = TypeOf(rhs);
@@ -508,8 +543,8 @@ Value ArrangeKernel(ImportState& state, mlir::Location loc, const ConvPlan& plan
               })
               .getResult(0);
   }
-  std::vector<int64_t> order = {d.kernel_input_feature};
-  order.insert(order.end(), d.kernel_spatial.begin(), d.kernel_spatial.end());
+  std::vector<int64_t> order = d.kernel_spatial;
+  order.insert(window_major ? order.end() : order.begin(), d.kernel_input_feature);
   order.push_back(d.kernel_output_feature);
   Value kernel =
       CollapseRuns(state, loc, PermuteDims(state, loc, rhs, order), Runs({plan.spatial + 1, 1}));
@@ -553,10 +588,12 @@ absl::Status ConvertConvolution(ImportState& state, mlir::Operation* op) {
   Value x = PermuteDims(state, loc, InResultType(state, loc, lhs, lhs_type, result_old), order);
   const bool sliced =
       CropsFit(plan) && std::min(Product(plan.out_spatial), Product(plan.window)) <= kMaxSlices;
-  Value patches = sliced ? SlicedPatches(state, loc, plan, DilateAndPad(state, loc, plan, x))
-                         : GatheredPatches(state, loc, plan, x);
+  const Patches patches = sliced
+                              ? SlicedPatches(state, loc, plan, DilateAndPad(state, loc, plan, x))
+                              : Patches{GatheredPatches(state, loc, plan, x), false};
   Value a = GroupPatches(state, loc, plan, patches);
-  Value b = ArrangeKernel(state, loc, plan, InResultType(state, loc, rhs, rhs_type, result_old));
+  Value b = ArrangeKernel(state, loc, plan, InResultType(state, loc, rhs, rhs_type, result_old),
+                          patches.window_major);
   llvm::SmallVector<int64_t> product_shape(TypeOf(a).getShape().drop_back());
   product_shape.push_back(TypeOf(b).getShape().back());
   auto product_type = mlir::RankedTensorType::get(product_shape, new_result.getElementType());
