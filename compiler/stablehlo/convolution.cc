@@ -267,44 +267,16 @@ int64_t Product(llvm::ArrayRef<int64_t> values) {
   return product;
 }
 
-// The input [N, L..., C] dilated (lhs_dilation: d - 1 zeros between elements, as a reshape to
-// [L, 1], a pad to [L, d], a reshape back and a slice) and padded (negative padding crops).
+// The input [N, L..., C] dilated (lhs_dilation: d - 1 zeros between elements, DilateDims) and
+// padded (negative padding crops).
 Value DilateAndPad(ImportState& state, mlir::Location loc, const ConvPlan& plan, Value x) {
   const int64_t s_count = plan.spatial;
   mlir::RankedTensorType type = TypeOf(x);
   auto zero = mlir::cast<mlir::TypedAttr>(state.builder().getZeroAttr(type.getElementType()));
   const int64_t rank = type.getRank();
-  // Dilation of every dimension that has it, at once.
-  llvm::SmallVector<int64_t> split_shape, high;
-  llvm::SmallVector<mlir::ReassociationIndices> groups;
-  bool dilated = false;
-  for (int64_t d = 0; d < rank; ++d) {
-    const int64_t s = d - 1, size = type.getDimSize(d);
-    mlir::ReassociationIndices group = {static_cast<int64_t>(split_shape.size())};
-    split_shape.push_back(size);
-    high.push_back(0);
-    if (s >= 0 && s < s_count && plan.lhs_dilation[s] > 1 && size > 1) {
-      dilated = true;
-      group.push_back(static_cast<int64_t>(split_shape.size()));
-      split_shape.push_back(1);
-      high.push_back(plan.lhs_dilation[s] - 1);
-    }
-    groups.push_back(group);
-  }
-  if (dilated) {
-    Value split = ExpandInto(state, loc, x, split_shape, groups);
-    llvm::SmallVector<int64_t> padded_shape;
-    for (size_t i = 0; i < split_shape.size(); ++i)
-      padded_shape.push_back(split_shape[i] + high[i]);
-    Value spread =
-        PadWith(state, loc, split, mlir::RankedTensorType::get(padded_shape, type.getElementType()),
-                llvm::SmallVector<int64_t>(split_shape.size(), 0), high, zero);
-    Value joined = CollapseRuns(state, loc, spread, groups);
-    llvm::SmallVector<int64_t> sizes(type.getShape());
-    for (int64_t s = 0; s < s_count; ++s) sizes[1 + s] = plan.input_extent[s];
-    x = SliceOf(state, loc, joined, llvm::SmallVector<int64_t>(rank, 0), sizes,
-                llvm::SmallVector<int64_t>(rank, 1));
-  }
+  llvm::SmallVector<int64_t> interior(rank, 0);
+  for (int64_t s = 0; s < s_count; ++s) interior[1 + s] = plan.lhs_dilation[s] - 1;
+  x = DilateDims(state, loc, x, interior, zero);
   // Negative padding crops; positive padding adds zeros.
   llvm::SmallVector<int64_t> offsets(rank, 0), sizes(TypeOf(x).getShape()), low(rank, 0),
       pad_high(rank, 0);

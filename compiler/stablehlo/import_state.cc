@@ -257,6 +257,51 @@ mlir::Value PadWith(ImportState& state, mlir::Location loc, mlir::Value value,
   return pad.getResult();
 }
 
+mlir::Value DilateDims(ImportState& state, mlir::Location loc, mlir::Value value,
+                       llvm::ArrayRef<int64_t> interior, mlir::TypedAttr fill) {
+  auto type = mlir::cast<mlir::RankedTensorType>(value.getType());
+  llvm::SmallVector<int64_t> split_shape, high, dilated_shape;
+  llvm::SmallVector<mlir::ReassociationIndices> groups;
+  bool dilates = false;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    const int64_t size = type.getDimSize(d);
+    mlir::ReassociationIndices group = {static_cast<int64_t>(split_shape.size())};
+    split_shape.push_back(size);
+    high.push_back(0);
+    dilated_shape.push_back(size);
+    if (interior[d] > 0 && size > 1) {  // the caller checked that the dilated size fits
+      dilates = true;
+      group.push_back(static_cast<int64_t>(split_shape.size()));
+      split_shape.push_back(1);
+      high.push_back(interior[d]);
+      dilated_shape.back() = (size - 1) * (interior[d] + 1) + 1;
+    }
+    groups.push_back(group);
+  }
+  if (!dilates) return value;
+  mlir::OpBuilder& b = state.builder();
+  mlir::Value split =
+      mlir::tensor::ExpandShapeOp::create(
+          b, loc, mlir::RankedTensorType::get(split_shape, type.getElementType()), value, groups)
+          .getResult();
+  llvm::SmallVector<int64_t> spread_shape;
+  for (size_t i = 0; i < split_shape.size(); ++i) spread_shape.push_back(split_shape[i] + high[i]);
+  mlir::Value spread =
+      PadWith(state, loc, split, mlir::RankedTensorType::get(spread_shape, type.getElementType()),
+              llvm::SmallVector<int64_t>(split_shape.size(), 0), high, fill);
+  mlir::Value joined = CollapseRuns(state, loc, spread, groups);
+  auto attrs = [&](llvm::ArrayRef<int64_t> values) {
+    llvm::SmallVector<mlir::OpFoldResult> result;
+    for (int64_t v : values) result.push_back(b.getIndexAttr(v));
+    return result;
+  };
+  return mlir::tensor::ExtractSliceOp::create(
+             b, loc, mlir::RankedTensorType::get(dilated_shape, type.getElementType()), joined,
+             attrs(llvm::SmallVector<int64_t>(type.getRank(), 0)), attrs(dilated_shape),
+             attrs(llvm::SmallVector<int64_t>(type.getRank(), 1)))
+      .getResult();
+}
+
 mlir::Operation* BinaryBodyOp(mlir::Operation* op) {
   return op->getNumRegions() == 1 ? BinaryRegionOp(op->getRegion(0)) : nullptr;
 }

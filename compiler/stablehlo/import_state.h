@@ -143,6 +143,13 @@ mlir::Value PadWith(ImportState& state, mlir::Location loc, mlir::Value value,
                     mlir::RankedTensorType type, llvm::ArrayRef<int64_t> low,
                     llvm::ArrayRef<int64_t> high, mlir::TypedAttr fill);
 
+// `value` with `interior[d]` elements of the constant `fill` between consecutive elements of
+// dimension d (a size n becomes (n - 1) * (interior + 1) + 1): each such dimension split into
+// [n, 1], padded to [n, interior + 1], joined and its tail cut (reshapes, a tensor.pad and a
+// tensor.extract_slice, which keep the shardings of the other dimensions).
+mlir::Value DilateDims(ImportState& state, mlir::Location loc, mlir::Value value,
+                       llvm::ArrayRef<int64_t> interior, mlir::TypedAttr fill);
+
 // Converts one StableHLO op (its operands already converted) into new ops at the builder's
 // insertion point, mapping its results.
 using OpConversion = std::function<absl::Status(ImportState&, mlir::Operation*)>;

@@ -4,7 +4,9 @@
 // linalg.generic reading its operand at the mirrored position (tensor.extract): the partitioner
 // runs it on the whole operand (ReplicatePositionalOps, partition.cc).
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -99,12 +101,21 @@ absl::Status ConvertPad(ImportState& state, mlir::Operation* op) {
   // What is kept of each dimension, and the padding added on each side (in int64: the checks
   // bound every size by the operand's and result's, whose byte counts fit).
   std::vector<int64_t> cut_start(rank, 0), kept(rank, 0), pad_low(rank, 0), pad_high(rank, 0);
+  std::vector<int64_t> dilated_shape(rank, 0);
   for (size_t d = 0; valid && d < rank; ++d) {
-    const int64_t size = in.getDimSize(d);
-    valid = interior[d] >= 0 && low[d] > -(int64_t{1} << 62) && low[d] < (int64_t{1} << 62) &&
-            high[d] > -(int64_t{1} << 62) && high[d] < (int64_t{1} << 62);
+    valid = interior[d] >= 0 && interior[d] < (int64_t{1} << 62) && low[d] > -(int64_t{1} << 62) &&
+            low[d] < (int64_t{1} << 62) && high[d] > -(int64_t{1} << 62) &&
+            high[d] < (int64_t{1} << 62);
     if (!valid) break;
-    if (interior[d] != 0) continue;  // refused below, after the shapes are known to fit
+    // With interior padding: (size - 1) * (interior + 1) + 1 elements before the edges'.
+    int64_t size = in.getDimSize(d);
+    if (interior[d] > 0 && size > 0) {
+      valid =
+          !__builtin_mul_overflow(size - 1, interior[d] + 1, &size) && size < (int64_t{1} << 62);
+      if (!valid) break;
+      size += 1;
+    }
+    dilated_shape[d] = size;
     cut_start[d] = low[d] < 0 ? -low[d] : 0;
     const int64_t cut_end = high[d] < 0 ? -high[d] : 0;
     kept[d] = size - cut_start[d] - cut_end;
@@ -114,11 +125,6 @@ absl::Status ConvertPad(ImportState& state, mlir::Operation* op) {
     int64_t padded = 0;
     valid = kept[d] >= 0 && !__builtin_add_overflow(pad_low[d], kept[d], &padded) &&
             !__builtin_add_overflow(padded, pad_high[d], &padded) && out.getDimSize(d) == padded;
-  }
-  if (valid && absl::c_any_of(interior, [](int64_t i) { return i != 0; })) {
-    return absl::UnimplementedError(
-        absl::StrCat(ImportState::Where(op), ": a pad with interior padding [",
-                     absl::StrJoin(interior, ", "), "] is not supported (only edge padding is)"));
   }
   if (!valid) {
     return absl::InvalidArgumentError(
@@ -131,10 +137,41 @@ absl::Status ConvertPad(ImportState& state, mlir::Operation* op) {
   TESSERA_ASSIGN_OR_RETURN(Value padding, state.Operand(op, 1));
   mlir::TypedAttr constant = state.SplatOf(padding);
   mlir::Location loc = op->getLoc();
+  Value holes;  // with interior padding and a computed value: i1, false in the holes
+  if (absl::c_any_of(interior, [](int64_t i) { return i != 0; })) {
+    // The dilated operand is built whole before negative edges cut it: refused where that would
+    // dwarf both the operand and the result (a hostile interior padding cut away again).
+    int64_t dilated_elements = 1;
+    for (int64_t size : dilated_shape) {
+      if (__builtin_mul_overflow(dilated_elements, size, &dilated_elements)) {
+        dilated_elements = std::numeric_limits<int64_t>::max();
+        break;
+      }
+    }
+    if (dilated_elements / 4 > std::max(in.getNumElements(), out.getNumElements())) {
+      return absl::UnimplementedError(
+          absl::StrCat(ImportState::Where(op), ": interior padding [",
+                       absl::StrJoin(interior, ", "), "] making ", dilated_elements,
+                       " elements that negative edge padding cuts to ", out.getNumElements()));
+    }
+    // The operand with the interior padding, then the edges as without (the gradient of a
+    // strided slice, of average pooling). A computed padding value fills the holes as it fills
+    // the edges: `holes` says where they are.
+    mlir::OpBuilder& b = state.builder();
+    input = DilateDims(state, loc, input, interior,
+                       constant ? constant : b.getZeroAttr(SignlessType(in.getElementType())));
+    if (!constant) {
+      holes = DilateDims(state, loc,
+                         state.Fill(loc, mlir::RankedTensorType::get(in.getShape(), b.getI1Type()),
+                                    b.getBoolAttr(true)),
+                         interior, b.getBoolAttr(false));
+    }
+    in = mlir::RankedTensorType::get(dilated_shape, in.getElementType());
+  }
   mlir::RankedTensorType new_out = ImportState::NewType(out);
   auto kept_type = mlir::RankedTensorType::get(kept, in.getElementType());
   Value core = Slice(state, loc, input, in, kept_type, cut_start, std::vector<int64_t>(rank, 1));
-  if (kept_type.getShape() == out.getShape()) {
+  if (kept_type.getShape() == out.getShape() && !holes) {
     state.Map(op->getResult(0), core);
     return absl::OkStatus();
   }
@@ -163,9 +200,15 @@ absl::Status ConvertPad(ImportState& state, mlir::Operation* op) {
   auto flags = [&](llvm::ArrayRef<int64_t> shape) {
     return mlir::RankedTensorType::get(shape, b.getI1Type());
   };
-  Value inside = pad_with(state.Fill(loc, flags(kept), b.getBoolAttr(true)), b.getBoolAttr(false),
-                          flags(new_out.getShape()));
-  Value zeros = pad_with(core, b.getZeroAttr(new_out.getElementType()), new_out);
+  Value kept_flags = holes ? Slice(state, loc, holes, flags(in.getShape()), flags(kept), cut_start,
+                                   std::vector<int64_t>(rank, 1))
+                           : state.Fill(loc, flags(kept), b.getBoolAttr(true));
+  Value inside = kept_type.getShape() == out.getShape()
+                     ? kept_flags
+                     : pad_with(kept_flags, b.getBoolAttr(false), flags(new_out.getShape()));
+  Value zeros = kept_type.getShape() == out.getShape()
+                    ? core
+                    : pad_with(core, b.getZeroAttr(new_out.getElementType()), new_out);
   state.Map(op->getResult(0), mlir::arith::SelectOp::create(b, loc, inside, zeros, everywhere));
   return absl::OkStatus();
 }

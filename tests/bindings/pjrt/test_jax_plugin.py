@@ -622,11 +622,13 @@ def test_reduce_precision_matches_jax_cpu_bit_for_bit(tessera_devices, cpu_devic
 
 
 def test_pad_with_a_computed_value_matches_jax_cpu(tessera_devices, cpu_devices):
-    # jnp.pad's constant_values from an argument, edge padding negative too, on one device and
-    # rows-sharded over 8.
+    # jnp.pad's constant_values from an argument, edge padding negative too, interior padding
+    # (holes of the value too), on one device and rows-sharded over 8.
     x = np.arange(32, dtype=np.float32).reshape(8, 4)
     programs = [jax.jit(lambda a, v: jnp.pad(a, ((1, 2), (0, 3)), constant_values=v)),
-                jax.jit(lambda a, v: jax.lax.pad(a, v, ((2, -1, 0), (1, 1, 0))))]
+                jax.jit(lambda a, v: jax.lax.pad(a, v, ((2, -1, 0), (1, 1, 0)))),
+                jax.jit(lambda a, v: jax.lax.pad(a, v, ((0, 0, 0), (1, -2, 2)))),
+                jax.jit(lambda a, v: jax.lax.pad(a, v, ((0, 0, 1), (0, 0, 1))))]
 
     def run(devices, f, spec):
         mesh = mesh_of(devices, (len(devices),), ("x",))
@@ -914,3 +916,26 @@ def test_max_and_min_pooling_gradients_match_jax_cpu_bit_for_bit(tessera_devices
         for count, spec in ((1, P()), (8, P("x"))):
             np.testing.assert_array_equal(bits(run(tessera_devices, count, spec)), bits(ref),
                                           err_msg=f"{op.__name__} {count}")
+
+
+def test_interior_padding_matches_jax_cpu(tessera_devices, cpu_devices):
+    # lax.pad with interior padding (negative edges too), and the gradients that emit it: of a
+    # strided slice and of strided average pooling; on one device and rows-sharded over 8.
+    rng = np.random.default_rng(SEED + 35)
+    x = rng.standard_normal((8, 6, 5)).astype(np.float32)
+    programs = [
+        jax.jit(lambda a: jax.lax.pad(a, np.float32(-2.5), ((0, 0, 0), (1, -2, 2), (-1, 3, 1)))),
+        jax.jit(jax.grad(lambda a: jnp.sum(jnp.sin(a[:, 1::2, ::3])))),
+        jax.jit(jax.grad(lambda a: jnp.sum(jnp.cos(jax.lax.reduce_window(
+            a, 0., jax.lax.add, (1, 2, 2), (1, 2, 2), "VALID"))))),
+    ]
+
+    def run(devices, f, count, spec):
+        mesh = mesh_of(devices[:count], (count,), ("x",))
+        return np.asarray(f(jax.device_put(x, NamedSharding(mesh, spec))))
+
+    for f in programs:
+        ref = run(cpu_devices, f, 1, P())
+        for count, spec in ((1, P()), (8, P("x"))):
+            np.testing.assert_allclose(run(tessera_devices, f, count, spec), ref, rtol=1e-6,
+                                       atol=1e-6)
