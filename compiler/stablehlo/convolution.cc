@@ -308,6 +308,23 @@ bool CropsFit(const ConvPlan& plan) {
   return true;
 }
 
+// Whether the dilated, padded input [N, P..., C] is within the patches' bound: SlicedPatches
+// builds it whole (a hostile lhs_dilation of 2^40 with strides as large makes few patches of a
+// huge one), GatheredPatches never does.
+bool PaddedInputFits(const ConvPlan& plan, int64_t batch, int64_t features) {
+  int64_t elements = batch * features;  // at most the input's element count
+  for (int64_t s = 0; s < plan.spatial; ++s) {
+    int64_t padded = 0;
+    if (__builtin_add_overflow(
+            plan.input_extent[s],
+            std::max<int64_t>(0, plan.low[s]) + std::max<int64_t>(0, plan.high[s]), &padded) ||
+        __builtin_mul_overflow(elements, padded, &elements) || elements > kMaxPatchElements) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // The row-major coordinates of position `i` in `shape`.
 llvm::SmallVector<int64_t> Coordinates(int64_t i, llvm::ArrayRef<int64_t> shape) {
   llvm::SmallVector<int64_t> at(shape.size());
@@ -558,8 +575,10 @@ absl::Status ConvertConvolution(ImportState& state, mlir::Operation* op) {
   order.insert(order.end(), d.input_spatial.begin(), d.input_spatial.end());
   order.push_back(d.input_feature);
   Value x = PermuteDims(state, loc, InResultType(state, loc, lhs, lhs_type, result_old), order);
-  const bool sliced =
-      CropsFit(plan) && std::min(Product(plan.out_spatial), Product(plan.window)) <= kMaxSlices;
+  const bool sliced = CropsFit(plan) &&
+                      std::min(Product(plan.out_spatial), Product(plan.window)) <= kMaxSlices &&
+                      PaddedInputFits(plan, lhs_type.getDimSize(d.input_batch),
+                                      lhs_type.getDimSize(d.input_feature));
   const Patches patches = sliced
                               ? SlicedPatches(state, loc, plan, DilateAndPad(state, loc, plan, x))
                               : Patches{GatheredPatches(state, loc, plan, x), false};

@@ -959,6 +959,19 @@ TEST(StableHloImportErrorTest, ReduceWindowsThatDoNotFit) {
                HasSubstr("window_dimensions value 0 out of range")));
 }
 
+// `text` (one result) compiled for one device and for 8 (replicated) computes `want` from
+// `inputs` on both.
+void ExpectOnOneAndEightDevices(const std::string& text, const std::vector<HostArray>& inputs,
+                                const HostArray& want) {
+  for (int64_t devices : {1, 8}) {
+    ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(text, devices));
+    SpmdInterpreter run(plan);
+    ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run.Run(inputs));
+    ASSERT_EQ(got.size(), 1u);
+    ExpectClose(got[0], want);
+  }
+}
+
 // A 2-D convolution as StableHLO's spec defines it, in the layouts [b, f, 0, 1] x [o, i, 0, 1] ->
 // [b, f, 0, 1]: each output element the sum over its window of the padded, dilated input (zero
 // outside it and between dilated elements) times the kernel.
@@ -1082,6 +1095,11 @@ TEST(StableHloImportTest, ConvolutionsComputeWhatTheSpecDefines) {
     cases.push_back(c);
   }
   {
+    Case c{{1, 1, 3, 2}, {1, 1, 1, 1}, {}};  // a dilated input of 2^31 + 1 rows, never built
+    c.g.lhs_dilation[0] = c.g.stride[0] = int64_t{1} << 30;
+    cases.push_back(c);
+  }
+  {
     Case c{{1, 1, 3, 2}, {1, 1, 2, 1}, {}};  // the crop passes the input: all padding
     c.g.low[0] = -4, c.g.high[0] = 6;
     cases.push_back(c);
@@ -1107,13 +1125,7 @@ TEST(StableHloImportTest, ConvolutionsComputeWhatTheSpecDefines) {
         " : i64, batch_group_count = ", g.batch_groups, " : i64");
     const std::string text = ConvProgram(c.x, c.w, want.shape, attrs);
     SCOPED_TRACE(text);
-    for (int64_t devices : {1, 8}) {
-      ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(text, devices));
-      SpmdInterpreter run(plan);
-      ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run.Run(inputs));
-      ASSERT_EQ(got.size(), 1u);
-      ExpectClose(got[0], want);
-    }
+    ExpectOnOneAndEightDevices(text, inputs, want);
   }
 }
 
@@ -1179,13 +1191,7 @@ TEST(StableHloImportTest, SelectAndScatterPicksTheFirstKeptElementOfEachPaddedWi
       }
     }
     const std::string text = SelectAndScatterProgram(direction, "[[1, 1], [0, 1]]");
-    for (int64_t devices : {1, 8}) {
-      ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(text, devices));
-      SpmdInterpreter run(plan);
-      ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run.Run(inputs));
-      ASSERT_EQ(got.size(), 1u);
-      ExpectClose(got[0], want);
-    }
+    ExpectOnOneAndEightDevices(text, inputs, want);
   }
 }
 
