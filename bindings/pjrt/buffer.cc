@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <new>
 #include <numeric>
@@ -78,10 +79,16 @@ absl::StatusOr<std::shared_ptr<char[]>> CompactCopy(const void* data,
   std::optional<int64_t> bytes =
       count.has_value() ? base::CheckedMul(*count, element_bytes) : std::nullopt;
   if (!bytes.has_value()) return absl::InvalidArgumentError("the buffer's size overflows int64");
+  // Every element's offset, a sum of (index * stride) terms of either sign, fits int64 when the
+  // terms' magnitudes add up without overflow.
+  int64_t reach = 0;
   for (size_t d = 0; d < dims.size() && *count > 0; ++d) {
-    if (!base::CheckedMul(dims[d] - 1, strides[d]).has_value()) {
-      return absl::InvalidArgumentError("the host layout overflows int64");
-    }
+    std::optional<int64_t> term = base::CheckedMul(dims[d] - 1, strides[d]);
+    std::optional<int64_t> sum = term.has_value() && *term != std::numeric_limits<int64_t>::min()
+                                     ? base::CheckedAdd(reach, *term < 0 ? -*term : *term)
+                                     : std::nullopt;
+    if (!sum.has_value()) return absl::InvalidArgumentError("the host layout overflows int64");
+    reach = *sum;
   }
   std::shared_ptr<char[]> copy(new (std::nothrow) char[std::max<int64_t>(*bytes, 1)]);
   if (copy == nullptr) {

@@ -184,13 +184,13 @@ absl::StatusOr<ConvPlan> PlanConvolution(mlir::Operation* op, mlir::RankedTensor
     const int64_t kernel = rhs.getDimSize(d.kernel_spatial[s]);
     int64_t dilated = 0, padded = 0, window = 0;
     // Sizes fit int64 (the types were checked), dilations and padding are at most 2^40.
-    if ((size > 0 && __builtin_mul_overflow(size - 1, plan.lhs_dilation[s], &dilated)) ||
-        (kernel > 0 && __builtin_mul_overflow(kernel - 1, plan.rhs_dilation[s], &window)) ||
-        __builtin_add_overflow(dilated + (size > 0 ? 1 : 0), plan.low[s] + plan.high[s], &padded)) {
+    if ((size > 0 && (__builtin_mul_overflow(size - 1, plan.lhs_dilation[s], &dilated) ||
+                      __builtin_add_overflow(dilated, 1, &dilated))) ||
+        (kernel > 0 && (__builtin_mul_overflow(kernel - 1, plan.rhs_dilation[s], &window) ||
+                        __builtin_add_overflow(window, 1, &window))) ||
+        __builtin_add_overflow(dilated, plan.low[s] + plan.high[s], &padded)) {
       return Invalid(op, absl::StrCat("spatial dimension ", s, " dilated overflows int64"));
     }
-    dilated += size > 0 ? 1 : 0;
-    window += kernel > 0 ? 1 : 0;
     plan.input_extent.push_back(dilated);
     plan.window.push_back(kernel);
     plan.out_spatial.push_back(padded < window ? 0 : (padded - window) / plan.strides[s] + 1);
@@ -215,29 +215,9 @@ absl::StatusOr<ConvPlan> PlanConvolution(mlir::Operation* op, mlir::RankedTensor
   return plan;
 }
 
-// Shapes and slices of new values.
+// Shapes and reshapes of new values.
 mlir::RankedTensorType TypeOf(Value value) {
   return mlir::cast<mlir::RankedTensorType>(value.getType());
-}
-
-llvm::SmallVector<mlir::OpFoldResult> IndexAttrs(mlir::OpBuilder& b,
-                                                 llvm::ArrayRef<int64_t> values) {
-  llvm::SmallVector<mlir::OpFoldResult> attrs;
-  for (int64_t v : values) attrs.push_back(b.getIndexAttr(v));
-  return attrs;
-}
-
-// value[offsets : offsets + sizes * strides : strides] (a tensor.extract_slice); the value itself
-// when that is all of it.
-Value SliceOf(ImportState& state, mlir::Location loc, Value value, llvm::ArrayRef<int64_t> offsets,
-              llvm::ArrayRef<int64_t> sizes, llvm::ArrayRef<int64_t> strides) {
-  mlir::RankedTensorType type = TypeOf(value);
-  if (type.getShape() == sizes) return value;
-  mlir::OpBuilder& b = state.builder();
-  return mlir::tensor::ExtractSliceOp::create(
-             b, loc, mlir::RankedTensorType::get(sizes, type.getElementType()), value,
-             IndexAttrs(b, offsets), IndexAttrs(b, sizes), IndexAttrs(b, strides))
-      .getResult();
 }
 
 // `value` with its dimensions regrouped: ExpandShape into `shape` by `groups` of it.
@@ -422,37 +402,15 @@ Value GatheredPatches(ImportState& state, mlir::Location loc, const ConvPlan& pl
       state.builder(), loc, mlir::TypeRange{type}, mlir::ValueRange{},
       mlir::ValueRange{state.Empty(loc, type)}, maps, iterators,
       [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange) {
-        auto index = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(b, l, v); };
         auto loop = [&](int64_t i) { return mlir::linalg::IndexOp::create(b, l, i); };
-        auto times = [&](Value v, int64_t factor) -> Value {
-          return factor == 1 ? v : Value(mlir::arith::MulIOp::create(b, l, v, index(factor)));
-        };
         llvm::SmallVector<Value> position = {loop(0)};
         Value valid = mlir::arith::ConstantIntOp::create(b, l, b.getI1Type(), 1);
         for (int64_t s = 0; s < s_count; ++s) {
-          // q = o * stride + k * rhs_dilation - low, in the dilated, padded input.
-          Value q = mlir::arith::SubIOp::create(
-              b, l,
-              mlir::arith::AddIOp::create(b, l, times(loop(1 + s), plan.strides[s]),
-                                          times(loop(s_count + 2 + s), plan.rhs_dilation[s])),
-              index(plan.low[s]));
-          Value inside = mlir::arith::AndIOp::create(
-              b, l, mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::sge, q, index(0)),
-              mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::slt, q,
-                                          index(plan.input_extent[s])));
-          // Clamped into range before dividing (an out-of-range q is not read anyway).
-          Value clamped = mlir::arith::SelectOp::create(b, l, inside, q, index(0));
-          Value element_index = clamped;
-          if (plan.lhs_dilation[s] > 1) {
-            Value on_element = mlir::arith::CmpIOp::create(
-                b, l, mlir::arith::CmpIPredicate::eq,
-                mlir::arith::RemUIOp::create(b, l, clamped, index(plan.lhs_dilation[s])), index(0));
-            inside = mlir::arith::AndIOp::create(b, l, inside, on_element);
-            element_index =
-                mlir::arith::DivUIOp::create(b, l, clamped, index(plan.lhs_dilation[s]));
-          }
-          valid = mlir::arith::AndIOp::create(b, l, valid, inside);
-          position.push_back(element_index);
+          const WindowRead read = ReadInWindow(b, l, loop(1 + s), loop(s_count + 2 + s),
+                                               plan.strides[s], plan.rhs_dilation[s], plan.low[s],
+                                               plan.lhs_dilation[s], plan.input_extent[s]);
+          valid = mlir::arith::AndIOp::create(b, l, valid, read.inside);
+          position.push_back(read.index);
         }
         position.push_back(loop(s_count + 1));
         Value read = mlir::tensor::ExtractOp::create(b, l, x, position);
@@ -499,38 +457,16 @@ Value InResultType(ImportState& state, mlir::Location loc, Value value, mlir::Ra
                           });
 }
 
-// The kernel as the matmul's right operand: [C/G * K, outputs] (or [K * C/G, outputs] for
-// window-major patches), or [G, ..., outputs / G] with groups; its reversed spatial dimensions
-// read from their ends.
+// The kernel `rhs` (old type `rhs_type`) as the matmul's right operand: [C/G * K, outputs] (or
+// [K * C/G, outputs] for window-major patches), or [G, ..., outputs / G] with groups; its
+// reversed spatial dimensions read from their ends.
 Value ArrangeKernel(ImportState& state, mlir::Location loc, const ConvPlan& plan, Value rhs,
-                    bool window_major) {
+                    mlir::RankedTensorType rhs_type, bool window_major) {
   const ConvDimensions& d = plan.dims;
   if (llvm::is_contained(plan.reversal, true)) {
-    mlir::RankedTensorType type = TypeOf(rhs);
-    Value whole = rhs;
-    llvm::SmallVector<mlir::AffineMap> maps = {
-        mlir::AffineMap::getMultiDimIdentityMap(type.getRank(), state.builder().getContext())};
-    llvm::SmallVector<mlir::utils::IteratorType> iterators(type.getRank(),
-                                                           mlir::utils::IteratorType::parallel);
-    rhs = mlir::linalg::GenericOp::create(
-              state.builder(), loc, mlir::TypeRange{type}, mlir::ValueRange{},
-              mlir::ValueRange{state.Empty(loc, type)}, maps, iterators,
-              [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange) {
-                llvm::SmallVector<Value> position;
-                for (int64_t i = 0; i < type.getRank(); ++i) {
-                  position.push_back(mlir::linalg::IndexOp::create(b, l, i));
-                }
-                for (int64_t s = 0; s < plan.spatial; ++s) {
-                  if (!plan.reversal[s]) continue;
-                  const int64_t dim = d.kernel_spatial[s];
-                  position[dim] = mlir::arith::SubIOp::create(
-                      b, l, mlir::arith::ConstantIndexOp::create(b, l, type.getDimSize(dim) - 1),
-                      position[dim]);
-                }
-                mlir::linalg::YieldOp::create(
-                    b, l, Value(mlir::tensor::ExtractOp::create(b, l, whole, position)));
-              })
-              .getResult(0);
+    std::vector<bool> reversed(plan.spatial + 2, false);
+    for (int64_t s = 0; s < plan.spatial; ++s) reversed[d.kernel_spatial[s]] = plan.reversal[s];
+    rhs = ReverseDims(state, loc, rhs, rhs_type, reversed);
   }
   std::vector<int64_t> order = d.kernel_spatial;
   order.insert(window_major ? order.end() : order.begin(), d.kernel_input_feature);
@@ -584,6 +520,7 @@ absl::Status ConvertConvolution(ImportState& state, mlir::Operation* op) {
                               : Patches{GatheredPatches(state, loc, plan, x), false};
   Value a = GroupPatches(state, loc, plan, patches);
   Value b = ArrangeKernel(state, loc, plan, InResultType(state, loc, rhs, rhs_type, result_old),
+                          mlir::RankedTensorType::get(rhs_type.getShape(), result_old),
                           patches.window_major);
   llvm::SmallVector<int64_t> product_shape(TypeOf(a).getShape().drop_back());
   product_shape.push_back(TypeOf(b).getShape().back());

@@ -236,16 +236,76 @@ mlir::Value CollapseRuns(ImportState& state, mlir::Location loc, mlir::Value val
       .getResult();
 }
 
+namespace {
+
+llvm::SmallVector<mlir::OpFoldResult> IndexAttrs(mlir::OpBuilder& b,
+                                                 llvm::ArrayRef<int64_t> values) {
+  llvm::SmallVector<mlir::OpFoldResult> attrs;
+  for (int64_t v : values) attrs.push_back(b.getIndexAttr(v));
+  return attrs;
+}
+
+}  // namespace
+
+mlir::Value SliceOf(ImportState& state, mlir::Location loc, mlir::Value value,
+                    llvm::ArrayRef<int64_t> offsets, llvm::ArrayRef<int64_t> sizes,
+                    llvm::ArrayRef<int64_t> strides) {
+  auto type = mlir::cast<mlir::RankedTensorType>(value.getType());
+  if (type.getShape() == sizes) return value;
+  mlir::OpBuilder& b = state.builder();
+  return mlir::tensor::ExtractSliceOp::create(
+             b, loc, mlir::RankedTensorType::get(sizes, type.getElementType()), value,
+             IndexAttrs(b, offsets), IndexAttrs(b, sizes), IndexAttrs(b, strides))
+      .getResult();
+}
+
+mlir::Value ReverseDims(ImportState& state, mlir::Location loc, mlir::Value value,
+                        mlir::RankedTensorType type, const std::vector<bool>& reversed) {
+  return BuildElementwise(
+      state, loc, type, {}, {},
+      [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange) -> mlir::Value {
+        llvm::SmallVector<mlir::Value> position;
+        for (int64_t d = 0; d < type.getRank(); ++d) {
+          mlir::Value index = mlir::linalg::IndexOp::create(b, l, d);
+          if (reversed[d]) {
+            mlir::Value last = mlir::arith::ConstantIndexOp::create(b, l, type.getDimSize(d) - 1);
+            index = mlir::arith::SubIOp::create(b, l, last, index);
+          }
+          position.push_back(index);
+        }
+        return mlir::tensor::ExtractOp::create(b, l, value, position);
+      });
+}
+
+WindowRead ReadInWindow(mlir::OpBuilder& b, mlir::Location loc, mlir::Value i, mlir::Value k,
+                        int64_t stride, int64_t window_dilation, int64_t low, int64_t base_dilation,
+                        int64_t dilated_size) {
+  auto index = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(b, loc, v); };
+  auto times = [&](mlir::Value v, int64_t factor) -> mlir::Value {
+    return factor == 1 ? v : mlir::Value(mlir::arith::MulIOp::create(b, loc, v, index(factor)));
+  };
+  mlir::Value q = mlir::arith::SubIOp::create(
+      b, loc, mlir::arith::AddIOp::create(b, loc, times(i, stride), times(k, window_dilation)),
+      index(low));
+  mlir::Value inside = mlir::arith::AndIOp::create(
+      b, loc, mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::sge, q, index(0)),
+      mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::slt, q, index(dilated_size)));
+  // Clamped into range before dividing (an out-of-range q is not read anyway).
+  mlir::Value clamped = mlir::arith::SelectOp::create(b, loc, inside, q, index(0));
+  if (base_dilation == 1) return {clamped, inside};
+  mlir::Value on_element = mlir::arith::CmpIOp::create(
+      b, loc, mlir::arith::CmpIPredicate::eq,
+      mlir::arith::RemUIOp::create(b, loc, clamped, index(base_dilation)), index(0));
+  return {mlir::arith::DivUIOp::create(b, loc, clamped, index(base_dilation)),
+          mlir::arith::AndIOp::create(b, loc, inside, on_element)};
+}
+
 mlir::Value PadWith(ImportState& state, mlir::Location loc, mlir::Value value,
                     mlir::RankedTensorType type, llvm::ArrayRef<int64_t> low,
                     llvm::ArrayRef<int64_t> high, mlir::TypedAttr fill) {
   mlir::OpBuilder& b = state.builder();
-  auto attrs = [&](llvm::ArrayRef<int64_t> values) {
-    llvm::SmallVector<mlir::OpFoldResult> result;
-    for (int64_t v : values) result.push_back(b.getIndexAttr(v));
-    return result;
-  };
-  auto pad = mlir::tensor::PadOp::create(b, loc, type, value, attrs(low), attrs(high));
+  auto pad =
+      mlir::tensor::PadOp::create(b, loc, type, value, IndexAttrs(b, low), IndexAttrs(b, high));
   // The body yields the padding value (the builder leaves the region empty).
   mlir::OpBuilder::InsertionGuard guard(b);
   mlir::Region& region = pad.getRegion();
@@ -290,16 +350,8 @@ mlir::Value DilateDims(ImportState& state, mlir::Location loc, mlir::Value value
       PadWith(state, loc, split, mlir::RankedTensorType::get(spread_shape, type.getElementType()),
               llvm::SmallVector<int64_t>(split_shape.size(), 0), high, fill);
   mlir::Value joined = CollapseRuns(state, loc, spread, groups);
-  auto attrs = [&](llvm::ArrayRef<int64_t> values) {
-    llvm::SmallVector<mlir::OpFoldResult> result;
-    for (int64_t v : values) result.push_back(b.getIndexAttr(v));
-    return result;
-  };
-  return mlir::tensor::ExtractSliceOp::create(
-             b, loc, mlir::RankedTensorType::get(dilated_shape, type.getElementType()), joined,
-             attrs(llvm::SmallVector<int64_t>(type.getRank(), 0)), attrs(dilated_shape),
-             attrs(llvm::SmallVector<int64_t>(type.getRank(), 1)))
-      .getResult();
+  return SliceOf(state, loc, joined, llvm::SmallVector<int64_t>(type.getRank(), 0), dilated_shape,
+                 llvm::SmallVector<int64_t>(type.getRank(), 1));
 }
 
 mlir::Operation* BinaryBodyOp(mlir::Operation* op) {

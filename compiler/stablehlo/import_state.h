@@ -137,6 +137,31 @@ mlir::Value PermuteDims(ImportState& state, mlir::Location loc, mlir::Value valu
 mlir::Value CollapseRuns(ImportState& state, mlir::Location loc, mlir::Value value,
                          llvm::ArrayRef<mlir::ReassociationIndices> groups);
 
+// value[offsets : offsets + sizes * strides : strides] (a tensor.extract_slice of a new value); the
+// value itself when `sizes` is all of it.
+mlir::Value SliceOf(ImportState& state, mlir::Location loc, mlir::Value value,
+                    llvm::ArrayRef<int64_t> offsets, llvm::ArrayRef<int64_t> sizes,
+                    llvm::ArrayRef<int64_t> strides);
+
+// `value` (a new value of old type `type`) with each dimension d where `reversed[d]` read from
+// its end: a linalg.generic reading the mirrored position (tensor.extract), which the
+// partitioner runs on the whole value (ReplicatePositionalOps, partition.cc).
+mlir::Value ReverseDims(ImportState& state, mlir::Location loc, mlir::Value value,
+                        mlir::RankedTensorType type, const std::vector<bool>& reversed);
+
+// Where element `k` of window `i` reads an operand along one dimension, inside a linalg body:
+// q = i * stride + k * window_dilation - low in the operand dilated by `base_dilation` (its
+// extent `dilated_size`) and padded. `index` is the operand's element there (clamped into range
+// when q is not one), `inside` whether q falls on an element: not in the padding, not between
+// dilated elements.
+struct WindowRead {
+  mlir::Value index;
+  mlir::Value inside;  // i1
+};
+WindowRead ReadInWindow(mlir::OpBuilder& b, mlir::Location loc, mlir::Value i, mlir::Value k,
+                        int64_t stride, int64_t window_dilation, int64_t low, int64_t base_dilation,
+                        int64_t dilated_size);
+
 // `value` padded into `type` with `low` / `high` elements of the constant `fill` before / after
 // each dimension (a tensor.pad; the padding is not negative).
 mlir::Value PadWith(ImportState& state, mlir::Location loc, mlir::Value value,

@@ -168,39 +168,16 @@ absl::Status ConvertReduceWindow(ImportState& state, mlir::Operation* op) {
   auto generic = mlir::linalg::GenericOp::create(
       builder, loc, mlir::TypeRange{new_result}, mlir::ValueRange{window}, mlir::ValueRange{acc},
       maps, iterators, [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange args) {
-        auto index = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(b, l, v); };
         Value valid = mlir::arith::ConstantIntOp::create(b, l, b.getI1Type(), 1);
         llvm::SmallVector<Value> position;
         for (int64_t d = 0; d < rank; ++d) {
-          // q = i * stride + k * window_dilation - low, in the dilated, padded operand.
-          Value q = mlir::arith::SubIOp::create(
-              b, l,
-              mlir::arith::AddIOp::create(
-                  b, l,
-                  mlir::arith::MulIOp::create(b, l, mlir::linalg::IndexOp::create(b, l, d),
-                                              index(plan.strides[d])),
-                  mlir::arith::MulIOp::create(b, l, mlir::linalg::IndexOp::create(b, l, rank + d),
-                                              index(plan.window_dilations[d]))),
-              index(plan.low[d]));
           const int64_t dilated = (operand_type.getDimSize(d) - 1) * plan.base_dilations[d] + 1;
-          Value inside = mlir::arith::AndIOp::create(
-              b, l, mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::sge, q, index(0)),
-              mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::slt, q,
-                                          index(dilated)));
-          // Clamped into range before dividing (an out-of-range q is not read anyway).
-          Value clamped = mlir::arith::SelectOp::create(b, l, inside, q, index(0));
-          Value element_index = clamped;
-          if (plan.base_dilations[d] > 1) {
-            Value on_element = mlir::arith::CmpIOp::create(
-                b, l, mlir::arith::CmpIPredicate::eq,
-                mlir::arith::RemUIOp::create(b, l, clamped, index(plan.base_dilations[d])),
-                index(0));
-            inside = mlir::arith::AndIOp::create(b, l, inside, on_element);
-            element_index =
-                mlir::arith::DivUIOp::create(b, l, clamped, index(plan.base_dilations[d]));
-          }
-          valid = mlir::arith::AndIOp::create(b, l, valid, inside);
-          position.push_back(element_index);
+          const WindowRead read =
+              ReadInWindow(b, l, mlir::linalg::IndexOp::create(b, l, d),
+                           mlir::linalg::IndexOp::create(b, l, rank + d), plan.strides[d],
+                           plan.window_dilations[d], plan.low[d], plan.base_dilations[d], dilated);
+          valid = mlir::arith::AndIOp::create(b, l, valid, read.inside);
+          position.push_back(read.index);
         }
         Value read = mlir::tensor::ExtractOp::create(b, l, operand, position);
         Value read_init = mlir::tensor::ExtractOp::create(b, l, init, mlir::ValueRange{});
@@ -217,26 +194,6 @@ absl::Status ConvertReduceWindow(ImportState& state, mlir::Operation* op) {
   TESSERA_RETURN_IF_ERROR(status);
   state.Map(op->getResult(0), generic->getResult(0));
   return absl::OkStatus();
-}
-
-// q = window_index * stride + k - low along dimension `d` of the padded operand, and whether it
-// falls inside the operand (not in the padding).
-struct WindowPosition {
-  Value at;      // clamped into the operand
-  Value inside;  // i1
-};
-WindowPosition PositionInOperand(mlir::OpBuilder& b, mlir::Location l, Value window_index, Value k,
-                                 int64_t stride, int64_t low, int64_t size) {
-  auto index = [&](int64_t v) { return mlir::arith::ConstantIndexOp::create(b, l, v); };
-  Value q = mlir::arith::SubIOp::create(
-      b, l,
-      mlir::arith::AddIOp::create(
-          b, l, mlir::arith::MulIOp::create(b, l, window_index, index(stride)), k),
-      index(low));
-  Value inside = mlir::arith::AndIOp::create(
-      b, l, mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::sge, q, index(0)),
-      mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::slt, q, index(size)));
-  return {mlir::arith::SelectOp::create(b, l, inside, q, index(0)), inside};
 }
 
 // The row-major offset of `position` in a tensor of `shape`, as an i64.
@@ -348,11 +305,11 @@ absl::Status ConvertSelectAndScatter(ImportState& state, mlir::Operation* op) {
         Value inside = mlir::arith::ConstantIntOp::create(b, l, b.getI1Type(), 1);
         llvm::SmallVector<Value> position;
         for (int64_t d = 0; d < rank; ++d) {
-          WindowPosition p = PositionInOperand(b, l, mlir::linalg::IndexOp::create(b, l, d),
-                                               mlir::linalg::IndexOp::create(b, l, rank + d),
-                                               plan.strides[d], plan.low[d], shape[d]);
+          const WindowRead p = ReadInWindow(b, l, mlir::linalg::IndexOp::create(b, l, d),
+                                            mlir::linalg::IndexOp::create(b, l, rank + d),
+                                            plan.strides[d], 1, plan.low[d], 1, shape[d]);
           inside = mlir::arith::AndIOp::create(b, l, inside, p.inside);
-          position.push_back(p.at);
+          position.push_back(p.index);
         }
         Value candidate = mlir::tensor::ExtractOp::create(b, l, operand, position);
         absl::StatusOr<Value> keep =

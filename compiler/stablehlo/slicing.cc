@@ -27,13 +27,6 @@ using mlir::Value;
 
 std::string Dims(llvm::ArrayRef<int64_t> dims) { return absl::StrJoin(dims, "x"); }
 
-llvm::SmallVector<mlir::OpFoldResult> IndexAttrs(mlir::OpBuilder& b,
-                                                 llvm::ArrayRef<int64_t> values) {
-  llvm::SmallVector<mlir::OpFoldResult> attrs;
-  for (int64_t v : values) attrs.push_back(b.getIndexAttr(v));
-  return attrs;
-}
-
 // `input` (of `in`'s shape) sliced to `out`: the input itself when whole, a fill when a splat,
 // else a tensor.extract_slice.
 Value Slice(ImportState& state, mlir::Location loc, Value input, mlir::RankedTensorType in,
@@ -43,10 +36,7 @@ Value Slice(ImportState& state, mlir::Location loc, Value input, mlir::RankedTen
   if (in.getShape() == out.getShape()) return input;
   if (mlir::TypedAttr splat = state.SplatOf(input)) return state.Fill(loc, new_out, splat);
   if (out.getNumElements() == 0) return state.Empty(loc, new_out);
-  mlir::OpBuilder& b = state.builder();
-  return mlir::tensor::ExtractSliceOp::create(b, loc, new_out, input, IndexAttrs(b, start),
-                                              IndexAttrs(b, out.getShape()), IndexAttrs(b, strides))
-      .getResult();
+  return SliceOf(state, loc, input, start, out.getShape(), strides);
 }
 
 absl::Status ConvertSlice(ImportState& state, mlir::Operation* op) {
@@ -277,20 +267,7 @@ absl::Status ConvertReverse(ImportState& state, mlir::Operation* op) {
     state.Map(op->getResult(0), input);
     return absl::OkStatus();
   }
-  Value result = BuildElementwise(
-      state, op->getLoc(), out, {}, {},
-      [&](mlir::OpBuilder& b, mlir::Location loc, mlir::ValueRange) -> Value {
-        llvm::SmallVector<Value> position;
-        for (int64_t d = 0; d < in.getRank(); ++d) {
-          Value index = mlir::linalg::IndexOp::create(b, loc, d);
-          if (reversed[d]) {
-            Value last = mlir::arith::ConstantIndexOp::create(b, loc, in.getDimSize(d) - 1);
-            index = mlir::arith::SubIOp::create(b, loc, last, index);
-          }
-          position.push_back(index);
-        }
-        return mlir::tensor::ExtractOp::create(b, loc, input, position);
-      });
+  Value result = ReverseDims(state, op->getLoc(), input, out, reversed);
   state.Map(op->getResult(0), result);
   return absl::OkStatus();
 }
