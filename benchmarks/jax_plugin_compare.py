@@ -24,6 +24,8 @@ Cases:
                leaves them out: compiling them takes a minute)
   cnn_dp       a small CNN's forward + backward (three 3x3 convolutions, 32 channels, on a
                batch of 32 RGB 32x32 images), data-parallel
+  cnn_pool_dp  the same with max pooling (3x3 windows, stride 2) where cnn_dp strides its
+               convolutions, data-parallel
 --cases names the cases to run (comma-separated; default all): the others are not even set up,
 so that one case can be timed alone, in more rounds, on a busy machine.
 Each round times every case on each system (median of --repeat), in turns; the table shows the
@@ -112,9 +114,10 @@ def transformer_cases(jax, np, client, plugin_devices, cpu_devices, b=8, s=128, 
         lambda p, x: jnp.mean(transformer_block(x, *p, heads=heads) ** 2), params, x, layouts)
 
 
-def cnn_cases(jax, np, client, plugin_devices, cpu_devices, b=32, size=32, width=32):
-    """A small CNN's forward + backward, data-parallel: three 3x3 convolutions (the last two
-    strided) with ReLUs, mean pooling and a dense layer, on 32x32 RGB images."""
+def cnn_cases(jax, np, client, plugin_devices, cpu_devices, wanted, b=32, size=32, width=32):
+    """A small CNN's forward + backward, data-parallel: three 3x3 convolutions with ReLUs, the
+    last two strided (cnn_dp) or each of the first two followed by a 3x3 max pooling of stride 2
+    (cnn_pool_dp), mean pooling and a dense layer, on 32x32 RGB images."""
     import jax.numpy as jnp
     from jax.sharding import PartitionSpec as P
 
@@ -123,21 +126,38 @@ def cnn_cases(jax, np, client, plugin_devices, cpu_devices, b=32, size=32, width
     params = (rand(0.3, 3, 3, 3, width), rand(width ** -0.5 / 3, 3, 3, width, width),
               rand(width ** -0.5 / 3, 3, 3, width, width), rand(width ** -0.5, width, 10))
 
-    def loss(p, x):
+    def conv(h, w, stride):
+        return jax.nn.relu(jax.lax.conv_general_dilated(
+            h, w, (stride, stride), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
+
+    def max_pool(h):
+        return jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
+
+    def strided(p, x):
         h = x
         for w, stride in zip(p[:3], (1, 2, 2)):
-            h = jax.nn.relu(jax.lax.conv_general_dilated(
-                h, w, (stride, stride), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
+            h = conv(h, w, stride)
         return jnp.mean((h.mean(axis=(1, 2)) @ p[3]) ** 2)
 
-    layouts = {"cnn_dp": (P("x", None, None, None), (P(),) * 4)}
-    return gradient_cases(jax, np, client, plugin_devices, cpu_devices, loss, params,
-                          rand(1.0, b, size, size, 3), layouts)
+    def pooled(p, x):
+        h = max_pool(conv(x, p[0], 1))
+        h = max_pool(conv(h, p[1], 1))
+        h = conv(h, p[2], 1)
+        return jnp.mean((h.mean(axis=(1, 2)) @ p[3]) ** 2)
+
+    x = rand(1.0, b, size, size, 3)
+    cases = {}
+    for name, loss in (("cnn_dp", strided), ("cnn_pool_dp", pooled)):
+        if wanted(name):
+            cases.update(gradient_cases(jax, np, client, plugin_devices, cpu_devices, loss,
+                                        params, x, {name: (P("x", None, None, None), (P(),) * 4)}))
+    return cases
 
 
 def main():
     args = parse_args()
-    known = {"dispatch", "mlp", "megatron", "block_dp", "block_megatron", "cnn_dp", "device_put",
+    known = {"dispatch", "mlp", "megatron", "block_dp", "block_megatron", "cnn_dp", "cnn_pool_dp",
+             "device_put",
              "asarray"}
     unknown = set(args.cases or []) - known
     if unknown:
@@ -212,8 +232,8 @@ def main():
     if not args.no_transformer and (wanted("block_dp") or wanted("block_megatron")):
         blocks = transformer_cases(jax, np, client, plugin_devices, cpu_devices)
         cases.update({case: systems for case, systems in blocks.items() if wanted(case)})
-    if wanted("cnn_dp"):
-        cases.update(cnn_cases(jax, np, client, plugin_devices, cpu_devices))
+    if wanted("cnn_dp") or wanted("cnn_pool_dp"):
+        cases.update(cnn_cases(jax, np, client, plugin_devices, cpu_devices, wanted))
     big = rand(args.mib * (1 << 20) // 4 // 1024, 1024)
     rows_plugin = NamedSharding(Mesh(np.array(plugin_devices), ("x",)), P("x", None))
     rows_cpu = NamedSharding(Mesh(np.array(cpu_devices), ("x",)), P("x", None))

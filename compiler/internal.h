@@ -249,6 +249,10 @@ struct ProgramShardings {
     std::vector<sharding::PartitionSpec> in, out;
   };
   std::vector<Manual> manuals;
+  // [result]: whether the program leaves it open (a StableHLO jit's result without out_shardings
+  // whose sharding the program does not say): `results` holds P() for it until PartitionProgram
+  // gives it the sharding propagation gives its value.
+  std::vector<bool> open_results;
 };
 
 // Reads the shardings from the request (when given) or from @main's `tessera.sharding`
@@ -291,11 +295,13 @@ void SplitReshardsIntoSteps(mlir::func::FuncOp main);
 
 // Propagates the shardings and partitions @main into the program one device runs (local shapes,
 // shard collectives); an all_gather / all_slice / all_to_all of a fill of a constant becomes a
-// local fill. INVALID_ARGUMENT / UNIMPLEMENTED with the partitioner's diagnostics, or
+// local fill. Each open result (ProgramShardings::open_results) gets, in `shardings.results`, the
+// sharding the propagation gives the value it returns where that splits it evenly, P()
+// otherwise. INVALID_ARGUMENT / UNIMPLEMENTED with the partitioner's diagnostics, or
 // UNIMPLEMENTED where the partitioned program reduces part of a reduction's extent on each device
 // without an all-reduce of the rest (MLIR 22 drops it under some shardings); INTERNAL when the
 // clean-up after the fold fails.
-absl::Status PartitionProgram(mlir::ModuleOp module);
+absl::Status PartitionProgram(mlir::ModuleOp module, ProgramShardings& shardings);
 
 // A plan without artifacts, and one module per kernel step (steps[kernel_step_indices[i]]),
 // holding a func.func named like the step over tensors: inputs, then one i64 per grid axis when

@@ -260,7 +260,13 @@ class MlirProgramCompiler final : public ProgramCompiler {
 
     std::vector<bool> unused = RemoveUnusedArguments(main, shardings);
     AnnotateShardings(*module, main, shardings);
-    TESSERA_RETURN_IF_ERROR(PartitionProgram(*module));
+    TESSERA_RETURN_IF_ERROR(PartitionProgram(*module, shardings));
+    // The open results' shardings, as the propagation gave them.
+    for (size_t i = 0; i < shardings.open_results.size(); ++i) {
+      if (shardings.open_results[i]) {
+        signature.result_shardings[i].spec = shardings.results[i].ToString();
+      }
+    }
     std::string partitioned_text = PrintOp(*module);
     TESSERA_ASSIGN_OR_RETURN(CutProgram cut, CutIntoSteps(*module, main, signature.grid_shape));
     RestoreUnusedParameters(unused, signature, shardings, cut.plan);

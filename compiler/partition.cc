@@ -6,6 +6,7 @@
 // is checked to be all-reduced (CheckReductionsCombined).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -300,6 +301,8 @@ bool IsSplit(const sharding::PartitionSpec& spec) {
 // until propagation has run once.
 constexpr char kArgumentsReplicatedLaterAttr[] = "tessera.arguments_replicated_later";
 constexpr char kResultsReplicatedLaterAttr[] = "tessera.results_replicated_later";
+// The open results (indices) whose sharding AnnotateOpenResults takes from the first propagation.
+constexpr char kResultsOpenAttr[] = "tessera.results_open";
 
 // `name`'s indices on `main`, removed.
 std::vector<int64_t> TakeIndices(mlir::func::FuncOp main, llvm::StringRef name) {
@@ -342,6 +345,75 @@ bool AnnotateReplicatedLater(mlir::func::FuncOp main) {
     operand.set(shard.getResult());
   }
   return !arguments.empty() || !results.empty();
+}
+
+// The sharding the propagation gave `value`: its defining shard.shard's, or that of a shard.shard
+// annotating it for its producer; empty when neither is there.
+mlir::shard::Sharding PropagatedSharding(mlir::Value value) {
+  if (auto shard = value.getDefiningOp<mlir::shard::ShardOp>()) {
+    return mlir::shard::Sharding(shard.getSharding());
+  }
+  for (mlir::Operation* user : value.getUsers()) {
+    auto shard = mlir::dyn_cast<mlir::shard::ShardOp>(user);
+    if (shard && !shard.getAnnotateForUsers()) return mlir::shard::Sharding(shard.getSharding());
+  }
+  return mlir::shard::Sharding();
+}
+
+// `sharding` of a value of `type` as a spec over `mesh` (grid axis i is mesh axis i); nullopt
+// unless it splits each dimension evenly into whole tiles and has no halos or offsets (what a
+// program's result may be).
+std::optional<sharding::PartitionSpec> EvenSpecOf(const mlir::shard::Sharding& sharding,
+                                                  mlir::RankedTensorType type,
+                                                  const sharding::Mesh& mesh) {
+  if (!sharding || !sharding.getStaticHaloSizes().empty() ||
+      !sharding.getStaticShardedDimsOffsets().empty() || !sharding.getDynamicHaloSizes().empty() ||
+      !sharding.getDynamicShardedDimsOffsets().empty() ||
+      static_cast<int64_t>(sharding.getSplitAxes().size()) > type.getRank()) {
+    return std::nullopt;
+  }
+  std::vector<sharding::PartitionSpec::Dim> dims;
+  for (size_t d = 0; d < sharding.getSplitAxes().size(); ++d) {
+    sharding::PartitionSpec::Dim names;
+    int64_t tiles = 1;
+    for (int16_t axis : sharding.getSplitAxes()[d].asArrayRef()) {
+      if (axis < 0 || static_cast<size_t>(axis) >= mesh.axes().size()) return std::nullopt;
+      names.push_back(mesh.axes()[axis].name);
+      tiles *= mesh.axes()[axis].size;
+    }
+    if (type.getDimSize(d) % tiles != 0) return std::nullopt;
+    dims.push_back(std::move(names));
+  }
+  while (!dims.empty() && dims.back().empty()) dims.pop_back();  // P(None) is P()
+  absl::StatusOr<sharding::PartitionSpec> spec = sharding::PartitionSpec::Create(std::move(dims));
+  if (!spec.ok()) return std::nullopt;
+  return *std::move(spec);
+}
+
+// After a first propagation: each open result annotated with the sharding the propagation gave
+// the value it returns (EvenSpecOf), else replicated; `shardings.results` says which. As for the
+// replicated results annotated late (AnnotateReplicatedLater), a value computed from split
+// arguments keeps their split, where XLA's partitioner, for a jit without out_shardings, would
+// pick the same. Returns whether it annotated any.
+bool AnnotateOpenResults(mlir::func::FuncOp main, ProgramShardings& shardings) {
+  const std::vector<int64_t> open = TakeIndices(main, kResultsOpenAttr);
+  mlir::Block& entry = main.getBody().front();
+  mlir::Operation* ret = entry.getTerminator();
+  mlir::OpBuilder builder(main.getContext());
+  builder.setInsertionPoint(ret);
+  for (int64_t index : open) {
+    mlir::OpOperand& operand = ret->getOpOperand(index);
+    auto type = mlir::cast<mlir::RankedTensorType>(operand.get().getType());
+    std::optional<sharding::PartitionSpec> spec =
+        EvenSpecOf(PropagatedSharding(operand.get()), type, shardings.mesh);
+    shardings.results[index] = spec ? *spec : sharding::PartitionSpec();
+    mlir::Value sharding =
+        MakeSharding(builder, ret->getLoc(), shardings.mesh, shardings.results[index]);
+    auto shard = mlir::shard::ShardOp::create(builder, ret->getLoc(), operand.get(), sharding,
+                                              /*annotate_for_users=*/true);
+    operand.set(shard.getResult());
+  }
+  return !open.empty();
 }
 
 // A manual computation's operands annotated (for it) and results annotated with its shardings,
@@ -435,8 +507,15 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
   }
   mlir::Operation* ret = entry.getTerminator();
   builder.setInsertionPoint(ret);
+  std::vector<int64_t> results_open;
   for (mlir::OpOperand& operand : ret->getOpOperands()) {
     const sharding::PartitionSpec& spec = shardings.results[operand.getOperandNumber()];
+    const size_t index = operand.getOperandNumber();
+    if (any_argument_split && index < shardings.open_results.size() &&
+        shardings.open_results[index] && IsShardable(operand.get())) {
+      results_open.push_back(operand.getOperandNumber());
+      continue;
+    }
     if (any_argument_split && !IsSplit(spec)) {
       results_later.push_back(operand.getOperandNumber());
       continue;
@@ -471,6 +550,9 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
   if (!results_later.empty()) {
     main->setAttr(kResultsReplicatedLaterAttr, builder.getDenseI64ArrayAttr(results_later));
   }
+  if (!results_open.empty()) {
+    main->setAttr(kResultsOpenAttr, builder.getDenseI64ArrayAttr(results_open));
+  }
   ReplicatePositionalOps(main, shardings.mesh);
 }
 
@@ -486,11 +568,13 @@ absl::Status Propagate(mlir::ModuleOp module) {
   return VerifyModule(module, absl::StatusCode::kUnimplemented, "partitioning failed");
 }
 
-absl::Status PartitionProgram(mlir::ModuleOp module) {
+absl::Status PartitionProgram(mlir::ModuleOp module, ProgramShardings& shardings) {
   MarkReductions(module);
   TESSERA_RETURN_IF_ERROR(Propagate(module));
   auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
-  if (main && AnnotateReplicatedLater(main)) {
+  // Both, before propagating again.
+  const bool opened = main && AnnotateOpenResults(main, shardings);
+  if (main && (AnnotateReplicatedLater(main) || opened)) {
     // Again, for the ops the first pass left without a sharding of their own (a fill only a
     // reduction reads, a transpose of a replicated weight).
     TESSERA_RETURN_IF_ERROR(Propagate(module));

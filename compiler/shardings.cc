@@ -259,16 +259,17 @@ ShardingText KnownSharding(mlir::func::FuncOp main, mlir::Value value,
 // JAX leaves a jit's results open when out_shardings is not given, and XLA's partitioner picks
 // them. A StableHLO result without a sharding takes the one KnownSharding finds for the value it
 // returns (a shard_map's out_specs, the argument it returns or computes elementwise from); any
-// other open result stays replicated. A result's own sharding, or a request's, is never
-// overridden.
+// other is marked in `open`, for PartitionProgram to give it the sharding propagation gives its
+// value. A result's own sharding, or a request's, is never overridden.
 void PropagateToOpenResults(mlir::func::FuncOp main, const std::vector<ShardingText>& params,
                             const std::vector<ManualTextsOf>& manuals,
-                            std::vector<ShardingText>& results) {
+                            std::vector<ShardingText>& results, std::vector<bool>& open) {
   mlir::Operation* ret = main.getBody().front().getTerminator();
   if (ret == nullptr || ret->getNumOperands() != results.size()) return;
   for (size_t i = 0; i < results.size(); ++i) {
     if (results[i].has_value() || main.getResultAttr(i, kShardingAttrName)) continue;
     results[i] = KnownSharding(main, ret->getOperand(i), params, manuals);
+    open[i] = !results[i].has_value();
   }
 }
 
@@ -328,8 +329,9 @@ absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
     manuals.push_back(std::move(manual));
   }
   const bool requested = !request.parameter_shardings.empty() || !request.result_shardings.empty();
+  std::vector<bool> open_results(results.size(), false);
   if (!requested && request.format == ProgramFormat::kStableHlo) {
-    PropagateToOpenResults(main, params, manuals, results);
+    PropagateToOpenResults(main, params, manuals, results, open_results);
   }
   std::vector<ShardingText> all = params;
   all.insert(all.end(), results.begin(), results.end());
@@ -367,6 +369,7 @@ absl::StatusOr<ProgramShardings> ResolveShardings(mlir::func::FuncOp main,
   TESSERA_ASSIGN_OR_RETURN(sharding::Mesh mesh, ResolveMesh(all, request.num_devices, manual_mesh));
 
   ProgramShardings out{mesh, {}, {}, 0};
+  out.open_results = std::move(open_results);
   out.parameter_device_orders.resize(main.getNumArguments());
   if (request.parameter_shardings.empty() && request.result_shardings.empty()) {
     for (size_t i = 0; i < main.getNumArguments(); ++i) {

@@ -1,16 +1,28 @@
-// stablehlo.reduce_window (cumsum / cumprod / cummax, pooling): one linalg.generic whose loops are
-// the result's dimensions (parallel) and the window's (reduction, row-major), reading the operand
-// at each window position (a tensor.extract of the captured operand: the op runs whole on every
-// device, ReplicatePositionalOps in partition.cc) or the init value where the position falls in
-// the padding or between dilated elements, combined into the init by the body's one op.
+// stablehlo.reduce_window (pooling, cumsum / cumprod / cummax) and stablehlo.select_and_scatter
+// (max and min pooling's gradients), each in one of two forms computing the same values in the
+// same order:
 //
-// stablehlo.select_and_scatter (max pooling's gradient) in two such generics: one over the
-// windows picks each window's element by the select body (the first of the window in row-major
-// order that select(kept, candidate) keeps, padding never picked), as its offset in the operand;
-// one over the operand adds into each element (by the scatter body, from the init) the source
-// value of every window that picked it, in the windows' row-major order, as XLA does.
+// Sliced, for windows of at most kMaxSlicedWindow positions (pooling's): the operand dilated and
+// padded (reshapes, tensor.pad), cut into one strided tensor.extract_slice per window position,
+// the slices combined by one elementwise linalg.generic. Every op keeps the shardings of the
+// dimensions the window does not span, so a batch-sharded pooling runs on each device's rows
+// with no communication.
+//
+// Generic, for larger windows (a cumulative sum's spans its dimension): one linalg.generic whose
+// loops are the result's dimensions (parallel) and the window's (reduction, row-major), reading
+// the operand at each window position by a tensor.extract of the captured operand (so the op
+// runs whole on every device, ReplicatePositionalOps in partition.cc).
+//
+// reduce_window combines, from the init, each window's elements in row-major order by the body's
+// one op, the init standing for positions in the padding or between dilated elements.
+// select_and_scatter picks each window's element by the select body (the first of the window in
+// row-major order that select(kept, candidate) keeps, padding never picked), then adds into each
+// operand element (by the scatter body, from the init) the source value of every window that
+// picked it, in the windows' row-major order, as XLA does.
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +47,12 @@ using mlir::Value;
 // each result element reads its whole window, so a hostile window over a tiny operand (2^40 wide,
 // almost all padding) would otherwise loop for hours.
 constexpr int64_t kMaxWindowReads = int64_t{1} << 36;
+
+// The most window positions the sliced form reads as separate slices (pooling windows have 4 to
+// 27), and the most elements its dilated, padded operand may have beside the larger of the
+// operand and the windows (a hostile padding goes to the generic form, which never builds it).
+constexpr int64_t kMaxSlicedWindow = 64;
+constexpr int64_t kMaxSlicedGrowth = 8;
 
 // The window's geometry, per dimension.
 struct WindowPlan {
@@ -119,6 +137,106 @@ absl::StatusOr<mlir::Operation*> ReadWindowBody(mlir::Operation* op) {
   return combine;
 }
 
+// The dilated, padded operand's shape when the sliced form fits `plan` over `operand` with
+// `windows` (the result's or the source's shape); nullopt when the generic form must read it.
+std::optional<std::vector<int64_t>> SlicedShape(const WindowPlan& plan,
+                                                mlir::RankedTensorType operand,
+                                                mlir::RankedTensorType windows) {
+  if (operand.getNumElements() == 0 || windows.getNumElements() == 0) return std::nullopt;
+  int64_t positions = 1, padded_elements = 1;
+  std::vector<int64_t> padded;
+  for (int64_t d = 0; d < operand.getRank(); ++d) {
+    positions *= plan.window[d];  // each at most 2^40; the product stops at 64 * 2^40
+    if (positions > kMaxSlicedWindow) return std::nullopt;
+    // PlanWindow checked that this does not overflow.
+    padded.push_back((operand.getDimSize(d) - 1) * plan.base_dilations[d] + 1 + plan.low[d] +
+                     plan.high[d]);
+    if (__builtin_mul_overflow(padded_elements, padded.back(), &padded_elements)) {
+      return std::nullopt;
+    }
+  }
+  const int64_t bound = std::max(operand.getNumElements(), windows.getNumElements());
+  if (padded_elements / kMaxSlicedGrowth > bound) return std::nullopt;
+  return padded;
+}
+
+// The offsets of each of the window's positions in the dilated, padded operand, row-major.
+std::vector<std::vector<int64_t>> WindowOffsets(const WindowPlan& plan) {
+  std::vector<std::vector<int64_t>> offsets = {{}};
+  for (size_t d = 0; d < plan.window.size(); ++d) {
+    std::vector<std::vector<int64_t>> longer;
+    for (const std::vector<int64_t>& prefix : offsets) {
+      for (int64_t k = 0; k < plan.window[d]; ++k) {
+        longer.push_back(prefix);
+        longer.back().push_back(k * plan.window_dilations[d]);
+      }
+    }
+    offsets = std::move(longer);
+  }
+  return offsets;
+}
+
+// `value` (a new tensor) with `plan`'s base dilation and padding around it, `fill` between and
+// around its elements, into `padded`'s shape.
+Value DilateAndPad(ImportState& state, mlir::Location loc, Value value, const WindowPlan& plan,
+                   llvm::ArrayRef<int64_t> padded, mlir::TypedAttr fill) {
+  std::vector<int64_t> interior;
+  for (int64_t dilation : plan.base_dilations) interior.push_back(dilation - 1);
+  value = DilateDims(state, loc, value, interior, fill);
+  if (mlir::cast<mlir::RankedTensorType>(value.getType()).getShape() == padded) return value;
+  return PadWith(state, loc, value, mlir::RankedTensorType::get(padded, fill.getType()), plan.low,
+                 plan.high, fill);
+}
+
+// The window's slices of `padded_value` (a new tensor of the dilated, padded operand's shape):
+// one per window position, row-major, each of `windows`' shape.
+std::vector<Value> WindowSlices(ImportState& state, mlir::Location loc, Value padded_value,
+                                const WindowPlan& plan, llvm::ArrayRef<int64_t> windows) {
+  std::vector<Value> slices;
+  for (const std::vector<int64_t>& offsets : WindowOffsets(plan)) {
+    slices.push_back(SliceOf(state, loc, padded_value, offsets, windows, plan.strides));
+  }
+  return slices;
+}
+
+// reduce_window in the sliced form; nullopt where the generic form must compute it: a large
+// window, a hostile padding, or padding with an init that is not a constant.
+absl::StatusOr<std::optional<Value>> SlicedReduceWindow(ImportState& state, mlir::Location loc,
+                                                        const WindowPlan& plan,
+                                                        mlir::Operation* combine,
+                                                        mlir::RankedTensorType operand_type,
+                                                        mlir::RankedTensorType result_type,
+                                                        Value operand, Value init) {
+  const std::optional<std::vector<int64_t>> padded = SlicedShape(plan, operand_type, result_type);
+  if (!padded) return std::nullopt;
+  if (llvm::ArrayRef<int64_t>(*padded) != operand_type.getShape()) {
+    mlir::TypedAttr fill = state.SplatOf(init);
+    if (!fill) return std::nullopt;
+    operand = DilateAndPad(state, loc, operand, plan, *padded, fill);
+  }
+  std::vector<Value> inputs = WindowSlices(state, loc, operand, plan, result_type.getShape());
+  inputs.push_back(init);
+  const mlir::Type element = operand_type.getElementType();
+  absl::Status status;
+  Value result =
+      BuildElementwise(state, loc, result_type, inputs, {},
+                       [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange scalars) {
+                         Value acc = scalars.back();
+                         for (Value x : scalars.drop_back()) {
+                           absl::StatusOr<Value> combined =
+                               BuildScalarOp(b, l, combine, {acc, x}, {element, element}, element);
+                           if (!combined.ok()) {
+                             status = combined.status();
+                             return acc;
+                           }
+                           acc = *combined;
+                         }
+                         return acc;
+                       });
+  TESSERA_RETURN_IF_ERROR(status);
+  return result;
+}
+
 absl::Status ConvertReduceWindow(ImportState& state, mlir::Operation* op) {
   if (op->getNumOperands() != 2) {
     return absl::UnimplementedError(absl::StrCat(
@@ -140,6 +258,13 @@ absl::Status ConvertReduceWindow(ImportState& state, mlir::Operation* op) {
   TESSERA_ASSIGN_OR_RETURN(mlir::Operation * combine, ReadWindowBody(op));
   TESSERA_ASSIGN_OR_RETURN(Value operand, state.Operand(op, 0));
   TESSERA_ASSIGN_OR_RETURN(Value init, state.Operand(op, 1));
+  TESSERA_ASSIGN_OR_RETURN(std::optional<Value> sliced,
+                           SlicedReduceWindow(state, op->getLoc(), plan, combine, operand_type,
+                                              result_type, operand, init));
+  if (sliced) {
+    state.Map(op->getResult(0), *sliced);
+    return absl::OkStatus();
+  }
 
   mlir::OpBuilder& builder = state.builder();
   mlir::MLIRContext* context = op->getContext();
@@ -235,6 +360,130 @@ mlir::linalg::GenericOp WindowLoops(
                                          mlir::ValueRange{window}, outputs, maps, iterators, body);
 }
 
+// `values` (a new tensor of one value per window) placed where the windows at `offsets` start in
+// the padded operand of shape `padded`: element w at w * stride + offset, `fill` elsewhere.
+Value PlaceAtWindows(ImportState& state, mlir::Location loc, Value values, const WindowPlan& plan,
+                     llvm::ArrayRef<int64_t> offsets, llvm::ArrayRef<int64_t> padded,
+                     mlir::TypedAttr fill) {
+  std::vector<int64_t> interior, high;
+  for (int64_t stride : plan.strides) interior.push_back(stride - 1);
+  values = DilateDims(state, loc, values, interior, fill);
+  auto dilated = mlir::cast<mlir::RankedTensorType>(values.getType());
+  for (size_t d = 0; d < padded.size(); ++d) {
+    // The last window starts at most at padded - window extent: high is not negative.
+    high.push_back(padded[d] - offsets[d] - dilated.getDimSize(d));
+  }
+  if (dilated.getShape() == padded) return values;
+  return PadWith(state, loc, values, mlir::RankedTensorType::get(padded, fill.getType()), offsets,
+                 high, fill);
+}
+
+// select_and_scatter in the sliced form over the operand padded into `padded`. The picks: one
+// elementwise generic over the windows folding the window positions' slices (and slices of a
+// mask that is false in the padding) into the position picked, an i32 (-1 while none). The
+// scatter: each position's picks and source values placed back where its windows read (dilated
+// by the strides, padded to its offset), folded by one elementwise generic over the padded
+// operand in reverse row-major order of the positions, which is the windows' row-major order for
+// each element; its padding cut away.
+absl::StatusOr<Value> SlicedSelectAndScatter(ImportState& state, mlir::Location loc,
+                                             const WindowPlan& plan, llvm::ArrayRef<int64_t> padded,
+                                             mlir::Operation* select, mlir::Operation* scatter,
+                                             mlir::RankedTensorType operand_type,
+                                             mlir::RankedTensorType source_type,
+                                             mlir::RankedTensorType result_type, Value operand,
+                                             Value source, Value init) {
+  mlir::OpBuilder& builder = state.builder();
+  const mlir::Type element = operand_type.getElementType();
+  const mlir::Type scattered = source_type.getElementType();
+  const mlir::Type new_element = ImportState::NewType(operand_type).getElementType();
+  const mlir::Type new_scattered = ImportState::NewType(source_type).getElementType();
+  const bool pads = padded != operand_type.getShape();
+  std::vector<Value> candidates = WindowSlices(
+      state, loc,
+      pads ? DilateAndPad(state, loc, operand, plan, padded,
+                          mlir::cast<mlir::TypedAttr>(builder.getZeroAttr(new_element)))
+           : operand,
+      plan, source_type.getShape());
+  const int64_t positions = static_cast<int64_t>(candidates.size());
+  std::vector<Value> inputs = candidates;
+  if (pads) {
+    Value inside = DilateAndPad(
+        state, loc,
+        state.Fill(loc, mlir::RankedTensorType::get(operand_type.getShape(), builder.getI1Type()),
+                   builder.getBoolAttr(true)),
+        plan, padded, builder.getBoolAttr(false));
+    for (Value slice : WindowSlices(state, loc, inside, plan, source_type.getShape())) {
+      inputs.push_back(slice);
+    }
+  }
+  auto picks_type = mlir::RankedTensorType::get(source_type.getShape(), builder.getI32Type());
+  absl::Status status;
+  Value picks = BuildElementwise(
+      state, loc, picks_type, inputs, {},
+      [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange scalars) -> Value {
+        Value picked = mlir::arith::ConstantIntOp::create(b, l, b.getI32Type(), -1);
+        Value kept = scalars[0];
+        for (int64_t k = 0; k < positions; ++k) {
+          Value candidate = scalars[k];
+          absl::StatusOr<Value> keep =
+              BuildScalarOp(b, l, select, {kept, candidate}, {element, element}, b.getI1Type());
+          if (!keep.ok()) {
+            status = keep.status();
+            return picked;
+          }
+          Value first = mlir::arith::CmpIOp::create(
+              b, l, mlir::arith::CmpIPredicate::slt, picked,
+              mlir::arith::ConstantIntOp::create(b, l, b.getI32Type(), 0));
+          Value take = mlir::arith::OrIOp::create(
+              b, l, first,
+              mlir::arith::XOrIOp::create(
+                  b, l, *keep, mlir::arith::ConstantIntOp::create(b, l, b.getI1Type(), 1)));
+          if (pads) take = mlir::arith::AndIOp::create(b, l, take, scalars[positions + k]);
+          kept = mlir::arith::SelectOp::create(b, l, take, candidate, kept);
+          picked = mlir::arith::SelectOp::create(
+              b, l, take, mlir::arith::ConstantIntOp::create(b, l, b.getI32Type(), k), picked);
+        }
+        return picked;
+      });
+  TESSERA_RETURN_IF_ERROR(status);
+
+  const std::vector<std::vector<int64_t>> offsets = WindowOffsets(plan);
+  std::vector<Value> placed_sources, placed_picks;
+  for (const std::vector<int64_t>& at : offsets) {
+    placed_sources.push_back(
+        PlaceAtWindows(state, loc, source, plan, at, padded,
+                       mlir::cast<mlir::TypedAttr>(builder.getZeroAttr(new_scattered))));
+    placed_picks.push_back(
+        PlaceAtWindows(state, loc, picks, plan, at, padded, builder.getI32IntegerAttr(-1)));
+  }
+  inputs = placed_sources;
+  for (Value v : placed_picks) inputs.push_back(v);
+  inputs.push_back(init);
+  auto padded_result = mlir::RankedTensorType::get(padded, scattered);
+  Value result = BuildElementwise(
+      state, loc, padded_result, inputs, {},
+      [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange scalars) -> Value {
+        Value acc = scalars.back();
+        for (int64_t k = positions - 1; k >= 0; --k) {
+          absl::StatusOr<Value> combined =
+              BuildScalarOp(b, l, scatter, {acc, scalars[k]}, {scattered, scattered}, scattered);
+          if (!combined.ok()) {
+            status = combined.status();
+            return acc;
+          }
+          Value mine = mlir::arith::CmpIOp::create(
+              b, l, mlir::arith::CmpIPredicate::eq, scalars[positions + k],
+              mlir::arith::ConstantIntOp::create(b, l, b.getI32Type(), k));
+          acc = mlir::arith::SelectOp::create(b, l, mine, *combined, acc);
+        }
+        return acc;
+      });
+  TESSERA_RETURN_IF_ERROR(status);
+  if (!pads) return result;
+  return SliceOf(state, loc, result, plan.low, result_type.getShape(),
+                 std::vector<int64_t>(plan.low.size(), 1));
+}
+
 absl::Status ConvertSelectAndScatter(ImportState& state, mlir::Operation* op) {
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 3, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType operand_type, state.OperandType(op, 0));
@@ -286,6 +535,14 @@ absl::Status ConvertSelectAndScatter(ImportState& state, mlir::Operation* op) {
     state.Map(op->getResult(0), BuildElementwise(state, loc, result_type, {init}, {},
                                                  [](mlir::OpBuilder&, mlir::Location,
                                                     mlir::ValueRange x) { return x[0]; }));
+    return absl::OkStatus();
+  }
+  if (std::optional<std::vector<int64_t>> padded = SlicedShape(plan, operand_type, source_type)) {
+    TESSERA_ASSIGN_OR_RETURN(
+        Value result,
+        SlicedSelectAndScatter(state, loc, plan, *padded, select, scatter, operand_type,
+                               source_type, result_type, operand, source, init));
+    state.Map(op->getResult(0), result);
     return absl::OkStatus();
   }
 

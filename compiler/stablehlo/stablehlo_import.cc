@@ -718,11 +718,34 @@ class UnregisteredDialectsAllowed {
   bool before_;
 };
 
+// The invariants of the program's builtin and func ops (their region and operand counts,
+// attributes and types; not the ops they hold), checked before the importer reads them through
+// their interfaces: a func.func without its region would otherwise fail an assertion. The
+// program is verified whole only after calls are inlined (InlineCalls says why).
+absl::Status CheckStructuralOps(mlir::ModuleOp module) {
+  DiagnosticCollector diagnostics(module.getContext());
+  mlir::Operation* failed = nullptr;
+  module.walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation* op) {
+    const llvm::StringRef dialect = op->getName().getDialectNamespace();
+    if ((dialect == "builtin" || dialect == "func") && op->isRegistered() &&
+        mlir::failed(op->getName().verifyInvariants(op))) {
+      failed = op;
+      return mlir::WalkResult::interrupt();
+    }
+    return mlir::WalkResult::advance();
+  });
+  if (failed == nullptr) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid StableHLO program: ", ImportState::Where(failed), ": ",
+                   diagnostics.Message("does not verify")));
+}
+
 // The source program parsed, checked and converted (unregistered dialects allowed).
 absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportSource(mlir::MLIRContext& context,
                                                                std::string_view text) {
   TESSERA_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> source, Parse(context, text));
   const ConversionTable& table = Conversions();
+  TESSERA_RETURN_IF_ERROR(CheckStructuralOps(*source));
   TESSERA_RETURN_IF_ERROR(CallCompositeDecompositions(*source));
   TESSERA_RETURN_IF_ERROR(CheckOpsKnown(*source, table));
   auto main = source->lookupSymbol<mlir::func::FuncOp>("main");

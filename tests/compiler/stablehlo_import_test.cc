@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/mlir_program_compiler.h"
@@ -146,30 +147,49 @@ TEST(StableHloImportTest, ShardingsBecomeMeshAndPartitionSpec) {
 
 TEST(StableHloImportTest, OpenResultsTakeTheShardingOfWhatTheyReturn) {
   // JAX leaves a jit's results open without out_shardings. Result 0 computes elementwise from
-  // the rows-sharded %arg0 and keeps its rows; result 1 transposes it (not elementwise: it stays
-  // replicated); result 2 returns %arg0 itself; result 3 is elementwise too but says replicated.
+  // the rows-sharded %arg0 and keeps its rows; result 1 transposes it: the propagation moves the
+  // split to its columns, as XLA's partitioner does; result 2 returns %arg0 itself; result 3 is
+  // elementwise too but says replicated; result 4, 5 of the 16 rows, is not split 8 ways:
+  // replicated.
   const std::string text = R"(
 "builtin.module"() <{sym_name = "jit_open"}> ({
   "sdy.mesh"() <{mesh = #sdy.mesh<["x"=8]>, sym_name = "mesh"}> : () -> ()
   "func.func"() <{arg_attrs = [{sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}],
       function_type = (tensor<16x4xf32>) -> (tensor<16x4xf32>, tensor<4x16xf32>, tensor<16x4xf32>,
-      tensor<16x4xf32>), res_attrs = [{}, {}, {}, {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}],
+      tensor<16x4xf32>, tensor<5x4xf32>),
+      res_attrs = [{}, {}, {}, {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}, {}],
       sym_name = "main"}> ({
   ^bb0(%arg0: tensor<16x4xf32>):
     %0 = "stablehlo.negate"(%arg0) : (tensor<16x4xf32>) -> tensor<16x4xf32>
     %1 = "stablehlo.exponential"(%0) : (tensor<16x4xf32>) -> tensor<16x4xf32>
     %2 = "stablehlo.transpose"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<16x4xf32>) -> tensor<4x16xf32>
-    "func.return"(%1, %2, %arg0, %0) : (tensor<16x4xf32>, tensor<4x16xf32>, tensor<16x4xf32>, tensor<16x4xf32>) -> ()
+    %3 = "stablehlo.slice"(%arg0) <{start_indices = array<i64: 0, 0>, limit_indices = array<i64: 5, 4>, strides = array<i64: 1, 1>}> : (tensor<16x4xf32>) -> tensor<5x4xf32>
+    "func.return"(%1, %2, %arg0, %0, %3) : (tensor<16x4xf32>, tensor<4x16xf32>, tensor<16x4xf32>, tensor<16x4xf32>, tensor<5x4xf32>) -> ()
   }) : () -> ()
 }) : () -> ()
 )";
   ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(text));
   EXPECT_EQ(plan.name, "jit_open");
-  ASSERT_EQ(plan.result_shardings.size(), 4u);
+  ASSERT_EQ(plan.result_shardings.size(), 5u);
   EXPECT_EQ(plan.result_shardings[0].spec, "P(x,None)");
-  EXPECT_EQ(plan.result_shardings[1].spec, "P()");
+  EXPECT_EQ(plan.result_shardings[1].spec, "P(None,x)");
   EXPECT_EQ(plan.result_shardings[2].spec, "P(x,None)");
   EXPECT_EQ(plan.result_shardings[3].spec, "P(None,None)");  // as the program says
+  EXPECT_EQ(plan.result_shardings[4].spec, "P()");
+  // Each result's local shape is its sharding's tile.
+  SpmdInterpreter run(plan);
+  HostArray x = HostArray::Zeros(DType(DType::kF32), {16, 4});
+  for (int64_t i = 0; i < 64; ++i) x.data<float>()[i] = static_cast<float>(i);
+  ASSERT_OK_AND_ASSIGN(std::vector<HostArray> got, run.Run({x}));
+  ASSERT_EQ(got.size(), 5u);
+  for (int64_t r = 0; r < 16; ++r) {
+    for (int64_t c = 0; c < 4; ++c) {
+      EXPECT_EQ(got[1].data<float>()[c * 16 + r], x.data<float>()[r * 4 + c]);
+      if (r < 5) {
+        EXPECT_EQ(got[4].data<float>()[r * 4 + c], x.data<float>()[r * 4 + c]);
+      }
+    }
+  }
   // A shard_map's results take its out_specs: the corpus program's result has its own sharding;
   // without it the result is still rows-sharded, no all-gather after the body.
   std::string open = Corpus("mlp_shard_map");
@@ -704,6 +724,21 @@ TEST(StableHloImportErrorTest, CompositesAndCalledFunctionsThatDoNotFit) {
                HasSubstr("'stablehlo.cholesky' at program:9:10, called at train.py:7:3")));
 }
 
+TEST(StableHloImportErrorTest, MalformedFunctionsAreRefusedBeforeTheyAreRead) {
+  // Generic form lets a func.func lose its region or its type: refused by name, not read (a
+  // fuzzer found the first aborting in func.isExternal()).
+  EXPECT_THAT(Compile("\"builtin.module\"() ({\n  \"func.func\"() <{function_type = () -> (), "
+                      "sym_name = \"main\"}> : () -> () loc(\"m.py\":2:1)\n}) : () -> ()\n",
+                      1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("invalid StableHLO program: 'func.func' at m.py:2:1"),
+                             HasSubstr("region"))));
+  EXPECT_THAT(Compile("\"builtin.module\"() ({\n  \"func.func\"() <{sym_name = \"main\"}> ({\n"
+                      "  ^bb0:\n    \"func.return\"() : () -> ()\n  }) : () -> ()\n}) : () -> ()\n",
+                      1),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("function_type")));
+}
+
 // dynamic_slice / dynamic_update_slice whose start indices, sizes or update do not fit.
 TEST(StableHloImportErrorTest, DynamicSlicesThatDoNotFit) {
   // `op` over %arg0 (f32[8,4]) and %i (an i32 constant 1), returning `result`.
@@ -1126,6 +1161,129 @@ TEST(StableHloImportTest, ConvolutionsComputeWhatTheSpecDefines) {
     const std::string text = ConvProgram(c.x, c.w, want.shape, attrs);
     SCOPED_TRACE(text);
     ExpectOnOneAndEightDevices(text, inputs, want);
+  }
+}
+
+// A 2-D reduce_window's geometry, and its body: add or maximum.
+struct WindowGeometry {
+  int64_t window[2] = {1, 1}, stride[2] = {1, 1}, base[2] = {1, 1}, dilation[2] = {1, 1},
+          low[2] = {0, 0}, high[2] = {0, 0};
+  bool is_max = false;
+};
+
+// reduce_window as StableHLO's spec defines it: each result element the init combined, in the
+// window's row-major order, with each element of its window in the padded, dilated operand (the
+// init where that is padding or between dilated elements).
+HostArray ReferenceReduceWindow(const HostArray& x, float init, const WindowGeometry& g) {
+  int64_t dilated[2], out[2];
+  for (int d = 0; d < 2; ++d) {
+    dilated[d] = (x.shape[d] - 1) * g.base[d] + 1;
+    const int64_t padded = dilated[d] + g.low[d] + g.high[d];
+    const int64_t extent = (g.window[d] - 1) * g.dilation[d] + 1;
+    out[d] = padded < extent ? 0 : (padded - extent) / g.stride[d] + 1;
+  }
+  HostArray y = HostArray::Zeros(DType(DType::kF32), {out[0], out[1]});
+  for (int64_t i = 0; i < out[0]; ++i) {
+    for (int64_t j = 0; j < out[1]; ++j) {
+      float acc = init;
+      for (int64_t k0 = 0; k0 < g.window[0]; ++k0) {
+        for (int64_t k1 = 0; k1 < g.window[1]; ++k1) {
+          const int64_t q[2] = {i * g.stride[0] + k0 * g.dilation[0] - g.low[0],
+                                j * g.stride[1] + k1 * g.dilation[1] - g.low[1]};
+          float v = init;
+          if (q[0] >= 0 && q[0] < dilated[0] && q[0] % g.base[0] == 0 && q[1] >= 0 &&
+              q[1] < dilated[1] && q[1] % g.base[1] == 0) {
+            v = x.data<float>()[(q[0] / g.base[0]) * x.shape[1] + q[1] / g.base[1]];
+          }
+          acc = g.is_max ? std::max(acc, v) : acc + v;
+        }
+      }
+      y.data<float>()[i * out[1] + j] = acc;
+    }
+  }
+  return y;
+}
+
+TEST(StableHloImportTest, ReduceWindowsComputeWhatTheSpecDefines) {
+  // Pooling's windows (at most 64 positions) by strided slices of the padded, dilated operand;
+  // larger windows, and padding with an init the program computes, by one generic; each on one
+  // device and replicated over 8, against a direct evaluation of the spec's definition.
+  struct Case {
+    WindowGeometry g;
+    bool computed_init;
+    bool sliced;
+  };
+  std::vector<Case> cases;
+  {
+    Case c{{}, false, true};  // max pooling, 3x2 windows, strided, padded
+    c.g.window[0] = 3, c.g.window[1] = 2, c.g.stride[0] = 2, c.g.low[0] = c.g.high[0] = 1;
+    c.g.high[1] = 1, c.g.is_max = true;
+    cases.push_back(c);
+  }
+  {
+    Case c{{}, false, true};  // dilations of both kinds, padding on both sides
+    c.g.window[0] = c.g.window[1] = 2, c.g.stride[1] = 2, c.g.base[0] = 2, c.g.dilation[1] = 2;
+    c.g.high[0] = 1, c.g.low[1] = 2;
+    cases.push_back(c);
+  }
+  {
+    Case c{{}, true, true};  // an init the program computes, no padding: one more input
+    c.g.window[0] = 2, c.g.window[1] = 3;
+    cases.push_back(c);
+  }
+  {
+    Case c{{}, false, false};  // 9x8 = 72 window positions
+    c.g.window[0] = 9, c.g.window[1] = 8, c.g.low[0] = c.g.high[0] = c.g.low[1] = 4;
+    c.g.high[1] = 3;
+    cases.push_back(c);
+  }
+  {
+    Case c{{}, true, false};  // padding of an init the program computes
+    c.g.window[0] = 2, c.g.low[0] = 1, c.g.is_max = true;
+    cases.push_back(c);
+  }
+  const std::vector<int64_t> shape = {7, 6};
+  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed + 250));
+  std::mt19937_64 rng(kSeed + 250);
+  std::normal_distribution<float> normal;
+  HostArray x = HostArray::Zeros(DType(DType::kF32), shape);
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = normal(rng);
+  for (const Case& c : cases) {
+    const WindowGeometry& g = c.g;
+    const float init = g.is_max ? -3.5f : 0.5f;
+    const HostArray want = ReferenceReduceWindow(x, init, g);
+    const std::string tx = TensorType(shape), ty = TensorType(want.shape);
+    const std::string op = g.is_max ? "maximum" : "add";
+    const std::string text = absl::StrCat(
+        "\"builtin.module\"() ({\n  \"func.func\"() <{function_type = (", tx,
+        c.computed_init ? ", tensor<f32>" : "", ") -> ", ty,
+        ", sym_name = \"main\"}> ({\n  ^bb0(%x: ", tx, c.computed_init ? ", %i: tensor<f32>" : "",
+        "):\n",
+        c.computed_init ? "    %init = \"stablehlo.add\"(%i, %i) : (tensor<f32>, tensor<f32>) -> "
+                          "tensor<f32>\n"
+                        : absl::StrCat("    %init = \"stablehlo.constant\"() <{value = dense<",
+                                       init, "> : tensor<f32>}> : () -> tensor<f32>\n"),
+        "    %0 = \"stablehlo.reduce_window\"(%x, %init) <{window_dimensions = array<i64: ",
+        g.window[0], ", ", g.window[1], ">, window_strides = array<i64: ", g.stride[0], ", ",
+        g.stride[1], ">, base_dilations = array<i64: ", g.base[0], ", ", g.base[1],
+        ">, window_dilations = array<i64: ", g.dilation[0], ", ", g.dilation[1],
+        ">, padding = dense<[[", g.low[0], ", ", g.high[0], "], [", g.low[1], ", ", g.high[1],
+        "]]> : tensor<2x2xi64>}> ({\n  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n    %s = "
+        "\"stablehlo.",
+        op,
+        "\"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n    \"stablehlo.return\"(%s) "
+        ": (tensor<f32>) -> ()\n  }) : (",
+        tx, ", tensor<f32>) -> ", ty, "\n    \"func.return\"(%0) : (", ty,
+        ") -> ()\n  }) : () -> ()\n}) : () -> ()\n");
+    SCOPED_TRACE(text);
+    // A computed init: init / 2 doubled.
+    HostArray half_init = HostArray::Zeros(DType(DType::kF32), {});
+    half_init.data<float>()[0] = init / 2;
+    std::vector<HostArray> inputs = {x};
+    if (c.computed_init) inputs.push_back(half_init);
+    ExpectOnOneAndEightDevices(text, inputs, want);
+    ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(text, 1));
+    EXPECT_EQ(absl::StrContains(plan.partitioned_text, "tensor.extract_slice"), c.sliced);
   }
 }
 

@@ -918,6 +918,41 @@ def test_max_and_min_pooling_gradients_match_jax_cpu_bit_for_bit(tessera_devices
                                           err_msg=f"{op.__name__} {count}")
 
 
+@pytest.mark.parametrize("pool", ["max", "avg"])
+def test_data_parallel_pooling_moves_nothing_and_keeps_the_batch_split(tessera_devices,
+                                                                      cpu_devices, pool):
+    # Pooling over a batch sharded 8 ways, and its gradient: each device pools its own images
+    # (no bytes between devices), and the results, which the jit leaves open, come back split
+    # as JAX's CPU backend splits them, with the same bits.
+    from tessera import jax_plugin
+
+    rng = np.random.default_rng(SEED + 36)
+    x = rng.integers(0, 5, (16, 12, 10, 4)).astype(np.float32)
+    window, strides = ((1, 3, 3, 1), (1, 2, 2, 1)) if pool == "max" else ((1, 2, 2, 1),) * 2
+
+    def pooled(a):
+        if pool == "max":
+            return jax.lax.reduce_window(a, -jnp.inf, jax.lax.max, window, strides, "SAME")
+        return jax.lax.reduce_window(a, 0.0, jax.lax.add, window, strides, "VALID") / 4
+
+    programs = [jax.jit(pooled), jax.jit(jax.grad(lambda a: jnp.sum(jnp.sin(pooled(a)))))]
+
+    def run(devices, f):
+        mesh = mesh_of(devices, (8,), ("x",))
+        a = jax.device_put(x, NamedSharding(mesh, P("x")))
+        f(a).block_until_ready()  # compiled and run once
+        before = jax_plugin.transfer_stats()["device_to_device"][0]
+        out = f(a)
+        out.block_until_ready()
+        return out, jax_plugin.transfer_stats()["device_to_device"][0] - before
+
+    for f in programs:
+        (ours, moved), (ref, _) = run(tessera_devices, f), run(cpu_devices, f)
+        assert moved == 0
+        assert ours.sharding.spec == ref.sharding.spec == P("x")
+        np.testing.assert_array_equal(bits(np.asarray(ours)), bits(np.asarray(ref)))
+
+
 def test_interior_padding_matches_jax_cpu(tessera_devices, cpu_devices):
     # lax.pad with interior padding (negative edges too), and the gradients that emit it: of a
     # strided slice and of strided average pooling; on one device and rows-sharded over 8.
