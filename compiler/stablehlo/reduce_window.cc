@@ -137,6 +137,12 @@ absl::StatusOr<mlir::Operation*> ReadWindowBody(mlir::Operation* op) {
   return combine;
 }
 
+// `combined` (one step of a window op's combining, in arith's type) rounded to bf16 or f16 where
+// `element` is one of them: XLA combines a window's elements in their type, one rounding a step.
+Value RoundedStep(mlir::OpBuilder& b, mlir::Location loc, Value combined, mlir::Type element) {
+  return IsNarrowFloat(element) ? RoundToNarrowFloat(b, loc, combined, element) : combined;
+}
+
 // The dilated, padded operand's shape when the sliced form fits `plan` over `operand` with
 // `windows` (the result's or the source's shape); nullopt when the generic form must read it.
 std::optional<std::vector<int64_t>> SlicedShape(const WindowPlan& plan,
@@ -229,7 +235,7 @@ absl::StatusOr<std::optional<Value>> SlicedReduceWindow(ImportState& state, mlir
                              status = combined.status();
                              return acc;
                            }
-                           acc = *combined;
+                           acc = RoundedStep(b, l, *combined, element);
                          }
                          return acc;
                        });
@@ -314,7 +320,7 @@ absl::Status ConvertReduceWindow(ImportState& state, mlir::Operation* op) {
           mlir::linalg::YieldOp::create(b, l, args[1]);
           return;
         }
-        mlir::linalg::YieldOp::create(b, l, *combined);
+        mlir::linalg::YieldOp::create(b, l, RoundedStep(b, l, *combined, element));
       });
   TESSERA_RETURN_IF_ERROR(status);
   state.Map(op->getResult(0), generic->getResult(0));
@@ -474,7 +480,8 @@ absl::StatusOr<Value> SlicedSelectAndScatter(ImportState& state, mlir::Location 
           Value mine = mlir::arith::CmpIOp::create(
               b, l, mlir::arith::CmpIPredicate::eq, scalars[positions + k],
               mlir::arith::ConstantIntOp::create(b, l, b.getI32Type(), k));
-          acc = mlir::arith::SelectOp::create(b, l, mine, *combined, acc);
+          acc = mlir::arith::SelectOp::create(b, l, mine, RoundedStep(b, l, *combined, scattered),
+                                              acc);
         }
         return acc;
       });
@@ -642,7 +649,9 @@ absl::Status ConvertSelectAndScatter(ImportState& state, mlir::Operation* op) {
           return;
         }
         mlir::linalg::YieldOp::create(
-            b, l, Value(mlir::arith::SelectOp::create(b, l, mine, *combined, args[1])));
+            b, l,
+            Value(mlir::arith::SelectOp::create(b, l, mine, RoundedStep(b, l, *combined, scattered),
+                                                args[1])));
       });
   TESSERA_RETURN_IF_ERROR(status);
   state.Map(op->getResult(0), scattering.getResult(0));

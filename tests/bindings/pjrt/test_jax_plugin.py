@@ -953,6 +953,35 @@ def test_data_parallel_pooling_moves_nothing_and_keeps_the_batch_split(tessera_d
         np.testing.assert_array_equal(bits(np.asarray(ours)), bits(np.asarray(ref)))
 
 
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
+def test_narrow_float_windows_round_each_step_as_jax_cpu(tessera_devices, cpu_devices, dtype):
+    # XLA combines a bf16 (f16) window in its type, rounding after each step in the window's
+    # order: sum pooling with padding and strides, cumsum, and max and average pooling's
+    # gradients, bit for bit, on one device and batch-sharded over 8.
+    rng = np.random.default_rng(SEED + 37)
+    x = rng.standard_normal((8, 9, 7, 3)).astype(dtype)
+
+    def summed(a):
+        return jax.lax.reduce_window(a, 0.0, jax.lax.add, (1, 2, 3, 1), (1, 1, 2, 1),
+                                     ((0, 0), (1, 0), (0, 2), (0, 0)))
+
+    def maxed(a):
+        return jax.lax.reduce_window(a, -jnp.inf, jax.lax.max, (1, 3, 3, 1), (1, 1, 1, 1), "SAME")
+
+    programs = [jax.jit(summed), jax.jit(lambda a: jnp.cumsum(a, axis=1)),
+                jax.jit(jax.grad(lambda a: jnp.sum(jnp.sin(summed(a))))),
+                jax.jit(jax.grad(lambda a: jnp.sum(maxed(a).astype(jnp.float32) * 1.37)))]
+
+    def run(devices, f, count):
+        mesh = mesh_of(devices[:count], (count,), ("x",))
+        return np.asarray(f(jax.device_put(x, NamedSharding(mesh, P("x")))))
+
+    for f in programs:
+        ref = run(cpu_devices, f, 1)
+        for count in (1, 8):
+            np.testing.assert_array_equal(bits(run(tessera_devices, f, count)), bits(ref))
+
+
 def test_interior_padding_matches_jax_cpu(tessera_devices, cpu_devices):
     # lax.pad with interior padding (negative edges too), and the gradients that emit it: of a
     # strided slice and of strided average pooling; on one device and rows-sharded over 8.
