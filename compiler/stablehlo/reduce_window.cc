@@ -243,11 +243,202 @@ absl::StatusOr<std::optional<Value>> SlicedReduceWindow(ImportState& state, mlir
   return result;
 }
 
-absl::Status ConvertReduceWindow(ImportState& state, mlir::Operation* op) {
-  if (op->getNumOperands() != 2) {
-    return absl::UnimplementedError(absl::StrCat(
-        ImportState::Where(op), ": a reduce_window of several operands is not supported"));
+// The body of a reduce_window of `n` operands, checked: 2n rank-0 arguments of `elements`
+// (each twice), ops BuildScalarOp knows on the arguments and earlier results, and a
+// stablehlo.return of n values of `elements`.
+absl::Status CheckVariadicBody(mlir::Operation* op, llvm::ArrayRef<mlir::Type> elements) {
+  const std::string where = ImportState::Where(op);
+  const size_t n = elements.size();
+  if (op->getNumRegions() != 1 || !op->getRegion(0).hasOneBlock()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": expected a body of one block"));
   }
+  mlir::Block& body = op->getRegion(0).front();
+  if (body.getNumArguments() != 2 * n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": the body takes ", body.getNumArguments(), " arguments, not ", 2 * n));
+  }
+  auto scalar = [](mlir::Type element) { return mlir::RankedTensorType::get({}, element); };
+  for (unsigned i = 0; i < body.getNumArguments(); ++i) {
+    if (body.getArgument(i).getType() != scalar(elements[i % n])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": body argument ", i, " is not a scalar of its operand's type"));
+    }
+  }
+  if (body.empty() || body.back().getName().getStringRef() != "stablehlo.return" ||
+      body.back().getNumOperands() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": the body must end in stablehlo.return of ", n, " values"));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (body.back().getOperand(i).getType() != scalar(elements[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": the body's result ", i, " is not a scalar of its operand's type"));
+    }
+  }
+  for (mlir::Operation& inner : body) {
+    if (&inner == &body.back()) break;  // the stablehlo.return
+    if (!IsScalarOp(inner.getName().getStringRef()) || inner.getNumResults() != 1 ||
+        inner.getNumRegions() != 0) {
+      return absl::UnimplementedError(absl::StrCat(
+          ImportState::Where(&inner), ": not supported in a reduce_window of several operands"));
+    }
+    for (mlir::Type type :
+         llvm::concat<const mlir::Type>(inner.getOperandTypes(), inner.getResultTypes())) {
+      auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type);
+      if (!tensor || tensor.getRank() != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            ImportState::Where(&inner), ": a reduce_window's body computes on rank-0 tensors"));
+      }
+    }
+    for (mlir::Value v : inner.getOperands()) {
+      if (v.getParentBlock() != &body) {
+        return absl::UnimplementedError(absl::StrCat(
+            ImportState::Where(&inner), ": a reduce_window body that uses a value from outside"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The checked body (CheckVariadicBody) on scalars: `acc` and `x` (arith's types) for its
+// arguments; each op's bf16 or f16 result rounded, as XLA computes the body in its types.
+absl::StatusOr<llvm::SmallVector<Value>> InlineVariadicBody(mlir::OpBuilder& b, mlir::Location loc,
+                                                            mlir::Block& body, mlir::ValueRange acc,
+                                                            mlir::ValueRange x) {
+  llvm::DenseMap<Value, Value> scalars;
+  for (size_t i = 0; i < acc.size(); ++i) {
+    scalars[body.getArgument(i)] = acc[i];
+    scalars[body.getArgument(acc.size() + i)] = x[i];
+  }
+  auto element = [](Value v) { return mlir::cast<mlir::ShapedType>(v.getType()).getElementType(); };
+  for (mlir::Operation& inner : body) {
+    if (&inner == &body.back()) break;  // the stablehlo.return
+    llvm::SmallVector<Value> operands;
+    llvm::SmallVector<mlir::Type> types;
+    for (Value v : inner.getOperands()) {
+      operands.push_back(scalars.lookup(v));
+      types.push_back(element(v));
+      if (!operands.back()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            ImportState::Where(&inner), ": an operand the reduce_window's body does not define"));
+      }
+    }
+    const mlir::Type result = element(inner.getResult(0));
+    TESSERA_ASSIGN_OR_RETURN(Value v, BuildScalarOp(b, loc, &inner, operands, types, result));
+    scalars[inner.getResult(0)] = RoundedStep(b, loc, v, result);
+  }
+  llvm::SmallVector<Value> results;
+  for (Value v : body.back().getOperands()) results.push_back(scalars.lookup(v));
+  return results;
+}
+
+// reduce_window of n > 1 operands (select_and_gather_add: JAX's forward-mode derivative of max
+// pooling), in the sliced form only: each operand dilated and padded with its init (constants),
+// cut into its window slices, and one linalg.generic of n results folding them, from the inits,
+// through the body in the window's row-major order. UNIMPLEMENTED where the sliced form does not
+// fit (SlicedShape) or an init is computed.
+absl::Status ConvertVariadicReduceWindow(ImportState& state, mlir::Operation* op) {
+  const unsigned n = op->getNumResults();
+  TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 2 * n, n));
+  std::vector<mlir::RankedTensorType> operand_types, result_types;
+  std::vector<mlir::Type> elements;
+  for (unsigned i = 0; i < n; ++i) {
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType operand, state.OperandType(op, i));
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType init, state.OperandType(op, n + i));
+    TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType result, state.ResultType(op, i));
+    if ((!operand_types.empty() && (operand.getShape() != operand_types[0].getShape() ||
+                                    result.getShape() != result_types[0].getShape())) ||
+        init.getRank() != 0 || init.getElementType() != operand.getElementType() ||
+        result.getElementType() != operand.getElementType() ||
+        result.getRank() != operand.getRank()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          ImportState::Where(op),
+          ": expected operands of one shape, results of one shape, and for each operand a rank-0 "
+          "init and a result of its element type and rank"));
+    }
+    operand_types.push_back(operand);
+    result_types.push_back(result);
+    elements.push_back(operand.getElementType());
+  }
+  TESSERA_ASSIGN_OR_RETURN(WindowPlan plan,
+                           PlanWindow(op, operand_types[0], result_types[0], "result"));
+  TESSERA_RETURN_IF_ERROR(CheckVariadicBody(op, elements));
+  const std::optional<std::vector<int64_t>> padded =
+      SlicedShape(plan, operand_types[0], result_types[0]);
+  if (!padded) {
+    return absl::UnimplementedError(absl::StrCat(
+        ImportState::Where(op),
+        ": a reduce_window of several operands over more than 64 window positions or empty"));
+  }
+  const mlir::Location loc = op->getLoc();
+  std::vector<Value> inits;
+  std::vector<std::vector<Value>> slices;
+  for (unsigned i = 0; i < n; ++i) {
+    TESSERA_ASSIGN_OR_RETURN(Value operand, state.Operand(op, i));
+    TESSERA_ASSIGN_OR_RETURN(Value init, state.Operand(op, n + i));
+    if (llvm::ArrayRef<int64_t>(*padded) != operand_types[i].getShape()) {
+      mlir::TypedAttr fill = state.SplatOf(init);
+      if (!fill) {
+        return absl::UnimplementedError(
+            absl::StrCat(ImportState::Where(op),
+                         ": a padded reduce_window of several operands with a computed init"));
+      }
+      operand = DilateAndPad(state, loc, operand, plan, *padded, fill);
+    }
+    slices.push_back(WindowSlices(state, loc, operand, plan, result_types[i].getShape()));
+    inits.push_back(init);
+  }
+  // Inputs: operand 0's slices, operand 1's, ..., then the inits (rank 0: read at every point).
+  mlir::OpBuilder& b = state.builder();
+  const int64_t rank = result_types[0].getRank();
+  const size_t positions = slices[0].size();
+  llvm::SmallVector<Value> inputs, outputs;
+  llvm::SmallVector<mlir::AffineMap> maps;
+  llvm::SmallVector<mlir::Type> new_results;
+  for (const std::vector<Value>& operand_slices : slices) {
+    for (Value slice : operand_slices) {
+      inputs.push_back(slice);
+      maps.push_back(b.getMultiDimIdentityMap(rank));
+    }
+  }
+  for (Value init : inits) {
+    inputs.push_back(init);
+    maps.push_back(mlir::AffineMap::get(rank, 0, b.getContext()));
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    mlir::RankedTensorType type = ImportState::NewType(result_types[i]);
+    outputs.push_back(state.Empty(loc, type));
+    new_results.push_back(type);
+    maps.push_back(b.getMultiDimIdentityMap(rank));
+  }
+  llvm::SmallVector<mlir::utils::IteratorType> iterators(rank, mlir::utils::IteratorType::parallel);
+  mlir::Block& body = op->getRegion(0).front();
+  absl::Status status;
+  auto generic = mlir::linalg::GenericOp::create(
+      b, loc, new_results, inputs, outputs, maps, iterators,
+      [&](mlir::OpBuilder& nested, mlir::Location l, mlir::ValueRange args) {
+        llvm::SmallVector<Value> acc(args.begin() + n * positions,
+                                     args.begin() + n * positions + n);
+        for (size_t k = 0; k < positions && status.ok(); ++k) {
+          llvm::SmallVector<Value> x;
+          for (unsigned i = 0; i < n; ++i) x.push_back(args[i * positions + k]);
+          absl::StatusOr<llvm::SmallVector<Value>> next =
+              InlineVariadicBody(nested, l, body, acc, x);
+          if (!next.ok()) {
+            status = next.status();
+            break;
+          }
+          acc = *std::move(next);
+        }
+        mlir::linalg::YieldOp::create(nested, l, acc);
+      });
+  TESSERA_RETURN_IF_ERROR(status);
+  for (unsigned i = 0; i < n; ++i) state.Map(op->getResult(i), generic->getResult(i));
+  return absl::OkStatus();
+}
+
+absl::Status ConvertReduceWindow(ImportState& state, mlir::Operation* op) {
+  if (op->getNumResults() > 1) return ConvertVariadicReduceWindow(state, op);
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 2, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType operand_type, state.OperandType(op, 0));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType init_type, state.OperandType(op, 1));

@@ -992,6 +992,40 @@ TEST(StableHloImportErrorTest, ReduceWindowsThatDoNotFit) {
       Compile(with_init(window("window_dimensions = array<i64: 0, 1>", add, "tensor<8x4xf32>")), 1),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("window_dimensions value 0 out of range")));
+  // Of two operands (%arg0 twice, jax.jvp of max pooling's body): a window of 8x4 = 32
+  // positions runs; one of 9x8 = 72 (padded) is refused by name, as is a body of 3 arguments.
+  auto variadic = [&](const std::string& attrs, const std::string& result,
+                      const std::string& arguments) {
+    const std::string types = "(tensor<8x4xf32>, tensor<8x4xf32>, tensor<f32>, tensor<f32>) -> (" +
+                              result + ", " + result + ")";
+    std::string text = with_init(OneOp(
+        "\"stablehlo.reduce_window\"(%arg0, %arg0, %init, %init) <{" + attrs + "}> ({\n^bb0(" +
+            arguments +
+            "):\n  %c = \"stablehlo.compare\"(%a, %b) <{comparison_direction = "
+            "#stablehlo<comparison_direction GE>}> : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
+            "  %s = \"stablehlo.select\"(%c, %a, %b) : (tensor<i1>, tensor<f32>, tensor<f32>) -> "
+            "tensor<f32>\n  \"stablehlo.return\"(%s, %s) : (tensor<f32>, tensor<f32>) -> ()\n}) "
+            ": " +
+            types,
+        result));
+    text.replace(text.find("%0 = "), 5, "%0:2 = ");
+    text.replace(text.find("\"func.return\"(%0)"), 17, "\"func.return\"(%0#1)");
+    return text;
+  };
+  const std::string four = "%a: tensor<f32>, %x: tensor<f32>, %b: tensor<f32>, %y: tensor<f32>";
+  ASSERT_OK(Compile(variadic("window_dimensions = array<i64: 8, 4>", "tensor<1x1xf32>", four), 1)
+                .status());
+  EXPECT_THAT(Compile(variadic("window_dimensions = array<i64: 9, 8>, padding = dense<[[1, 0], "
+                               "[4, 0]]> : tensor<2x2xi64>",
+                               "tensor<1x1xf32>", four),
+                      1),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("several operands over more than 64 window positions")));
+  EXPECT_THAT(
+      Compile(variadic("window_dimensions = array<i64: 8, 4>", "tensor<1x1xf32>",
+                       "%a: tensor<f32>, %b: tensor<f32>, %z: tensor<f32>"),
+              1),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the body takes 3 arguments, not 4")));
 }
 
 // `text` (one result) compiled for one device and for 8 (replicated) computes `want` from

@@ -982,6 +982,51 @@ def test_narrow_float_windows_round_each_step_as_jax_cpu(tessera_devices, cpu_de
             np.testing.assert_array_equal(bits(run(tessera_devices, f, count)), bits(ref))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, jnp.bfloat16])
+def test_forward_mode_derivatives_of_pooling_match_jax_cpu(tessera_devices, cpu_devices, dtype):
+    # jax.jvp of max and min pooling emits a reduce_window of two operands (values and tangents,
+    # the tangent of each window's first maximum kept): bit for bit with JAX's CPU backend on one
+    # device and batch-sharded over 8 (no bytes between devices). jacfwd through max pooling
+    # equals the reverse-mode gradient, as the spec's window order gives it; XLA 0.10.2's own
+    # jacfwd here breaks two ties otherwise (its batched variadic reduce_window), unlike its grad.
+    from tessera import jax_plugin
+
+    rng = np.random.default_rng(SEED + 38)
+    x = rng.integers(0, 4, (8, 9, 7, 3)).astype(dtype)  # ties in most windows
+    tangent = rng.standard_normal((8, 9, 7, 3)).astype(dtype)
+
+    def max_pool(a):
+        return jax.lax.reduce_window(a, -jnp.inf, jax.lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
+
+    def min_pool(a):
+        return jax.lax.reduce_window(a, jnp.inf, jax.lax.min, (1, 2, 3, 1), (1, 1, 2, 1), "VALID")
+
+    for pool in (max_pool, min_pool):
+        f = jax.jit(lambda a, t, pool=pool: jax.jvp(pool, (a,), (t,)))
+
+        def run(devices, count):
+            sharding = NamedSharding(mesh_of(devices[:count], (count,), ("x",)), P("x"))
+            a, t = jax.device_put(x, sharding), jax.device_put(tangent, sharding)
+            jax.block_until_ready(f(a, t))
+            before = jax_plugin.transfer_stats()["device_to_device"][0]
+            out = [np.asarray(v) for v in f(a, t)]
+            return out, jax_plugin.transfer_stats()["device_to_device"][0] - before
+
+        ref, _ = run(cpu_devices, 1)
+        for count in (1, 8):
+            ours, moved = run(tessera_devices, count)
+            assert moved == 0
+            for a, b in zip(ours, ref):
+                np.testing.assert_array_equal(bits(a), bits(b), err_msg=f"{pool.__name__} {count}")
+    if dtype != np.float32:
+        return
+    loss = lambda a: jnp.sum(max_pool(a) ** 2)  # noqa: E731
+    small = x[:2, :4, :4, :1]
+    np.testing.assert_array_equal(
+        bits(jax.jit(jax.jacfwd(loss))(jax.device_put(small, tessera_devices[0]))),
+        bits(jax.jit(jax.grad(loss))(jax.device_put(small, cpu_devices[0]))))
+
+
 def test_interior_padding_matches_jax_cpu(tessera_devices, cpu_devices):
     # lax.pad with interior padding (negative edges too), and the gradients that emit it: of a
     # strided slice and of strided average pooling; on one device and rows-sharded over 8.
