@@ -317,6 +317,25 @@ mlir::Value PadWith(ImportState& state, mlir::Location loc, mlir::Value value,
   return pad.getResult();
 }
 
+absl::Status CheckScalarBodyOp(mlir::Operation* inner, mlir::Block& body, std::string_view what,
+                               llvm::function_ref<bool(mlir::Value)> outside) {
+  for (mlir::Value v : inner->getOperands()) {
+    if (v.getParentBlock() != &body && !(outside && outside(v))) {
+      return absl::UnimplementedError(absl::StrCat(
+          ImportState::Where(inner), ": ", base::AsAbsl(what), " that uses a value from outside"));
+    }
+  }
+  for (mlir::Type type :
+       llvm::concat<const mlir::Type>(inner->getOperandTypes(), inner->getResultTypes())) {
+    auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type);
+    if (!tensor || tensor.getRank() != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          ImportState::Where(inner), ": ", base::AsAbsl(what), " computes on rank-0 tensors only"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 mlir::Value DilateDims(ImportState& state, mlir::Location loc, mlir::Value value,
                        llvm::ArrayRef<int64_t> interior, mlir::TypedAttr fill) {
   auto type = mlir::cast<mlir::RankedTensorType>(value.getType());

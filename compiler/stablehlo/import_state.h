@@ -236,6 +236,12 @@ mlir::Operation* BinaryRegionOp(mlir::Region& region);
 // Whether BuildScalarOp knows `name`.
 bool IsScalarOp(std::string_view name);
 
+// OK when `inner`, an op of `body` (a comparator's, a window's), computes on rank-0 tensors only
+// (INVALID_ARGUMENT otherwise) from values of `body` or values `outside` accepts (UNIMPLEMENTED
+// otherwise); `what` names the body in the errors ("a comparator").
+absl::Status CheckScalarBodyOp(mlir::Operation* inner, mlir::Block& body, std::string_view what,
+                               llvm::function_ref<bool(mlir::Value)> outside = nullptr);
+
 // A linalg.generic over `result_type`'s shape, all loops parallel, each input read through its
 // map (identity when `maps` is empty; an input of rank 0 is read at every point), the body built
 // by `body` from the inputs' scalars.

@@ -282,20 +282,7 @@ absl::Status CheckVariadicBody(mlir::Operation* op, llvm::ArrayRef<mlir::Type> e
       return absl::UnimplementedError(absl::StrCat(
           ImportState::Where(&inner), ": not supported in a reduce_window of several operands"));
     }
-    for (mlir::Type type :
-         llvm::concat<const mlir::Type>(inner.getOperandTypes(), inner.getResultTypes())) {
-      auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type);
-      if (!tensor || tensor.getRank() != 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            ImportState::Where(&inner), ": a reduce_window's body computes on rank-0 tensors"));
-      }
-    }
-    for (mlir::Value v : inner.getOperands()) {
-      if (v.getParentBlock() != &body) {
-        return absl::UnimplementedError(absl::StrCat(
-            ImportState::Where(&inner), ": a reduce_window body that uses a value from outside"));
-      }
-    }
+    TESSERA_RETURN_IF_ERROR(CheckScalarBodyOp(&inner, body, "a reduce_window's body"));
   }
   return absl::OkStatus();
 }

@@ -105,20 +105,7 @@ absl::Status CheckComparator(mlir::Operation* op, llvm::ArrayRef<mlir::Type> ele
       return absl::UnimplementedError(
           absl::StrCat(ImportState::Where(&inner), ": not supported in a sort's comparator"));
     }
-    for (mlir::Value v : inner.getOperands()) {
-      if (v.getParentBlock() != &body && !IsScalarConstant(v)) {
-        return absl::UnimplementedError(absl::StrCat(
-            ImportState::Where(&inner), ": a comparator that uses a value from outside"));
-      }
-    }
-    for (mlir::Type type :
-         llvm::concat<const mlir::Type>(inner.getOperandTypes(), inner.getResultTypes())) {
-      auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type);
-      if (!tensor || tensor.getRank() != 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            ImportState::Where(&inner), ": a comparator computes on rank-0 tensors only"));
-      }
-    }
+    TESSERA_RETURN_IF_ERROR(CheckScalarBodyOp(&inner, body, "a comparator", IsScalarConstant));
   }
   return absl::OkStatus();
 }
