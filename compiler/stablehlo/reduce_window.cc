@@ -205,6 +205,23 @@ std::vector<Value> WindowSlices(ImportState& state, mlir::Location loc, Value pa
   return slices;
 }
 
+// The window slices (WindowSlices) of `operand` (a new tensor of `operand_shape`) dilated and
+// padded into `padded` with its init, each of `windows`' shape; nullopt where that needs padding
+// and the init is not a constant.
+std::optional<std::vector<Value>> SlicesPaddedWithInit(ImportState& state, mlir::Location loc,
+                                                       const WindowPlan& plan,
+                                                       llvm::ArrayRef<int64_t> padded,
+                                                       llvm::ArrayRef<int64_t> operand_shape,
+                                                       llvm::ArrayRef<int64_t> windows,
+                                                       Value operand, Value init) {
+  if (padded != operand_shape) {
+    mlir::TypedAttr fill = state.SplatOf(init);
+    if (!fill) return std::nullopt;
+    operand = DilateAndPad(state, loc, operand, plan, padded, fill);
+  }
+  return WindowSlices(state, loc, operand, plan, windows);
+}
+
 // reduce_window in the sliced form; nullopt where the generic form must compute it: a large
 // window, a hostile padding, or padding with an init that is not a constant.
 absl::StatusOr<std::optional<Value>> SlicedReduceWindow(ImportState& state, mlir::Location loc,
@@ -215,17 +232,14 @@ absl::StatusOr<std::optional<Value>> SlicedReduceWindow(ImportState& state, mlir
                                                         Value operand, Value init) {
   const std::optional<std::vector<int64_t>> padded = SlicedShape(plan, operand_type, result_type);
   if (!padded) return std::nullopt;
-  if (llvm::ArrayRef<int64_t>(*padded) != operand_type.getShape()) {
-    mlir::TypedAttr fill = state.SplatOf(init);
-    if (!fill) return std::nullopt;
-    operand = DilateAndPad(state, loc, operand, plan, *padded, fill);
-  }
-  std::vector<Value> inputs = WindowSlices(state, loc, operand, plan, result_type.getShape());
-  inputs.push_back(init);
+  std::optional<std::vector<Value>> inputs = SlicesPaddedWithInit(
+      state, loc, plan, *padded, operand_type.getShape(), result_type.getShape(), operand, init);
+  if (!inputs) return std::nullopt;
+  inputs->push_back(init);
   const mlir::Type element = operand_type.getElementType();
   absl::Status status;
   Value result =
-      BuildElementwise(state, loc, result_type, inputs, {},
+      BuildElementwise(state, loc, result_type, *inputs, {},
                        [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange scalars) {
                          Value acc = scalars.back();
                          for (Value x : scalars.drop_back()) {
@@ -363,16 +377,15 @@ absl::Status ConvertVariadicReduceWindow(ImportState& state, mlir::Operation* op
   for (unsigned i = 0; i < n; ++i) {
     TESSERA_ASSIGN_OR_RETURN(Value operand, state.Operand(op, i));
     TESSERA_ASSIGN_OR_RETURN(Value init, state.Operand(op, n + i));
-    if (llvm::ArrayRef<int64_t>(*padded) != operand_types[i].getShape()) {
-      mlir::TypedAttr fill = state.SplatOf(init);
-      if (!fill) {
-        return absl::UnimplementedError(
-            absl::StrCat(ImportState::Where(op),
-                         ": a padded reduce_window of several operands with a computed init"));
-      }
-      operand = DilateAndPad(state, loc, operand, plan, *padded, fill);
+    std::optional<std::vector<Value>> operand_slices =
+        SlicesPaddedWithInit(state, loc, plan, *padded, operand_types[i].getShape(),
+                             result_types[i].getShape(), operand, init);
+    if (!operand_slices) {
+      return absl::UnimplementedError(
+          absl::StrCat(ImportState::Where(op),
+                       ": a padded reduce_window of several operands with a computed init"));
     }
-    slices.push_back(WindowSlices(state, loc, operand, plan, result_types[i].getShape()));
+    slices.push_back(*std::move(operand_slices));
     inits.push_back(init);
   }
   // Inputs: operand 0's slices, operand 1's, ..., then the inits (rank 0: read at every point).
