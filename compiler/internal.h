@@ -12,7 +12,7 @@
 //                         (shardings.cc)
 //   AnnotateShardings     shard.grid, shard.sharding and shard.shard ops around @main
 //                         (partition.cc)
-//   PartitionProgram      sharding propagation, CheckShardedReductions (reduction_check.cc),
+//   PartitionProgram      sharding propagation, GatherUncombinableReductions (reduction_check.cc),
 //                         reshards split into steps (reshard_steps.cc), SPMD partitioning,
 //                         collectives of constant fills folded into local fills,
 //                         CheckReductionsCombined (partition.cc)
@@ -281,12 +281,14 @@ absl::Status InlineManualComputations(mlir::ModuleOp module, mlir::func::FuncOp 
 void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
                        const ProgramShardings& shardings);
 
-// UNIMPLEMENTED when a linalg op of @main (its shardings propagated, not yet partitioned)
-// reduces a sharded dimension in a way MLIR 22's partitioner cannot combine across devices
-// (aborting the process): a combining op without an identity element (subf, divf, subi, remsi,
-// ...), a region that is not one combining op, or several outputs. Names the op, its location
-// and the combiner.
-absl::Status CheckShardedReductions(mlir::func::FuncOp main);
+// Each linalg op of @main (its shardings propagated, not yet partitioned) that reduces a sharded
+// dimension in a way MLIR 22's partitioner cannot combine across devices (aborting the process:
+// a combining op without an identity element, such as subf, divf, subi or remsi, a region that is
+// not one combining op, or several outputs, as argmax has) takes its operands with the reduced
+// dimensions gathered, and reduces whole rows on each device (reduction_check.cc). UNIMPLEMENTED,
+// naming the op, its location and the combiner, where an operand's sharding is not split axes
+// alone.
+absl::Status GatherUncombinableReductions(mlir::func::FuncOp main);
 
 // Each change of sharding between two chained shard.shard ops of @main that MLIR 22's partitioner
 // would make in part (it recognizes one axis added, removed or moved per change: from P(None, y,

@@ -1,6 +1,6 @@
 // Steps c: annotate @main with its shardings (shard dialect; ops that read their position or a
-// captured tensor replicated: ReplicatePositionalOps), propagate them, refuse the sharded
-// reductions the partitioner cannot combine (CheckShardedReductions, reduction_check.cc) and
+// captured tensor replicated: ReplicatePositionalOps), propagate them, gather the reduced
+// dimensions the partitioner cannot combine (GatherUncombinableReductions, reduction_check.cc) and
 // partition it for SPMD; then collectives of constant fills become local fills
 // (FoldCollectivesOfConstantFills), and every reduction whose devices reduce part of its extent
 // is checked to be all-reduced (CheckReductionsCombined).
@@ -81,7 +81,7 @@ void BuildPropagationPipeline(mlir::OpPassManager& pm) {
   func.addPass(mlir::shard::createShardingPropagation());
 }
 
-// The rewrite to the per-device program, on @main (after CheckShardedReductions).
+// The rewrite to the per-device program, on @main (after GatherUncombinableReductions).
 void BuildPartitionPipeline(mlir::OpPassManager& pm) {
   mlir::OpPassManager& func = pm.nest<mlir::func::FuncOp>();
   // Local shapes, collectives where shardings change.
@@ -580,7 +580,7 @@ absl::Status PartitionProgram(mlir::ModuleOp module, ProgramShardings& shardings
     TESSERA_RETURN_IF_ERROR(Propagate(module));
   }
   if (main) AnnotateUnusedResults(main);
-  if (main) TESSERA_RETURN_IF_ERROR(CheckShardedReductions(main));
+  if (main) TESSERA_RETURN_IF_ERROR(GatherUncombinableReductions(main));
   if (main) SplitReshardsIntoSteps(main);
   mlir::PassManager partition(module.getContext());
   BuildPartitionPipeline(partition);

@@ -1,11 +1,13 @@
 // Step c, between sharding propagation and partitioning: reductions over a sharded dimension
-// that MLIR 22's partitioner cannot take. It partitions such a linalg op by giving every device
+// that MLIR 22's partitioner cannot combine. It partitions such a linalg op by giving every device
 // but one an init of the combiner's neutral element (arith::getNeutralElement) and all-reducing
 // the partial results; it assumes, unchecked in a release build, one init and one combining op
 // that has a neutral element. Anything else (subf, divf, subi, remsi, a combiner of several ops,
-// several outputs) aborts the process inside MLIR (std::bad_optional_access) or reads past a
-// vector: CheckShardedReductions refuses those ops first, naming them. A reduction over an
-// unsharded dimension stays on each device and is never refused here.
+// several outputs: argmax's value and index) aborts the process inside MLIR
+// (std::bad_optional_access) or reads past a vector. GatherUncombinableReductions gathers the
+// reduced dimensions of those ops' operands first, so that each device reduces whole rows, as a
+// program that replicated them would (XLA does the same for a reduction it cannot combine). A
+// reduction over an unsharded dimension stays on each device as it is.
 
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/internal.h"
+#include "compiler/sharding_models.h"
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -66,44 +69,82 @@ bool ReducesAShardedDimension(mlir::linalg::LinalgOp op) {
   return mlir::shard::isAtLeastOneReductionIteratorSharded(iterators, axes);
 }
 
-// OK when the partitioner can combine `op`'s partial results.
+// OK when the partitioner can combine `op`'s partial results; else what it cannot combine.
 absl::Status CheckCombiner(mlir::linalg::LinalgOp op) {
   const std::string what =
       absl::StrCat("'", op->getName().getStringRef().str(), "' at ", FormatLocation(op->getLoc()),
                    " reduces a sharded dimension");
-  const std::string fix =
-      "; replicate the reduced dimension (P() or a spec that leaves it "
-      "unsharded) to reduce on each device";
   if (op.getNumDpsInits() != 1) {
-    return absl::UnimplementedError(absl::StrCat(what, " into ", op.getNumDpsInits(),
-                                                 " outputs; across devices only one", fix));
+    return absl::UnimplementedError(
+        absl::StrCat(what, " into ", op.getNumDpsInits(), " outputs; across devices only one"));
   }
   llvm::SmallVector<mlir::Operation*> combiners;
   mlir::Value reduced = mlir::matchReduction(op.getRegionOutputArgs(), 0, combiners);
   if (!reduced || combiners.size() != 1) {
     return absl::UnimplementedError(
-        absl::StrCat(what, " with a region that is not one combining op", fix));
+        absl::StrCat(what, " with a region that is not one combining op"));
   }
   if (!mlir::arith::getNeutralElement(combiners[0]).has_value()) {
-    return absl::UnimplementedError(
-        absl::StrCat(what, " with '", combiners[0]->getName().getStringRef().str(),
-                     "', which has no identity element: the devices' partial results cannot be "
-                     "combined (those of a sum, product, minimum or maximum can)",
-                     fix));
+    return absl::UnimplementedError(absl::StrCat(
+        what, " with '", combiners[0]->getName().getStringRef().str(),
+        "', which has no identity element: the devices' partial results cannot be combined (those "
+        "of a sum, product, minimum or maximum can)"));
   }
   return absl::OkStatus();
 }
 
+// Each operand of `op` taken with the axes of its reduced dimensions removed from the sharding
+// propagation gave it: a shard.shard annotating it for `op` alone, which the partitioner makes an
+// all-gather of those dimensions. False when an operand's sharding is not one of split axes alone.
+bool GatherReducedDimensions(mlir::linalg::LinalgOp op) {
+  llvm::SmallVector<mlir::utils::IteratorType> iterators = op.getIteratorTypesArray();
+  llvm::SmallVector<mlir::AffineMap> maps = op.getIndexingMapsArray();
+  const std::vector<mlir::shard::Sharding> shardings = OperandShardings(op);
+  mlir::OpBuilder builder(op);
+  for (mlir::OpOperand& operand : op->getOpOperands()) {
+    const mlir::shard::Sharding& sharding = shardings[operand.getOperandNumber()];
+    auto type = mlir::dyn_cast<mlir::RankedTensorType>(operand.get().getType());
+    if (!sharding || !type) continue;
+    if (!IsPlainSharding(sharding)) return false;
+    mlir::shard::ShardingArray axes(type.getRank());
+    llvm::ArrayRef<mlir::shard::GridAxesAttr> split = sharding.getSplitAxes();
+    const mlir::AffineMap map = maps[operand.getOperandNumber()];
+    bool changed = false;
+    for (int64_t d = 0; d < type.getRank() && d < static_cast<int64_t>(split.size()); ++d) {
+      const auto loop = mlir::cast<mlir::AffineDimExpr>(map.getResult(d)).getPosition();
+      if (iterators[loop] == mlir::utils::IteratorType::reduction) {
+        changed |= !split[d].empty();
+        continue;
+      }
+      axes[d].assign(split[d].asArrayRef().begin(), split[d].asArrayRef().end());
+    }
+    if (!changed) continue;
+    mlir::Value gathered = mlir::shard::ShardingOp::create(
+        builder, op->getLoc(), ShardingOfAxes(op->getContext(), sharding.getGridAttr(), axes));
+    operand.set(mlir::shard::ShardOp::create(builder, op->getLoc(), operand.get(), gathered,
+                                             /*annotate_for_users=*/true)
+                    .getResult());
+  }
+  return true;
+}
+
 }  // namespace
 
-absl::Status CheckShardedReductions(mlir::func::FuncOp main) {
-  absl::Status status;
+absl::Status GatherUncombinableReductions(mlir::func::FuncOp main) {
+  std::vector<mlir::linalg::LinalgOp> uncombinable;
   main.walk([&](mlir::linalg::LinalgOp op) {
-    if (!ReducesAShardedDimension(op)) return mlir::WalkResult::advance();
-    status = CheckCombiner(op);
-    return status.ok() ? mlir::WalkResult::advance() : mlir::WalkResult::interrupt();
+    if (ReducesAShardedDimension(op) && !CheckCombiner(op).ok()) uncombinable.push_back(op);
   });
-  return status;
+  for (mlir::linalg::LinalgOp op : uncombinable) {
+    // Gathered, none of its reduction loops may be split any more.
+    if (!GatherReducedDimensions(op) || ReducesAShardedDimension(op)) {
+      return absl::UnimplementedError(absl::StrCat(
+          CheckCombiner(op).message(),
+          "; replicate the reduced dimension (P() or a spec that leaves it unsharded) to reduce "
+          "on each device"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace tessera::compiler

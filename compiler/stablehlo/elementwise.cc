@@ -626,6 +626,24 @@ mlir::Value F32ToF16Bits(mlir::OpBuilder& b, mlir::Location loc, mlir::Value x) 
   return arith::TruncIOp::create(b, loc, b.getIntegerType(16), result);
 }
 
+mlir::Value NarrowFloatBits(mlir::OpBuilder& b, mlir::Location loc, mlir::Value x,
+                            mlir::Type narrow) {
+  if (narrow.isF16()) return F32ToF16Bits(b, loc, x);
+  Value bits = mlir::arith::BitcastOp::create(b, loc, b.getI32Type(), x);
+  Value upper = mlir::arith::ShRUIOp::create(
+      b, loc, bits, mlir::arith::ConstantIntOp::create(b, loc, b.getI32Type(), 16));
+  return mlir::arith::TruncIOp::create(b, loc, b.getIntegerType(16), upper);
+}
+
+mlir::Value NarrowFloatFromBits(mlir::OpBuilder& b, mlir::Location loc, mlir::Value h,
+                                mlir::Type narrow) {
+  if (narrow.isF16()) return F16BitsToF32(b, loc, h);
+  Value wide = mlir::arith::ExtUIOp::create(b, loc, b.getI32Type(), h);
+  Value shifted = mlir::arith::ShLIOp::create(
+      b, loc, wide, mlir::arith::ConstantIntOp::create(b, loc, b.getI32Type(), 16));
+  return mlir::arith::BitcastOp::create(b, loc, b.getF32Type(), shifted);
+}
+
 mlir::Value RoundToNarrowFloat(mlir::OpBuilder& b, mlir::Location loc, mlir::Value x,
                                mlir::Type narrow) {
   return narrow.isF16() ? RoundToF16(b, loc, x) : RoundToBf16(b, loc, x);
@@ -767,14 +785,22 @@ absl::StatusOr<Value> BuildScalarOp(mlir::OpBuilder& b, mlir::Location loc, mlir
       return absl::UnimplementedError(absl::StrCat(
           ImportState::Where(op), ": bitcast_convert between element types of different widths"));
     }
-    if (IsNarrowFloat(arg_types[0]) || IsNarrowFloat(result_type)) {
-      return absl::UnimplementedError(
-          absl::StrCat(ImportState::Where(op),
-                       ": bitcast_convert of bf16 or f16 (computed in f32: its bits are not "
-                       "held)"));
+    // bf16 and f16 are held in f32: through their 16 bits.
+    Value input = args[0];
+    mlir::Type input_type = SignlessType(arg_types[0]);
+    if (IsNarrowFloat(arg_types[0])) {
+      input = NarrowFloatBits(b, loc, input, arg_types[0]);
+      input_type = b.getIntegerType(16);
     }
-    if (SignlessType(arg_types[0]) == SignlessType(result_type)) return args[0];
-    return Value(mlir::arith::BitcastOp::create(b, loc, SignlessType(result_type), args[0]));
+    if (IsNarrowFloat(result_type)) {
+      if (IsNarrowFloat(arg_types[0]) && arg_types[0] == result_type) return args[0];
+      if (input_type != b.getIntegerType(16)) {
+        input = mlir::arith::BitcastOp::create(b, loc, b.getIntegerType(16), input);
+      }
+      return NarrowFloatFromBits(b, loc, input, result_type);
+    }
+    if (input_type == SignlessType(result_type)) return input;
+    return Value(mlir::arith::BitcastOp::create(b, loc, SignlessType(result_type), input));
   } else if (args.size() == 2) {
     value = Binary(b, loc, name, args[0], args[1], arg_types[0]);
   } else if (args.size() == 1) {
@@ -793,8 +819,8 @@ namespace {
 
 // stablehlo.bitcast_convert between element types of different widths (jax.lax.bitcast_convert_type
 // of f32 to u8 and back): the narrower side has one more dimension, of the widths' ratio, its
-// index 0 the lowest bits (StableHLO's little-endian order). Integer ops on the bits. Same width:
-// elementwise. UNIMPLEMENTED: bf16 / f16 (held in f32: their bits are not), widths below 8.
+// index 0 the lowest bits (StableHLO's little-endian order). Integer ops on the bits (bf16 and f16,
+// held in f32, through their 16 bits). Same width: elementwise. UNIMPLEMENTED: widths below 8.
 absl::Status ConvertBitcastConvert(ImportState& state, mlir::Operation* op) {
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 1, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType in, state.OperandType(op, 0));
@@ -803,10 +829,9 @@ absl::Status ConvertBitcastConvert(ImportState& state, mlir::Operation* op) {
   const unsigned out_width = out.getElementType().getIntOrFloatBitWidth();
   if (in_width == out_width) return ConvertElementwise(state, op);
   const std::string where = ImportState::Where(op);
-  if (IsNarrowFloat(in.getElementType()) || IsNarrowFloat(out.getElementType()) || in_width < 8 ||
-      out_width < 8) {
-    return absl::UnimplementedError(absl::StrCat(
-        where, ": bitcast_convert of bf16, f16 or types narrower than a byte between widths"));
+  if (in_width < 8 || out_width < 8) {
+    return absl::UnimplementedError(
+        absl::StrCat(where, ": bitcast_convert of types narrower than a byte between widths"));
   }
   const bool splits = in_width > out_width;  // the result has one more dimension
   const unsigned wide = splits ? in_width : out_width, narrow = splits ? out_width : in_width;
@@ -823,32 +848,38 @@ absl::Status ConvertBitcastConvert(ImportState& state, mlir::Operation* op) {
   const mlir::Location loc = op->getLoc();
   mlir::Type wide_int = b.getIntegerType(wide), narrow_int = b.getIntegerType(narrow);
   const unsigned rank = longer.getRank();
-  auto as_bits = [&](mlir::OpBuilder& nb, mlir::Location l, Value x, mlir::Type bits) -> Value {
+  // An element of `type` as integer bits of its width, and back (bf16 and f16 are held in f32).
+  auto as_bits = [&](mlir::OpBuilder& nb, mlir::Location l, Value x, mlir::Type type) -> Value {
+    if (IsNarrowFloat(type)) return NarrowFloatBits(nb, l, x, type);
+    mlir::Type bits = nb.getIntegerType(type.getIntOrFloatBitWidth());
     return x.getType() == bits ? x : mlir::arith::BitcastOp::create(nb, l, bits, x).getResult();
+  };
+  auto from_bits = [&](mlir::OpBuilder& nb, mlir::Location l, Value bits, mlir::Type type) {
+    if (IsNarrowFloat(type)) return NarrowFloatFromBits(nb, l, bits, type);
+    mlir::Type element = SignlessType(type);
+    return bits.getType() == element
+               ? bits
+               : mlir::arith::BitcastOp::create(nb, l, element, bits).getResult();
   };
   auto shift = [&](mlir::OpBuilder& nb, mlir::Location l) -> Value {  // k * narrow, as wide_int
     Value k = mlir::linalg::IndexOp::create(nb, l, rank - 1);
     Value kw = mlir::arith::IndexCastOp::create(nb, l, wide_int, k);
     return mlir::arith::MulIOp::create(nb, l, kw, Constant(nb, l, wide_int, narrow));
   };
-  mlir::Type out_element = SignlessType(out.getElementType());
   // The shorter side, read or written at the longer side's position without its last index.
   llvm::SmallVector<mlir::AffineExpr> dims;
   for (unsigned d = 0; d + 1 < rank; ++d) dims.push_back(b.getAffineDimExpr(d));
   const mlir::AffineMap drop_last = mlir::AffineMap::get(rank, 0, dims, b.getContext());
   if (splits) {
-    state.Map(
-        op->getResult(0),
-        BuildElementwise(
-            state, loc, out, {input}, {drop_last},
-            [&](mlir::OpBuilder& nb, mlir::Location l, mlir::ValueRange args) -> Value {
-              Value bits = as_bits(nb, l, args[0], wide_int);
-              Value moved = mlir::arith::ShRUIOp::create(nb, l, bits, shift(nb, l));
-              Value part = mlir::arith::TruncIOp::create(nb, l, narrow_int, moved);
-              return out_element == narrow_int
-                         ? part
-                         : mlir::arith::BitcastOp::create(nb, l, out_element, part).getResult();
-            }));
+    state.Map(op->getResult(0),
+              BuildElementwise(
+                  state, loc, out, {input}, {drop_last},
+                  [&](mlir::OpBuilder& nb, mlir::Location l, mlir::ValueRange args) -> Value {
+                    Value bits = as_bits(nb, l, args[0], in.getElementType());
+                    Value moved = mlir::arith::ShRUIOp::create(nb, l, bits, shift(nb, l));
+                    Value part = mlir::arith::TruncIOp::create(nb, l, narrow_int, moved);
+                    return from_bits(nb, l, part, out.getElementType());
+                  }));
     return absl::OkStatus();
   }
   // Joining: a reduction over the last dimension, each part shifted to its place and or-ed.
@@ -860,19 +891,18 @@ absl::Status ConvertBitcastConvert(ImportState& state, mlir::Operation* op) {
   auto joined = mlir::linalg::GenericOp::create(
       b, loc, mlir::TypeRange{bits_type}, mlir::ValueRange{input}, mlir::ValueRange{init}, maps,
       iterators, [&](mlir::OpBuilder& nb, mlir::Location l, mlir::ValueRange args) {
-        Value part =
-            mlir::arith::ExtUIOp::create(nb, l, wide_int, as_bits(nb, l, args[0], narrow_int));
+        Value part = mlir::arith::ExtUIOp::create(nb, l, wide_int,
+                                                  as_bits(nb, l, args[0], in.getElementType()));
         Value placed = mlir::arith::ShLIOp::create(nb, l, part, shift(nb, l));
         mlir::linalg::YieldOp::create(nb, l,
                                       Value(mlir::arith::OrIOp::create(nb, l, args[1], placed)));
       });
   Value result = joined.getResult(0);
-  if (out_element != wide_int) {
-    result = BuildElementwise(
-        state, loc, out, {result}, {},
-        [&](mlir::OpBuilder& nb, mlir::Location l, mlir::ValueRange args) {
-          return Value(mlir::arith::BitcastOp::create(nb, l, out_element, args[0]));
-        });
+  if (SignlessType(out.getElementType()) != wide_int) {
+    result = BuildElementwise(state, loc, out, {result}, {},
+                              [&](mlir::OpBuilder& nb, mlir::Location l, mlir::ValueRange args) {
+                                return from_bits(nb, l, args[0], out.getElementType());
+                              });
   }
   state.Map(op->getResult(0), result);
   return absl::OkStatus();

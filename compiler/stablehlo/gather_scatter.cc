@@ -1,17 +1,19 @@
 // stablehlo.gather and stablehlo.scatter (ConvertScatter, below). gather (an embedding lookup
-// `table[ids]`, `jnp.take`, indexing with an array): one linalg.generic over the result whose body
-// computes each element's operand position, as the StableHLO spec defines it, and reads it with
-// tensor.extract:
-//   batch index   the result's dimensions that are not offset_dims, in order
+// `table[ids]`, `jnp.take`, indexing with an array, and vmap of any of them): one linalg.generic
+// over the result whose body computes each element's operand position, as the StableHLO spec
+// defines it, and reads it with tensor.extract:
+//   batch index   the result's dimensions that are not offset_dims, in order; they index
+//                 start_indices' dimensions other than index_vector_dim, in order
 //   start         start_indices[batch index, with index_vector_dim = k] for k of start_index_map,
 //                 clamped to [0, operand dimension - slice size] (as the spec does: a slice that
 //                 would run past the operand is moved inside it)
-//   offset        the result's offset_dims, in order, for the operand's dimensions that are not
-//                 collapsed, in order
-//   operand[start + offset]
+//   batching      operand_batching_dims[i] is at the batch index of start_indices_batching_dims[i]
+//                 (a batched lookup, as vmap makes one: each batch reads its own operand slice)
+//   offset        the result's offset_dims, in order, for the operand's dimensions that are
+//                 neither collapsed nor batching, in order
+//   operand[start + batching + offset]
 // The operand and the indices are read as whole tensors, so the partitioner runs the op on the
-// whole of both (ReplicatePositionalOps in partition.cc). operand_batching_dims (a batched
-// gather: vmap of a lookup) is UNIMPLEMENTED.
+// whole of both (ReplicatePositionalOps in partition.cc).
 
 #include <cstdint>
 #include <string>
@@ -50,20 +52,41 @@ bool DistinctInRange(const std::vector<int64_t>& dims, int64_t rank) {
   return true;
 }
 
-// A gather's or scatter's dimension numbers from their attribute text; UNIMPLEMENTED with batching
-// dimensions (a batched lookup, as vmap makes one).
+// A gather's or scatter's dimension numbers from their attribute text.
 absl::StatusOr<GatherDimensions> ReadDimensions(mlir::Operation* op, const std::string& text) {
   absl::StatusOr<GatherDimensions> parsed = ParseGatherDimensions(text);
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(ImportState::Where(op), ": ", parsed.status().message()));
   }
-  if (!parsed->operand_batching_dims.empty() || !parsed->start_indices_batching_dims.empty()) {
-    return absl::UnimplementedError(absl::StrCat(
-        ImportState::Where(op),
-        ": batching dimensions (a batched lookup, as vmap makes one) are not supported"));
-  }
   return parsed;
+}
+
+// Whether a gather's or scatter's batching dimensions pair operand dimensions with index
+// dimensions of the same size: as many of each, distinct, in range, none of them index_vector_dim
+// and none of the operand's in `taken` (collapsed or inserted dimensions, start_index_map).
+bool BatchingDimsFit(const GatherDimensions& dims, mlir::RankedTensorType operand,
+                     mlir::RankedTensorType indices, const std::vector<int64_t>& taken) {
+  const std::vector<int64_t>& of_operand = dims.operand_batching_dims;
+  const std::vector<int64_t>& of_indices = dims.start_indices_batching_dims;
+  if (of_operand.size() != of_indices.size() ||
+      !DistinctSortedInRange(of_operand, operand.getRank()) ||
+      !DistinctInRange(of_indices, indices.getRank())) {
+    return false;
+  }
+  for (size_t i = 0; i < of_operand.size(); ++i) {
+    if (of_indices[i] == dims.index_vector_dim || llvm::is_contained(taken, of_operand[i]) ||
+        operand.getDimSize(of_operand[i]) != indices.getDimSize(of_indices[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The position among start_indices' batch dimensions (those other than index_vector_dim) of its
+// dimension `indices_dim`.
+int64_t BatchPosition(int64_t indices_dim, int64_t index_vector_dim) {
+  return indices_dim < index_vector_dim ? indices_dim : indices_dim - 1;
 }
 
 // The number of indices each start index vector holds (index_vector_dim past the last
@@ -79,6 +102,8 @@ struct GatherPlan {
   std::vector<int64_t> batch_dims;         // result dimensions indexing start_indices, in order
   std::vector<int64_t> offset_of_operand;  // per operand dimension: its result dimension, or -1
   std::vector<int64_t> start_of_operand;   // per operand dimension: its k in start_index_map, or -1
+  std::vector<int64_t> batch_of_operand;   // per operand dimension: the result dimension at
+                                           // which a batching dimension reads, or -1
   std::vector<int64_t> max_start;          // per operand dimension: dim size - slice size
   int64_t index_vector_dim = 0;
   int64_t indices_rank = 0;
@@ -98,25 +123,33 @@ absl::StatusOr<GatherPlan> PlanGather(mlir::Operation* op, mlir::RankedTensorTyp
   const bool implicit_vector = dims.index_vector_dim == indices.getRank();
   const int64_t vector_size = IndexVectorSize(dims.index_vector_dim, indices);
   const int64_t batch_rank = indices.getRank() - (implicit_vector ? 0 : 1);
+  std::vector<int64_t> taken = dims.collapsed_slice_dims;
+  taken.insert(taken.end(), dims.start_index_map.begin(), dims.start_index_map.end());
+  const auto batching = static_cast<int64_t>(dims.operand_batching_dims.size());
   bool valid = static_cast<int64_t>(slice_sizes.size()) == rank && vector_size >= 0 &&
                DistinctSortedInRange(dims.offset_dims, result.getRank()) &&
                DistinctSortedInRange(dims.collapsed_slice_dims, rank) &&
                DistinctInRange(dims.start_index_map, rank) &&
+               BatchingDimsFit(dims, operand, indices, taken) &&
                static_cast<int64_t>(dims.start_index_map.size()) == vector_size &&
                result.getRank() == batch_rank + static_cast<int64_t>(dims.offset_dims.size()) &&
-               rank - static_cast<int64_t>(dims.collapsed_slice_dims.size()) ==
+               rank - static_cast<int64_t>(dims.collapsed_slice_dims.size()) - batching ==
                    static_cast<int64_t>(dims.offset_dims.size()) &&
                operand.getElementType() == result.getElementType() &&
                mlir::isa<mlir::IntegerType>(indices.getElementType());
   plan.offset_of_operand.assign(valid ? rank : 0, -1);
   plan.start_of_operand.assign(valid ? rank : 0, -1);
+  plan.batch_of_operand.assign(valid ? rank : 0, -1);
   plan.max_start.assign(valid ? rank : 0, 0);
   for (int64_t d = 0, j = 0; valid && d < rank; ++d) {
     valid = slice_sizes[d] >= 0 && slice_sizes[d] <= operand.getDimSize(d);
     if (!valid) break;
     plan.max_start[d] = operand.getDimSize(d) - slice_sizes[d];
-    if (llvm::is_contained(dims.collapsed_slice_dims, d)) {
-      valid = slice_sizes[d] <= 1;
+    if (llvm::is_contained(dims.collapsed_slice_dims, d) ||
+        llvm::is_contained(dims.operand_batching_dims, d)) {
+      // One element: the body reads it. (A slice of none would read past the operand; it is
+      // allowed where the result has no elements to read.)
+      valid = slice_sizes[d] == 1 || (slice_sizes[d] == 0 && result.getNumElements() == 0);
       continue;
     }
     const int64_t r = dims.offset_dims[j++];
@@ -132,6 +165,12 @@ absl::StatusOr<GatherPlan> PlanGather(mlir::Operation* op, mlir::RankedTensorTyp
     plan.batch_dims.push_back(r);
     valid = i < indices.getRank() && result.getDimSize(r) == indices.getDimSize(i);
     ++i;
+  }
+  for (int64_t b = 0; valid && b < batching; ++b) {
+    // BatchingDimsFit checked the index dimension is in range and not index_vector_dim, and
+    // batch_dims has one entry per such dimension.
+    plan.batch_of_operand[dims.operand_batching_dims[b]] =
+        plan.batch_dims[BatchPosition(dims.start_indices_batching_dims[b], dims.index_vector_dim)];
   }
   if (!valid) {
     return absl::InvalidArgumentError(
@@ -203,6 +242,9 @@ absl::Status ConvertGather(ImportState& state, mlir::Operation* op) {
           if (plan.start_of_operand[d] >= 0) {
             at = StartIndex(b, l, plan, indices, is_unsigned, plan.start_of_operand[d], d);
           }
+          if (plan.batch_of_operand[d] >= 0) {
+            at = mlir::linalg::IndexOp::create(b, l, plan.batch_of_operand[d]);
+          }
           if (plan.offset_of_operand[d] >= 0) {
             Value offset = mlir::linalg::IndexOp::create(b, l, plan.offset_of_operand[d]);
             at = mlir::arith::AddIOp::create(b, l, at, offset);
@@ -217,9 +259,13 @@ absl::Status ConvertGather(ImportState& state, mlir::Operation* op) {
 
 // What a scatter's body needs, checked against the op's types.
 struct ScatterPlan {
-  std::vector<int64_t> scatter_loops;     // the loops of updates' scatter dimensions, in order
+  std::vector<int64_t> index_loops;       // per updates' scatter dimension, in order: its loop
+  int64_t loops = 0;                      // the operand's dimensions, then the other scatter ones
   std::vector<int64_t> index_of_operand;  // per operand dimension: its k, or -1
   std::vector<bool> inserted;             // per operand dimension
+  std::vector<int64_t> window_loop;       // per operand dimension that a window covers in part:
+                                          // the loop of the window's offset, else -1
+  std::vector<int64_t> window_size;       // per operand dimension: the update window's extent
   mlir::AffineMap updates_map;            // loops -> updates
   int64_t index_vector_dim = 0;
 };
@@ -237,6 +283,9 @@ absl::StatusOr<ScatterPlan> PlanScatter(mlir::Operation* op, mlir::RankedTensorT
   const int64_t scatter_rank = indices.getRank() - (implicit_vector ? 0 : 1);
   ScatterPlan plan;
   plan.index_vector_dim = dims.index_vector_dim;
+  std::vector<int64_t> taken = dims.inserted_window_dims;
+  taken.insert(taken.end(), dims.scatter_dims_to_operand_dims.begin(),
+               dims.scatter_dims_to_operand_dims.end());
   bool valid =
       vector_size >= 0 && result == operand &&
       operand.getElementType() == updates.getElementType() &&
@@ -244,36 +293,53 @@ absl::StatusOr<ScatterPlan> PlanScatter(mlir::Operation* op, mlir::RankedTensorT
       DistinctSortedInRange(dims.update_window_dims, updates.getRank()) &&
       DistinctSortedInRange(dims.inserted_window_dims, rank) &&
       DistinctInRange(dims.scatter_dims_to_operand_dims, rank) &&
+      BatchingDimsFit(dims, operand, indices, taken) &&
       static_cast<int64_t>(dims.scatter_dims_to_operand_dims.size()) == vector_size &&
       rank ==
-          static_cast<int64_t>(dims.inserted_window_dims.size() + dims.update_window_dims.size()) &&
+          static_cast<int64_t>(dims.inserted_window_dims.size() + dims.update_window_dims.size() +
+                               dims.operand_batching_dims.size()) &&
       updates.getRank() == static_cast<int64_t>(dims.update_window_dims.size()) + scatter_rank;
-  bool partial_window = false;
   llvm::SmallVector<mlir::AffineExpr> updates_exprs;
   mlir::MLIRContext* context = op->getContext();
   plan.index_of_operand.assign(valid ? rank : 0, -1);
   plan.inserted.assign(valid ? rank : 0, false);
+  plan.window_loop.assign(valid ? rank : 0, -1);
+  plan.window_size.assign(valid ? rank : 0, 1);
   std::vector<int64_t> window_operand_dims;  // the operand dimension of each window dimension
   for (int64_t d = 0; valid && d < rank; ++d) {
     plan.inserted[d] = llvm::is_contained(dims.inserted_window_dims, d);
-    if (!plan.inserted[d]) window_operand_dims.push_back(d);
+    if (!plan.inserted[d] && !llvm::is_contained(dims.operand_batching_dims, d)) {
+      window_operand_dims.push_back(d);
+    }
   }
+  plan.loops = rank;
   for (size_t k = 0; valid && k < dims.scatter_dims_to_operand_dims.size(); ++k) {
     plan.index_of_operand[dims.scatter_dims_to_operand_dims[k]] = static_cast<int64_t>(k);
   }
   for (int64_t u = 0, w = 0, i = 0; valid && u < updates.getRank(); ++u) {
     if (llvm::is_contained(dims.update_window_dims, u)) {
+      // A window over the whole of its operand dimension is read at that dimension's loop; a
+      // window over part of it has a loop of its own, its offset from the window's start.
       const int64_t d = window_operand_dims[w++];
       valid = updates.getDimSize(u) <= operand.getDimSize(d);
-      partial_window |= updates.getDimSize(u) != operand.getDimSize(d);
-      updates_exprs.push_back(mlir::getAffineDimExpr(d, context));
+      plan.window_size[d] = updates.getDimSize(u);
+      if (updates.getDimSize(u) != operand.getDimSize(d)) plan.window_loop[d] = plan.loops++;
+      updates_exprs.push_back(
+          mlir::getAffineDimExpr(plan.window_loop[d] >= 0 ? plan.window_loop[d] : d, context));
       continue;
     }
     if (!implicit_vector && i == dims.index_vector_dim) ++i;
     valid = i < indices.getRank() && updates.getDimSize(u) == indices.getDimSize(i);
+    // A batching dimension's updates land in the operand's batching dimension at the same
+    // position (BatchingDimsFit checked the sizes): its loop is that dimension's. Each other
+    // scatter dimension gets a loop of its own, which the generic reduces.
+    const auto batching = llvm::find(dims.start_indices_batching_dims, i);
+    const int64_t loop =
+        batching != dims.start_indices_batching_dims.end()
+            ? dims.operand_batching_dims[batching - dims.start_indices_batching_dims.begin()]
+            : plan.loops++;
     ++i;
-    const int64_t loop = rank + static_cast<int64_t>(plan.scatter_loops.size());
-    plan.scatter_loops.push_back(loop);
+    plan.index_loops.push_back(loop);
     updates_exprs.push_back(mlir::getAffineDimExpr(loop, context));
   }
   if (!valid) {
@@ -283,15 +349,53 @@ absl::StatusOr<ScatterPlan> PlanScatter(mlir::Operation* op, mlir::RankedTensorT
                      absl::StrJoin(indices.getShape(), "x"), " and updates ",
                      absl::StrJoin(updates.getShape(), "x")));
   }
-  if (partial_window) {
-    return absl::UnimplementedError(absl::StrCat(
-        ImportState::Where(op),
-        ": a scatter whose update windows cover part of an operand dimension is not supported "
-        "(an update of whole rows, as the gradient of a lookup makes, is)"));
-  }
-  plan.updates_map =
-      mlir::AffineMap::get(rank + plan.scatter_loops.size(), 0, updates_exprs, context);
+  plan.updates_map = mlir::AffineMap::get(plan.loops, 0, updates_exprs, context);
   return plan;
+}
+
+// Whether the update element at the generic's loops lands on the operand element at them: for
+// each operand dimension d, v[d] = start[d] + window offset, where the window offset is v[d]
+// itself for a window over the whole dimension (so the start must be 0), the window loop for a
+// window over part of it (the start within [0, size - window]: a window that would run past the
+// operand is dropped whole, as XLA does), and 0 for an inserted dimension. A batching dimension,
+// or a whole window that no index moves, matches everywhere: the updates map reads at v[d].
+Value UpdateLandsHere(mlir::OpBuilder& b, mlir::Location l, const ScatterPlan& plan,
+                      mlir::RankedTensorType operand, Value indices, bool is_unsigned) {
+  mlir::Type i64 = b.getI64Type();
+  auto constant = [&](int64_t value) -> Value {
+    return mlir::arith::ConstantIntOp::create(b, l, i64, value);
+  };
+  auto loop = [&](int64_t loop) -> Value {
+    return mlir::arith::IndexCastOp::create(b, l, i64, mlir::linalg::IndexOp::create(b, l, loop));
+  };
+  auto compare = [&](mlir::arith::CmpIPredicate predicate, Value lhs, Value rhs) -> Value {
+    return mlir::arith::CmpIOp::create(b, l, predicate, lhs, rhs);
+  };
+  using mlir::arith::CmpIPredicate;
+  Value match = mlir::arith::ConstantIntOp::create(b, l, b.getI1Type(), 1);
+  for (int64_t d = 0; d < operand.getRank(); ++d) {
+    const bool indexed = plan.index_of_operand[d] >= 0;
+    if (!indexed && !plan.inserted[d] && plan.window_loop[d] < 0) continue;
+    Value start = indexed ? ReadIndex(b, l, indices, plan.index_vector_dim, plan.index_loops,
+                                      is_unsigned, plan.index_of_operand[d])
+                          : constant(0);
+    Value lands;
+    if (plan.window_loop[d] >= 0) {
+      Value at = mlir::arith::AddIOp::create(b, l, start, loop(plan.window_loop[d]));
+      lands = compare(CmpIPredicate::eq, at, loop(d));
+      if (indexed) {
+        Value max_start = constant(operand.getDimSize(d) - plan.window_size[d]);
+        lands = mlir::arith::AndIOp::create(b, l, lands,
+                                            compare(CmpIPredicate::sge, start, constant(0)));
+        lands =
+            mlir::arith::AndIOp::create(b, l, lands, compare(CmpIPredicate::sle, start, max_start));
+      }
+    } else {
+      lands = compare(CmpIPredicate::eq, start, plan.inserted[d] ? loop(d) : constant(0));
+    }
+    match = mlir::arith::AndIOp::create(b, l, match, lands);
+  }
+  return match;
 }
 
 // What a scatter's body does with the operand's element (its first argument) and the update (its
@@ -322,13 +426,16 @@ ScatterBody ReadScatterBody(mlir::Operation* op) {
   return {valid, &combine};
 }
 
-// stablehlo.scatter: one linalg.generic whose loops are the operand's dimensions (parallel) and
-// the updates' scatter dimensions (reduction, in the updates' order), combining into the operand
-// each update whose index names the element: out[v] = index == v ? body(out[v], update) : out[v]
-// (a set: the update; of several updates of one element the last in order is written, as XLA's
-// CPU backend does). An index past the operand matches no element: that update is dropped, as
-// XLA and JAX's default mode do. The op reads the indices as a captured tensor, so it runs whole
-// on every device (ReplicatePositionalOps, partition.cc).
+// stablehlo.scatter: one linalg.generic whose loops are the operand's dimensions (parallel), then
+// the updates' scatter dimensions other than batching ones and the offsets of windows over part
+// of a dimension (reduction, in the updates' order), combining into the operand each update that
+// lands on the element (UpdateLandsHere): out[v] = lands ? body(out[v], update) : out[v] (a set:
+// the update; of several updates of one element the last in order is written, as XLA's CPU
+// backend does). A batching dimension (vmap of `.at[]`: each batch writes its own operand slice)
+// has no loop of its own: its updates are read at the operand's batching dimension's loop. An index
+// past the operand matches no element: that update is dropped, as XLA and JAX's default mode do.
+// The op reads the indices as a captured tensor, so it runs whole on every device
+// (ReplicatePositionalOps, partition.cc).
 absl::Status ConvertScatter(ImportState& state, mlir::Operation* op) {
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 3, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType operand_type, state.OperandType(op, 0));
@@ -351,7 +458,7 @@ absl::Status ConvertScatter(ImportState& state, mlir::Operation* op) {
   mlir::Type element_type = operand_type.getElementType();
   mlir::MLIRContext* context = op->getContext();
   const int64_t rank = operand_type.getRank();
-  const int64_t loops = rank + static_cast<int64_t>(plan.scatter_loops.size());
+  const int64_t loops = plan.loops;
   llvm::SmallVector<mlir::utils::IteratorType> iterators(loops,
                                                          mlir::utils::IteratorType::reduction);
   for (int64_t d = 0; d < rank; ++d) iterators[d] = mlir::utils::IteratorType::parallel;
@@ -365,28 +472,7 @@ absl::Status ConvertScatter(ImportState& state, mlir::Operation* op) {
       state.builder(), loc, mlir::TypeRange{ImportState::NewType(result_type)},
       mlir::ValueRange{updates}, mlir::ValueRange{operand}, maps, iterators,
       [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange args) {
-        Value match = mlir::arith::ConstantIntOp::create(b, l, b.getI1Type(), 1);
-        mlir::Type i64 = b.getI64Type();
-        for (int64_t d = 0; d < rank; ++d) {
-          // The update's element lands at v[d] = start[d] + window offset, where the window
-          // offset is v[d] itself for a window dimension (whole: the start must be 0) and 0 for
-          // an inserted one.
-          Value target = mlir::arith::ConstantIntOp::create(b, l, i64, 0);
-          if (plan.inserted[d]) {
-            target =
-                mlir::arith::IndexCastOp::create(b, l, i64, mlir::linalg::IndexOp::create(b, l, d));
-          }
-          Value start = mlir::arith::ConstantIntOp::create(b, l, i64, 0);
-          if (plan.index_of_operand[d] >= 0) {
-            start = ReadIndex(b, l, indices, plan.index_vector_dim, plan.scatter_loops, is_unsigned,
-                              plan.index_of_operand[d]);
-          } else if (!plan.inserted[d]) {
-            continue;  // a whole window dimension from 0: every element matches
-          }
-          Value equal =
-              mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::eq, start, target);
-          match = mlir::arith::AndIOp::create(b, l, match, equal);
-        }
+        Value match = UpdateLandsHere(b, l, plan, operand_type, indices, is_unsigned);
         // args[0]: the update, args[1]: the element so far.
         absl::StatusOr<Value> written = args[0];
         if (scatter_body.combine != nullptr) {

@@ -225,6 +225,13 @@ mlir::Value RoundToNarrowFloat(mlir::OpBuilder& builder, mlir::Location loc, mli
 // f16 bits (i16) of `x`, an f32 that RoundToF16 rounded.
 mlir::Value F16BitsToF32(mlir::OpBuilder& builder, mlir::Location loc, mlir::Value h);
 mlir::Value F32ToF16Bits(mlir::OpBuilder& builder, mlir::Location loc, mlir::Value x);
+// The 16 bits (i16) of `x`, an f32 holding a value of `narrow` (bf16: the f32's upper half, a
+// NaN's payload as it came; f16: F32ToF16Bits); and the f32 holding the `narrow` value of the
+// bits `h` (i16), exact.
+mlir::Value NarrowFloatBits(mlir::OpBuilder& builder, mlir::Location loc, mlir::Value x,
+                            mlir::Type narrow);
+mlir::Value NarrowFloatFromBits(mlir::OpBuilder& builder, mlir::Location loc, mlir::Value h,
+                                mlir::Type narrow);
 
 // The one op of `op`'s region (one block of two arguments) that takes the two arguments in order
 // and whose result the block returns (stablehlo.return), through sdy.sharding_constraint hints

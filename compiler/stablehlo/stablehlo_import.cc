@@ -379,7 +379,7 @@ absl::Status InlineCalls(mlir::ModuleOp module, mlir::func::FuncOp main) {
 }
 
 // Whether op `name` makes its bf16 / f16 results of values of that type only (moves, selects,
-// compares' kin): they need no rounding.
+// compares' kin, a bitcast from their bits): they need no rounding.
 bool KeepsNarrowFloatValues(std::string_view name) {
   static const auto* const kKeeping =
       new absl::flat_hash_set<std::string_view>{"stablehlo.broadcast_in_dim",
@@ -411,7 +411,8 @@ bool KeepsNarrowFloatValues(std::string_view name) {
                                                 "stablehlo.round_nearest_afz",
                                                 "stablehlo.sign",
                                                 "stablehlo.all_gather",
-                                                "stablehlo.all_to_all"};
+                                                "stablehlo.all_to_all",
+                                                "stablehlo.bitcast_convert"};
   return kKeeping->contains(name);
 }
 
@@ -442,16 +443,11 @@ mlir::RankedTensorType BitsType(mlir::RankedTensorType type) {
 // i16, exact: a bf16's bits are the upper half of an f32's.
 mlir::Value FromBits(ImportState& state, mlir::Location loc, mlir::RankedTensorType type,
                      mlir::Value bits) {
-  const bool f16 = type.getElementType().isF16();
-  return BuildElementwise(
-      state, loc, type, {bits}, {},
-      [f16](mlir::OpBuilder& b, mlir::Location loc, mlir::ValueRange x) {
-        if (f16) return F16BitsToF32(b, loc, x[0]);
-        mlir::Value wide = mlir::arith::ExtUIOp::create(b, loc, b.getI32Type(), x[0]);
-        mlir::Value shifted = mlir::arith::ShLIOp::create(
-            b, loc, wide, mlir::arith::ConstantIntOp::create(b, loc, b.getI32Type(), 16));
-        return mlir::arith::BitcastOp::create(b, loc, b.getF32Type(), shifted).getResult();
-      });
+  mlir::Type narrow = type.getElementType();
+  return BuildElementwise(state, loc, type, {bits}, {},
+                          [narrow](mlir::OpBuilder& b, mlir::Location loc, mlir::ValueRange x) {
+                            return NarrowFloatFromBits(b, loc, x[0], narrow);
+                          });
 }
 
 // The i16 bits of `value`, an f32 tensor holding the bf16 / f16 tensor of `type` (the program
@@ -459,16 +455,11 @@ mlir::Value FromBits(ImportState& state, mlir::Location loc, mlir::RankedTensorT
 // are the f32's upper half (the lower is zero; a NaN's payload passes through as it came in).
 mlir::Value ToBits(ImportState& state, mlir::Location loc, mlir::RankedTensorType type,
                    mlir::Value value) {
-  const bool f16 = type.getElementType().isF16();
-  return BuildElementwise(
-      state, loc, BitsType(type), {value}, {},
-      [f16](mlir::OpBuilder& b, mlir::Location loc, mlir::ValueRange x) {
-        if (f16) return F32ToF16Bits(b, loc, x[0]);
-        mlir::Value bits = mlir::arith::BitcastOp::create(b, loc, b.getI32Type(), x[0]);
-        mlir::Value upper = mlir::arith::ShRUIOp::create(
-            b, loc, bits, mlir::arith::ConstantIntOp::create(b, loc, b.getI32Type(), 16));
-        return mlir::arith::TruncIOp::create(b, loc, b.getIntegerType(16), upper).getResult();
-      });
+  mlir::Type narrow = type.getElementType();
+  return BuildElementwise(state, loc, BitsType(type), {value}, {},
+                          [narrow](mlir::OpBuilder& b, mlir::Location loc, mlir::ValueRange x) {
+                            return NarrowFloatBits(b, loc, x[0], narrow);
+                          });
 }
 
 // An sdy.sharding_constraint of @main's body (with_sharding_constraint): an identity
@@ -740,6 +731,40 @@ absl::Status CheckStructuralOps(mlir::ModuleOp module) {
                    diagnostics.Message("does not verify")));
 }
 
+// The sharding hints on rank-0 values inside the scalar bodies of reductions, scatters, sorts and
+// windows go: such a body computes one element, which no sharding splits, and JAX's explicit
+// sharding mode hints each of its values (`sdy.sharding_constraint %arg <@mesh, []>`).
+void DropHintsInScalarBodies(mlir::ModuleOp module) {
+  static const auto* const kScalarBodies =
+      new absl::flat_hash_set<std::string_view>{"stablehlo.reduce",
+                                                "stablehlo.scatter",
+                                                "stablehlo.sort",
+                                                "stablehlo.reduce_window",
+                                                "stablehlo.all_reduce",
+                                                "stablehlo.reduce_scatter",
+                                                "stablehlo.select_and_scatter"};
+  llvm::SmallVector<mlir::Operation*> hints;
+  module.walk([&](mlir::Operation* op) {
+    if (op->getName().getStringRef() != "sdy.sharding_constraint" || op->getNumOperands() != 1 ||
+        op->getNumResults() != 1 || op->getOperand(0).getType() != op->getResult(0).getType()) {
+      return;
+    }
+    auto type = mlir::dyn_cast<mlir::RankedTensorType>(op->getOperand(0).getType());
+    if (!type || type.getRank() != 0) {
+      return;
+    }
+    mlir::Operation* owner = op->getParentOp();
+    if (owner != nullptr &&
+        kScalarBodies->contains(std::string_view(owner->getName().getStringRef()))) {
+      hints.push_back(op);
+    }
+  });
+  for (mlir::Operation* hint : hints) {
+    hint->getResult(0).replaceAllUsesWith(hint->getOperand(0));
+    hint->erase();
+  }
+}
+
 // The source program parsed, checked and converted (unregistered dialects allowed).
 absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportSource(mlir::MLIRContext& context,
                                                                std::string_view text) {
@@ -770,6 +795,7 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportSource(mlir::MLIRContext
   }
   TESSERA_RETURN_IF_ERROR(
       VerifyModule(*source, absl::StatusCode::kInvalidArgument, "invalid StableHLO program"));
+  DropHintsInScalarBodies(*source);
   TESSERA_ASSIGN_OR_RETURN(Meshes meshes, ReadMeshes(*source));
   return Convert(main, meshes, table, gspmd_manuals);
 }

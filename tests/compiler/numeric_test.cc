@@ -690,6 +690,19 @@ TEST(ReduceTest, OverShardedAndUnshardedDimensions) {
   CheckReduce("f64", DType(DType::kF64), "arith.addf", "0.0", 0, 0, "P()", add);
 }
 
+TEST(ReduceTest, UncombinableReductionsOverAShardedDimensionGatherItFirst) {
+  // Partial results of these cannot be combined across devices (MLIR 22's partitioner aborted the
+  // process on them): each device gathers the reduced dimension and reduces whole rows, in the
+  // order one device would.
+  auto sub = [](double in, double acc) { return in - acc; };
+  auto div = [](double in, double acc) { return in / acc; };
+  CheckReduce("f32", DType(DType::kF32), "arith.subf", "0.5", 0.5, 1, "P(None,x)", sub);
+  CheckReduce("f32", DType(DType::kF32), "arith.subf", "0.5", 0.5, 0, "P(x,None)", sub);
+  CheckReduce("f64", DType(DType::kF64), "arith.divf", "1.0", 1.0, 1, "P(x,None)", div);
+  CheckReduce("f64", DType(DType::kF64), "arith.divf", "1.0", 1.0, 1, "P(None,x)", div);
+  CheckReduce("i32", DType(DType::kS32), "arith.subi", "3", 3, 1, "P(None,x)", sub);
+}
+
 // Reductions over the innermost dimension of a width the CPU code generator vectorizes (a
 // multiple of 8, at least 16: compiler/targets/llvm_cpu/vectorized_reductions.cc) and of widths it
 // leaves scalar, rows sharded over 4 devices. The float inputs are multiples of 1/8 below 2, so

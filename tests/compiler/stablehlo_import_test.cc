@@ -1321,6 +1321,231 @@ TEST(StableHloImportTest, ReduceWindowsComputeWhatTheSpecDefines) {
   }
 }
 
+// @main(operand f32, indices i32[, updates f32]) -> one stablehlo.gather (no updates) or
+// stablehlo.scatter (`combine`: add, or set when empty) with `dims`, in generic form.
+std::string GatherOrScatterProgram(const std::vector<int64_t>& operand,
+                                   const std::vector<int64_t>& indices,
+                                   const std::vector<int64_t>& updates,
+                                   const std::vector<int64_t>& result, const std::string& dims,
+                                   const std::string& combine = "add") {
+  const std::string to = TensorType(operand), ti = TensorType(indices, "i32"),
+                    tu = TensorType(updates), tr = TensorType(result);
+  const bool scatter = !updates.empty();
+  const std::string args = scatter ? absl::StrCat(to, ", ", ti, ", ", tu) : to + ", " + ti;
+  std::string op;
+  if (!scatter) {
+    op = absl::StrCat("    %0 = \"stablehlo.gather\"(%o, %i) <{dimension_numbers = ", dims,
+                      "}> : (", args, ") -> ", tr, "\n");
+  } else {
+    op = absl::StrCat(
+        "    %0 = \"stablehlo.scatter\"(%o, %i, %u) <{scatter_dimension_numbers = ", dims,
+        "}> ({\n  ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n",
+        combine.empty() ? "    \"stablehlo.return\"(%b) : (tensor<f32>) -> ()\n"
+                        : "    %s = \"stablehlo." + combine +
+                              "\"(%a, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>\n"
+                              "    \"stablehlo.return\"(%s) : (tensor<f32>) -> ()\n",
+        "  }) : (", args, ") -> ", tr, "\n");
+  }
+  return absl::StrCat("\"builtin.module\"() ({\n  \"func.func\"() <{function_type = (", args,
+                      ") -> ", tr, ", sym_name = \"main\"}> ({\n  ^bb0(%o: ", to, ", %i: ", ti,
+                      scatter ? ", %u: " + tu : "", "):\n", op, "    \"func.return\"(%0) : (", tr,
+                      ") -> ()\n  }) : () -> ()\n}) : () -> ()\n");
+}
+
+HostArray Indices(const std::vector<int64_t>& shape, const std::vector<int32_t>& values) {
+  HostArray a = HostArray::Zeros(DType(DType::kS32), shape);
+  EXPECT_EQ(static_cast<size_t>(a.num_elements()), values.size());
+  std::copy(values.begin(), values.end(), a.data<int32_t>());
+  return a;
+}
+
+HostArray Normal(const std::vector<int64_t>& shape, std::mt19937_64& rng) {
+  std::normal_distribution<float> normal;
+  HostArray a = HostArray::Zeros(DType(DType::kF32), shape);
+  for (int64_t i = 0; i < a.num_elements(); ++i) a.data<float>()[i] = normal(rng);
+  return a;
+}
+
+TEST(StableHloImportTest, BatchedGathersAndScattersComputeWhatTheSpecDefines) {
+  // vmap of a lookup and of `.at[]` (batching dimensions: each batch reads or writes its own
+  // operand slice), and scatters whose windows cover part of a dimension (the gradient of a
+  // batched lookup, `.at[i, :3]`), each on one device and replicated over 8, against a direct
+  // evaluation of the spec's definition: gather clamps a start into the operand; scatter drops a
+  // window that would run past it, whole.
+  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed + 260));
+  std::mt19937_64 rng(kSeed + 260);
+  {
+    // operand[b, clamp(i[b, j]), k]: the batch leading both, two lookups per batch.
+    const HostArray o = Normal({4, 6, 3}, rng);
+    const HostArray i = Indices({4, 2, 1}, {0, 5, -1, 9, 3, 3, 2, 4});
+    HostArray want = HostArray::Zeros(DType(DType::kF32), {4, 2, 3});
+    for (int64_t b = 0; b < 4; ++b) {
+      for (int64_t j = 0; j < 2; ++j) {
+        const int64_t at = std::clamp<int64_t>(i.data<int32_t>()[b * 2 + j], 0, 5);
+        for (int64_t k = 0; k < 3; ++k) {
+          want.data<float>()[(b * 2 + j) * 3 + k] = o.data<float>()[(b * 6 + at) * 3 + k];
+        }
+      }
+    }
+    const std::string text = GatherOrScatterProgram(
+        {4, 6, 3}, {4, 2, 1}, {}, {4, 2, 3},
+        "#stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [1], operand_batching_dims "
+        "= [0], start_indices_batching_dims = [0], start_index_map = [1], index_vector_dim = "
+        "2>, indices_are_sorted = false, slice_sizes = array<i64: 1, 1, 3>");
+    SCOPED_TRACE(text);
+    ExpectOnOneAndEightDevices(text, {o, i}, want);
+  }
+  {
+    // operand[clamp(i[b]), b]: the batch the operand's last dimension, the index vector implicit.
+    const HostArray o = Normal({6, 4}, rng);
+    const HostArray i = Indices({4}, {5, 0, 7, 2});
+    HostArray want = HostArray::Zeros(DType(DType::kF32), {4});
+    for (int64_t b = 0; b < 4; ++b) {
+      const int64_t at = std::clamp<int64_t>(i.data<int32_t>()[b], 0, 5);
+      want.data<float>()[b] = o.data<float>()[at * 4 + b];
+    }
+    const std::string text = GatherOrScatterProgram(
+        {6, 4}, {4}, {}, {4},
+        "#stablehlo.gather<collapsed_slice_dims = [0], operand_batching_dims = [1], "
+        "start_indices_batching_dims = [0], start_index_map = [0], index_vector_dim = 1>, "
+        "indices_are_sorted = false, slice_sizes = array<i64: 1, 1>");
+    SCOPED_TRACE(text);
+    ExpectOnOneAndEightDevices(text, {o, i}, want);
+  }
+  {
+    // out[b, i[b, j]] += u[b, j]: repeated indices add up, those past the operand are dropped.
+    const HostArray o = Normal({4, 6}, rng), u = Normal({4, 3}, rng);
+    const HostArray i = Indices({4, 3, 1}, {1, 1, 5, 0, 6, -1, 2, 3, 2, 4, 4, 4});
+    HostArray want = o;
+    for (int64_t b = 0; b < 4; ++b) {
+      for (int64_t j = 0; j < 3; ++j) {
+        const int32_t at = i.data<int32_t>()[b * 3 + j];
+        if (at >= 0 && at < 6) want.data<float>()[b * 6 + at] += u.data<float>()[b * 3 + j];
+      }
+    }
+    const std::string text = GatherOrScatterProgram(
+        {4, 6}, {4, 3, 1}, {4, 3}, {4, 6},
+        "#stablehlo.scatter<inserted_window_dims = [1], input_batching_dims = [0], "
+        "scatter_indices_batching_dims = [0], scatter_dims_to_operand_dims = [1], "
+        "index_vector_dim = 2>, indices_are_sorted = false, unique_indices = false");
+    SCOPED_TRACE(text);
+    ExpectOnOneAndEightDevices(text, {o, i, u}, want);
+  }
+  {
+    // out[b, i[b] + w] = u[b, w] for a window of 2 (the gradient of a batched dynamic_slice):
+    // starts past 4 or below 0 drop the window.
+    const HostArray o = Normal({5, 6}, rng), u = Normal({5, 2}, rng);
+    const HostArray i = Indices({5, 1}, {0, 4, 5, -1, 2});
+    HostArray want = o;
+    for (int64_t b = 0; b < 5; ++b) {
+      const int32_t start = i.data<int32_t>()[b];
+      if (start < 0 || start > 4) continue;
+      for (int64_t w = 0; w < 2; ++w) {
+        want.data<float>()[b * 6 + start + w] = u.data<float>()[b * 2 + w];
+      }
+    }
+    const std::string text = GatherOrScatterProgram(
+        {5, 6}, {5, 1}, {5, 2}, {5, 6},
+        "#stablehlo.scatter<update_window_dims = [1], input_batching_dims = [0], "
+        "scatter_indices_batching_dims = [0], scatter_dims_to_operand_dims = [1], "
+        "index_vector_dim = 1>, indices_are_sorted = false, unique_indices = false",
+        "");
+    SCOPED_TRACE(text);
+    ExpectOnOneAndEightDevices(text, {o, i, u}, want);
+  }
+  {
+    // 2x3 windows at 2-D starts, added in order; a window that would run past the operand in
+    // either dimension is dropped whole.
+    const HostArray o = Normal({5, 6}, rng), u = Normal({4, 2, 3}, rng);
+    const HostArray i = Indices({4, 2}, {0, 0, 3, 3, 3, 4, 1, 2});
+    HostArray want = o;
+    for (int64_t n = 0; n < 4; ++n) {
+      const int32_t r = i.data<int32_t>()[n * 2], c = i.data<int32_t>()[n * 2 + 1];
+      if (r < 0 || r > 3 || c < 0 || c > 3) continue;
+      for (int64_t w0 = 0; w0 < 2; ++w0) {
+        for (int64_t w1 = 0; w1 < 3; ++w1) {
+          want.data<float>()[(r + w0) * 6 + c + w1] += u.data<float>()[(n * 2 + w0) * 3 + w1];
+        }
+      }
+    }
+    const std::string text = GatherOrScatterProgram(
+        {5, 6}, {4, 2}, {4, 2, 3}, {5, 6},
+        "#stablehlo.scatter<update_window_dims = [1, 2], scatter_dims_to_operand_dims = [0, 1], "
+        "index_vector_dim = 1>, indices_are_sorted = false, unique_indices = false");
+    SCOPED_TRACE(text);
+    ExpectOnOneAndEightDevices(text, {o, i, u}, want);
+  }
+}
+
+TEST(StableHloImportErrorTest, BatchingDimensionsThatDoNotFit) {
+  // Batching dimensions of other sizes, unpaired, the index vector's, or also collapsed.
+  for (const char* dims :
+       {"#stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [1], operand_batching_dims "
+        "= [0], start_indices_batching_dims = [1], start_index_map = [1], index_vector_dim = 2>",
+        "#stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [1], operand_batching_dims "
+        "= [0], start_index_map = [1], index_vector_dim = 2>",
+        "#stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [1], operand_batching_dims "
+        "= [0], start_indices_batching_dims = [2], start_index_map = [1], index_vector_dim = 2>",
+        "#stablehlo.gather<offset_dims = [1, 2], collapsed_slice_dims = [0], "
+        "operand_batching_dims = [0], start_indices_batching_dims = [0], start_index_map = [1], "
+        "index_vector_dim = 2>"}) {
+    SCOPED_TRACE(dims);
+    const std::string text =
+        GatherOrScatterProgram({4, 6, 3}, {4, 2, 1}, {}, {4, 2, 3},
+                               absl::StrCat(dims, ", slice_sizes = array<i64: 1, 1, 3>"));
+    EXPECT_THAT(Compile(text, 1), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           HasSubstr("gather dimension numbers")));
+  }
+  const std::string scatter = GatherOrScatterProgram(
+      {4, 6}, {3, 3, 1}, {3, 3}, {4, 6},
+      "#stablehlo.scatter<inserted_window_dims = [1], input_batching_dims = [0], "
+      "scatter_indices_batching_dims = [0], scatter_dims_to_operand_dims = [1], "
+      "index_vector_dim = 2>");
+  EXPECT_THAT(Compile(scatter, 1),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("scatter dimension numbers")));
+}
+
+TEST(StableHloImportTest, ShardingHintsInScalarBodiesAreDropped) {
+  // JAX's explicit sharding mode hints every value of a reduction's and a scatter's body, each a
+  // scalar no sharding splits: the bodies are read without them.
+  const std::string text = R"(
+"builtin.module"() ({
+  "sdy.mesh"() <{mesh = #sdy.mesh<["x"=8]>, sym_name = "mesh"}> : () -> ()
+  "func.func"() <{function_type = (tensor<8x4xf32>, tensor<2x1xi32>) -> tensor<4xf32>,
+      sym_name = "main"}> ({
+  ^bb0(%x: tensor<8x4xf32>, %i: tensor<2x1xi32>):
+    %init = "stablehlo.constant"() <{value = dense<0.5> : tensor<f32>}> : () -> tensor<f32>
+    %one = "stablehlo.constant"() <{value = dense<1.0> : tensor<2x4xf32>}> : () -> tensor<2x4xf32>
+    %s = "stablehlo.scatter"(%x, %i, %one) <{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %ha = "sdy.sharding_constraint"(%a) <{sharding = #sdy.sharding<@mesh, []>}> : (tensor<f32>) -> tensor<f32>
+      %hb = "sdy.sharding_constraint"(%b) <{sharding = #sdy.sharding<@mesh, []>}> : (tensor<f32>) -> tensor<f32>
+      %sum = "stablehlo.add"(%ha, %hb) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      %hs = "sdy.sharding_constraint"(%sum) <{sharding = #sdy.sharding<@mesh, []>}> : (tensor<f32>) -> tensor<f32>
+      "stablehlo.return"(%hs) : (tensor<f32>) -> ()
+    }) : (tensor<8x4xf32>, tensor<2x1xi32>, tensor<2x4xf32>) -> tensor<8x4xf32>
+    %r = "stablehlo.reduce"(%s, %init) <{dimensions = array<i64: 0>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %ha = "sdy.sharding_constraint"(%a) <{sharding = #sdy.sharding<@mesh, []>}> : (tensor<f32>) -> tensor<f32>
+      %sum = "stablehlo.add"(%ha, %b) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      "stablehlo.return"(%sum) : (tensor<f32>) -> ()
+    }) : (tensor<8x4xf32>, tensor<f32>) -> tensor<4xf32>
+    "func.return"(%r) : (tensor<4xf32>) -> ()
+  }) : () -> ()
+}) : () -> ()
+)";
+  HostArray x = HostArray::Zeros(DType(DType::kF32), {8, 4});
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = static_cast<float>(i % 7);
+  const HostArray rows = Indices({2, 1}, {3, 3});
+  HostArray want = HostArray::Zeros(DType(DType::kF32), {4});
+  for (int64_t c = 0; c < 4; ++c) {
+    float sum = 0.5f + 2.0f;  // the init, and row 3 scattered into twice
+    for (int64_t r = 0; r < 8; ++r) sum += x.data<float>()[r * 4 + c];
+    want.data<float>()[c] = sum;
+  }
+  ExpectOnOneAndEightDevices(text, {x, rows}, want);
+}
+
 // @main(operand f32[6,5], source f32[3,3]) -> a select_and_scatter of them (select: compare
 // `direction`; scatter: add; init 0.5) with a 3x2 window, strides 2x2 and `padding`.
 std::string SelectAndScatterProgram(const std::string& direction, const std::string& padding,

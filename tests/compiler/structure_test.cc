@@ -657,34 +657,6 @@ TEST(NestingDepthTest, CountsEveryBracketKindOutsideStringsAndComments) {
   EXPECT_OK(CheckNestingDepth("\"unterminated ((((", 1));
 }
 
-// a[4, 8] reduced over dimension 1 with `combiner` on `element`; a sharded `spec`.
-std::string Reduction(const std::string& combiner, const std::string& element,
-                      const std::string& spec) {
-  const std::string in = "tensor<4x8x" + element + ">", out = "tensor<4x" + element + ">";
-  return "func.func @main(%a: " + in + " {tessera.sharding = \"mesh{x=4} " + spec +
-         "\"}, %i: " + out + ") -> " + out + " {\n  %r = linalg.reduce ins(%a : " + in +
-         ") outs(%i : " + out + ") dimensions = [1]\n    (%x: " + element + ", %y: " + element +
-         ") {\n      %s = " + combiner + " %x, %y : " + element +
-         "\n      linalg.yield %s : " + element + "\n    }\n  return %r : " + out + "\n}";
-}
-
-TEST(CompilerErrorTest, ShardedReductionWithoutAnIdentityIsUnimplemented) {
-  // MLIR 22's partitioner aborted the process on these (std::bad_optional_access).
-  for (const auto& [combiner, element] :
-       {std::pair{"arith.subf", "f32"}, std::pair{"arith.divf", "f32"},
-        std::pair{"arith.subi", "i32"}, std::pair{"arith.remsi", "i32"}}) {
-    SCOPED_TRACE(combiner);
-    EXPECT_THAT(CompileText(Reduction(combiner, element, "P(None,x)")),
-                StatusIs(absl::StatusCode::kUnimplemented,
-                         AllOf(HasSubstr("'linalg.reduce' at 2:8 reduces a sharded dimension"),
-                               HasSubstr(std::string("with '") + combiner + "'"),
-                               HasSubstr("no identity element"))));
-    // Over a dimension that stays whole on each device they are fine.
-    EXPECT_OK(CompileText(Reduction(combiner, element, "P(x,None)")).status());
-  }
-  EXPECT_OK(CompileText(Reduction("arith.addf", "f32", "P(None,x)")).status());
-}
-
 // ---- Compile time ----------------------------------------------------------------------------
 
 // A chain of `n` elementwise ops on one tensor (each reads the one before, twice).

@@ -788,6 +788,86 @@ def test_bitcast_between_widths_matches_jax_cpu_bit_for_bit(tessera_devices, cpu
                                           bits(run(cpu_devices, f, a, count)))
 
 
+def test_bitcasts_of_bf16_and_f16_match_jax_cpu_bit_for_bit(tessera_devices, cpu_devices):
+    # bf16 and f16 are computed in f32; a bitcast goes through their 16 bits, exactly: NaNs with
+    # payloads, infinities, subnormals, -0; same width and between widths, on one device and with
+    # the rows sharded over 8.
+    h = np.array([0, 1, 0x8000, 0x7F80, 0xFF80, 0x7FC1, 0x3F80, 0x807F,
+                  0x7C00, 0x7E01, 0x03FF, 0xFBFF, 0x1234, 0xABCD, 0x0400, 0xC000], np.uint16)
+    x = np.array([1.5, -0.0, np.inf, 3e-40, 1e38, -2.5, 7.0, np.nan], np.float32)
+    bitcast = jax.lax.bitcast_convert_type
+    cases = [(lambda v, t=t: bitcast(v, t), h) for t in (jnp.bfloat16, jnp.float16)]
+    cases += [(lambda v, t=t: bitcast(bitcast(v, t), jnp.int16), h)
+              for t in (jnp.bfloat16, jnp.float16)]
+    cases += [(lambda v, t=t: bitcast(v, t), x) for t in (jnp.bfloat16, jnp.float16)]
+    cases += [(lambda v, t=t: bitcast(bitcast(v.reshape(8, 2), t), jnp.float32), h)
+              for t in (jnp.bfloat16, jnp.float16)]
+    cases += [(lambda v, t=t: bitcast(v.astype(t), jnp.uint8), x)
+              for t in (jnp.bfloat16, jnp.float16)]
+
+    def run(devices, f, a, count):
+        mesh = mesh_of(devices, (count,), ("x",))
+        return np.asarray(jax.jit(f)(jax.device_put(a, NamedSharding(mesh, P("x")))))
+
+    for f, a in cases:
+        ref = run(cpu_devices, f, a, 1)
+        for count in (1, 8):
+            np.testing.assert_array_equal(bits(run(tessera_devices, f, a, count)), bits(ref))
+
+
+def test_vmapped_indexing_and_its_gradients_match_jax_cpu(tessera_devices, cpu_devices):
+    # vmap of a lookup or of `.at[]` emits gathers and scatters with batching dimensions, and the
+    # gradient of a batched dynamic_slice a scatter of windows over part of a dimension: bit for
+    # bit with JAX's CPU backend, indices past the ends included (clamped by gather, dropped by
+    # scatter), on one device and with the batch sharded over 8.
+    rng = np.random.default_rng(SEED + 43)
+    x = rng.standard_normal((8, 6)).astype(np.float32)
+    x3 = rng.standard_normal((8, 5, 4)).astype(np.float32)
+    i = rng.integers(-2, 8, 8).astype(np.int32)
+    i2 = rng.integers(0, 5, (8, 3)).astype(np.int32)
+    take = jax.vmap(lambda a, j: a[j])
+    cases = [
+        (take, (x, i)),
+        (take, (x3, i2)),
+        (jax.vmap(lambda a, j: a.at[j].add(1.0)), (x, i)),
+        (jax.vmap(lambda a, j: a.at[j].set(7.0)), (x, i)),
+        (jax.vmap(lambda a, j: a.at[j].max(0.5, mode="drop")), (x, i)),
+        (jax.vmap(lambda a, j: a.at[j, 1:3].set(-1.0)), (x3, i2)),
+        (jax.vmap(lambda a, j: jnp.take_along_axis(a, j, 0)), (x, i2)),
+        (jax.grad(lambda a, j: jnp.sum(jnp.sin(take(a, j)))), (x3, i2)),
+        (jax.vmap(lambda a, j: jax.lax.dynamic_slice(a, (j,), (3,))), (x, i)),
+        (jax.grad(lambda a, j: jnp.sum(
+            jax.vmap(lambda r, s: jax.lax.dynamic_slice(r, (s,), (3,)))(a, j) ** 2)), (x, i)),
+        (lambda a, j: a.at[j[:3], :3].add(2.0), (x, i)),
+    ]
+
+    def run(devices, f, args, count):
+        sharding = NamedSharding(mesh_of(devices, (count,), ("x",)), P("x"))
+        return np.asarray(jax.jit(f)(*[jax.device_put(a, sharding) for a in args]))
+
+    for n, (f, args) in enumerate(cases):
+        ref = run(cpu_devices, f, args, 1)
+        for count in (1, 8):
+            np.testing.assert_array_equal(bits(run(tessera_devices, f, args, count)), bits(ref),
+                                          err_msg=f"case {n} on {count}")
+
+
+def test_argmax_and_top_k_over_a_sharded_dimension_match_jax_cpu(tessera_devices, cpu_devices):
+    # argmax reduces values and indices together, which the devices' partial results cannot be
+    # combined into: the sharded dimension is gathered and each device reduces whole rows. Ties
+    # pick the first index, as on JAX's CPU backend.
+    rng = np.random.default_rng(SEED + 44)
+    x = rng.integers(0, 5, (4, 64)).astype(np.float32)
+    mesh = mesh_of(tessera_devices, (4, 2), ("x", "y"))
+    programs = [lambda a: jnp.argmax(a, axis=1), lambda a: jnp.argmin(a, axis=0),
+                lambda a: jnp.argmax(a), lambda a: jax.lax.top_k(a, 3)[1]]
+    for f in programs:
+        ref = np.asarray(jax.jit(f)(jax.device_put(x, cpu_devices[0])))
+        for spec in (P(None, "x"), P("x", None), P("x", "y")):
+            got = np.asarray(jax.jit(f)(jax.device_put(x, NamedSharding(mesh, spec))))
+            np.testing.assert_array_equal(got, ref, err_msg=str(spec))
+
+
 # lax.conv_general_dilated cases: input shape, kernel shape, keyword arguments.
 CONVOLUTIONS = [
     ((2, 3, 9, 8), (4, 3, 3, 2), dict(window_strides=(2, 1), padding=((1, 2), (0, 1)),
