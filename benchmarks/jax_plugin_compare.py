@@ -26,6 +26,9 @@ Cases:
                batch of 32 RGB 32x32 images), data-parallel
   cnn_pool_dp  the same with max pooling (3x3 windows, stride 2) where cnn_dp strides its
                convolutions, data-parallel
+  embed_dp     an embedding lookup's forward + backward (a scatter-add into the table's
+               gradient): 1024 token ids, data-parallel, into an 8192 x 256 table, then a
+               256 x 256 dense layer
 --cases names the cases to run (comma-separated; default all): the others are not even set up,
 so that one case can be timed alone, in more rounds, on a busy machine.
 Each round times every case on each system (median of --repeat), in turns; the table shows the
@@ -154,11 +157,31 @@ def cnn_cases(jax, np, client, plugin_devices, cpu_devices, wanted, b=32, size=3
     return cases
 
 
+def embedding_cases(jax, np, client, plugin_devices, cpu_devices, wanted, vocab=8192, width=256,
+                    tokens=1024):
+    """An embedding lookup and a dense layer, forward + backward, the ids data-parallel: the
+    table's gradient is a scatter-add of the tokens' rows."""
+    import jax.numpy as jnp
+    from jax.sharding import PartitionSpec as P
+
+    if not wanted("embed_dp"):
+        return {}
+    rng = np.random.default_rng(0)
+    params = ((0.1 * rng.standard_normal((vocab, width))).astype(np.float32),
+              (width ** -0.5 * rng.standard_normal((width, width))).astype(np.float32))
+    ids = rng.integers(0, vocab, tokens).astype(np.int32)
+
+    def loss(p, i):
+        return jnp.mean(jnp.tanh(p[0][i] @ p[1]) ** 2)
+
+    return gradient_cases(jax, np, client, plugin_devices, cpu_devices, loss, params, ids,
+                          {"embed_dp": (P("x"), (P(), P()))})
+
+
 def main():
     args = parse_args()
     known = {"dispatch", "mlp", "megatron", "block_dp", "block_megatron", "cnn_dp", "cnn_pool_dp",
-             "device_put",
-             "asarray"}
+             "embed_dp", "device_put", "asarray"}
     unknown = set(args.cases or []) - known
     if unknown:
         sys.exit(f"unknown --cases {sorted(unknown)}; the cases are {sorted(known)}")
@@ -234,6 +257,7 @@ def main():
         cases.update({case: systems for case, systems in blocks.items() if wanted(case)})
     if wanted("cnn_dp") or wanted("cnn_pool_dp"):
         cases.update(cnn_cases(jax, np, client, plugin_devices, cpu_devices, wanted))
+    cases.update(embedding_cases(jax, np, client, plugin_devices, cpu_devices, wanted))
     big = rand(args.mib * (1 << 20) // 4 // 1024, 1024)
     rows_plugin = NamedSharding(Mesh(np.array(plugin_devices), ("x",)), P("x", None))
     rows_cpu = NamedSharding(Mesh(np.array(cpu_devices), ("x",)), P("x", None))

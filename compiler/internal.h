@@ -80,6 +80,24 @@ inline constexpr std::string_view kBf16AttrName = "tessera.bf16";
 // The same for f16.
 inline constexpr std::string_view kF16AttrName = "tessera.f16";
 
+// The dictionary attribute of a linalg.generic that is a StableHLO scatter (the importer's
+// ConvertScatter: loops over the operand, then over the updates' scatter dimensions and the offsets
+// of windows over part of a dimension; every update matched against every element). It says where
+// each update lands, for code generators that write each update where it lands instead
+// (compiler/targets/llvm_cpu/scatters_as_loops.cc):
+//   index_vector_dim  i64: the dimension of the captured indices tensor that holds index vectors
+//   unsigned          bool: the indices are unsigned
+//   index_loops       i64 array: per dimension of the indices other than index_vector_dim, the
+//                     generic's loop its position is
+//   index_of_operand  i64 array, per operand dimension: the index vector's element that starts it,
+//                     or -1 (start 0)
+//   inserted          i64 array, per operand dimension: 1 where the update window has no
+//                     dimension for it (it lands at its start)
+//   window_loop       i64 array, per operand dimension: the loop of the window's offset where the
+//                     window covers part of the dimension, else -1 (the operand's own loop)
+//   window_size       i64 array, per operand dimension: the update window's extent in it
+inline constexpr std::string_view kScatterAttrName = "tessera.scatter";
+
 // The unit attribute of an scf.if the program itself branches with (a StableHLO case), as opposed
 // to the ones the partitioner makes on the device position.
 inline constexpr std::string_view kProgramBranchAttrName = "tessera.program_branch";

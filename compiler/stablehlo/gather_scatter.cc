@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "compiler/internal.h"
 #include "compiler/stablehlo/attribute_text.h"
 #include "compiler/stablehlo/import_state.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -398,6 +399,21 @@ Value UpdateLandsHere(mlir::OpBuilder& b, mlir::Location l, const ScatterPlan& p
   return match;
 }
 
+// The kScatterAttrName description of `plan` (compiler/internal.h).
+mlir::DictionaryAttr DescribeScatter(mlir::OpBuilder& b, const ScatterPlan& plan,
+                                     bool is_unsigned) {
+  const std::vector<int64_t> inserted(plan.inserted.begin(), plan.inserted.end());
+  return b.getDictionaryAttr({
+      b.getNamedAttr("index_vector_dim", b.getI64IntegerAttr(plan.index_vector_dim)),
+      b.getNamedAttr("unsigned", b.getBoolAttr(is_unsigned)),
+      b.getNamedAttr("index_loops", b.getDenseI64ArrayAttr(plan.index_loops)),
+      b.getNamedAttr("index_of_operand", b.getDenseI64ArrayAttr(plan.index_of_operand)),
+      b.getNamedAttr("inserted", b.getDenseI64ArrayAttr(inserted)),
+      b.getNamedAttr("window_loop", b.getDenseI64ArrayAttr(plan.window_loop)),
+      b.getNamedAttr("window_size", b.getDenseI64ArrayAttr(plan.window_size)),
+  });
+}
+
 // What a scatter's body does with the operand's element (its first argument) and the update (its
 // second): one elementwise op of the two, in that order (`.at[].add`, `.mul`, `.max`, `.min`, the
 // gradient of a lookup), or the update itself (`.at[].set`).
@@ -488,6 +504,7 @@ absl::Status ConvertScatter(ImportState& state, mlir::Operation* op) {
             b, l, Value(mlir::arith::SelectOp::create(b, l, match, *written, args[1])));
       });
   TESSERA_RETURN_IF_ERROR(status);
+  generic->setAttr(kScatterAttrName, DescribeScatter(state.builder(), plan, is_unsigned));
   state.Map(op->getResult(0), generic->getResult(0));
   return absl::OkStatus();
 }

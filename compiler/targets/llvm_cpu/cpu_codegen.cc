@@ -26,6 +26,7 @@
 #include "compiler/internal.h"
 #include "compiler/targets/llvm_cpu/blocked_transposes.h"
 #include "compiler/targets/llvm_cpu/matmul_operands_in_place.h"
+#include "compiler/targets/llvm_cpu/scatters_as_loops.h"
 #include "compiler/targets/llvm_cpu/tanh_approximation.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SetVector.h"
@@ -458,6 +459,8 @@ absl::StatusOr<KernelArtifact> LowerKernelForCpu(mlir::ModuleOp kernel, const st
   // Reshapes, slices, pads and concatenations as loop nests (fused below with their elementwise
   // neighbours) rather than the views and copies bufferization would make of them.
   TESSERA_RETURN_IF_ERROR(TensorOpsAsLinalg(func, name));
+  // Scatters write each update where it lands, not match it against every element.
+  TESSERA_RETURN_IF_ERROR(ScattersAsLoops(func));
   // Batched and permuted contractions (attention) as a matmul per batch element.
   ContractionsAsMatmuls(func);
   // Transposed and reshaped operands of BLAS matmuls read where they lie, not copied.
