@@ -98,6 +98,13 @@ inline constexpr std::string_view kF16AttrName = "tessera.f16";
 //   window_size       i64 array, per operand dimension: the update window's extent in it
 inline constexpr std::string_view kScatterAttrName = "tessera.scatter";
 
+// The unit attribute of a linalg.generic that makes a loop's positions, 0 ... n - 1, for another
+// op to read as an input instead of linalg.index (the StableHLO importer's gathers), so that the
+// partitioner may split that op's loops. Like every op reading its position it runs whole on every
+// device, but annotated so only after a first propagation: annotated before, its replicated
+// result would make the propagation replicate the op reading it (partition.cc).
+inline constexpr std::string_view kLoopPositionsAttrName = "tessera.loop_positions";
+
 // The unit attribute of an scf.if the program itself branches with (a StableHLO case), as opposed
 // to the ones the partitioner makes on the device position.
 inline constexpr std::string_view kProgramBranchAttrName = "tessera.program_branch";

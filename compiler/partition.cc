@@ -203,13 +203,19 @@ absl::Status CheckReductionsCombined(mlir::ModuleOp module) {
   return status;
 }
 
-// Whether `op`'s body reads its own position (linalg.index: an iota) or a tensor it does not take
-// as an operand (a tensor.extract from a tensor defined outside it). MLIR 22's partitioner gives
-// neither a device's offset: linalg.index would count from 0 on every device, and a captured
-// tensor would be the device's shard of it.
-bool ReadsPositionOrCapturedTensors(mlir::linalg::LinalgOp op) {
+// Whether `op`'s body reads its own position (linalg.index: an iota). MLIR 22's partitioner gives
+// it no device's offset: linalg.index would count from 0 on every device.
+bool ReadsPosition(mlir::linalg::LinalgOp op) {
   bool reads_position = false;
   op->walk([&](mlir::linalg::IndexOp) { reads_position = true; });
+  return reads_position;
+}
+
+// Whether `op`'s body reads its own position or a tensor it does not take as an operand (a
+// tensor.extract from a tensor defined outside it: the partitioner would hand it the device's
+// shard of that tensor).
+bool ReadsPositionOrCapturedTensors(mlir::linalg::LinalgOp op) {
+  const bool reads_position = ReadsPosition(op);
   llvm::SetVector<mlir::Value> captured;
   mlir::getUsedValuesDefinedAbove(op->getRegions(), captured);
   return reads_position || llvm::any_of(captured, [](mlir::Value value) {
@@ -217,15 +223,30 @@ bool ReadsPositionOrCapturedTensors(mlir::linalg::LinalgOp op) {
          });
 }
 
+// Whether `op` computes whole on every device, but is annotated so only after a first
+// propagation: a loop's positions for a gather (kLoopPositionsAttrName) and a scatter
+// (kScatterAttrName: a lookup's gradient). Annotated before, their replicated operands and
+// results would make the propagation replicate what computes their inputs and what reads their
+// results: a data-parallel embedding lookup, forward and backward, on every device whole.
+bool AnnotatedLater(mlir::Operation& op) {
+  return op.hasAttr(kLoopPositionsAttrName) || op.hasAttr(kScatterAttrName);
+}
+
 // Each op ReadsPositionOrCapturedTensors finds, and each scf.while / scf.if (whose regions the
 // partitioner does not enter: control_flow_sharding.cc), computes its whole result on every
 // device: its operands, its results and every tensor its regions use are annotated replicated, so
 // that the partitioner splits none of its loops and slices (locally) or gathers around it. Correct
-// whatever the shardings; an iota or a lookup is cheap beside the matmuls around it.
-void ReplicatePositionalOps(mlir::func::FuncOp main, const sharding::Mesh& mesh) {
+// whatever the shardings; an iota or a reverse is cheap beside the matmuls around it. An op that
+// reads captured tensors but not its position (a gather: the table it looks up, at positions its
+// inputs give) has only those tensors replicated: whichever of its loops the partitioner splits,
+// each device reads the whole tensor at the positions its elements name. `later` picks the ops
+// AnnotatedLater names (annotated after a first propagation) or all the others (before it).
+// Returns whether it annotated any.
+bool ReplicatePositionalOps(mlir::func::FuncOp main, bool later) {
   std::vector<mlir::Operation*> ops;
   for (mlir::Operation& op : main.getBody().front()) {
     auto linalg = mlir::dyn_cast<mlir::linalg::LinalgOp>(&op);
+    if (AnnotatedLater(op) != later) continue;
     if (linalg ? linalg.hasPureTensorSemantics() && ReadsPositionOrCapturedTensors(linalg)
                : mlir::isa<mlir::scf::WhileOp, mlir::scf::IfOp>(op)) {
       ops.push_back(&op);
@@ -235,7 +256,7 @@ void ReplicatePositionalOps(mlir::func::FuncOp main, const sharding::Mesh& mesh)
   for (mlir::Operation* op : ops) {
     builder.setInsertionPoint(op);
     mlir::Location loc = op->getLoc();
-    mlir::Value replicated = MakeSharding(builder, loc, mesh, sharding::PartitionSpec());
+    mlir::Value replicated = MakeReplicatedSharding(builder, loc);
     llvm::SetVector<mlir::Value> captured;
     mlir::getUsedValuesDefinedAbove(op->getRegions(), captured);
     for (mlir::Value value : captured) {
@@ -246,6 +267,8 @@ void ReplicatePositionalOps(mlir::func::FuncOp main, const sharding::Mesh& mesh)
         return op->isProperAncestor(use.getOwner());
       });
     }
+    auto linalg = mlir::dyn_cast<mlir::linalg::LinalgOp>(op);
+    if (linalg && !ReadsPosition(linalg)) continue;
     // Its operands too: a split loop would be counted from 0 on each device as well.
     for (mlir::OpOperand& operand : op->getOpOperands()) {
       if (!IsShardable(operand.get())) continue;
@@ -261,6 +284,7 @@ void ReplicatePositionalOps(mlir::func::FuncOp main, const sharding::Mesh& mesh)
       result.replaceAllUsesExcept(whole.getResult(), whole);
     }
   }
+  return !ops.empty();
 }
 
 // MLIR 22's partitioner crashes on an op with a tensor result nobody uses beside results that are
@@ -553,7 +577,7 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
   if (!results_open.empty()) {
     main->setAttr(kResultsOpenAttr, builder.getDenseI64ArrayAttr(results_open));
   }
-  ReplicatePositionalOps(main, shardings.mesh);
+  ReplicatePositionalOps(main, /*later=*/false);
 }
 
 // Runs a propagation pipeline, then gives the program's grid to the scalars' shardings it left
@@ -572,9 +596,10 @@ absl::Status PartitionProgram(mlir::ModuleOp module, ProgramShardings& shardings
   MarkReductions(module);
   TESSERA_RETURN_IF_ERROR(Propagate(module));
   auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
-  // Both, before propagating again.
+  // All three, before propagating again.
   const bool opened = main && AnnotateOpenResults(main, shardings);
-  if (main && (AnnotateReplicatedLater(main) || opened)) {
+  const bool positions = main && ReplicatePositionalOps(main, /*later=*/true);
+  if (main && (AnnotateReplicatedLater(main) || opened || positions)) {
     // Again, for the ops the first pass left without a sharding of their own (a fill only a
     // reduction reads, a transpose of a replicated weight).
     TESSERA_RETURN_IF_ERROR(Propagate(module));

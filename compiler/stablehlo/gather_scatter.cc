@@ -12,8 +12,9 @@
 //   offset        the result's offset_dims, in order, for the operand's dimensions that are
 //                 neither collapsed nor batching, in order
 //   operand[start + batching + offset]
-// The operand and the indices are read as whole tensors, so the partitioner runs the op on the
-// whole of both (ReplicatePositionalOps in partition.cc).
+// The indices' elements and the loops' positions are the generic's inputs (ConvertGather), the
+// operand is read whole (ReplicatePositionalOps in partition.cc replicates it): the partitioner
+// may split any loop of the result.
 
 #include <cstdint>
 #include <string>
@@ -184,8 +185,17 @@ absl::StatusOr<GatherPlan> PlanGather(mlir::Operation* op, mlir::RankedTensorTyp
   return plan;
 }
 
-// indices[batch position, k at index_vector_dim] widened to i64 (a u64 above 2^63 wraps negative:
-// past any operand either way), the batch position being the loops `batch_loops` in order.
+// `raw` (an index of the indices' element type) widened to i64: a u64 above 2^63 wraps negative,
+// past any operand either way.
+Value WidenIndex(mlir::OpBuilder& b, mlir::Location loc, Value raw, bool is_unsigned) {
+  mlir::Type i64 = b.getI64Type();
+  if (raw.getType().getIntOrFloatBitWidth() >= 64) return raw;
+  if (is_unsigned) return mlir::arith::ExtUIOp::create(b, loc, i64, raw);
+  return mlir::arith::ExtSIOp::create(b, loc, i64, raw);
+}
+
+// indices[batch position, k at index_vector_dim] widened to i64 (WidenIndex), the batch position
+// being the loops `batch_loops` in order.
 Value ReadIndex(mlir::OpBuilder& b, mlir::Location loc, Value indices, int64_t index_vector_dim,
                 llvm::ArrayRef<int64_t> batch_loops, bool is_unsigned, int64_t k) {
   const int64_t rank = mlir::cast<mlir::RankedTensorType>(indices.getType()).getRank();
@@ -197,17 +207,15 @@ Value ReadIndex(mlir::OpBuilder& b, mlir::Location loc, Value indices, int64_t i
       position.push_back(mlir::linalg::IndexOp::create(b, loc, batch_loops[j++]));
     }
   }
-  Value raw = mlir::tensor::ExtractOp::create(b, loc, indices, position);
-  mlir::Type i64 = b.getI64Type();
-  if (raw.getType().getIntOrFloatBitWidth() >= 64) return raw;
-  if (is_unsigned) return mlir::arith::ExtUIOp::create(b, loc, i64, raw);
-  return mlir::arith::ExtSIOp::create(b, loc, i64, raw);
+  return WidenIndex(b, loc, mlir::tensor::ExtractOp::create(b, loc, indices, position),
+                    is_unsigned);
 }
 
-// The start of gather's slice in operand dimension d: the index clamped to [0, max_start[d]].
-Value StartIndex(mlir::OpBuilder& b, mlir::Location loc, const GatherPlan& plan, Value indices,
-                 bool is_unsigned, int64_t k, int64_t d) {
-  Value wide = ReadIndex(b, loc, indices, plan.index_vector_dim, plan.batch_dims, is_unsigned, k);
+// The start of gather's slice in operand dimension d from its index `raw`: clamped to
+// [0, max_start[d]].
+Value StartIndex(mlir::OpBuilder& b, mlir::Location loc, const GatherPlan& plan, Value raw,
+                 bool is_unsigned, int64_t d) {
+  Value wide = WidenIndex(b, loc, raw, is_unsigned);
   mlir::Type i64 = b.getI64Type();
   Value zero = mlir::arith::ConstantIntOp::create(b, loc, i64, 0);
   Value max = mlir::arith::ConstantIntOp::create(b, loc, i64, plan.max_start[d]);
@@ -219,6 +227,55 @@ Value StartIndex(mlir::OpBuilder& b, mlir::Location loc, const GatherPlan& plan,
   return mlir::arith::IndexCastOp::create(b, loc, b.getIndexType(), clamped);
 }
 
+// Element k of every index vector: `indices` sliced at k along index_vector_dim, that dimension
+// dropped (a tensor of the gather's batch shape); `indices` itself when the vector is implicit.
+Value IndexComponent(ImportState& state, mlir::Location loc, Value indices, int64_t vector_dim,
+                     int64_t k) {
+  auto type = mlir::cast<mlir::RankedTensorType>(indices.getType());
+  if (vector_dim == type.getRank()) return indices;
+  llvm::SmallVector<int64_t> offsets(type.getRank(), 0), sizes(type.getShape()),
+      strides(type.getRank(), 1);
+  offsets[vector_dim] = k;
+  sizes[vector_dim] = 1;
+  Value slice = SliceOf(state, loc, indices, offsets, sizes, strides);
+  // index_vector_dim joins a neighbour's group (none: rank 0).
+  llvm::SmallVector<mlir::ReassociationIndices> groups;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (d == vector_dim && !groups.empty()) {
+      groups.back().push_back(d);
+    } else if (d == vector_dim + 1 && vector_dim == 0) {
+      groups.push_back({0, d});
+    } else if (d != vector_dim) {
+      groups.push_back({d});
+    }
+  }
+  sizes.erase(sizes.begin() + vector_dim);
+  return mlir::tensor::CollapseShapeOp::create(
+             state.builder(), loc, mlir::RankedTensorType::get(sizes, type.getElementType()), slice,
+             groups)
+      .getResult();
+}
+
+// 0, 1, ..., n - 1 as i64: a loop's position handed to a generic as an input, so that the
+// partitioner may split that loop (a device's linalg.index would count from 0).
+Value Positions(ImportState& state, mlir::Location loc, int64_t n) {
+  auto type = mlir::RankedTensorType::get({n}, state.builder().getI64Type());
+  Value positions =
+      BuildElementwise(state, loc, type, {}, {},
+                       [](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange) -> Value {
+                         return mlir::arith::IndexCastOp::create(
+                             b, l, b.getI64Type(), mlir::linalg::IndexOp::create(b, l, 0));
+                       });
+  positions.getDefiningOp()->setAttr(kLoopPositionsAttrName, state.builder().getUnitAttr());
+  return positions;
+}
+
+// stablehlo.gather as one linalg.generic over the result. Its inputs are the index vectors'
+// elements (IndexComponent, read at the batch loops) and the positions of the loops the body
+// places slices by (Positions: offset dimensions, batching dimensions), so that it reads no
+// position of its own and the partitioner may split any of its loops: a batch-sharded lookup
+// (data-parallel token ids) stays sharded. It reads only the operand whole (tensor.extract of a
+// captured tensor, which ReplicatePositionalOps replicates).
 absl::Status ConvertGather(ImportState& state, mlir::Operation* op) {
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 2, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType operand_type, state.OperandType(op, 0));
@@ -234,21 +291,58 @@ absl::Status ConvertGather(ImportState& state, mlir::Operation* op) {
     state.Map(op->getResult(0), state.Empty(loc, ImportState::NewType(result_type)));
     return absl::OkStatus();
   }
+  const int64_t rank = result_type.getRank();
+  mlir::MLIRContext* context = op->getContext();
+  llvm::SmallVector<mlir::AffineExpr> batch_exprs;
+  for (int64_t r : plan.batch_dims) batch_exprs.push_back(mlir::getAffineDimExpr(r, context));
+  const mlir::AffineMap at_batch = mlir::AffineMap::get(rank, 0, batch_exprs, context);
+  // Inputs: one index component per start_index_map entry, then one position per loop used.
+  llvm::SmallVector<Value> inputs;
+  llvm::SmallVector<mlir::AffineMap> maps;
+  // One index vector (no batch dimensions) is read whole, as a captured tensor: a rank-0 input
+  // made of it would meet an MLIR 22 crash when fused (concatAffineMaps of a map of no dims).
+  const bool one_vector = plan.batch_dims.empty();
+  std::vector<int64_t> component_of_operand(operand_type.getRank(), -1);
+  for (int64_t d = 0; d < operand_type.getRank(); ++d) {
+    if (plan.start_of_operand[d] < 0 || one_vector) continue;
+    component_of_operand[d] = static_cast<int64_t>(inputs.size());
+    inputs.push_back(
+        IndexComponent(state, loc, indices, plan.index_vector_dim, plan.start_of_operand[d]));
+    maps.push_back(at_batch);
+  }
+  std::vector<int64_t> position_of_loop(rank, -1);
+  for (int64_t d = 0; d < operand_type.getRank(); ++d) {
+    for (int64_t r : {plan.batch_of_operand[d], plan.offset_of_operand[d]}) {
+      if (r < 0 || position_of_loop[r] >= 0) continue;
+      position_of_loop[r] = static_cast<int64_t>(inputs.size());
+      inputs.push_back(Positions(state, loc, result_type.getDimSize(r)));
+      maps.push_back(mlir::AffineMap::get(rank, 0, {mlir::getAffineDimExpr(r, context)}, context));
+    }
+  }
   Value result = BuildElementwise(
-      state, loc, result_type, {}, {},
-      [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange) -> Value {
+      state, loc, result_type, inputs, maps,
+      [&](mlir::OpBuilder& b, mlir::Location l, mlir::ValueRange args) -> Value {
+        auto loop = [&](int64_t r) -> Value {
+          return mlir::arith::IndexCastOp::create(b, l, b.getIndexType(),
+                                                  args[position_of_loop[r]]);
+        };
         llvm::SmallVector<Value> position;
         for (int64_t d = 0; d < operand_type.getRank(); ++d) {
           Value at = mlir::arith::ConstantIndexOp::create(b, l, 0);
-          if (plan.start_of_operand[d] >= 0) {
-            at = StartIndex(b, l, plan, indices, is_unsigned, plan.start_of_operand[d], d);
+          if (component_of_operand[d] >= 0) {
+            at = StartIndex(b, l, plan, args[component_of_operand[d]], is_unsigned, d);
+          } else if (plan.start_of_operand[d] >= 0) {  // one_vector
+            llvm::SmallVector<Value> element;
+            if (plan.index_vector_dim < indices_type.getRank()) {
+              element.push_back(
+                  mlir::arith::ConstantIndexOp::create(b, l, plan.start_of_operand[d]));
+            }
+            Value raw = mlir::tensor::ExtractOp::create(b, l, indices, element);
+            at = StartIndex(b, l, plan, raw, is_unsigned, d);
           }
-          if (plan.batch_of_operand[d] >= 0) {
-            at = mlir::linalg::IndexOp::create(b, l, plan.batch_of_operand[d]);
-          }
+          if (plan.batch_of_operand[d] >= 0) at = loop(plan.batch_of_operand[d]);
           if (plan.offset_of_operand[d] >= 0) {
-            Value offset = mlir::linalg::IndexOp::create(b, l, plan.offset_of_operand[d]);
-            at = mlir::arith::AddIOp::create(b, l, at, offset);
+            at = mlir::arith::AddIOp::create(b, l, at, loop(plan.offset_of_operand[d]));
           }
           position.push_back(at);
         }

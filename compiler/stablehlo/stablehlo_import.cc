@@ -745,8 +745,10 @@ void DropHintsInScalarBodies(mlir::ModuleOp module) {
                                                 "stablehlo.select_and_scatter"};
   llvm::SmallVector<mlir::Operation*> hints;
   module.walk([&](mlir::Operation* op) {
+    // (A hint of its own result, which a graph region allows, is left for the body's check.)
     if (op->getName().getStringRef() != "sdy.sharding_constraint" || op->getNumOperands() != 1 ||
-        op->getNumResults() != 1 || op->getOperand(0).getType() != op->getResult(0).getType()) {
+        op->getNumResults() != 1 || op->getOperand(0).getType() != op->getResult(0).getType() ||
+        op->getOperand(0) == op->getResult(0)) {
       return;
     }
     auto type = mlir::dyn_cast<mlir::RankedTensorType>(op->getOperand(0).getType());

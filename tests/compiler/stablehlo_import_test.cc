@@ -1413,6 +1413,22 @@ TEST(StableHloImportTest, BatchedGathersAndScattersComputeWhatTheSpecDefines) {
     ExpectOnOneAndEightDevices(text, {o, i}, want);
   }
   {
+    // One index vector (no batch dimensions): a row, its start clamped.
+    const HostArray o = Normal({6, 4}, rng);
+    for (int32_t start : {2, 9}) {
+      const HostArray i = Indices({1}, {start});
+      HostArray want = HostArray::Zeros(DType(DType::kF32), {4});
+      for (int64_t c = 0; c < 4; ++c)
+        want.data<float>()[c] = o.data<float>()[std::min(start, 5) * 4 + c];
+      const std::string text = GatherOrScatterProgram(
+          {6, 4}, {1}, {}, {4},
+          "#stablehlo.gather<offset_dims = [0], collapsed_slice_dims = [0], start_index_map = "
+          "[0], index_vector_dim = 0>, indices_are_sorted = false, slice_sizes = array<i64: 1, 4>");
+      SCOPED_TRACE(text);
+      ExpectOnOneAndEightDevices(text, {o, i}, want);
+    }
+  }
+  {
     // out[b, i[b, j]] += u[b, j]: repeated indices add up, those past the operand are dropped.
     const HostArray o = Normal({4, 6}, rng), u = Normal({4, 3}, rng);
     const HostArray i = Indices({4, 3, 1}, {1, 1, 5, 0, 6, -1, 2, 3, 2, 4, 4, 4});
@@ -1544,6 +1560,12 @@ TEST(StableHloImportTest, ShardingHintsInScalarBodiesAreDropped) {
     want.data<float>()[c] = sum;
   }
   ExpectOnOneAndEightDevices(text, {x, rows}, want);
+  // A hint of its own result (a region of an unregistered op is a graph region) is an error, not
+  // dropped (the fuzzer found the abort).
+  std::string self = text;
+  const std::string hint = "%ha = \"sdy.sharding_constraint\"(%a)";
+  self.replace(self.rfind(hint), hint.size(), "%ha = \"sdy.sharding_constraint\"(%ha)");
+  EXPECT_FALSE(Compile(self, 1).ok());
 }
 
 // @main(operand f32[6,5], source f32[3,3]) -> a select_and_scatter of them (select: compare
