@@ -103,6 +103,14 @@ std::optional<std::vector<mlir::Operation*>> CombineOps(mlir::linalg::GenericOp 
   return ordered;
 }
 
+// Whether the body reads no tensor from outside.
+bool CapturesNoTensor(mlir::linalg::GenericOp op) {
+  llvm::SetVector<Value> captured;
+  mlir::getUsedValuesDefinedAbove(op->getRegions(), captured);
+  return llvm::none_of(captured,
+                       [](Value value) { return mlir::isa<mlir::TensorType>(value.getType()); });
+}
+
 // The one tensor the body reads from outside (the indices), or null.
 Value CapturedIndices(mlir::linalg::GenericOp op) {
   llvm::SetVector<Value> captured;
@@ -190,6 +198,9 @@ absl::Status RewriteScatter(mlir::linalg::GenericOp op) {
   auto operand = mlir::dyn_cast<mlir::RankedTensorType>(init.getType());
   auto updates_type = mlir::dyn_cast<mlir::RankedTensorType>(updates.getType());
   Value indices = CapturedIndices(op);
+  // Constant indices the canonicalizer folded into the body (`x.at[:, -1].set(...)`): the body
+  // holds them, the description cannot; the generic stays (it matches a few updates).
+  if (!indices && CapturesNoTensor(op)) return absl::OkStatus();
   if (!operand || !updates_type || !indices || !operand.hasStaticShape() ||
       !updates_type.hasStaticShape() ||
       !mlir::cast<mlir::RankedTensorType>(indices.getType()).hasStaticShape()) {

@@ -13,8 +13,10 @@ namespace tessera::compiler {
 // the operand dimensions their windows span whole) that combines each update into the one element
 // where it lands, when its window lies inside the operand: updates x window work. Per element the
 // updates arrive in the same order as before (the updates' row-major order), so the results are
-// the same bits. INTERNAL, naming the op, for a generic whose description, body or maps are not
-// the importer's (a hand-written program's attribute). Before fusion and bufferization.
+// the same bits. A scatter whose constant indices were folded into its body stays as it is (its
+// few updates matched against every element). INTERNAL, naming the op, for a generic whose
+// description, body or maps are not the importer's (a hand-written program's attribute). Before
+// fusion and bufferization.
 absl::Status ScattersAsLoops(mlir::func::FuncOp func);
 
 }  // namespace tessera::compiler

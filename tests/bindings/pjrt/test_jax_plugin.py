@@ -839,6 +839,9 @@ def test_vmapped_indexing_and_its_gradients_match_jax_cpu(tessera_devices, cpu_d
         (jax.grad(lambda a, j: jnp.sum(
             jax.vmap(lambda r, s: jax.lax.dynamic_slice(r, (s,), (3,)))(a, j) ** 2)), (x, i)),
         (lambda a, j: a.at[j[:3], :3].add(2.0), (x, i)),
+        # constant indices, which the compiler folds into the scatter
+        (lambda a, j: a.at[:, -1].set(0.0), (x, i)),
+        (lambda a, j: a.at[jnp.array([1, 1, 7])].add(2.0), (x, i)),
     ]
 
     def run(devices, f, args, count):
