@@ -275,7 +275,8 @@ Value Positions(ImportState& state, mlir::Location loc, int64_t n) {
 // places slices by (Positions: offset dimensions, batching dimensions), so that it reads no
 // position of its own and the partitioner may split any of its loops: a batch-sharded lookup
 // (data-parallel token ids) stays sharded. It reads only the operand whole (tensor.extract of a
-// captured tensor, which ReplicatePositionalOps replicates).
+// captured tensor, which ReplicatePositionalOps replicates), and the indices too where there is
+// one index vector (no batch dimensions: nothing to split).
 absl::Status ConvertGather(ImportState& state, mlir::Operation* op) {
   TESSERA_RETURN_IF_ERROR(ImportState::CheckArity(op, 2, 1));
   TESSERA_ASSIGN_OR_RETURN(mlir::RankedTensorType operand_type, state.OperandType(op, 0));
