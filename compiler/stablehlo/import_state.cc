@@ -380,7 +380,8 @@ mlir::Operation* BinaryBodyOp(mlir::Operation* op) {
 mlir::Operation* BinaryRegionOp(mlir::Region& region) {
   if (!region.hasOneBlock()) return nullptr;
   mlir::Block& body = region.front();
-  if (body.getNumArguments() != 2 || body.getOperations().size() < 2) return nullptr;
+  // (The sharding hints JAX puts in such bodies are gone: DropHintsInScalarBodies.)
+  if (body.getNumArguments() != 2 || body.getOperations().size() != 2) return nullptr;
   mlir::Operation& combine = body.front();
   mlir::Operation* ret = &body.back();
   if (combine.getNumOperands() != 2 || combine.getNumResults() != 1 ||
@@ -389,17 +390,7 @@ mlir::Operation* BinaryRegionOp(mlir::Region& region) {
       ret->getName().getStringRef() != "stablehlo.return" || ret->getNumOperands() != 1) {
     return nullptr;
   }
-  // Between them, only sharding hints of the combined value, each of the one before (JAX puts
-  // one in the bodies of a shard_map manual over some axes only).
-  mlir::Value value = combine.getResult(0);
-  for (auto it = std::next(body.begin()); &*it != ret; ++it) {
-    if (it->getName().getStringRef() != "sdy.sharding_constraint" || it->getNumOperands() != 1 ||
-        it->getNumResults() != 1 || it->getOperand(0) != value) {
-      return nullptr;
-    }
-    value = it->getResult(0);
-  }
-  return ret->getOperand(0) == value ? &combine : nullptr;
+  return ret->getOperand(0) == combine.getResult(0) ? &combine : nullptr;
 }
 
 }  // namespace tessera::compiler::stablehlo

@@ -234,8 +234,8 @@ mlir::Value NarrowFloatFromBits(mlir::OpBuilder& builder, mlir::Location loc, ml
                                 mlir::Type narrow);
 
 // The one op of `op`'s region (one block of two arguments) that takes the two arguments in order
-// and whose result the block returns (stablehlo.return), through sdy.sharding_constraint hints
-// of it if any: a reduction's or a collective's body. Null for any other region.
+// and whose result the block returns (stablehlo.return): a reduction's or a collective's body.
+// Null for any other region.
 mlir::Operation* BinaryBodyOp(mlir::Operation* op);
 // The same of one region (an op of several: select_and_scatter's select and scatter).
 mlir::Operation* BinaryRegionOp(mlir::Region& region);

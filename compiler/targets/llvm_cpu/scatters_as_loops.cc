@@ -40,7 +40,8 @@ struct ScatterDescription {
 };
 
 std::optional<ScatterDescription> ReadDescription(mlir::linalg::GenericOp op, int64_t rank,
-                                                  int64_t indices_rank) {
+                                                  mlir::RankedTensorType indices) {
+  const int64_t indices_rank = indices.getRank();
   auto dict = op->getAttrOfType<mlir::DictionaryAttr>(kScatterAttrName);
   if (!dict) return std::nullopt;
   auto vector_dim = dict.getAs<mlir::IntegerAttr>("index_vector_dim");
@@ -68,6 +69,10 @@ std::optional<ScatterDescription> ReadDescription(mlir::linalg::GenericOp op, in
                d.index_vector_dim >= 0 && d.index_vector_dim <= indices_rank;
   for (int64_t loop : d.index_loops) valid = valid && loop >= 0 && loop < loops;
   for (int64_t loop : d.window_loop) valid = valid && loop >= -1 && loop < loops;
+  // Each index vector element it reads lies in the vector.
+  const int64_t vector_size =
+      valid && d.index_vector_dim < indices_rank ? indices.getDimSize(d.index_vector_dim) : 1;
+  for (int64_t k : d.index_of_operand) valid = valid && k >= -1 && k < vector_size;
   if (!valid) return std::nullopt;
   return d;
 }
@@ -209,8 +214,8 @@ absl::Status RewriteScatter(mlir::linalg::GenericOp op) {
   }
   const int64_t rank = operand.getRank();
   const auto loops = static_cast<int64_t>(op.getNumLoops());
-  std::optional<ScatterDescription> description =
-      ReadDescription(op, rank, mlir::cast<mlir::RankedTensorType>(indices.getType()).getRank());
+  auto indices_type = mlir::cast<mlir::RankedTensorType>(indices.getType());
+  std::optional<ScatterDescription> description = ReadDescription(op, rank, indices_type);
   Value written;
   std::optional<std::vector<mlir::Operation*>> combine = CombineOps(op, written);
   const llvm::SmallVector<mlir::AffineMap> maps = op.getIndexingMapsArray();
@@ -246,6 +251,27 @@ absl::Status RewriteScatter(mlir::linalg::GenericOp op) {
   }
   for (int64_t d = 0; d < rank; ++d) {
     if (description->inserted[d] == 0 && description->window_loop[d] < 0) order.push_back(d);
+  }
+  // Every loop the nest reads at is one of its loops, and over the extent of what it reads: each
+  // read and write stays inside its tensor (the generic's verifier checked the updates' and the
+  // operand's shapes against the loops, not the captured indices or the description).
+  llvm::SmallVector<bool> in_nest(loops, false);
+  for (int64_t loop : order) in_nest[loop] = true;
+  bool fits = llvm::all_of(updates_loops, [&](int64_t loop) { return in_nest[loop]; });
+  for (int64_t i = 0, j = 0; fits && i < indices_type.getRank(); ++i) {
+    if (i == description->index_vector_dim) continue;
+    const int64_t loop = description->index_loops[j++];
+    fits = in_nest[loop] && extent[loop] == indices_type.getDimSize(i);
+  }
+  for (int64_t d = 0; fits && d < rank; ++d) {
+    const int64_t loop = description->window_loop[d];
+    fits =
+        loop < 0 || (in_nest[loop] && loop >= rank && extent[loop] == description->window_size[d]);
+  }
+  if (!fits) {
+    return absl::InternalError(
+        absl::StrCat(what, ": its ", base::AsAbsl(kScatterAttrName),
+                     " description reads at loops or extents its tensors do not have"));
   }
   mlir::OpBuilder b(op);
   const mlir::Location loc = op.getLoc();
