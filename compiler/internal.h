@@ -324,10 +324,12 @@ void SplitReshardsIntoSteps(mlir::func::FuncOp main);
 // shard collectives); an all_gather / all_slice / all_to_all of a fill of a constant becomes a
 // local fill. Each open result (ProgramShardings::open_results) gets, in `shardings.results`, the
 // sharding the propagation gives the value it returns where that splits it evenly, P()
-// otherwise. INVALID_ARGUMENT / UNIMPLEMENTED with the partitioner's diagnostics, or
-// UNIMPLEMENTED where the partitioned program reduces part of a reduction's extent on each device
-// without an all-reduce of the rest (MLIR 22 drops it under some shardings); INTERNAL when the
-// clean-up after the fold fails.
+// otherwise. Where split arguments meet split results, two propagations are tried (the results
+// annotated before and after a first pass) and the program whose collectives move fewer bytes is
+// kept: @main may be a new op afterwards. INVALID_ARGUMENT / UNIMPLEMENTED with the partitioner's
+// diagnostics, or UNIMPLEMENTED where the partitioned program reduces part of a reduction's extent
+// on each device without an all-reduce of the rest (MLIR 22 drops it under some shardings);
+// INTERNAL when the clean-up after the fold fails.
 absl::Status PartitionProgram(mlir::ModuleOp module, ProgramShardings& shardings);
 
 // A plan without artifacts, and one module per kernel step (steps[kernel_step_indices[i]]),

@@ -261,6 +261,7 @@ class MlirProgramCompiler final : public ProgramCompiler {
     std::vector<bool> unused = RemoveUnusedArguments(main, shardings);
     AnnotateShardings(*module, main, shardings);
     TESSERA_RETURN_IF_ERROR(PartitionProgram(*module, shardings));
+    main = module->lookupSymbol<mlir::func::FuncOp>("main");  // PartitionProgram may replace it
     // The open results' shardings, as the propagation gave them.
     for (size_t i = 0; i < shardings.open_results.size(); ++i) {
       if (shardings.open_results[i]) {

@@ -321,12 +321,15 @@ bool IsSplit(const sharding::PartitionSpec& spec) {
                       [](const sharding::PartitionSpec::Dim& dim) { return !dim.empty(); });
 }
 
-// The arguments and results (indices) whose replicated sharding AnnotateShardings leaves off
-// until propagation has run once.
+// The arguments (indices) whose replicated sharding, and the results whose sharding,
+// AnnotateShardings leaves off until propagation has run once.
 constexpr char kArgumentsReplicatedLaterAttr[] = "tessera.arguments_replicated_later";
-constexpr char kResultsReplicatedLaterAttr[] = "tessera.results_replicated_later";
+constexpr char kResultsLaterAttr[] = "tessera.results_later";
 // The open results (indices) whose sharding AnnotateOpenResults takes from the first propagation.
 constexpr char kResultsOpenAttr[] = "tessera.results_open";
+// The split results (indices) AnnotateShardings annotated before the first propagation, in a
+// program with split arguments: PartitionProgram also tries them annotated later (DeferResults).
+constexpr char kResultsPinnedAttr[] = "tessera.results_pinned";
 
 // `name`'s indices on `main`, removed.
 std::vector<int64_t> TakeIndices(mlir::func::FuncOp main, llvm::StringRef name) {
@@ -344,11 +347,12 @@ std::vector<int64_t> TakeIndices(mlir::func::FuncOp main, llvm::StringRef name) 
 // data-parallel training step every device would gather the batch and compute all of it. Annotated
 // afterwards, the values keep the split their arguments give them; the partitioner slices a
 // replicated argument locally where a split is wanted, and gathers or all-reduces into a replicated
-// result. Returns whether it annotated any (the caller then propagates again, for the ops the first
-// pass left without a sharding).
-bool AnnotateReplicatedLater(mlir::func::FuncOp main) {
+// result. Split results wait here too in one of PartitionProgram's two candidates (DeferResults),
+// annotated with their own sharding. Returns whether it annotated any (the caller then propagates
+// again, for the ops the first pass left without a sharding).
+bool AnnotateLater(mlir::func::FuncOp main, const ProgramShardings& shardings) {
   const std::vector<int64_t> arguments = TakeIndices(main, kArgumentsReplicatedLaterAttr);
-  const std::vector<int64_t> results = TakeIndices(main, kResultsReplicatedLaterAttr);
+  const std::vector<int64_t> results = TakeIndices(main, kResultsLaterAttr);
   mlir::Block& entry = main.getBody().front();
   mlir::OpBuilder builder(main.getContext());
   builder.setInsertionPointToStart(&entry);
@@ -363,8 +367,9 @@ bool AnnotateReplicatedLater(mlir::func::FuncOp main) {
   builder.setInsertionPoint(ret);
   for (int64_t index : results) {
     mlir::OpOperand& operand = ret->getOpOperand(index);
-    mlir::Value replicated = MakeReplicatedSharding(builder, ret->getLoc());
-    auto shard = mlir::shard::ShardOp::create(builder, ret->getLoc(), operand.get(), replicated,
+    mlir::Value sharding =
+        MakeSharding(builder, ret->getLoc(), shardings.mesh, shardings.results[index]);
+    auto shard = mlir::shard::ShardOp::create(builder, ret->getLoc(), operand.get(), sharding,
                                               /*annotate_for_users=*/true);
     operand.set(shard.getResult());
   }
@@ -416,7 +421,7 @@ std::optional<sharding::PartitionSpec> EvenSpecOf(const mlir::shard::Sharding& s
 
 // After a first propagation: each open result annotated with the sharding the propagation gave
 // the value it returns (EvenSpecOf), else replicated; `shardings.results` says which. As for the
-// replicated results annotated late (AnnotateReplicatedLater), a value computed from split
+// results annotated late (AnnotateLater), a value computed from split
 // arguments keeps their split, where XLA's partitioner, for a jit without out_shardings, would
 // pick the same. Returns whether it annotated any.
 bool AnnotateOpenResults(mlir::func::FuncOp main, ProgramShardings& shardings) {
@@ -507,7 +512,7 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
   for (const sharding::Mesh::Axis& axis : shardings.mesh.axes()) shape.push_back(axis.size);
   mlir::shard::GridOp::create(builder, module.getLoc(), kGridName, shape);
 
-  // Replicated arguments and results wait for AnnotateReplicatedLater where an argument or a
+  // Replicated arguments and all results wait for AnnotateLater where an argument or a
   // constraint is split.
   const bool any_argument_split =
       llvm::any_of(shardings.parameters, IsSplit) ||
@@ -531,7 +536,7 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
   }
   mlir::Operation* ret = entry.getTerminator();
   builder.setInsertionPoint(ret);
-  std::vector<int64_t> results_open;
+  std::vector<int64_t> results_open, results_pinned;
   for (mlir::OpOperand& operand : ret->getOpOperands()) {
     const sharding::PartitionSpec& spec = shardings.results[operand.getOperandNumber()];
     const size_t index = operand.getOperandNumber();
@@ -548,6 +553,7 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
     auto shard = mlir::shard::ShardOp::create(builder, ret->getLoc(), operand.get(), sharding,
                                               /*annotate_for_users=*/true);
     operand.set(shard.getResult());
+    if (any_argument_split) results_pinned.push_back(operand.getOperandNumber());
   }
   // Sharding constraints: the constrained value is the op's input, given the sharding.
   for (const auto& [op, spec] : shardings.constraints) {
@@ -572,10 +578,13 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
     main->setAttr(kArgumentsReplicatedLaterAttr, builder.getDenseI64ArrayAttr(arguments_later));
   }
   if (!results_later.empty()) {
-    main->setAttr(kResultsReplicatedLaterAttr, builder.getDenseI64ArrayAttr(results_later));
+    main->setAttr(kResultsLaterAttr, builder.getDenseI64ArrayAttr(results_later));
   }
   if (!results_open.empty()) {
     main->setAttr(kResultsOpenAttr, builder.getDenseI64ArrayAttr(results_open));
+  }
+  if (!results_pinned.empty()) {
+    main->setAttr(kResultsPinnedAttr, builder.getDenseI64ArrayAttr(results_pinned));
   }
   ReplicatePositionalOps(main, /*later=*/false);
 }
@@ -592,14 +601,17 @@ absl::Status Propagate(mlir::ModuleOp module) {
   return VerifyModule(module, absl::StatusCode::kUnimplemented, "partitioning failed");
 }
 
-absl::Status PartitionProgram(mlir::ModuleOp module, ProgramShardings& shardings) {
+namespace {
+
+// PartitionProgram on `module` as annotated: one candidate.
+absl::Status PartitionAnnotated(mlir::ModuleOp module, ProgramShardings& shardings) {
   MarkReductions(module);
   TESSERA_RETURN_IF_ERROR(Propagate(module));
   auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
   // All three, before propagating again.
   const bool opened = main && AnnotateOpenResults(main, shardings);
   const bool positions = main && ReplicatePositionalOps(main, /*later=*/true);
-  if (main && (AnnotateReplicatedLater(main) || opened || positions)) {
+  if (main && (AnnotateLater(main, shardings) || opened || positions)) {
     // Again, for the ops the first pass left without a sharding of their own (a fill only a
     // reduction reads, a transpose of a replicated weight).
     TESSERA_RETURN_IF_ERROR(Propagate(module));
@@ -620,6 +632,75 @@ absl::Status PartitionProgram(mlir::ModuleOp module, ProgramShardings& shardings
   TESSERA_RETURN_IF_ERROR(
       RunPipeline(cleanup, module, absl::StatusCode::kInternal, "cleaning up the partitioning"));
   return CheckReductionsCombined(module);
+}
+
+// `main`'s results at `indices` (annotated by AnnotateShardings) left for AnnotateLater instead:
+// their shard.shard at the return removed, their indices added to kResultsLaterAttr.
+void DeferResults(mlir::func::FuncOp main, const std::vector<int64_t>& indices) {
+  std::vector<int64_t> later = TakeIndices(main, kResultsLaterAttr);
+  mlir::Operation* ret = main.getBody().front().getTerminator();
+  for (int64_t index : indices) {
+    mlir::OpOperand& operand = ret->getOpOperand(index);
+    auto shard = operand.get().getDefiningOp<mlir::shard::ShardOp>();
+    if (!shard) continue;
+    operand.set(shard.getSrc());
+    mlir::Operation* sharding = shard.getSharding().getDefiningOp();
+    if (shard->use_empty()) shard->erase();
+    if (sharding != nullptr && sharding->use_empty()) sharding->erase();
+    later.push_back(index);
+  }
+  main->setAttr(kResultsLaterAttr, mlir::DenseI64ArrayAttr::get(main.getContext(), later));
+}
+
+// The bytes a partitioned module's collectives hand each device: an all-slice nothing (it slices
+// locally), the others the larger of their operand and result.
+int64_t CollectiveBytes(mlir::ModuleOp module) {
+  auto bytes = [](mlir::Type type) -> int64_t {
+    auto shaped = mlir::dyn_cast<mlir::ShapedType>(type);
+    if (!shaped || !shaped.hasStaticShape()) return 0;
+    mlir::Type element = shaped.getElementType();
+    const int64_t bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
+    return shaped.getNumElements() * ((bits + 7) / 8);
+  };
+  int64_t total = 0;
+  module.walk([&](mlir::Operation* op) {
+    if (!mlir::isa<mlir::shard::AllReduceOp, mlir::shard::AllGatherOp, mlir::shard::AllToAllOp,
+                   mlir::shard::ReduceScatterOp, mlir::shard::ShiftOp>(op)) {
+      return;
+    }
+    total += std::max(bytes(op->getOperand(0).getType()), bytes(op->getResult(0).getType()));
+  });
+  return total;
+}
+
+}  // namespace
+
+absl::Status PartitionProgram(mlir::ModuleOp module, ProgramShardings& shardings) {
+  auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
+  const std::vector<int64_t> pinned =
+      main ? TakeIndices(main, kResultsPinnedAttr) : std::vector<int64_t>{};
+  if (pinned.empty()) return PartitionAnnotated(module, shardings);
+  // Split results in a program with split arguments: MLIR 22's propagation walks backward first,
+  // so a split result decides the ops it depends on before the arguments' splits reach them, and
+  // its merging of conflicting operand shardings decides them otherwise when it does not. Neither
+  // order is right for every program: in a Megatron block's backward pass the gradient of the first
+  // weight fixed the activations' gradient before the product by that weight's transpose was seen,
+  // which then gathered both of its operands (8 x 4 MiB) and multiplied whole on every device
+  // instead of all-reducing the partial products; annotated later, a Megatron MLP on a dp x tp
+  // mesh gathers its rows where the bias's broadcast meets them. Both are partitioned and the one
+  // whose collectives move fewer bytes kept (on a tie, the results annotated first).
+  mlir::OwningOpRef<mlir::ModuleOp> deferred = module.clone();
+  DeferResults(deferred->lookupSymbol<mlir::func::FuncOp>("main"), pinned);
+  ProgramShardings deferred_shardings = shardings;
+  absl::Status status = PartitionAnnotated(module, shardings);
+  absl::Status deferred_status = PartitionAnnotated(*deferred, deferred_shardings);
+  if (!deferred_status.ok() ||
+      (status.ok() && CollectiveBytes(module) <= CollectiveBytes(*deferred))) {
+    return status;
+  }
+  module.getBodyRegion().takeBody(deferred->getBodyRegion());
+  shardings = std::move(deferred_shardings);
+  return absl::OkStatus();
 }
 
 }  // namespace tessera::compiler

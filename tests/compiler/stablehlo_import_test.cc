@@ -128,7 +128,7 @@ TEST(StableHloImportTest, JaxProgramsComputeWhatOneDeviceComputes) {
        {"mlp_data_parallel", "mlp_megatron", "elementwise_replicated", "layernorm_rows",
         "cross_entropy", "sgd_step", "iota_rows", "embedding", "take_columns", "slicing",
         "reshapes", "scan_windows", "transformer_block", "transformer_megatron",
-        "transformer_train_step", "cnn_train_step"}) {
+        "transformer_train_step", "transformer_megatron_gradients", "cnn_train_step"}) {
     CheckAgainstOneDevice(name, seed++);
   }
 }
@@ -293,6 +293,17 @@ TEST(StableHloImportTest, CollectivesAreTheShardingsOwn) {
   // devices' rows, all-reduced.
   ASSERT_OK_AND_ASSIGN(ProgramPlan sgd, Compile(Corpus("sgd_step")));
   EXPECT_GE(Count(StepKinds(sgd), "all_reduce"), 1);
+}
+
+TEST(StableHloImportTest, GradientsInTheirWeightsShardingsKeepTheWeightsSplit) {
+  // A Megatron block's forward and backward, its gradients returned in the weights' shardings: the
+  // partial products over the split hidden and head dimensions are all-reduced, and no device
+  // gathers an activation or a weight to multiply it whole. (Propagated backward from those
+  // results first, the product of the activations' gradient by w1's transpose gathered both.)
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, Compile(Corpus("transformer_megatron_gradients")));
+  const std::vector<std::string> kinds = StepKinds(plan);
+  EXPECT_EQ(Count(kinds, "all_gather"), 0) << ::testing::PrintToString(kinds);
+  EXPECT_GE(Count(kinds, "all_reduce"), 1) << ::testing::PrintToString(kinds);
 }
 
 TEST(StableHloImportTest, ReshapesIntoHeadsKeepTheHeadsSharded) {
