@@ -5,7 +5,9 @@
 //                    shift: one CollectiveStep each; they separate kernels;
 //   rematerialized   cheap pure ops without regions that yield no tensor (constants, index
 //                    arithmetic, shard.process_multi_index) and tensor.empty: cloned into every
-//                    kernel that uses them instead of being passed between steps;
+//                    kernel that uses them instead of being passed between steps; a fill of a
+//                    constant (IsRefilled) is a kernel op, but cloned into the later kernels
+//                    that use it rather than passed to them;
 //   kernel ops       everything else: consecutive ones form one kernel.
 // A kernel's inputs are the tensors it uses from outside (parameters, earlier steps' outputs);
 // its outputs are the tensors it defines that a later step or the return uses.
@@ -51,6 +53,18 @@ bool IsRematerialized(mlir::Operation* op) {
     if (mlir::isa<mlir::ShapedType>(type)) return false;
   }
   return true;
+}
+
+// A fill of a constant into a tensor.empty: filled again in each kernel that reads it, where it
+// fuses into the ops that read it, rather than written to memory by one kernel and read by the
+// next (a backward pass reads the forward's broadcast constants: 8 MiB a call in a transformer
+// block's Megatron step).
+bool IsRefilled(mlir::Operation* op) {
+  auto fill = mlir::dyn_cast<mlir::linalg::FillOp>(op);
+  return fill && llvm::all_of(fill->getOperands(), [](mlir::Value operand) {
+           return mlir::isa_and_nonnull<mlir::arith::ConstantOp, mlir::tensor::EmptyOp>(
+               operand.getDefiningOp());
+         });
 }
 
 // The single op that combines into the output of the linalg reduction defining `value` (its
@@ -281,7 +295,7 @@ bool Cutter::DefinedBy(const Segment& segment, mlir::Value value) {
 
 absl::Status Cutter::AddExternal(Segment& segment, mlir::Value value) {
   mlir::Operation* def = value.getDefiningOp();
-  if (def && IsRematerialized(def)) {
+  if (def && (IsRematerialized(def) || IsRefilled(def))) {
     if (segment.remat.contains(def)) return absl::OkStatus();
     for (mlir::Value operand : def->getOperands()) {
       // An operand this kernel computes (a scalar read of its tensor): the clone goes after it.
@@ -326,6 +340,11 @@ absl::Status Cutter::CollectOutputs(Segment& segment) {
       for (mlir::Operation* user : result.getUsers()) {
         mlir::Operation* owner = block_.findAncestorOpInBlock(*user);
         if (owner != nullptr && segment.members.contains(owner)) continue;
+        // A later kernel fills it again; a collective or the return takes it from this one.
+        if (IsRefilled(op) && owner != nullptr && !IsCollective(owner) &&
+            owner != block_.getTerminator()) {
+          continue;
+        }
         if (!mlir::isa<mlir::RankedTensorType>(result.getType())) {
           return absl::UnimplementedError(
               absl::StrCat("a non-tensor value defined at ", FormatLocation(result.getLoc()),

@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "ifrt/spi/program_compiler.h"
 #include "ifrt/spi/program_plan.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -190,6 +191,14 @@ class DiagnosticCollector {
 // one libMLIR's ops registered, and hasTrait answers false there (tests/layering checks this).
 inline bool IsElementwiseMappable(mlir::Operation& op) {
   return mlir::OpTrait::hasElementwiseMappableTraits(&op);
+}
+
+// The value of the arith.constant that defines `value`, or null. Never matchPattern(value,
+// m_Constant(...)) in this library: its match asks hasTrait<ConstantLike>, which answers false in
+// the Python extension and the plugin as IsElementwiseMappable says (tests/layering checks this).
+inline mlir::Attribute ConstantValueOf(mlir::Value value) {
+  auto constant = value.getDefiningOp<mlir::arith::ConstantOp>();
+  return constant ? constant.getValue() : mlir::Attribute();
 }
 
 // Runs `pm` on `module`; a failure is `code` with `what` and the pass diagnostics.

@@ -125,7 +125,7 @@ void FoldCollectivesOfConstantFills(mlir::ModuleOp module) {
     }
     auto fill = op->getOperand(0).getDefiningOp<mlir::linalg::FillOp>();
     if (!fill || !fill.hasPureTensorSemantics() || !type || !type.hasStaticShape() ||
-        !mlir::matchPattern(fill.getInputs()[0], mlir::m_Constant())) {
+        !ConstantValueOf(fill.getInputs()[0])) {
       continue;
     }
     mlir::OpBuilder builder(op);

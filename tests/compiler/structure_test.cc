@@ -86,6 +86,46 @@ TEST(CompilerStructureTest, ASharedZeroFillIsNotCommunicated) {
   EXPECT_EQ(CountOf(plan.partitioned_text, "linalg.fill"), 2);  // f32[8,4] and f32[8,16]
 }
 
+TEST(CompilerStructureTest, AFillUsedAfterACollectiveIsFilledAgainNotPassed) {
+  // relu(x @ w1) @ w2 then a ReLU after the all-reduce: the zero fill is read on both sides of the
+  // collective. The kernel after it fills it again, so neither kernel writes or reads it in memory:
+  // the first kernel's only output is the partial product, the second's only input its sum.
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(R"mlir(
+func.func @main(%x: tensor<8x16xf32> {tessera.sharding = "mesh{x=4} P()"},
+                %w1: tensor<16x16xf32> {tessera.sharding = "mesh{x=4} P(None,x)"},
+                %w2: tensor<16x16xf32> {tessera.sharding = "mesh{x=4} P(x,None)"})
+    -> (tensor<8x16xf32> {tessera.sharding = "mesh{x=4} P()"}) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %mm1 = linalg.matmul ins(%x, %w1 : tensor<8x16xf32>, tensor<16x16xf32>)
+                       outs(%acc : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %h = arith.maximumf %mm1, %acc : tensor<8x16xf32>
+  %y = linalg.matmul ins(%h, %w2 : tensor<8x16xf32>, tensor<16x16xf32>)
+                     outs(%acc : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %z = arith.maximumf %y, %acc : tensor<8x16xf32>
+  return %z : tensor<8x16xf32>
+})mlir"));
+  const std::vector<std::string> kinds = StepKinds(plan);
+  ASSERT_GE(kinds.size(), 3u);
+  ASSERT_EQ(kinds[0], "kernel");
+  ASSERT_EQ(kinds[1], "all_reduce");
+  EXPECT_THAT(plan.steps[0].kernel.outputs, ElementsAre(plan.steps[1].collective.input));
+  // Every later kernel reads what collectives give it, nothing the first kernel wrote.
+  std::vector<int> from_collectives;
+  int later_kernels = 0;
+  for (size_t i = 1; i < plan.steps.size(); ++i) {
+    if (plan.steps[i].kind == ProgramStep::Kind::kCollective) {
+      from_collectives.push_back(plan.steps[i].collective.output);
+      continue;
+    }
+    ++later_kernels;
+    EXPECT_THAT(plan.steps[i].kernel.inputs, ::testing::IsSubsetOf(from_collectives))
+        << ::testing::PrintToString(kinds);
+  }
+  EXPECT_GE(later_kernels, 1) << ::testing::PrintToString(kinds);
+}
+
 // With OpenBLAS, a matmul into a zero fill overwrites C (the fill is dropped); into any other fill
 // it accumulates.
 TEST(CompilerStructureTest, MatmulIntoAZeroFillOverwrites) {
@@ -139,6 +179,23 @@ func.func @main(%x: tensor<64x48xf32>, %w: tensor<32x64xf32>) -> tensor<48x32xf3
   EXPECT_EQ(CountOf(code, "llvm.br"), 0) << code;  // no loop
   // transposes = 3: A and B stored transposed.
   EXPECT_TRUE(absl::StrContains(code, "llvm.mlir.constant(3 : i64)")) << code;
+}
+
+// A kernel that returns a blocked transpose (a loop nest over 32x32 blocks) writes it straight
+// into the output the runtime hands it: no temporary buffer, no copy of 4 MiB afterwards.
+TEST(CompilerStructureTest, ABlockedTransposeIsWrittenIntoTheOutput) {
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(R"mlir(
+func.func @main(%x: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
+  %e = tensor.empty() : tensor<1024x1024xf32>
+  %t = linalg.transpose ins(%x : tensor<1024x1024xf32>) outs(%e : tensor<1024x1024xf32>)
+      permutation = [1, 0]
+  return %t : tensor<1024x1024xf32>
+})mlir",
+                                                     1));
+  ASSERT_THAT(StepKinds(plan), ElementsAre("kernel"));
+  const std::string& code = plan.steps[0].kernel.artifacts.at("cpu").code;
+  EXPECT_EQ(CountOf(code, "_mlir_memref_to_llvm_aligned_alloc"), 0) << code;
+  EXPECT_EQ(CountOf(code, "memcpy"), 0) << code;
 }
 
 // Attention's contraction `bhsd,bhtd->bhst` (two batch dimensions, B transposed) and a
@@ -215,9 +272,9 @@ func.func @main(%x: tensor<16x4xf32> {tessera.sharding = "mesh{x=4} P()"},
   };
   ASSERT_OK_AND_ASSIGN(ProgramPlan plan,
                        CompileText(program("linalg.yield %in : f32", "mesh{x=4} P(x,None)")));
-  // The fill, a local slice of x (no bytes move), the matmul of 4 rows, the gather.
-  EXPECT_THAT(StepKinds(plan), ElementsAre("kernel", "all_slice", "kernel", "all_gather"));
-  EXPECT_THAT(plan.values[plan.steps[2].kernel.outputs[0]].local_shape.dims(), ElementsAre(4, 4));
+  // A local slice of x (no bytes move), the matmul of 4 rows into a fill of its own, the gather.
+  ASSERT_THAT(StepKinds(plan), ElementsAre("all_slice", "kernel", "all_gather"));
+  EXPECT_THAT(plan.values[plan.steps[1].kernel.outputs[0]].local_shape.dims(), ElementsAre(4, 4));
   EXPECT_THAT(CompileText(program("%n = arith.negf %in : f32\n      linalg.yield %n : f32",
                                   "mesh{x=4} P(x,None)")),
               StatusIs(absl::StatusCode::kInvalidArgument,

@@ -156,9 +156,10 @@ void DropZeroFillsOfBlasMatmuls(mlir::ModuleOp kernel) {
       auto shaped = mlir::cast<mlir::ShapedType>(operand.getType());
       if (!shaped.hasStaticShape() || shaped.getNumElements() == 0) return;
     }
-    mlir::FloatAttr value;
-    if (!fill || !type || !mlir::matchPattern(fill.getInputs()[0], mlir::m_Constant(&value)) ||
-        !value.getValue().isPosZero()) {
+    auto value = fill
+                     ? mlir::dyn_cast_or_null<mlir::FloatAttr>(ConstantValueOf(fill.getInputs()[0]))
+                     : mlir::FloatAttr();
+    if (!type || !value || !value.getValue().isPosZero()) {
       return;
     }
     mlir::OpBuilder builder(matmul);
@@ -297,6 +298,10 @@ void AddBufferizationToOutParams(mlir::OpPassManager& pm) {
   bufferize.functionBoundaryTypeConversion =
       mlir::bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(mlir::bufferization::createOneShotBufferizePass(bufferize));
+  // A result a loop nest writes (a blocked transpose's scf.for) is the loop's result until the
+  // canonicalizer folds it to the buffer the loop writes: only then can the pass below write it
+  // straight into the caller's output instead of copying it there.
+  pm.addPass(mlir::createCanonicalizerPass());
   mlir::bufferization::BufferResultsToOutParamsPassOptions out_params;
   out_params.hoistStaticAllocs = true;
   out_params.modifyPublicFunctions = true;
