@@ -87,25 +87,15 @@ TEST(CompilerStructureTest, ASharedZeroFillIsNotCommunicated) {
 }
 
 TEST(CompilerStructureTest, AFillUsedAfterACollectiveIsFilledAgainNotPassed) {
-  // relu(x @ w1) @ w2 then a ReLU after the all-reduce: the zero fill is read on both sides of the
-  // collective. The kernel after it fills it again, so neither kernel writes or reads it in memory:
-  // the first kernel's only output is the partial product, the second's only input its sum.
-  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(R"mlir(
-func.func @main(%x: tensor<8x16xf32> {tessera.sharding = "mesh{x=4} P()"},
-                %w1: tensor<16x16xf32> {tessera.sharding = "mesh{x=4} P(None,x)"},
-                %w2: tensor<16x16xf32> {tessera.sharding = "mesh{x=4} P(x,None)"})
-    -> (tensor<8x16xf32> {tessera.sharding = "mesh{x=4} P()"}) {
-  %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<8x16xf32>
-  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
-  %mm1 = linalg.matmul ins(%x, %w1 : tensor<8x16xf32>, tensor<16x16xf32>)
-                       outs(%acc : tensor<8x16xf32>) -> tensor<8x16xf32>
-  %h = arith.maximumf %mm1, %acc : tensor<8x16xf32>
-  %y = linalg.matmul ins(%h, %w2 : tensor<8x16xf32>, tensor<16x16xf32>)
-                     outs(%acc : tensor<8x16xf32>) -> tensor<8x16xf32>
-  %z = arith.maximumf %y, %acc : tensor<8x16xf32>
-  return %z : tensor<8x16xf32>
-})mlir"));
+  // The Megatron MLP with one shared zero fill, then a ReLU after the all-reduce: the fill is read
+  // on both sides of the collective. The kernels after it fill it again, so neither kernel writes
+  // or reads it in memory: the first kernel's only output is the partial product.
+  std::string text = testing::MegatronWithSharedFill(8, 16);
+  const std::string ret = "return %y : tensor<8x16xf32>";
+  ASSERT_NE(text.find(ret), std::string::npos);
+  text.replace(text.find(ret), ret.size(),
+               "%z = arith.maximumf %y, %acc : tensor<8x16xf32>\n  return %z : tensor<8x16xf32>");
+  ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileText(text));
   const std::vector<std::string> kinds = StepKinds(plan);
   ASSERT_GE(kinds.size(), 3u);
   ASSERT_EQ(kinds[0], "kernel");
