@@ -99,7 +99,7 @@ def train(devices, mesh_shape, steps, lr=0.5, seed=0, verbose=True):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--devices", default=None, help='the mesh, "dpxtp" (default 2x4)')
+    parser.add_argument("--devices", default=None, help='the mesh, "dpxtp" (default 2x4, or 1x4, 1x2, 1x1 with fewer devices)')
     parser.add_argument("--check", action="store_true",
                         help="compare the losses with JAX's own CPU backend")
     args = parser.parse_args()
@@ -108,7 +108,10 @@ def main():
     if args.devices:
         dp, tp = (int(n) for n in args.devices.lower().split("x"))
     else:
-        dp, tp = (2, 4) if len(devices) >= 8 else (1, len(devices))
+        # 2x4 on 8 devices or more; else one row of the most devices (4, 2 or 1) that split the
+        # model's widths evenly: Tessera's defaults give 4 CPU devices and a Vulkan GPU, 5 in all.
+        fits = [t for t in (4, 2, 1) if t <= len(devices)]
+        dp, tp = (2, 4) if len(devices) >= 8 else (1, fits[0])
     if dp * tp > len(devices):
         sys.exit(f"a {dp}x{tp} mesh needs {dp * tp} devices; JAX has {len(devices)} "
                  "(TESSERA_CPU_DEVICES sets how many CPU devices Tessera offers)")

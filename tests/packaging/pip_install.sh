@@ -33,4 +33,9 @@ JAX_PLATFORMS=tessera TESSERA_CPU_DEVICES=8 TESSERA_VULKAN=off \
   "$work/venv/bin/python" "$repo/examples/jax_mlp_train.py" --steps 5 | tee "$work/train.log"
 grep -q "^backend tessera: a 2x4 mesh" "$work/train.log"
 test "$(grep -c '^step .* loss .* moved: ' "$work/train.log")" -eq 5
+# And with Tessera's defaults, as a user types it first: 4 CPU devices and, where Vulkan is found,
+# a GPU (5 devices, which the model's widths do not divide: the example takes 4 of them).
+JAX_PLATFORMS=tessera "$work/venv/bin/python" "$repo/examples/jax_mlp_train.py" --steps 2 \
+  | tee "$work/train_defaults.log"
+test "$(grep -c '^step .* loss .* moved: ' "$work/train_defaults.log")" -eq 2
 echo "JAX on Tessera through the installed plugin: OK"
