@@ -421,9 +421,9 @@ std::optional<sharding::PartitionSpec> EvenSpecOf(const mlir::shard::Sharding& s
 
 // After a first propagation: each open result annotated with the sharding the propagation gave
 // the value it returns (EvenSpecOf), else replicated; `shardings.results` says which. As for the
-// results annotated late (AnnotateLater), a value computed from split
-// arguments keeps their split, where XLA's partitioner, for a jit without out_shardings, would
-// pick the same. Returns whether it annotated any.
+// results annotated late (AnnotateLater), a value computed from split arguments keeps their split,
+// where XLA's partitioner, for a jit without out_shardings, would pick the same. Returns whether
+// it annotated any.
 bool AnnotateOpenResults(mlir::func::FuncOp main, ProgramShardings& shardings) {
   const std::vector<int64_t> open = TakeIndices(main, kResultsOpenAttr);
   mlir::Block& entry = main.getBody().front();
@@ -512,8 +512,9 @@ void AnnotateShardings(mlir::ModuleOp module, mlir::func::FuncOp main,
   for (const sharding::Mesh::Axis& axis : shardings.mesh.axes()) shape.push_back(axis.size);
   mlir::shard::GridOp::create(builder, module.getLoc(), kGridName, shape);
 
-  // Replicated arguments and all results wait for AnnotateLater where an argument or a
-  // constraint is split.
+  // Replicated arguments and results wait for AnnotateLater where an argument or a constraint is
+  // split; split results are annotated now, and PartitionProgram also tries them later
+  // (kResultsPinnedAttr).
   const bool any_argument_split =
       llvm::any_of(shardings.parameters, IsSplit) ||
       llvm::any_of(shardings.constraints, [](const auto& c) { return IsSplit(c.second); }) ||
