@@ -81,6 +81,9 @@ def train(devices, mesh_shape, steps, lr=0.5, seed=0, verbose=True):
     for i in range(steps):
         before = jax_plugin.transfer_stats() if on_tessera else None
         params, loss = step(params, x, y)
+        # The step is done when the new parameters are, not only the loss: its bytes then count in
+        # this step, not the next.
+        params = jax.block_until_ready(params)
         loss = float(loss)
         losses.append(loss)
         if verbose:
