@@ -686,17 +686,19 @@ absl::Status PartitionProgram(mlir::ModuleOp module, ProgramShardings& shardings
   // its merging of conflicting operand shardings decides them otherwise when it does not. Neither
   // order is right for every program: in a Megatron block's backward pass the gradient of the first
   // weight fixed the activations' gradient before the product by that weight's transpose was seen,
-  // which then gathered both of its operands (8 x 4 MiB) and multiplied whole on every device
+  // which then gathered both of its operands (8 and 4 MiB) and multiplied whole on every device
   // instead of all-reducing the partial products; annotated later, a Megatron MLP on a dp x tp
   // mesh gathers its rows where the bias's broadcast meets them. Both are partitioned and the one
-  // whose collectives move fewer bytes kept (on a tie, the results annotated first).
+  // whose collectives move fewer bytes kept (on a tie, the results annotated first: a program
+  // that moves nothing so annotated is not partitioned again).
   mlir::OwningOpRef<mlir::ModuleOp> deferred = module.clone();
   DeferResults(deferred->lookupSymbol<mlir::func::FuncOp>("main"), pinned);
   ProgramShardings deferred_shardings = shardings;
   absl::Status status = PartitionAnnotated(module, shardings);
+  const int64_t bytes = status.ok() ? CollectiveBytes(module) : 0;
+  if (status.ok() && bytes == 0) return status;
   absl::Status deferred_status = PartitionAnnotated(*deferred, deferred_shardings);
-  if (!deferred_status.ok() ||
-      (status.ok() && CollectiveBytes(module) <= CollectiveBytes(*deferred))) {
+  if (!deferred_status.ok() || (status.ok() && bytes <= CollectiveBytes(*deferred))) {
     return status;
   }
   module.getBodyRegion().takeBody(deferred->getBodyRegion());
