@@ -34,6 +34,7 @@
 #include <cblas.h>  // OpenBLAS's (Debian: libopenblas-dev)
 
 #include "backends/cpu/sgemm_choice.h"
+#include "backends/cpu/shared_sgemm.h"
 #include "backends/cpu/streaming_sgemm.h"
 #endif
 
@@ -111,17 +112,18 @@ cpu::SgemmChooser& ProcessSgemmChooser() {
 }
 
 // f32 with few rows (a sharded batch) may stream B instead of letting OpenBLAS pack it (see
-// streaming_sgemm.h), where that is faster on this machine (sgemm_choice.h); the rest, and every
-// matmul with a transposed operand, goes to OpenBLAS.
+// streaming_sgemm.h), where that is faster on this machine (sgemm_choice.h), in blocks idle device
+// threads may share (shared_sgemm.h); the rest, and every matmul with a transposed operand, goes
+// to OpenBLAS.
 void Sgemm(Memref2D<float>* a, Memref2D<float>* b, Memref2D<float>* c, bool accumulate,
            int64_t transposes) {
   // (m, n, k) as stored when nothing is transposed, the only case the streaming kernel takes.
   const int64_t m = c->sizes[0], n = c->sizes[1], k = transposes == 0 ? a->sizes[1] : 0;
   if (transposes == 0 && cpu::StreamingSgemmUsable(m, n, k) &&
       ProcessSgemmChooser().Choose(m, n, k) == cpu::SgemmKernel::kStreaming) {
-    (accumulate ? cpu::StreamingSgemm : cpu::StreamingSgemmOverwrite)(
-        m, n, k, a->aligned + a->offset, a->strides[0], b->aligned + b->offset, b->strides[0],
-        c->aligned + c->offset, c->strides[0]);
+    cpu::SharedStreamingSgemm(m, n, k, a->aligned + a->offset, a->strides[0],
+                              b->aligned + b->offset, b->strides[0], c->aligned + c->offset,
+                              c->strides[0], accumulate);
     return;
   }
   Gemm2D(a, b, c, accumulate ? 1.0f : 0.0f, transposes, cblas_sgemm);
