@@ -60,6 +60,37 @@ std::vector<Shard> OutputShards(const std::vector<PlanEndpoint>& dst, const Plan
   return shards;
 }
 
+// Whether a buffer of memory `a` may also be slot memory `b`'s: both of this process, in host
+// memory of one platform whose host buffers serve every device (Platform::
+// HostBuffersServeEveryDevice), of the same kind and platform memory.
+bool MayShareBuffer(const RuntimeMemory& a, const RuntimeMemory& b) {
+  const Platform* platform = a.device()->platform();
+  return platform != nullptr && platform->HostBuffersServeEveryDevice() &&
+         b.device()->platform() == platform && a.host_addressable() && b.host_addressable() &&
+         a.Kind() == b.Kind() && a.platform_memory() == b.platform_memory();
+}
+
+// For each slot of `placement`, the first slot of its replica group whose buffer it may take
+// (MayShareBuffer): itself where none may serve it.
+std::vector<int> SharedReplicaLeaders(const Placement& placement) {
+  const std::vector<RuntimeMemory*>& memories = *placement.memories;
+  std::vector<int> leader_of(memories.size());
+  for (const std::vector<int>& group : placement.layout->replica_groups()) {
+    std::vector<int> leaders;
+    for (int s : group) {
+      leader_of[s] = s;
+      for (int l : leaders) {
+        if (MayShareBuffer(*memories[l], *memories[s])) {
+          leader_of[s] = l;
+          break;
+        }
+      }
+      if (leader_of[s] == s) leaders.push_back(s);
+    }
+  }
+  return leader_of;
+}
+
 }  // namespace
 
 Dispatcher::Dispatcher(guard::Policy policy, std::unique_ptr<Processes> processes,
@@ -199,12 +230,15 @@ absl::StatusOr<Dispatcher::Upload> Dispatcher::PlanUpload(std::string_view op, D
     upload.addressable = DistributedRuntime::AllAddressable(*upload.placement.memories);
   } else {
     TESSERA_ASSIGN_OR_RETURN(upload.placement, ResolvePlacement(*sharding, shape));
-    const std::vector<RuntimeMemory*>& memories = *upload.placement.memories;
-    upload.addressable = DistributedRuntime::AllAddressable(memories);
+    upload.addressable = DistributedRuntime::AllAddressable(*upload.placement.memories);
+  }
+  TESSERA_ASSIGN_OR_RETURN(upload.written, SharedReplicasWritten(upload));
+  if (upload.plan == nullptr) {
+    const std::vector<RuntimeMemory*>& memories = *upload.written.memories;
     TESSERA_ASSIGN_OR_RETURN(
         upload.plan,
         GetPlan(sharding::ShardLayout::Replicated(shape.dims(), 1), {TransferStats::kHost},
-                *upload.placement.layout, Locations(memories), element_bytes,
+                *upload.written.layout, Locations(memories), element_bytes,
                 /*fan_out=*/upload.addressable));
     if (!upload.addressable) {
       upload.plan = DistributedRuntime::LocalPart(*upload.plan, nullptr, memories);
@@ -214,10 +248,38 @@ absl::StatusOr<Dispatcher::Upload> Dispatcher::PlanUpload(std::string_view op, D
         std::make_shared<const PlanCache::ReshardEntry>(
             PlanCache::ReshardEntry{nullptr, sharding, upload.placement, upload.plan}));
   }
+  // The devices that take a written buffer are named too (an empty region moves no bytes).
+  std::vector<RuntimeMemory*> sharing;
+  for (size_t s = 0; s < upload.leader_of.size(); ++s) {
+    const int leader = upload.leader_of[s];
+    if (leader != static_cast<int>(s) &&
+        upload.placement.layout->slot_box(leader).num_elements() > 0) {
+      sharing.push_back((*upload.placement.memories)[s]);
+    }
+  }
   TESSERA_ASSIGN_OR_RETURN(upload.guard_action,
-                           GuardTransfer(UploadEvent(op, *upload.plan, *upload.placement.memories,
-                                                     dtype, shape, options)));
+                           GuardTransfer(UploadEvent(op, *upload.plan, *upload.written.memories,
+                                                     dtype, shape, options, sharing)));
   return upload;
+}
+
+absl::StatusOr<Placement> Dispatcher::SharedReplicasWritten(Upload& upload) {
+  upload.leader_of.clear();
+  if (!upload.addressable) return upload.placement;  // each process writes its own shards
+  std::vector<int> leader_of = SharedReplicaLeaders(upload.placement);
+  std::vector<sharding::Box> boxes;
+  std::vector<RuntimeMemory*> memories;
+  for (size_t s = 0; s < leader_of.size(); ++s) {
+    if (leader_of[s] != static_cast<int>(s)) continue;
+    boxes.push_back(upload.placement.layout->slot_box(static_cast<int>(s)));
+    memories.push_back((*upload.placement.memories)[s]);
+  }
+  if (memories.size() == leader_of.size()) return upload.placement;  // nothing shared
+  TESSERA_ASSIGN_OR_RETURN(
+      sharding::ShardLayout layout,
+      sharding::ShardLayout::FromBoxes(upload.placement.layout->global_shape(), std::move(boxes)));
+  upload.leader_of = std::move(leader_of);
+  return Placement::Of(std::move(layout), std::move(memories));
 }
 
 absl::StatusOr<Dispatcher::UploadRun> Dispatcher::RunUpload(std::string_view op,
@@ -225,13 +287,23 @@ absl::StatusOr<Dispatcher::UploadRun> Dispatcher::RunUpload(std::string_view op,
                                                             PlanEndpoint source,
                                                             int64_t element_bytes) {
   std::vector<PlanEndpoint> dst;
-  TESSERA_RETURN_IF_ERROR(CompleteDestinations(*upload.placement.layout, *upload.placement.memories,
-                                               element_bytes, dst));
+  TESSERA_RETURN_IF_ERROR(
+      CompleteDestinations(*upload.written.layout, *upload.written.memories, element_bytes, dst));
   UploadRun run;
   // The forwards between replicas are legs of this host-to-device transfer.
   run.exec = Execute(*upload.plan, element_bytes, {std::move(source)}, dst, op, upload.guard_action,
                      /*forwards_are_host_to_device=*/true);
-  if (run.exec.status.ok()) run.shards = OutputShards(dst, run.exec);
+  if (!run.exec.status.ok()) return run;
+  run.shards = OutputShards(dst, run.exec);
+  if (upload.leader_of.empty()) return run;
+  // Each slot takes its leader's shard; the written slots are the leaders in slot order.
+  std::vector<int> written_index(upload.leader_of.size(), -1);
+  std::vector<Shard> shards(upload.leader_of.size());
+  for (size_t s = 0, next = 0; s < shards.size(); ++s) {
+    if (upload.leader_of[s] == static_cast<int>(s)) written_index[s] = static_cast<int>(next++);
+    shards[s] = run.shards[written_index[upload.leader_of[s]]];
+  }
+  run.shards = std::move(shards);
   return run;
 }
 

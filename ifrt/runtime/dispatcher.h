@@ -108,11 +108,20 @@ class Dispatcher {
   // each region read from the host once and forwarded to its other replicas (across processes,
   // each process writes its own shards from its own copy of the data). Placed, planned (both
   // cached by the sharding's identity) and guarded; run by RunUpload.
+  //
+  // Replicas that may share one buffer do (SharedReplicaLeaders: copies of the array's region on
+  // devices whose platform's host buffers serve every device, CPU devices): the plan writes only
+  // the first of them, its `written` slots, and the others take its buffer; the guard sees the
+  // bytes that move.
   struct Upload {
     Placement placement;
-    std::shared_ptr<const sharding::ReshardPlan> plan;
+    std::shared_ptr<const sharding::ReshardPlan> plan;  // into `written`
     std::string guard_action;
     bool addressable = true;  // every slot on this process's devices
+    // leader_of[s]: the slot whose buffer slot s takes (s where it has one of its own); empty
+    // where every slot has its own, and `written` is then `placement`.
+    std::vector<int> leader_of;
+    Placement written;  // the slots the plan writes, in slot order
   };
   absl::StatusOr<Upload> PlanUpload(std::string_view op, DType dtype, const Shape& shape,
                                     const ShardingRef& sharding, TransferOptions options);
@@ -124,6 +133,8 @@ class Dispatcher {
     PlanExecution exec;
     std::vector<Shard> shards;
   };
+  // Fills upload.leader_of and returns the placement its plan writes (`written`).
+  static absl::StatusOr<Placement> SharedReplicasWritten(Upload& upload);
   absl::StatusOr<UploadRun> RunUpload(std::string_view op, const Upload& upload,
                                       PlanEndpoint source, int64_t element_bytes);
   // The copies of `array`'s `shards` into the host buffer `destination` (a host endpoint):

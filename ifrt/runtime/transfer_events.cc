@@ -40,7 +40,8 @@ std::string KindsOf(const Memories& memories) {
 
 guard::TransferEvent UploadEvent(std::string_view op, const sharding::ReshardPlan& plan,
                                  const std::vector<RuntimeMemory*>& memories, DType dtype,
-                                 const Shape& shape, TransferOptions options) {
+                                 const Shape& shape, TransferOptions options,
+                                 absl::Span<RuntimeMemory* const> sharing) {
   int64_t bytes = 0;
   std::set<int32_t> dst_ids;
   for (const sharding::BoxCopy& c : plan.copies) {
@@ -49,6 +50,7 @@ guard::TransferEvent UploadEvent(std::string_view op, const sharding::ReshardPla
       dst_ids.insert(memories[c.dst_slot]->device()->Id().value);
     }
   }
+  for (const RuntimeMemory* m : sharing) dst_ids.insert(m->device()->Id().value);
   return guard::TransferEvent{.direction = guard::Direction::kHostToDevice,
                               .is_explicit = options.is_explicit,
                               .operation = std::string(op),

@@ -32,10 +32,12 @@ namespace tessera::runtime {
 struct CompiledProgram;
 
 // The host-to-device movement of an upload into `memories`: every byte written to a replica,
-// whether read from the host or forwarded from another replica, and the devices they go to.
+// whether read from the host or forwarded from another replica, and the devices they go to, with
+// `sharing` (memories whose devices take one of those buffers: replicas on CPU devices).
 guard::TransferEvent UploadEvent(std::string_view op, const sharding::ReshardPlan& plan,
                                  const std::vector<RuntimeMemory*>& memories, DType dtype,
-                                 const Shape& shape, TransferOptions options);
+                                 const Shape& shape, TransferOptions options,
+                                 absl::Span<RuntimeMemory* const> sharing = {});
 
 // The device-to-host movement of a download of `array`.
 guard::TransferEvent DownloadEvent(std::string_view op, const sharding::ReshardPlan& plan,

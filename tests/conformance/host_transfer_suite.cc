@@ -199,6 +199,58 @@ TEST_P(HostTransferTest, ReplicatedReadsBackFromEveryShard) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not fully replicated")));
 }
 
+// The replicas of an upload on CPU devices share one buffer (their platform's host buffers serve
+// every CPU device): the CPU devices' memories hold the array once, other devices once each; every
+// replica reads back the data, each part of it lives on while any holds it, and the memory is
+// freed with the last.
+TEST_P(HostTransferTest, ReplicasOnCpuDevicesShareOneBuffer) {
+  const Shape shape({64, 33});
+  const int64_t bytes = 64 * 33 * 4;
+  const std::vector<uint8_t> data = Pattern(bytes, 11);
+  const std::vector<int> cpu = OfKind("cpu");
+  auto in_use = [&] {
+    std::vector<int64_t> per_device;
+    for (Device* d : client().devices()) {
+      absl::StatusOr<Memory*> m = d->DefaultMemory();
+      per_device.push_back(m.ok() ? (*m)->BytesInUse() : 0);
+    }
+    return per_device;
+  };
+  const std::vector<int64_t> before = in_use();
+  absl::StatusOr<ArrayRef> made =
+      MakeArray(client(), data, kS32, shape, ReplicatedSharding(All(), shape));
+  ASSERT_THAT(made, IsOk());
+  ArrayRef a = *std::move(made);
+  ASSERT_THAT(a->GetReadyFuture().Await(), IsOk());
+  const std::vector<int64_t> with = in_use();
+  int64_t cpu_bytes = 0;
+  for (int i = 0; i < n_; ++i) {
+    const int64_t added = with[i] - before[i];
+    if (client().devices()[i]->Kind() == "cpu") {
+      cpu_bytes += added;
+    } else {
+      EXPECT_GE(added, bytes) << "device " << i << " holds its own replica";
+    }
+  }
+  if (!cpu.empty()) {
+    EXPECT_GE(cpu_bytes, bytes);
+    EXPECT_LT(cpu_bytes, 2 * bytes) << "the CPU devices' replicas share one buffer";
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<ArrayRef> parts,
+                       a->DisassembleIntoSingleDeviceArrays(ArrayCopySemantics::kReuseInput));
+  ASSERT_THAT(a->Delete().Await(), IsOk());
+  a = nullptr;
+  // Each replica alone, the others deleted before it.
+  for (int i = 0; i < n_; ++i) {
+    absl::StatusOr<std::vector<uint8_t>> out = ReadBack(parts[i]);
+    ASSERT_THAT(out, IsOk());
+    EXPECT_TRUE(*out == data) << "replica " << i;
+    ASSERT_THAT(parts[i]->Delete().Await(), IsOk());
+  }
+  parts.clear();
+  EXPECT_EQ(in_use(), before);
+}
+
 // Bad input to MakeArrayFromHostBuffer / CopyToHostBuffer
 
 TEST_P(HostTransferTest, MakeAndCopyToHostRejectBadInput) {

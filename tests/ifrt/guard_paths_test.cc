@@ -169,6 +169,21 @@ class GuardPathsTest : public ::testing::TestWithParam<std::tuple<Topology, Entr
     return testing::DevicesAt(client(), p);
   }
   DeviceListRef All() { return Positions(0, n_); }
+  // The buffers an upload writes when the devices at each of `groups` hold one region: one per
+  // device, but one for all the CPU devices of a group (their host buffers serve every CPU device,
+  // so the replicas share one).
+  int BuffersWritten(const std::vector<std::vector<int>>& groups) {
+    int buffers = 0;
+    for (const std::vector<int>& group : groups) {
+      bool cpu_written = false;
+      for (int p : group) {
+        const bool cpu = client().devices()[p]->Kind() == "cpu";
+        if (!cpu || !cpu_written) ++buffers;
+        cpu_written = cpu_written || cpu;
+      }
+    }
+    return buffers;
+  }
   Shape ArrayShape() const { return Shape({2 * n_, 6}); }
   int64_t ArrayBytes() const { return 2 * n_ * 6 * 4; }
   // Rows [2i, 2i+2) of `data`: shard i of a row sharding over n devices.
@@ -354,15 +369,22 @@ Scenario GuardPathsTest::RemapScenario(uint32_t seed) {
 
 Scenario GuardPathsTest::MakeScenario(Entry entry, uint32_t seed) {
   switch (entry) {
-    case Entry::kMakeArrayReplicated:
-      // Every device receives the whole array: n times its bytes (the forwards included).
-      return UploadScenario(testing::ReplicatedSharding(All(), ArrayShape()), n_ * ArrayBytes(),
-                            seed);
-    case Entry::kMakeArrayPartiallyReplicated:
-      // Every device receives half the rows.
+    case Entry::kMakeArrayReplicated: {
+      // Every device receives the whole array (the forwards included), the CPU devices in one
+      // buffer.
+      std::vector<int> all(n_);
+      for (int p = 0; p < n_; ++p) all[p] = p;
+      return UploadScenario(testing::ReplicatedSharding(All(), ArrayShape()),
+                            BuffersWritten({all}) * ArrayBytes(), seed);
+    }
+    case Entry::kMakeArrayPartiallyReplicated: {
+      // Every device receives half the rows: the first half of the devices the first half.
+      std::vector<int> first, second;
+      for (int p = 0; p < n_; ++p) (p < n_ / 2 ? first : second).push_back(p);
       return UploadScenario(
           testing::Named(absl::StrCat("mesh{x=2,y=", n_ / 2, "}"), "P(x,None)", All()),
-          n_ * ArrayBytes() / 2, seed);
+          BuffersWritten({first, second}) * ArrayBytes() / 2, seed);
+    }
     case Entry::kCopyToHostBuffer:
       return DownloadScenario(seed);
     case Entry::kReshardArrays:
