@@ -23,7 +23,7 @@ namespace tessera {
 // attributes (ifrt/attribute_map.h: "max_compute_work_group_invocations",
 // "max_compute_work_group_size", "subgroup_size", "shader_float64", "shader_int64",
 // "max_storage_buffer_range", "min_storage_buffer_offset_alignment",
-// "max_shader_loop_iterations"), as the most every device of
+// "max_shader_loop_iterations", "device_type"), as the most every device of
 // the platform in the executable allows; a field no device reports keeps its default, what every
 // Vulkan 1.1 device meets.
 struct KernelTarget {
@@ -44,6 +44,10 @@ struct KernelTarget {
   // shader's loops after that many (attribute "max_shader_loop_iterations": Mesa's llvmpipe,
   // lavapipe, 65535); 0: no such limit.
   int64_t max_loop_iterations = 0;
+  // Every device is a CPU implementation of the API (attribute "device_type" "cpu": lavapipe),
+  // which runs a work-group's invocations on the SIMD lanes of one thread: the code generators
+  // then give each invocation more work (larger register blocks), as no register file bounds it.
+  bool cpu_device = false;
 
   friend bool operator==(const KernelTarget&, const KernelTarget&) = default;
 };

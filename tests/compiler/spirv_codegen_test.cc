@@ -433,7 +433,9 @@ TEST(SpirvCodegenTest, ManyRowsReduceOneInvocationPerRow) {
 
 // The matmul is register-blocked: 4x4 blocks of C per invocation on 16x4 invocations, B and C
 // bound as vec4 arrays where N is a multiple of 4 (16 vec4 columns per work-group), as scalars
-// otherwise (64 columns); the work-group shrinks where the device allows fewer invocations.
+// otherwise (64 columns); the work-group shrinks where the device allows fewer invocations. On a
+// CPU implementation (lavapipe) with vec4s and a C of at least 64x512 elements: 16x32 blocks on
+// 8x4 invocations (256 columns and 64 rows per work-group).
 TEST(SpirvCodegenTest, MatmulIsRegisterBlocked) {
   auto program = [](int n) {
     return absl::StrReplaceAll(R"mlir(
@@ -451,18 +453,30 @@ func.func @main(%a: tensor<40x24xf32> {tessera.sharding = "mesh{x=1} P()"},
   };
   KernelTarget small;
   small.max_workgroup_invocations = 32;
-  for (const auto& [n, target, groups_x, group_y] :
-       {std::tuple{72, KernelTarget{}, (72 / 4 + 15) / 16, 4},
-        std::tuple{70, KernelTarget{}, (70 + 63) / 64, 4}, std::tuple{72, small, 2, 2}}) {
-    SCOPED_TRACE(absl::StrCat(n, " columns, ", target.max_workgroup_invocations, " invocations"));
-    ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileForTarget(program(n), target));
+  KernelTarget cpu;
+  cpu.cpu_device = true;
+  struct Case {
+    int n;
+    KernelTarget target;
+    int64_t group_x, group_y, groups_x, groups_y;
+  };
+  for (const Case& c :
+       {Case{72, KernelTarget{}, 16, 4, (72 / 4 + 15) / 16, (40 + 15) / 16},
+        Case{70, KernelTarget{}, 16, 4, (70 + 63) / 64, (40 + 15) / 16},
+        Case{72, small, 16, 2, 2, (40 + 7) / 8}, Case{820, cpu, 8, 4, (820 + 255) / 256, 1},
+        // A small C on a CPU device: 4x4 blocks (16x32 blocks would compute mostly clamped ones).
+        Case{72, cpu, 16, 4, (72 / 4 + 15) / 16, (40 + 15) / 16},
+        // Scalars on a CPU device too: 4x4 blocks.
+        Case{70, cpu, 16, 4, (70 + 63) / 64, (40 + 15) / 16}}) {
+    SCOPED_TRACE(absl::StrCat(c.n, " columns, ", c.target.max_workgroup_invocations, " invocations",
+                              c.target.cpu_device ? ", a CPU device" : ""));
+    ASSERT_OK_AND_ASSIGN(ProgramPlan plan, CompileForTarget(program(c.n), c.target));
     const KernelArtifact& artifact = plan.steps[0].kernel.artifacts.at("vulkan");
     ASSERT_GE(Dispatches(artifact).size(), 2u);  // fill (one or two launches), matmul
     const SpirvDispatch& matmul = Dispatches(artifact).back();
-    EXPECT_THAT(matmul.workgroup_size, ::testing::ElementsAre(16, group_y, 1));
-    EXPECT_THAT(matmul.workgroup_count,
-                ::testing::ElementsAre(groups_x, (40 + 4 * group_y - 1) / (4 * group_y), 1));
-    CheckArtifacts(plan, HaveSpirvVal(), target.max_workgroup_invocations);
+    EXPECT_THAT(matmul.workgroup_size, ::testing::ElementsAre(c.group_x, c.group_y, 1));
+    EXPECT_THAT(matmul.workgroup_count, ::testing::ElementsAre(c.groups_x, c.groups_y, 1));
+    CheckArtifacts(plan, HaveSpirvVal(), c.target.max_workgroup_invocations);
   }
 }
 

@@ -55,6 +55,12 @@ void Meet(const AttributeMap& attrs, bool first, KernelTarget& target) {
   if (std::optional<bool> i64 = GetBool(attrs, "shader_int64")) {
     target.int64 = (first || target.int64) && *i64;
   }
+  if (const AttributeMap::Value* v = attrs.Get("device_type");
+      v != nullptr && std::holds_alternative<std::string>(*v)) {
+    target.cpu_device = (first || target.cpu_device) && std::get<std::string>(*v) == "cpu";
+  } else {
+    target.cpu_device = false;  // not known to be one
+  }
   const std::optional<bool> p32 = GetBool(attrs, "shader_signed_zero_inf_nan_preserve_float32");
   const std::optional<bool> p64 = GetBool(attrs, "shader_signed_zero_inf_nan_preserve_float64");
   target.preserve_signed_zero_inf_nan32 =
@@ -85,7 +91,7 @@ std::string KernelTargetsKey(const std::map<std::string, KernelTarget>& targets)
                     ",f64=", t.float64, ",i64=", t.int64, ",range=", t.max_storage_buffer_range,
                     ",align=", t.min_storage_buffer_offset_alignment,
                     ",loops=", t.max_loop_iterations, ",szinp=", t.preserve_signed_zero_inf_nan32,
-                    t.preserve_signed_zero_inf_nan64, "}");
+                    t.preserve_signed_zero_inf_nan64, ",cpu=", t.cpu_device, "}");
   }
   return key;
 }

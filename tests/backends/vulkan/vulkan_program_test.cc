@@ -809,6 +809,7 @@ TEST_P(VulkanProgramTest, KernelTargetsComeFromTheVulkanDevices) {
   }
   EXPECT_TRUE(target.float64);  // lavapipe has shaderFloat64 and shaderInt64
   EXPECT_TRUE(target.int64);
+  EXPECT_TRUE(target.cpu_device);  // lavapipe's device type is "cpu"
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, VulkanProgramTest,
