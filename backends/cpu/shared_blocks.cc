@@ -134,6 +134,8 @@ bool HelpSharedBlocks(absl::FunctionRef<bool()> stop) {
   return shared_now.load(std::memory_order_relaxed) > 0;
 }
 
+bool BlocksAreShared() { return shared_now.load(std::memory_order_relaxed) > 0; }
+
 int64_t HelpedBlocks() { return helped_blocks.load(std::memory_order_relaxed); }
 
 }  // namespace tessera::cpu

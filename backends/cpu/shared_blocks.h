@@ -44,6 +44,9 @@ void RunSharedBlocks(int64_t blocks, double block_work, absl::FunctionRef<void(i
 // was shared when it returned (the thread may poll again soon rather than sleep).
 bool HelpSharedBlocks(absl::FunctionRef<bool()> stop);
 
+// Whether any work is shared now (an atomic load: idle threads ask it before they sleep).
+bool BlocksAreShared();
+
 // Blocks run by helpers in this process (tests).
 int64_t HelpedBlocks();
 

@@ -232,13 +232,14 @@ absl::StatusOr<Dispatcher::Upload> Dispatcher::PlanUpload(std::string_view op, D
     TESSERA_ASSIGN_OR_RETURN(upload.placement, ResolvePlacement(*sharding, shape));
     upload.addressable = DistributedRuntime::AllAddressable(*upload.placement.memories);
   }
-  TESSERA_ASSIGN_OR_RETURN(upload.written, SharedReplicasWritten(upload));
+  TESSERA_RETURN_IF_ERROR(ShareReplicas(upload));
+  const Placement& written = upload.Written();
   if (upload.plan == nullptr) {
-    const std::vector<RuntimeMemory*>& memories = *upload.written.memories;
+    const std::vector<RuntimeMemory*>& memories = *written.memories;
     TESSERA_ASSIGN_OR_RETURN(
         upload.plan,
         GetPlan(sharding::ShardLayout::Replicated(shape.dims(), 1), {TransferStats::kHost},
-                *upload.written.layout, Locations(memories), element_bytes,
+                *written.layout, Locations(memories), element_bytes,
                 /*fan_out=*/upload.addressable));
     if (!upload.addressable) {
       upload.plan = DistributedRuntime::LocalPart(*upload.plan, nullptr, memories);
@@ -258,28 +259,34 @@ absl::StatusOr<Dispatcher::Upload> Dispatcher::PlanUpload(std::string_view op, D
     }
   }
   TESSERA_ASSIGN_OR_RETURN(upload.guard_action,
-                           GuardTransfer(UploadEvent(op, *upload.plan, *upload.written.memories,
-                                                     dtype, shape, options, sharing)));
+                           GuardTransfer(UploadEvent(op, *upload.plan, *written.memories, dtype,
+                                                     shape, options, sharing)));
   return upload;
 }
 
-absl::StatusOr<Placement> Dispatcher::SharedReplicasWritten(Upload& upload) {
+absl::Status Dispatcher::ShareReplicas(Upload& upload) {
   upload.leader_of.clear();
-  if (!upload.addressable) return upload.placement;  // each process writes its own shards
+  // Each process writes its own shards; and where no two slots hold one region, none is shared.
+  const sharding::ShardLayout& placed = *upload.placement.layout;
+  if (!upload.addressable ||
+      placed.replica_groups().size() == static_cast<size_t>(placed.num_slots())) {
+    return absl::OkStatus();
+  }
   std::vector<int> leader_of = SharedReplicaLeaders(upload.placement);
   std::vector<sharding::Box> boxes;
   std::vector<RuntimeMemory*> memories;
   for (size_t s = 0; s < leader_of.size(); ++s) {
     if (leader_of[s] != static_cast<int>(s)) continue;
-    boxes.push_back(upload.placement.layout->slot_box(static_cast<int>(s)));
+    boxes.push_back(placed.slot_box(static_cast<int>(s)));
     memories.push_back((*upload.placement.memories)[s]);
   }
-  if (memories.size() == leader_of.size()) return upload.placement;  // nothing shared
+  if (memories.size() == leader_of.size()) return absl::OkStatus();  // nothing shared
   TESSERA_ASSIGN_OR_RETURN(
       sharding::ShardLayout layout,
-      sharding::ShardLayout::FromBoxes(upload.placement.layout->global_shape(), std::move(boxes)));
+      sharding::ShardLayout::FromBoxes(placed.global_shape(), std::move(boxes)));
   upload.leader_of = std::move(leader_of);
-  return Placement::Of(std::move(layout), std::move(memories));
+  upload.written = Placement::Of(std::move(layout), std::move(memories));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Dispatcher::UploadRun> Dispatcher::RunUpload(std::string_view op,
@@ -287,8 +294,8 @@ absl::StatusOr<Dispatcher::UploadRun> Dispatcher::RunUpload(std::string_view op,
                                                             PlanEndpoint source,
                                                             int64_t element_bytes) {
   std::vector<PlanEndpoint> dst;
-  TESSERA_RETURN_IF_ERROR(
-      CompleteDestinations(*upload.written.layout, *upload.written.memories, element_bytes, dst));
+  TESSERA_RETURN_IF_ERROR(CompleteDestinations(*upload.Written().layout, *upload.Written().memories,
+                                               element_bytes, dst));
   UploadRun run;
   // The forwards between replicas are legs of this host-to-device transfer.
   run.exec = Execute(*upload.plan, element_bytes, {std::move(source)}, dst, op, upload.guard_action,

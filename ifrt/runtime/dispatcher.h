@@ -119,9 +119,10 @@ class Dispatcher {
     std::string guard_action;
     bool addressable = true;  // every slot on this process's devices
     // leader_of[s]: the slot whose buffer slot s takes (s where it has one of its own); empty
-    // where every slot has its own, and `written` is then `placement`.
+    // where every slot has its own, and `written` is then unset: the plan writes `placement`.
     std::vector<int> leader_of;
-    Placement written;  // the slots the plan writes, in slot order
+    Placement written;  // the slots the plan writes, in slot order (where leader_of is not empty)
+    const Placement& Written() const { return leader_of.empty() ? placement : written; }
   };
   absl::StatusOr<Upload> PlanUpload(std::string_view op, DType dtype, const Shape& shape,
                                     const ShardingRef& sharding, TransferOptions options);
@@ -133,8 +134,8 @@ class Dispatcher {
     PlanExecution exec;
     std::vector<Shard> shards;
   };
-  // Fills upload.leader_of and returns the placement its plan writes (`written`).
-  static absl::StatusOr<Placement> SharedReplicasWritten(Upload& upload);
+  // Fills upload.leader_of and upload.written where replicas share buffers.
+  static absl::Status ShareReplicas(Upload& upload);
   absl::StatusOr<UploadRun> RunUpload(std::string_view op, const Upload& upload,
                                       PlanEndpoint source, int64_t element_bytes);
   // The copies of `array`'s `shards` into the host buffer `destination` (a host endpoint):
