@@ -59,8 +59,8 @@ double OwnerBlockNs(const SharedWork& work) {
 
 // The owner is in the middle of a block when a helper looks: it reaches the last of the `left`
 // blocks nobody has taken after about (left - kOwnerInBlock) of its block times, or one fewer if a
-// helper takes one. (Measured beside a busy loop on 2 cores, Megatron MLP: 0.5 took 1-2 ms off
-// the 29-30 ms of 1, that is, waiting for 2 untaken blocks.)
+// helper takes one. (Beside a busy loop on 2 cores, the Megatron MLP took 1-2 ms less with 0.5
+// than with 1, which counts the owner's block as not begun and leaves it the last untaken one.)
 constexpr double kOwnerInBlock = 0.5;
 
 // How long the owner would still take alone (the helpers' choice: the longest first) where a
