@@ -228,11 +228,13 @@ absl::StatusOr<Dispatcher::Upload> Dispatcher::PlanUpload(std::string_view op, D
     upload.placement = hit->dst_placement;
     upload.plan = hit->plan;
     upload.addressable = DistributedRuntime::AllAddressable(*upload.placement.memories);
+    upload.leader_of = hit->leader_of;
+    upload.written = hit->written;
   } else {
     TESSERA_ASSIGN_OR_RETURN(upload.placement, ResolvePlacement(*sharding, shape));
     upload.addressable = DistributedRuntime::AllAddressable(*upload.placement.memories);
+    TESSERA_RETURN_IF_ERROR(ShareReplicas(upload));
   }
-  TESSERA_RETURN_IF_ERROR(ShareReplicas(upload));
   const Placement& written = upload.Written();
   if (upload.plan == nullptr) {
     const std::vector<RuntimeMemory*>& memories = *written.memories;
@@ -246,8 +248,8 @@ absl::StatusOr<Dispatcher::Upload> Dispatcher::PlanUpload(std::string_view op, D
     }
     plan_cache_.InsertReshard(
         shape.dims(), element_bytes,
-        std::make_shared<const PlanCache::ReshardEntry>(
-            PlanCache::ReshardEntry{nullptr, sharding, upload.placement, upload.plan}));
+        std::make_shared<const PlanCache::ReshardEntry>(PlanCache::ReshardEntry{
+            nullptr, sharding, upload.placement, upload.plan, upload.leader_of, upload.written}));
   }
   // The devices that take a written buffer are named too (an empty region moves no bytes).
   std::vector<RuntimeMemory*> sharing;

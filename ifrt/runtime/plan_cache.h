@@ -50,6 +50,10 @@ class PlanCache {
     ShardingRef src, dst;     // keep the keys' addresses from being reused; null: the host
     Placement dst_placement;  // shared with the arrays the entry places
     std::shared_ptr<const sharding::ReshardPlan> plan;
+    // Uploads whose replicas share buffers: Dispatcher::Upload's leader_of and written (empty
+    // and unset otherwise).
+    std::vector<int> leader_of;
+    Placement written;
   };
   // The entry of a movement from an array with sharding `src` (null: the host) to `dst` (null:
   // the host), or null.

@@ -12,8 +12,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <random>
 #include <vector>
+
+#include "tests/testing/random_floats.h"
 
 namespace tessera::testing {
 
@@ -37,15 +38,6 @@ func.func @main(%x: tensor<4x12xf32> {tessera.sharding = "mesh{x=4} P()"},
   return %y : tensor<4x8xf32>
 }
 )mlir";
-
-// `n` floats uniform in [-1, 1), the same for the same seed.
-inline std::vector<float> Random(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // kMegatron's result for x f32[4x12], w1 f32[12x16], w2 f32[16x8] (row-major), in double.
 inline std::vector<float> MegatronReference(const std::vector<float>& x,

@@ -16,12 +16,13 @@
 #include "backends/cpu/streaming_sgemm.h"
 #include "gtest/gtest.h"
 #include "tests/backends/cpu/gemm_cases.h"
+#include "tests/testing/random_floats.h"
 
 namespace tessera::cpu {
 namespace {
 
+using ::tessera::testing::Random;
 using testing::GemmCase;
-using testing::RandomFloats;
 
 // Threads calling HelpSharedBlocks for the test's lifetime, as idle device threads do.
 class Helpers {
@@ -53,8 +54,8 @@ TEST_P(SharedStreamingSgemmTest, BitIdenticalToTheWholeProductWhileHelped) {
   const int64_t lda = k + pad, ldb = n + pad, ldc = n + pad;
   const uint32_t seed = static_cast<uint32_t>(m * 1000003 + n * 1009 + k);
   SCOPED_TRACE(absl::StrCat("seed ", seed));
-  const std::vector<float> a = RandomFloats(m * lda, seed), b = RandomFloats(k * ldb, seed + 1);
-  const std::vector<float> c0 = RandomFloats(m * ldc, seed + 2);
+  const std::vector<float> a = Random(m * lda, seed), b = Random(k * ldb, seed + 1);
+  const std::vector<float> c0 = Random(m * ldc, seed + 2);
   Helpers helpers(2);
   for (bool accumulate : {true, false}) {
     SCOPED_TRACE(accumulate ? "C += A @ B" : "C = A @ B");
@@ -81,7 +82,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, SharedStreamingSgemmTest,
 TEST(SharedStreamingSgemmHelpersTest, ALargeProductIsHelped) {
   if (!StreamingSgemmSupported()) GTEST_SKIP() << "this CPU has no AVX-512F";
   const int64_t m = 256, n = 1024, k = 2048;
-  const std::vector<float> a = RandomFloats(m * k, 7), b = RandomFloats(k * n, 8);
+  const std::vector<float> a = Random(m * k, 7), b = Random(k * n, 8);
   std::vector<float> c(m * n);
   const int64_t before = HelpedBlocks();
   Helpers helpers(2);

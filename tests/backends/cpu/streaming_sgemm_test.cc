@@ -15,12 +15,13 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/backends/cpu/gemm_cases.h"
+#include "tests/testing/random_floats.h"
 
 namespace tessera::cpu {
 namespace {
 
+using ::tessera::testing::Random;
 using testing::GemmCase;
-using testing::RandomFloats;
 
 class StreamingSgemmTest : public ::testing::TestWithParam<GemmCase> {};
 
@@ -28,8 +29,8 @@ TEST_P(StreamingSgemmTest, BitIdenticalToSequentialFma) {
   if (!StreamingSgemmSupported()) GTEST_SKIP() << "this CPU has no AVX-512F";
   const auto [m, n, k, pad] = GetParam();
   const int64_t lda = k + pad, ldb = n + pad, ldc = n + pad;
-  const std::vector<float> a = RandomFloats(m * lda, 1), b = RandomFloats(k * ldb, 2);
-  std::vector<float> c = RandomFloats(m * ldc, 3);
+  const std::vector<float> a = Random(m * lda, 1), b = Random(k * ldb, 2);
+  std::vector<float> c = Random(m * ldc, 3);
   std::vector<float> want = c;
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
@@ -52,13 +53,13 @@ TEST_P(StreamingSgemmTest, OverwriteIsBitIdenticalToAZeroFillThenSequentialFma) 
   if (!StreamingSgemmSupported()) GTEST_SKIP() << "this CPU has no AVX-512F";
   const auto [m, n, k, pad] = GetParam();
   const int64_t lda = k + pad, ldb = n + pad, ldc = n + pad;
-  const std::vector<float> a = RandomFloats(m * lda, 4), b = RandomFloats(k * ldb, 5);
+  const std::vector<float> a = Random(m * lda, 4), b = Random(k * ldb, 5);
   // C's previous contents (NaN inside, seed-6 values in the padding) must not be read.
-  std::vector<float> c = RandomFloats(m * ldc, 6);
+  std::vector<float> c = Random(m * ldc, 6);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = std::nanf("");
   }
-  std::vector<float> want = RandomFloats(m * ldc, 6);
+  std::vector<float> want = Random(m * ldc, 6);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       float sum = 0.0f;
